@@ -1,0 +1,80 @@
+// swift-tools-version: 6.1
+//
+// HangWatch: a main-thread hang monitor for Swift services on Linux.
+//
+// Layers point one way:
+//   CHangWatchCapture (C, async-signal-safe) <- HangWatch (the embeddable monitor) -> HangWatchReport
+//   HangWatchSymbolication -> HangWatchReport;  CLI / agent -> HangWatchReport (+ symbolication)
+// The embeddable library depends on swift-log only.
+import PackageDescription
+
+let package = Package(
+    name: "HangWatch",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "HangWatch", targets: ["HangWatch"]),
+        .library(name: "HangWatchReport", targets: ["HangWatchReport"]),
+        .library(name: "HangWatchSymbolication", targets: ["HangWatchSymbolication"]),
+        .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // Debian: libunwind-dev (libunwind 1.6.2). Only the local unwinder is linked.
+        .systemLibrary(
+            name: "CLibunwind",
+            pkgConfig: "libunwind",
+            providers: [.apt(["libunwind-dev"])]
+        ),
+        // Debian: libdw-dev (elfutils). Used by symbolication only, never by the embeddable monitor.
+        .systemLibrary(
+            name: "CLibdw",
+            pkgConfig: "libdw",
+            providers: [.apt(["libdw-dev"])]
+        ),
+        // glibc's dl_iterate_phdr and the ELF types, for reading the loaded images (header only).
+        .systemLibrary(name: "CLinkMap"),
+        // The only code that runs inside a signal handler. C, async-signal-safe, mechanism only.
+        .target(
+            name: "CHangWatchCapture",
+            dependencies: ["CLibunwind"],
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
+        .target(
+            name: "HangWatchReport",
+            dependencies: []
+        ),
+        .target(
+            name: "HangWatch",
+            dependencies: [
+                "CHangWatchCapture",
+                "CLinkMap",
+                "HangWatchReport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "HangWatchSymbolication",
+            dependencies: ["CLibdw", "HangWatchReport"],
+            // __cxa_demangle, for C++ frames.
+            linkerSettings: [.linkedLibrary("stdc++")]
+        ),
+        .executableTarget(
+            name: "hangwatch-demo",
+            dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"]
+        ),
+        .testTarget(
+            name: "HangWatchTests",
+            dependencies: ["HangWatch", "HangWatchReport", "CHangWatchCapture", "HangWatchSymbolication"]
+        ),
+        .testTarget(
+            name: "HangWatchReportTests",
+            dependencies: ["HangWatchReport"]
+        ),
+        .testTarget(
+            name: "HangWatchSymbolicationTests",
+            dependencies: ["HangWatchSymbolication", "HangWatchReport"]
+        ),
+    ]
+)

@@ -1,0 +1,331 @@
+/*
+ * hw_capture_signal.c: the capture signal handler and the one request slot it answers.
+ *
+ * Async-signal-safety checklist for hw_capture_handler() and what it calls:
+ *   - errno is saved on entry and restored on exit.
+ *   - It touches only: the atomic state word (compare-and-swap), the request fields written before
+ *     the request was published, a frame buffer on its own (alternate) stack, the shared result
+ *     slot (only after winning the RUNNING -> WRITING transition for its own generation), and
+ *     sem_post(), getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe.
+ *   - It never allocates, locks, logs or formats.
+ *   - A signal that is not a capture request for this process is passed to the handler that was
+ *     installed before ours.
+ *   - A late handler (its request already abandoned by the watchdog) fails its compare-and-swap
+ *     and writes nothing shared: the generation number in the signal and in the state word keeps a
+ *     late answer from completing the next request or writing into its memory.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "CHangWatchCapture.h"
+#include "hw_internal.h"
+
+/* The state word: generation << 3 | phase. */
+enum { HW_IDLE = 0, HW_PENDING = 1, HW_RUNNING = 2, HW_WRITING = 3, HW_DONE = 4, HW_ABANDONED = 5 };
+#define HW_STATE(generation, phase) (((uint64_t)(generation) << 3) | (uint64_t)(phase))
+#define HW_PHASE(state) ((int)((state) & 7u))
+
+/* Capture requests carry this tag in the high bits of si_value, the generation in the low bits. */
+#define HW_SIGNAL_TAG ((uint64_t)0x4857 << 48)
+#define HW_GENERATION_MASK (((uint64_t)1 << 48) - 1)
+
+static _Atomic uint64_t g_state = HW_STATE(0, HW_IDLE);
+static _Atomic uint64_t g_next_generation = 1;
+
+static struct {
+    pid_t tid;
+    int max_frames;
+    uintptr_t stack_high;
+} g_request;
+
+static hw_capture_result g_result;
+static sem_t g_answered;
+static pthread_once_t g_semaphore_once = PTHREAD_ONCE_INIT;
+
+#define HW_SIGNAL_LIMIT 65
+static struct sigaction g_previous[HW_SIGNAL_LIMIT];
+
+pid_t hw_gettid(void) {
+    return (pid_t)syscall(SYS_gettid);
+}
+
+static void hw_init_semaphore(void) {
+    sem_init(&g_answered, 0, 0);
+}
+
+/* Pass a signal that is not ours to whoever had it before us. */
+static void hw_chain(int signo, siginfo_t *info, void *context) {
+    if (signo <= 0 || signo >= HW_SIGNAL_LIMIT) {
+        return;
+    }
+    const struct sigaction *previous = &g_previous[signo];
+    if (previous->sa_flags & SA_SIGINFO) {
+        if (previous->sa_sigaction != NULL) {
+            previous->sa_sigaction(signo, info, context);
+        }
+    } else if (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN && previous->sa_handler != NULL) {
+        previous->sa_handler(signo);
+    }
+    /* SIG_DFL / SIG_IGN: a stray real-time signal is dropped rather than terminating the process. */
+}
+
+/* Answer capture request `generation` on the calling thread. */
+static void hw_answer(uint64_t generation, ucontext_t *uc) {
+    uint64_t state = atomic_load(&g_state);
+    if (state != HW_STATE(generation, HW_PENDING)) {
+        return; /* stale: abandoned, or a later request is pending */
+    }
+    const pid_t tid = g_request.tid;
+    const int max_frames = g_request.max_frames;
+    const uintptr_t stack_high = g_request.stack_high;
+    if (tid != hw_gettid()) {
+        return; /* delivered to a thread that reuses an old id: not the thread we asked for */
+    }
+    uint64_t expected = HW_STATE(generation, HW_PENDING);
+    if (!atomic_compare_exchange_strong(&g_state, &expected, HW_STATE(generation, HW_RUNNING))) {
+        return;
+    }
+    const int64_t entry_ns = hw_now_ns();
+    uintptr_t frames[HW_MAX_FRAMES];
+    int32_t flags = 0;
+    uintptr_t last_sp = 0;
+    int count = hw_unwind_walk(uc, HW_SIGNAL_CONTEXT_SIZE, hw_context_sp(uc), stack_high, frames,
+                               max_frames, &flags, &last_sp);
+
+    expected = HW_STATE(generation, HW_RUNNING);
+    if (!atomic_compare_exchange_strong(&g_state, &expected, HW_STATE(generation, HW_WRITING))) {
+        return; /* abandoned while we were walking: the slot is no longer ours */
+    }
+    g_result.generation = generation;
+    g_result.frame_count = count;
+    g_result.flags = flags;
+    memcpy(g_result.frames, frames, (size_t)count * sizeof(uintptr_t));
+    g_result.handler_entry_ns = entry_ns;
+    g_result.handler_exit_ns = hw_now_ns();
+    atomic_store(&g_state, HW_STATE(generation, HW_DONE));
+    sem_post(&g_answered);
+}
+
+static void hw_capture_handler(int signo, siginfo_t *info, void *context) {
+    const int saved_errno = errno;
+    if (info != NULL && info->si_code == SI_QUEUE && info->si_pid == getpid()) {
+        const uint64_t value = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
+        if ((value & ~HW_GENERATION_MASK) == HW_SIGNAL_TAG) {
+            hw_answer(value & HW_GENERATION_MASK, (ucontext_t *)context);
+            errno = saved_errno;
+            return;
+        }
+    }
+    hw_chain(signo, info, context);
+    errno = saved_errno;
+}
+
+int hw_capture_handler_is_current(int signo) {
+    struct sigaction current;
+    if (sigaction(signo, NULL, &current) != 0) {
+        return 0;
+    }
+    return (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == hw_capture_handler;
+}
+
+/* Warm libunwind on the calling thread: initialise its global state and fill the unwind-rule cache
+ * with this thread's frames, so the handler finds everything ready. */
+static void hw_warm_up(void) {
+    uintptr_t low = 0, high = 0;
+    if (hw_current_thread_stack(&low, &high) != 0) {
+        return;
+    }
+    unw_context_t context;
+    if (unw_getcontext(&context) != 0) {
+        return;
+    }
+    uintptr_t frames[HW_MAX_FRAMES];
+    int32_t flags = 0;
+    uintptr_t last_sp = 0;
+    (void)hw_unwind_walk(&context, sizeof(context), hw_context_sp(&context), high, frames, HW_MAX_FRAMES,
+                         &flags, &last_sp);
+}
+
+int hw_capture_install(int signo) {
+    if (signo <= 0 || signo >= HW_SIGNAL_LIMIT) {
+        return EINVAL;
+    }
+    pthread_once(&g_semaphore_once, hw_init_semaphore);
+    int prepared = hw_unwind_prepare();
+    if (prepared != 0) {
+        return prepared;
+    }
+    struct sigaction current;
+    if (sigaction(signo, NULL, &current) != 0) {
+        return errno;
+    }
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == hw_capture_handler) {
+        return 0;
+    }
+    /* Record the handler we displace before ours can run and need it. */
+    g_previous[signo] = current;
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_sigaction = hw_capture_handler;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigfillset(&action.sa_mask);
+    /* Faults inside the handler must stay deliverable (and fatal), not be blocked. */
+    sigdelset(&action.sa_mask, SIGSEGV);
+    sigdelset(&action.sa_mask, SIGBUS);
+    sigdelset(&action.sa_mask, SIGILL);
+    sigdelset(&action.sa_mask, SIGFPE);
+    if (sigaction(signo, &action, NULL) != 0) {
+        return errno;
+    }
+    hw_warm_up();
+    return 0;
+}
+
+int hw_current_thread_stack(uintptr_t *low, uintptr_t *high) {
+    pthread_attr_t attributes;
+    int result = pthread_getattr_np(pthread_self(), &attributes);
+    if (result != 0) {
+        return result;
+    }
+    void *address = NULL;
+    size_t size = 0;
+    result = pthread_attr_getstack(&attributes, &address, &size);
+    pthread_attr_destroy(&attributes);
+    if (result != 0) {
+        return result;
+    }
+    *low = (uintptr_t)address;
+    *high = (uintptr_t)address + size;
+    return 0;
+}
+
+int hw_capture_thread_attach(size_t altstack_size) {
+    int installed = 0;
+    stack_t current;
+    if (sigaltstack(NULL, &current) != 0) {
+        return -errno;
+    }
+    if (current.ss_flags & SS_DISABLE) {
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        const size_t size = (altstack_size + page - 1) / page * page;
+        /* One guard page below the stack: an overflow faults instead of corrupting memory. */
+        void *memory = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (memory == MAP_FAILED) {
+            return -errno;
+        }
+        if (mprotect(memory, page, PROT_NONE) != 0) {
+            int error = errno;
+            munmap(memory, size + page);
+            return -error;
+        }
+        stack_t stack;
+        memset(&stack, 0, sizeof(stack));
+        stack.ss_sp = (char *)memory + page;
+        stack.ss_size = size;
+        if (sigaltstack(&stack, NULL) != 0) {
+            int error = errno;
+            munmap(memory, size + page);
+            return -error;
+        }
+        installed = 1;
+    }
+    hw_warm_up();
+    return installed;
+}
+
+int hw_capture_request(pid_t tid, uintptr_t stack_high, int signo, int max_frames, uint64_t *generation) {
+    pthread_once(&g_semaphore_once, hw_init_semaphore);
+    uint64_t state = atomic_load(&g_state);
+    /* DONE here is an answer nobody waited for (its waiter gave up while the answer was being written). */
+    if (HW_PHASE(state) != HW_IDLE && HW_PHASE(state) != HW_ABANDONED && HW_PHASE(state) != HW_DONE) {
+        return EBUSY;
+    }
+    const uint64_t next = atomic_fetch_add(&g_next_generation, 1) & HW_GENERATION_MASK;
+    g_request.tid = tid;
+    g_request.max_frames = max_frames > HW_MAX_FRAMES ? HW_MAX_FRAMES : max_frames;
+    g_request.stack_high = stack_high;
+    if (!atomic_compare_exchange_strong(&g_state, &state, HW_STATE(next, HW_PENDING))) {
+        return EBUSY;
+    }
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    info.si_signo = signo;
+    info.si_code = SI_QUEUE;
+    info.si_pid = getpid();
+    info.si_uid = getuid();
+    info.si_value.sival_ptr = (void *)(uintptr_t)(HW_SIGNAL_TAG | next);
+    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, signo, &info) != 0) {
+        const int error = errno;
+        uint64_t pending = HW_STATE(next, HW_PENDING);
+        atomic_compare_exchange_strong(&g_state, &pending, HW_STATE(next, HW_ABANDONED));
+        return error;
+    }
+    *generation = next;
+    return 0;
+}
+
+static void hw_collect(hw_capture_result *out) {
+    out->generation = g_result.generation;
+    out->frame_count = g_result.frame_count;
+    out->flags = g_result.flags;
+    out->handler_entry_ns = g_result.handler_entry_ns;
+    out->handler_exit_ns = g_result.handler_exit_ns;
+    memcpy(out->frames, g_result.frames, (size_t)g_result.frame_count * sizeof(uintptr_t));
+}
+
+int hw_capture_wait(uint64_t generation, int64_t timeout_ns, hw_capture_result *out) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += (time_t)(timeout_ns / 1000000000);
+    deadline.tv_nsec += (long)(timeout_ns % 1000000000);
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000;
+    }
+    const uint64_t done = HW_STATE(generation, HW_DONE);
+    for (;;) {
+        if (atomic_load(&g_state) == done) {
+            hw_collect(out);
+            atomic_store(&g_state, HW_STATE(generation, HW_IDLE));
+            return 0;
+        }
+        /* Posts left over from answers to abandoned requests just bring us back here to re-check. */
+        if (sem_clockwait(&g_answered, CLOCK_MONOTONIC, &deadline) != 0 && errno != EINTR) {
+            break;
+        }
+    }
+    /* Out of time: abandon the request unless the handler is already publishing its answer. */
+    for (int spins = 0;; spins++) {
+        uint64_t state = atomic_load(&g_state);
+        if (state == done) {
+            hw_collect(out);
+            atomic_store(&g_state, HW_STATE(generation, HW_IDLE));
+            return 0;
+        }
+        if (state == HW_STATE(generation, HW_PENDING) || state == HW_STATE(generation, HW_RUNNING)) {
+            if (atomic_compare_exchange_strong(&g_state, &state, HW_STATE(generation, HW_ABANDONED))) {
+                return ETIMEDOUT;
+            }
+            continue;
+        }
+        if (state == HW_STATE(generation, HW_WRITING) && spins < 10000) {
+            /* A memcpy away from DONE. */
+            struct timespec pause = {0, 20000};
+            nanosleep(&pause, NULL);
+            continue;
+        }
+        return ETIMEDOUT;
+    }
+}

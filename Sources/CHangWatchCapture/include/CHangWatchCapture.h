@@ -1,0 +1,137 @@
+/*
+ * CHangWatchCapture: the async-signal-safe half of HangWatch's stack capture.
+ *
+ * Mechanism only. Swift (HangWatch/Capture/UnsafeCaptureBridge.swift) owns every policy decision:
+ * which thread, when, how long to wait, what to do with the frames. Everything declared here is
+ * prefixed `hw_`. See docs/signal-safety.md for the contract of each function.
+ *
+ * Two ways to capture a stack:
+ *   - signal capture: hw_capture_request() queues a real-time signal carrying a generation number
+ *     to the target thread; the handler unwinds its own stack with libunwind into memory the
+ *     handler owns, then publishes it into the shared result slot; hw_capture_wait() collects it.
+ *   - blocked-thread capture: for a thread parked in a system call (which a signal would cut short
+ *     with EINTR), hw_unwind_blocked_thread() unwinds from the user stack pointer and program
+ *     counter that /proc/self/task/<tid>/syscall reports, on the calling (watchdog) thread.
+ *
+ * Both walk the stack with the same libunwind cursor whose memory reads are checked against the
+ * target's stack and the loaded images (a corrupt frame pointer yields a truncated stack, never a
+ * fault) and whose unwind-table lookup uses a table published by hw_images_publish() (never
+ * dl_iterate_phdr, so a thread stuck inside the dynamic loader cannot deadlock a capture).
+ */
+#ifndef CHANGWATCHCAPTURE_H
+#define CHANGWATCHCAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Upper bound on frames in one captured stack. */
+#define HW_MAX_FRAMES 256
+/** Upper bound on executable segments in the unwind table. */
+#define HW_MAX_SEGMENTS 2048
+/** Upper bound on readable address ranges (image segments) known to the unwinder. */
+#define HW_MAX_RANGES 4096
+
+/** Result flags (bit set). */
+enum {
+    HW_UNWIND_END_OF_STACK = 1 << 0, /* unw_step reported the outermost frame */
+    HW_UNWIND_TRUNCATED = 1 << 1,    /* stopped at the frame cap */
+    HW_UNWIND_ERROR = 1 << 2,        /* unw_step failed (no unwind info, unreadable memory, ...) */
+    HW_UNWIND_NO_PROGRESS = 1 << 3,  /* the stack pointer went backwards or repeated: stopped */
+    HW_UNWIND_INIT_FAILED = 1 << 4,  /* unw_init_local2 failed */
+    HW_UNWIND_HEURISTIC_FP = 1 << 5, /* blocked-thread walk needed a frame pointer found by scanning */
+    HW_UNWIND_BUSY = 1 << 6,         /* too many unwinds in flight at once; nothing captured */
+    HW_UNWIND_READS_REJECTED = 1 << 7 /* at least one memory read outside the allowed ranges was refused */
+};
+
+/** One executable segment and where its .eh_frame_hdr binary-search table lives. */
+typedef struct hw_unwind_segment {
+    uintptr_t start;         /* first address of the executable PT_LOAD segment */
+    uintptr_t end;           /* one past its last address */
+    uintptr_t gp;            /* DT_PLTGOT of the image, 0 if none */
+    uintptr_t eh_frame_hdr;  /* address of .eh_frame_hdr (data-relative base of the table) */
+    uintptr_t table_data;    /* address of the first binary-search table entry */
+    uintptr_t table_words;   /* table length in machine words (2 x fde_count x 4 bytes / 8) */
+} hw_unwind_segment;
+
+/** A mapped, readable address range [start, end). */
+typedef struct hw_address_range {
+    uintptr_t start;
+    uintptr_t end;
+} hw_address_range;
+
+/**
+ * Publish the unwind table. Both arrays must be sorted by start address. Copies into the idle half
+ * of a double buffer, then flips. Not async-signal-safe; call from one thread at a time.
+ * Returns 0, EAGAIN while an unwind is in flight (retry later), or E2BIG when over capacity.
+ */
+int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
+                      const hw_address_range *ranges, size_t range_count);
+
+/** Result of one signal capture. */
+typedef struct hw_capture_result {
+    uint64_t generation;
+    int32_t frame_count;
+    int32_t flags;
+    int64_t handler_entry_ns; /* CLOCK_MONOTONIC when the handler started on the target thread */
+    int64_t handler_exit_ns;  /* ... and when it finished publishing */
+    uintptr_t frames[HW_MAX_FRAMES];
+} hw_capture_result;
+
+/**
+ * Install the capture handler for `signo` (idempotent), patch libunwind's local address space to
+ * use the published table and checked memory reads, and warm libunwind up on the calling thread.
+ * A handler that was installed before is kept and called for every signal that is not a capture
+ * request. Not async-signal-safe. Returns 0 or an errno value.
+ */
+int hw_capture_install(int signo);
+
+/** 1 when the handler currently installed for `signo` is HangWatch's, 0 otherwise. */
+int hw_capture_handler_is_current(int signo);
+
+/**
+ * Attach the calling thread: give it an alternate signal stack of `altstack_size` bytes unless it
+ * already has one, and warm libunwind's caches with its current stack. Call on the monitored thread,
+ * outside any signal handler. Returns 1 when an alternate stack was installed, 0 when one existed,
+ * or a negative errno value.
+ */
+int hw_capture_thread_attach(size_t altstack_size);
+
+/** The calling thread's kernel thread id. */
+pid_t hw_gettid(void);
+
+/** The calling thread's stack bounds from pthread_getattr_np; 0 on success or an errno value. */
+int hw_current_thread_stack(uintptr_t *low, uintptr_t *high);
+
+/**
+ * Queue a capture request for thread `tid` of this process and send it `signo` carrying the new
+ * generation number (rt_tgsigqueueinfo, SI_QUEUE). `stack_high` bounds the reads the handler may
+ * make. At most one request is outstanding: returns EBUSY while a previous one is neither
+ * collected nor abandoned, ESRCH when the thread is gone, or another errno value; 0 on success.
+ */
+int hw_capture_request(pid_t tid, uintptr_t stack_high, int signo, int max_frames, uint64_t *generation);
+
+/**
+ * Wait for the answer to request `generation` until `timeout_ns` of CLOCK_MONOTONIC has passed.
+ * Returns 0 with `out` filled, or ETIMEDOUT after marking the request abandoned: a handler that
+ * answers later finds it abandoned and writes nothing shared.
+ */
+int hw_capture_wait(uint64_t generation, int64_t timeout_ns, hw_capture_result *out);
+
+/**
+ * Unwind a thread that is blocked in a system call, from the user `sp` and `pc` reported by
+ * /proc/self/task/<tid>/syscall. Runs on the calling thread; reads only [sp, stack_high) and the
+ * published image ranges. Returns the number of frames written (>= 0) and sets *flags.
+ */
+int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_high,
+                             uintptr_t *frames, int max_frames, int32_t *flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHANGWATCHCAPTURE_H */

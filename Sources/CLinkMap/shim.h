@@ -1,0 +1,24 @@
+#ifndef CLINKMAP_SHIM_H
+#define CLINKMAP_SHIM_H
+/*
+ * The dynamic loader's view of loaded images, for HangWatch's image reader. Header only.
+ *
+ * glibc declares dl_iterate_phdr() and struct dl_phdr_info only under _GNU_SOURCE, which the
+ * Swift C library module is not built with. The struct below is the documented prefix of glibc's
+ * (the fields every glibc since 2.3 provides, in order); the callback receives the real struct's
+ * size and the reader checks it. The asm label binds the declaration to glibc's symbol.
+ */
+#include <elf.h>
+#include <stddef.h>
+
+struct hw_dl_phdr_info {
+    Elf64_Addr dlpi_addr;
+    const char *dlpi_name;
+    const Elf64_Phdr *dlpi_phdr;
+    Elf64_Half dlpi_phnum;
+};
+
+int hw_dl_iterate_phdr(int (*callback)(struct hw_dl_phdr_info *info, size_t size, void *data), void *data)
+    __asm__("dl_iterate_phdr");
+
+#endif

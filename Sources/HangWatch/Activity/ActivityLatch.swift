@@ -1,0 +1,96 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a monitored loop last did, shared between the loop's thread (one writer, on the hot path)
+/// and the watchdog thread (the reader).
+///
+/// The loop's thread calls `record(_:)` on every observed activity. It stores one word,
+/// `time << 8 | activity`, where time is `CLOCK_MONOTONIC_COARSE` in units of 1024 ns (the cheapest
+/// monotonic clock, ~3 ns through the vDSO; its resolution is one scheduler tick, 4 ms here). It
+/// signals the watchdog only on a transition from idle to busy, and only when the watchdog has
+/// parked itself because the loop was idle: a loop spinning a million times a second costs the
+/// watchdog nothing, and a sleeping loop lets it sleep too.
+///
+/// Parking is a Dekker handshake: the watchdog sets `parked` then re-reads the word; the loop
+/// stores the word then reads `parked`, both sequentially consistent, so at least one of them sees
+/// the other and a wake-up is never lost. Only the idle-to-busy store pays for that ordering.
+final class ActivityLatch: Sendable {
+    private let word = Atomic<UInt64>(0)
+    private let parked = Atomic<Bool>(false)
+    /// Posted by the loop's thread when it leaves idle while the watchdog is parked, and by control
+    /// calls (stop, threshold changes, resume) that need the watchdog to look again.
+    let wake = DispatchSemaphore(value: 0)
+    /// Activities after which the loop counts as idle (bit mask of `HangMonitor.Activity` raw values).
+    let idleMask: UInt8
+
+    init(busyActivities: Set<HangMonitor.Activity>) {
+        let busy = HangMonitor.Activity.mask(busyActivities)
+        idleMask = ~busy
+    }
+
+    /// Called by the loop's thread for every observed activity. Must stay tiny.
+    @inline(__always)
+    func record(_ activity: UInt8) {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        let units = (UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)) >> 10
+        let value = units << 8 | UInt64(activity)
+        let previous = UInt8(truncatingIfNeeded: word.load(ordering: .relaxed))
+        if Self.isIdle(previous, idleMask: idleMask) && !Self.isIdle(activity, idleMask: idleMask) {
+            word.store(value, ordering: .sequentiallyConsistent)
+            if parked.load(ordering: .sequentiallyConsistent) {
+                if parked.exchange(false, ordering: .sequentiallyConsistent) {
+                    wake.signal()
+                }
+            }
+        } else {
+            word.store(value, ordering: .releasing)
+        }
+    }
+
+    @inline(__always)
+    static func isIdle(_ activity: UInt8, idleMask: UInt8) -> Bool {
+        activity == 0 || activity & idleMask != 0
+    }
+
+    /// The latest activity and when it happened.
+    func snapshot() -> ActivitySnapshot {
+        ActivitySnapshot(word: word.load(ordering: .acquiring))
+    }
+
+    /// Announce that the watchdog is about to block until the loop becomes busy. Returns the
+    /// snapshot read after announcing: if it is no longer `expected`, do not block.
+    func park() -> ActivitySnapshot {
+        parked.store(true, ordering: .sequentiallyConsistent)
+        return ActivitySnapshot(word: word.load(ordering: .sequentiallyConsistent))
+    }
+
+    /// Withdraw a park announcement (after waking or deciding not to block).
+    func unpark() {
+        parked.store(false, ordering: .sequentiallyConsistent)
+    }
+
+    /// For tests and for the loop's first appearance: record an activity with an explicit time.
+    func recordForTesting(_ activity: UInt8, units: UInt64) {
+        word.store(units << 8 | UInt64(activity), ordering: .sequentiallyConsistent)
+    }
+}
+
+/// One reading of an `ActivityLatch`.
+struct ActivitySnapshot: Equatable, Sendable {
+    let word: UInt64
+
+    var activity: UInt8 { UInt8(truncatingIfNeeded: word) }
+    /// `CLOCK_MONOTONIC_COARSE` at the activity, in microseconds.
+    var microseconds: UInt64 { ((word >> 8) << 10) / 1000 }
+
+    init(word: UInt64) { self.word = word }
+
+    init(activity: UInt8, microseconds: UInt64) {
+        word = ((microseconds * 1000) >> 10) << 8 | UInt64(activity)
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Synchronization
+
+// The only file in HangWatch that imports CoreFoundation. On Linux CoreFoundation ships as an
+// implementation detail of Foundation; if a toolchain moves it, this file is the one to change.
+#if canImport(CoreFoundation)
+import CoreFoundation
+#endif
+
+/// A CFRunLoop as a source of activity: observers on the loop feed an `ActivityLatch`.
+///
+/// Two observers: an early one (lowest order) records busy activities before any other observer
+/// runs, and a late one (highest order) records `beforeWaiting` after every other observer has run,
+/// so work done by other observers is never mistaken for idle time.
+final class RunLoopActivitySource: @unchecked Sendable {
+    let latch: ActivityLatch
+    private let observedActivities: UInt8
+    private let state = Mutex<State>(State())
+
+    /// CoreFoundation objects are thread-safe; the lock guards which ones we hold.
+    private struct State: @unchecked Sendable {
+        var runLoop: CFRunLoop?
+        var isMainLoop = false
+        var early: CFRunLoopObserver?
+        var late: CFRunLoopObserver?
+        var invalidated = false
+    }
+
+    init(latch: ActivityLatch, busyActivities: Set<HangMonitor.Activity>) {
+        self.latch = latch
+        // The detector needs the busy activities, the sleep edge and the wake edge.
+        self.observedActivities =
+            HangMonitor.Activity.mask(busyActivities) | HangMonitor.Activity.beforeWaiting.rawValue
+            | HangMonitor.Activity.afterWaiting.rawValue
+    }
+
+    /// Binds the source to the main thread's run loop.
+    func bindMainLoop() {
+        bind(CFRunLoopGetMain())
+    }
+
+    /// Binds the source to the calling thread's run loop.
+    func bindCurrentLoop() {
+        bind(CFRunLoopGetCurrent())
+    }
+
+    private func bind(_ loop: CFRunLoop) {
+        state.withLock { state in
+            state.runLoop = loop
+            state.isMainLoop = CFEqual(loop, CFRunLoopGetMain())
+        }
+    }
+
+    /// Whether `runLoop` is the main run loop / the calling thread's run loop. Foundation on Linux
+    /// does not expose a `RunLoop`'s CFRunLoop; these two, and a block performed on the loop's
+    /// thread, are how the source finds it.
+    static func isMain(_ runLoop: RunLoop) -> Bool { runLoop === RunLoop.main }
+    static func isCurrent(_ runLoop: RunLoop) -> Bool { runLoop === RunLoop.current }
+
+    private var runLoop: CFRunLoop? { state.withLock { $0.runLoop } }
+
+    /// Adds the observers to the bound loop's common modes and to `additionalModes`. Does nothing
+    /// when unbound or already invalidated (a stop that came first).
+    func install(additionalModes: [String]) {
+        guard let runLoop, !state.withLock({ $0.invalidated }) else { return }
+        let latchPointer = Unmanaged.passUnretained(latch).toOpaque()
+        var context = CFRunLoopObserverContext(
+            version: 0, info: latchPointer,
+            retain: { info in
+                guard let info else { return nil }
+                _ = Unmanaged<ActivityLatch>.fromOpaque(info).retain()
+                return UnsafeRawPointer(info)
+            },
+            release: { info in
+                guard let info else { return }
+                Unmanaged<ActivityLatch>.fromOpaque(info).release()
+            },
+            copyDescription: nil)
+        let idle = HangMonitor.Activity.beforeWaiting.rawValue
+        let early = CFRunLoopObserverCreate(
+            kCFAllocatorDefault, CFOptionFlags(observedActivities & ~idle), true, CFIndex.min,
+            Self.observerCallback, &context)
+        let late = CFRunLoopObserverCreate(
+            kCFAllocatorDefault, CFOptionFlags(idle), true, CFIndex.max, Self.observerCallback, &context)
+        let installed = state.withLock { state -> Bool in
+            guard !state.invalidated else { return false }
+            state.early = early
+            state.late = late
+            return true
+        }
+        guard installed else { return }
+        CFRunLoopAddObserver(runLoop, early, kCFRunLoopCommonModes)
+        CFRunLoopAddObserver(runLoop, late, kCFRunLoopCommonModes)
+        for mode in additionalModes {
+            observe(modeNamed: mode)
+        }
+    }
+
+    /// The observer callback: a C function, so CoreFoundation calls it without a block trampoline.
+    private static let observerCallback: CFRunLoopObserverCallBack = { _, activity, info in
+        Unmanaged<ActivityLatch>.fromOpaque(info!)._withUnsafeGuaranteedRef { latch in
+            latch.record(UInt8(truncatingIfNeeded: activity.rawValue))
+        }
+    }
+
+    /// Removes the observers. Safe from any thread; a callout in progress finishes with a latch
+    /// that the observer keeps alive until CoreFoundation releases it.
+    func invalidate() {
+        let (early, late) = state.withLock { state -> (CFRunLoopObserver?, CFRunLoopObserver?) in
+            defer {
+                state.early = nil
+                state.late = nil
+                state.invalidated = true
+            }
+            return (state.early, state.late)
+        }
+        if let early { CFRunLoopObserverInvalidate(early) }
+        if let late { CFRunLoopObserverInvalidate(late) }
+    }
+
+    /// True while the loop is asleep waiting for an event (between `beforeWaiting` and `afterWaiting`
+    /// of whatever mode it runs, observed or not).
+    var isWaiting: Bool {
+        guard let runLoop else { return false }
+        return CFRunLoopIsWaiting(runLoop)
+    }
+
+    /// The mode the loop is running in, if any.
+    var currentMode: String? {
+        guard let runLoop, let mode = CFRunLoopCopyCurrentMode(runLoop) else { return nil }
+        return Self.string(mode)
+    }
+
+    /// Makes sure the observers also watch the loop's current mode. Returns true when that mode
+    /// was not observed before (a nested run in a custom mode).
+    @discardableResult
+    func observeCurrentMode() -> Bool {
+        guard let runLoop, let mode = CFRunLoopCopyCurrentMode(runLoop) else { return false }
+        return observe(mode: mode)
+    }
+
+    @discardableResult
+    private func observe(modeNamed name: String) -> Bool {
+        guard let mode = CFStringCreateWithCString(kCFAllocatorDefault, name, CFStringBuiltInEncodings.UTF8.rawValue) else {
+            return false
+        }
+        return observe(mode: mode)
+    }
+
+    private func observe(mode: CFString) -> Bool {
+        let observers = state.withLock { state -> (CFRunLoop, CFRunLoopObserver, CFRunLoopObserver)? in
+            guard let loop = state.runLoop, let early = state.early, let late = state.late else { return nil }
+            return (loop, early, late)
+        }
+        guard let (runLoop, early, late) = observers, !CFRunLoopContainsObserver(runLoop, early, mode) else { return false }
+        CFRunLoopAddObserver(runLoop, early, mode)
+        CFRunLoopAddObserver(runLoop, late, mode)
+        return true
+    }
+
+    /// Runs `block` on the bound loop's thread the next time the loop runs in a common mode.
+    func perform(_ block: @escaping @Sendable () -> Void) {
+        guard let runLoop else { return }
+        CFRunLoopPerformBlock(runLoop, kCFRunLoopCommonModes, block)
+        CFRunLoopWakeUp(runLoop)
+    }
+
+    /// Whether the calling thread is the bound loop's thread.
+    var isCurrent: Bool {
+        guard let runLoop else { return false }
+        return CFEqual(CFRunLoopGetCurrent(), runLoop)
+    }
+
+    var isMainLoop: Bool { state.withLock { $0.isMainLoop } }
+
+    private static func string(_ value: CFString) -> String {
+        let length = CFStringGetLength(value)
+        let capacity = CFStringGetMaximumSizeForEncoding(length, CFStringBuiltInEncodings.UTF8.rawValue) + 1
+        var buffer = [CChar](repeating: 0, count: capacity)
+        guard CFStringGetCString(value, &buffer, capacity, CFStringBuiltInEncodings.UTF8.rawValue) else { return "?" }
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

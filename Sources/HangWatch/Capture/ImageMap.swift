@@ -1,0 +1,81 @@
+import HangWatchReport
+
+/// The ELF images loaded in this process, and what the unwinder needs to know about each.
+struct ImageMap: Sendable, Equatable {
+    struct Image: Sendable, Equatable {
+        var path: String
+        var buildID: String?
+        /// Load bias: added to the ELF file's virtual addresses.
+        var bias: UInt
+        /// Loaded segments, absolute addresses.
+        var segments: [Range<UInt>]
+        /// Executable segments, with where their unwind table lives.
+        var unwindSegments: [UnwindSegment]
+        var isMainExecutable: Bool
+
+        var span: UInt64 {
+            guard let low = segments.map(\.lowerBound).min(), let high = segments.map(\.upperBound).max() else { return 0 }
+            return UInt64(high - low)
+        }
+    }
+
+    /// An executable segment and its `.eh_frame_hdr` binary-search table.
+    struct UnwindSegment: Sendable, Equatable {
+        var range: Range<UInt>
+        var globalPointer: UInt
+        var ehFrameHeader: UInt
+        var tableData: UInt
+        var tableWords: UInt
+    }
+
+    var images: [Image]
+    /// (segment, image index), sorted by address.
+    private var index: [(range: Range<UInt>, image: Int)]
+
+    init(images: [Image]) {
+        self.images = images
+        index = images.enumerated().flatMap { offset, image in image.segments.map { (range: $0, image: offset) } }
+            .sorted { $0.range.lowerBound < $1.range.lowerBound }
+    }
+
+    static func == (lhs: ImageMap, rhs: ImageMap) -> Bool { lhs.images == rhs.images }
+
+    /// Index of the image that contains `address`.
+    func imageIndex(containing address: UInt) -> Int? {
+        var low = 0
+        var high = index.count
+        while low < high {
+            let mid = (low + high) / 2
+            let entry = index[mid]
+            if address < entry.range.lowerBound {
+                high = mid
+            } else if address >= entry.range.upperBound {
+                low = mid + 1
+            } else {
+                return entry.image
+            }
+        }
+        return nil
+    }
+
+    /// Whether every address is inside a known image.
+    func covers(_ addresses: [UInt]) -> Bool {
+        addresses.allSatisfy { imageIndex(containing: $0) != nil }
+    }
+
+    /// The images as a report lists them.
+    var reportImages: [HangReport.Image] {
+        images.map { image in
+            HangReport.Image(
+                path: image.path, buildId: image.buildID, base: Hex.format(image.bias), size: image.span,
+                isMainExecutable: image.isMainExecutable)
+        }
+    }
+}
+
+/// Addresses as reports write them.
+enum Hex {
+    static func format(_ value: UInt) -> String {
+        "0x" + String(value, radix: 16)
+    }
+}

@@ -1,0 +1,60 @@
+/// One look at a hung thread: its stack if one could be taken, and its scheduler state.
+struct StackSample: Sendable, Equatable {
+    enum Method: String, Sendable {
+        /// The thread unwound itself in the capture signal handler.
+        case signal
+        /// Unwound from outside while the thread was blocked in a system call (no signal sent).
+        case syscall
+        /// Still blocked in the same system call as the previous sample: its stack is reused.
+        case unchanged
+    }
+
+    /// Why a sample has no stack.
+    enum Failure: String, Sendable, Equatable {
+        case threadExited = "thread exited"
+        case threadNotAttached = "thread not attached"
+        case signalBlocked = "signal blocked"
+        case timeout = "timeout"
+        case sendFailed = "signal send failed"
+        case busy = "capture busy"
+        case stopped = "thread stopped"
+        case movedDuringCapture = "thread moved during capture"
+
+        var message: String {
+            switch self {
+            case .threadExited: return "the monitored thread no longer exists"
+            case .threadNotAttached: return "the monitored thread has not run the attach step yet"
+            case .signalBlocked: return "the monitored thread blocks the capture signal"
+            case .timeout: return "the monitored thread did not answer the capture signal in time"
+            case .sendFailed: return "the capture signal could not be sent"
+            case .busy: return "a previous capture was still being answered"
+            case .stopped: return "the thread was stopped (SIGSTOP or a debugger); no signal was sent"
+            case .movedDuringCapture: return "the thread left its system call while its stack was read"
+            }
+        }
+    }
+
+    /// `CLOCK_MONOTONIC` at the sample, microseconds.
+    var microseconds: UInt64
+    /// Return addresses, innermost first (the first is the exact program counter).
+    var frames: [UInt]
+    var method: Method?
+    var truncated: Bool
+    /// Scheduler state letter (`R`, `S`, `D`, `T`, ...).
+    var state: Character?
+    /// Blocked in this system call.
+    var syscall: Int?
+    /// Identity of the blocking call (number, arguments, stack pointer, program counter): an
+    /// unchanged key means the thread has not moved and its stack need not be read again.
+    var blockedKey: [UInt]?
+    var onCPUNanoseconds: UInt64?
+    var runQueueNanoseconds: UInt64?
+    /// How long the signal handler held the thread.
+    var pauseNanoseconds: Int64?
+    var failure: Failure?
+}
+
+/// Takes stack samples of a thread. The real one signals or reads /proc; tests use fakes.
+protocol StackSampling: Sendable {
+    func sample(_ thread: MonitoredThread, previous: StackSample?) -> StackSample
+}

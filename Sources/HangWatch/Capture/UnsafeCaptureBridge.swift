@@ -1,0 +1,145 @@
+import CHangWatchCapture
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one Swift file that talks to the C capture target. It converts between C structs and
+/// Swift values; every decision (when, whom, how long) is made by its callers.
+enum UnsafeCaptureBridge {
+    /// Mirrors the `HW_UNWIND_*` result flags.
+    struct UnwindFlags: OptionSet, Sendable {
+        let rawValue: Int32
+        static let endOfStack = UnwindFlags(rawValue: Int32(HW_UNWIND_END_OF_STACK))
+        static let truncated = UnwindFlags(rawValue: Int32(HW_UNWIND_TRUNCATED))
+        static let error = UnwindFlags(rawValue: Int32(HW_UNWIND_ERROR))
+        static let noProgress = UnwindFlags(rawValue: Int32(HW_UNWIND_NO_PROGRESS))
+        static let initFailed = UnwindFlags(rawValue: Int32(HW_UNWIND_INIT_FAILED))
+        static let heuristicFramePointer = UnwindFlags(rawValue: Int32(HW_UNWIND_HEURISTIC_FP))
+        static let busy = UnwindFlags(rawValue: Int32(HW_UNWIND_BUSY))
+        static let readsRejected = UnwindFlags(rawValue: Int32(HW_UNWIND_READS_REJECTED))
+
+        /// The walk stopped before the outermost frame.
+        var isTruncated: Bool { !contains(.endOfStack) }
+    }
+
+    static let maxFrames = Int(HW_MAX_FRAMES)
+
+    /// Installs the capture handler for `signal`. Idempotent.
+    static func install(signal: Int32) throws {
+        let result = hw_capture_install(signal)
+        if result != 0 {
+            throw HangMonitorError.captureUnavailable(
+                reason: "installing the handler for signal \(signal) failed: \(String(cString: strerror(result)))")
+        }
+    }
+
+    static func handlerIsCurrent(signal: Int32) -> Bool {
+        hw_capture_handler_is_current(signal) == 1
+    }
+
+    struct Attachment: Sendable, Equatable {
+        var tid: Int32
+        var stackLow: UInt
+        var stackHigh: UInt
+        var installedAlternateStack: Bool
+        var alternateStackError: Int32?
+    }
+
+    /// Prepares the calling thread for captures. Call on the monitored thread.
+    static func attachCurrentThread(alternateStackSize: Int) -> Attachment {
+        let result = hw_capture_thread_attach(alternateStackSize)
+        var low: UInt = 0
+        var high: UInt = 0
+        _ = hw_current_thread_stack(&low, &high)
+        return Attachment(
+            tid: hw_gettid(), stackLow: low, stackHigh: high, installedAlternateStack: result == 1,
+            alternateStackError: result < 0 ? -result : nil)
+    }
+
+    static func currentThreadID() -> Int32 {
+        hw_gettid()
+    }
+
+    enum PublishResult: Equatable {
+        case published
+        /// An unwind was in flight; try again later.
+        case busy
+        /// Published, but only the first segments fitted the table.
+        case tooLarge
+    }
+
+    /// Hands the unwinder its table of executable segments and readable ranges.
+    static func publish(_ map: ImageMap) -> PublishResult {
+        let segments = map.images.flatMap(\.unwindSegments).sorted { $0.range.lowerBound < $1.range.lowerBound }
+            .map {
+                hw_unwind_segment(
+                    start: $0.range.lowerBound, end: $0.range.upperBound, gp: $0.globalPointer,
+                    eh_frame_hdr: $0.ehFrameHeader, table_data: $0.tableData, table_words: $0.tableWords)
+            }
+        let ranges = map.images.flatMap(\.segments).sorted { $0.lowerBound < $1.lowerBound }
+            .map { hw_address_range(start: $0.lowerBound, end: $0.upperBound) }
+        let fits = segments.count <= Int(HW_MAX_SEGMENTS) && ranges.count <= Int(HW_MAX_RANGES)
+        let result = Array(segments.prefix(Int(HW_MAX_SEGMENTS))).withUnsafeBufferPointer { segmentBuffer in
+            Array(ranges.prefix(Int(HW_MAX_RANGES))).withUnsafeBufferPointer { rangeBuffer in
+                hw_images_publish(segmentBuffer.baseAddress, segmentBuffer.count, rangeBuffer.baseAddress, rangeBuffer.count)
+            }
+        }
+        switch result {
+        case 0: return fits ? .published : .tooLarge
+        default: return .busy
+        }
+    }
+
+    struct SignalCapture: Sendable {
+        var frames: [UInt]
+        var flags: UnwindFlags
+        var pauseNanoseconds: Int64
+    }
+
+    enum SignalCaptureError: Error, Equatable {
+        case busy
+        case threadGone
+        case sendFailed(Int32)
+        case timeout
+    }
+
+    /// Signals thread `tid` and waits up to `timeoutNanoseconds` for it to unwind itself.
+    static func captureBySignal(
+        tid: Int32, stackHigh: UInt, signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64
+    ) -> Result<SignalCapture, SignalCaptureError> {
+        var generation: UInt64 = 0
+        let sent = hw_capture_request(tid, stackHigh, signal, Int32(maxFrames), &generation)
+        switch sent {
+        case 0: break
+        case EBUSY: return .failure(.busy)
+        case ESRCH: return .failure(.threadGone)
+        default: return .failure(.sendFailed(sent))
+        }
+        var result = hw_capture_result()
+        guard hw_capture_wait(generation, timeoutNanoseconds, &result) == 0 else {
+            return .failure(.timeout)
+        }
+        let count = Int(max(0, min(result.frame_count, HW_MAX_FRAMES)))
+        let frames = withUnsafeBytes(of: &result.frames) { raw in
+            Array(raw.bindMemory(to: UInt.self).prefix(count))
+        }
+        return .success(
+            SignalCapture(
+                frames: frames, flags: UnwindFlags(rawValue: result.flags),
+                pauseNanoseconds: result.handler_exit_ns - result.handler_entry_ns))
+    }
+
+    /// Unwinds a thread blocked in a system call from its user stack pointer and program counter.
+    static func captureBlocked(stackPointer: UInt, programCounter: UInt, stackHigh: UInt, maxFrames: Int)
+        -> (frames: [UInt], flags: UnwindFlags)
+    {
+        var frames = [UInt](repeating: 0, count: min(maxFrames, Self.maxFrames))
+        var flags: Int32 = 0
+        let count = frames.withUnsafeMutableBufferPointer { buffer in
+            hw_unwind_blocked_thread(
+                stackPointer, programCounter, stackHigh, buffer.baseAddress, Int32(buffer.count), &flags)
+        }
+        return (Array(frames.prefix(Int(max(0, count)))), UnwindFlags(rawValue: flags))
+    }
+}

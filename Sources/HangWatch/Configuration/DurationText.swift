@@ -1,0 +1,63 @@
+import Foundation
+
+/// Parses and prints the durations used in configuration: `250ms`, `1.5s`, `2m`, `500us`, `1h`.
+/// A bare number is milliseconds.
+enum DurationText {
+    static func parse(_ text: String) -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        guard !trimmed.isEmpty else { return nil }
+        let units: [(String, Double)] = [
+            ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3600),
+        ]
+        var number = Substring(trimmed)
+        var scale = 1e-3
+        for (suffix, unitScale) in units where trimmed.hasSuffix(suffix) {
+            let candidate = trimmed.dropLast(suffix.count)
+            if Double(candidate.trimmingCharacters(in: .whitespaces)) != nil {
+                number = Substring(candidate.trimmingCharacters(in: .whitespaces))
+                scale = unitScale
+                break
+            }
+        }
+        guard let value = Double(number), value.isFinite, value >= 0, value * scale <= 1e9 else { return nil }
+        return .nanoseconds(Int64((value * scale * 1e9).rounded()))
+    }
+
+    static func format(_ duration: Duration) -> String {
+        let nanoseconds = Self.nanoseconds(duration)
+        if nanoseconds == 0 { return "0s" }
+        if nanoseconds % 3_600_000_000_000 == 0 { return "\(nanoseconds / 3_600_000_000_000)h" }
+        if nanoseconds % 60_000_000_000 == 0 && nanoseconds >= 60_000_000_000 { return "\(nanoseconds / 60_000_000_000)m" }
+        if nanoseconds % 1_000_000_000 == 0 { return "\(nanoseconds / 1_000_000_000)s" }
+        if nanoseconds % 1_000_000 == 0 { return "\(nanoseconds / 1_000_000)ms" }
+        if nanoseconds % 1_000 == 0 { return "\(nanoseconds / 1_000)us" }
+        return "\(nanoseconds)ns"
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    static func microseconds(_ duration: Duration) -> UInt64 {
+        UInt64(max(0, nanoseconds(duration) / 1000))
+    }
+}
+
+/// Parses byte sizes: `65536`, `64KiB`, `10MiB`, `1GiB`, `10MB`, `512K`.
+enum ByteCountText {
+    static func parse(_ text: String) -> UInt64? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let units: [(String, Double)] = [
+            ("KiB", 1024), ("MiB", 1_048_576), ("GiB", 1_073_741_824), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9),
+            ("K", 1024), ("M", 1_048_576), ("G", 1_073_741_824), ("B", 1),
+        ]
+        for (suffix, scale) in units where trimmed.hasSuffix(suffix) {
+            guard let value = Double(trimmed.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)),
+                value.isFinite, value >= 0, value * scale < 1.8e19
+            else { return nil }
+            return UInt64(value * scale)
+        }
+        return UInt64(trimmed)
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+
+extension HangMonitor.Configuration {
+    /// The `HANGWATCH_*` keys understood in the environment and in configuration files.
+    public static let environmentKeys: [String] = SettingKey.allCases.map(\.rawValue)
+
+    /// Builds a configuration from, in increasing precedence: the defaults, the configuration file
+    /// (`configFile`, else `HANGWATCH_CONFIG`), and the `HANGWATCH_*` environment variables.
+    /// `serviceName` is used unless `HANGWATCH_SERVICE` overrides it.
+    ///
+    /// The file has the format of a systemd `EnvironmentFile`: `KEY=VALUE` lines, `#` comments,
+    /// optional quotes; the same file can therefore be given to systemd and to this function.
+    /// Unknown `HANGWATCH_` keys and invalid values are errors that name the key and the range.
+    public static func load(
+        serviceName: String, configFile: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> HangMonitor.Configuration {
+        var configuration = HangMonitor.Configuration(serviceName: serviceName)
+        if let path = configFile ?? environment[SettingKey.configFile.rawValue], !path.isEmpty {
+            try configuration.apply(try Self.readSettingsFile(path), origin: path)
+        }
+        let fromEnvironment = environment.filter { $0.key.hasPrefix("HANGWATCH_") && $0.key != SettingKey.configFile.rawValue }
+        try configuration.apply(fromEnvironment.map { (key: $0.key, value: $0.value, line: 0) }, origin: nil)
+        try configuration.validate()
+        return configuration
+    }
+
+    /// Applies `HANGWATCH_*` settings on top of this configuration.
+    public func applying(environment: [String: String]) throws -> HangMonitor.Configuration {
+        var copy = self
+        try copy.apply(
+            environment.filter { $0.key.hasPrefix("HANGWATCH_") && $0.key != SettingKey.configFile.rawValue }
+                .map { (key: $0.key, value: $0.value, line: 0) }, origin: nil)
+        try copy.validate()
+        return copy
+    }
+
+    enum SettingKey: String, CaseIterable {
+        case configFile = "HANGWATCH_CONFIG"
+        case enabled = "HANGWATCH_ENABLED"
+        case service = "HANGWATCH_SERVICE"
+        case threshold = "HANGWATCH_THRESHOLD"
+        case reportDirectory = "HANGWATCH_REPORT_DIR"
+        case sampleInterval = "HANGWATCH_SAMPLE_INTERVAL"
+        case maxSamples = "HANGWATCH_MAX_SAMPLES"
+        case maxFrames = "HANGWATCH_MAX_FRAMES"
+        case busyActivities = "HANGWATCH_BUSY_ACTIVITIES"
+        case modes = "HANGWATCH_MODES"
+        case captureSignal = "HANGWATCH_CAPTURE_SIGNAL"
+        case captureTimeout = "HANGWATCH_CAPTURE_TIMEOUT"
+        case startupGrace = "HANGWATCH_STARTUP_GRACE"
+        case maxReports = "HANGWATCH_MAX_REPORTS"
+        case maxReportBytes = "HANGWATCH_MAX_REPORT_BYTES"
+        case reportsPerMinute = "HANGWATCH_REPORTS_PER_MINUTE"
+        case reportBurst = "HANGWATCH_REPORT_BURST"
+        case repeatWindow = "HANGWATCH_REPEAT_WINDOW"
+        case altStackSize = "HANGWATCH_ALTSTACK_SIZE"
+    }
+
+    typealias Setting = (key: String, value: String, line: Int)
+
+    static func readSettingsFile(_ path: String) throws -> [Setting] {
+        let data: Data
+        do {
+            data = try SmallFile.read(path, limit: 1 << 20)
+        } catch {
+            throw HangMonitorError.unreadableConfigurationFile(path: path, reason: "\(error)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw HangMonitorError.unreadableConfigurationFile(path: path, reason: "not UTF-8 text")
+        }
+        var settings: [Setting] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw HangMonitorError.unreadableConfigurationFile(
+                    path: path, reason: "line \(index + 1): expected KEY=VALUE, found \"\(line.prefix(80))\"")
+            }
+            var key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            if key.hasPrefix("export ") { key = String(key.dropFirst(7)).trimmingCharacters(in: .whitespaces) }
+            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            settings.append((key: key, value: value, line: index + 1))
+        }
+        return settings
+    }
+
+    mutating func apply(_ settings: [Setting], origin: String?) throws {
+        for setting in settings {
+            let keyName = origin.map { "\(setting.key) (\($0):\(setting.line))" } ?? setting.key
+            func invalid(_ reason: String) -> HangMonitorError {
+                .invalidConfiguration(key: keyName, value: setting.value, reason: reason)
+            }
+            guard let key = SettingKey(rawValue: setting.key) else {
+                let known = SettingKey.allCases.map(\.rawValue).joined(separator: ", ")
+                throw invalid("unknown setting; known settings are \(known)")
+            }
+            let value = setting.value
+            func duration() throws -> Duration {
+                guard let parsed = DurationText.parse(value) else {
+                    throw invalid("expected a duration such as 250ms, 1.5s or 2m")
+                }
+                return parsed
+            }
+            func integer() throws -> Int {
+                guard let parsed = Int(value.trimmingCharacters(in: .whitespaces)) else {
+                    throw invalid("expected a whole number")
+                }
+                return parsed
+            }
+            switch key {
+            case .configFile:
+                break
+            case .enabled:
+                switch value.lowercased() {
+                case "1", "true", "yes", "on": isEnabled = true
+                case "0", "false", "no", "off": isEnabled = false
+                default: throw invalid("expected true or false")
+                }
+            case .service:
+                serviceName = value
+            case .threshold:
+                threshold = try duration()
+            case .reportDirectory:
+                reportDirectory = value
+            case .sampleInterval:
+                sampleInterval = try duration()
+            case .maxSamples:
+                maxSamplesPerHang = try integer()
+            case .maxFrames:
+                maxFrames = try integer()
+            case .busyActivities:
+                var activities: Set<HangMonitor.Activity> = []
+                for name in value.split(separator: ",") {
+                    guard let activity = HangMonitor.Activity(name: String(name).trimmingCharacters(in: .whitespaces)) else {
+                        let names = HangMonitor.Activity.allCases.map(\.description).joined(separator: ", ")
+                        throw invalid("unknown activity \"\(name)\"; use a comma list of \(names)")
+                    }
+                    activities.insert(activity)
+                }
+                busyActivities = activities
+            case .modes:
+                additionalModes = value.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty }
+            case .captureSignal:
+                guard let signal = CaptureSignal.parse(value) else {
+                    throw invalid("expected a signal number or SIGRTMIN+N / SIGRTMAX-N")
+                }
+                captureSignal = signal
+            case .captureTimeout:
+                captureTimeout = try duration()
+            case .startupGrace:
+                startupGracePeriod = try duration()
+            case .maxReports:
+                maxReports = try integer()
+            case .maxReportBytes:
+                guard let bytes = ByteCountText.parse(value) else {
+                    throw invalid("expected a size such as 64MiB, 500KB or 1048576")
+                }
+                maxReportBytes = bytes
+            case .reportsPerMinute:
+                reportsPerMinute = try integer()
+            case .reportBurst:
+                reportBurst = try integer()
+            case .repeatWindow:
+                repeatWindow = try duration()
+            case .altStackSize:
+                guard let bytes = ByteCountText.parse(value), bytes <= UInt64(Int.max) else {
+                    throw invalid("expected a size such as 64KiB")
+                }
+                alternateSignalStackSize = Int(bytes)
+            }
+        }
+    }
+}

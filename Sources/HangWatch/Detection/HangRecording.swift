@@ -1,0 +1,66 @@
+/// Everything the watchdog learns about one hang while it lasts. Bounded: past `maxSamples`, every
+/// other sample is dropped and the interval doubles, so any hang, however long, stays covered from
+/// start to end in at most `maxSamples` samples.
+struct HangRecording: Sendable {
+    /// Unique per process: `<UTC start>-<service>-<pid>-<sequence>`.
+    let id: String
+    /// Start of the busy period (the activity after which the loop stopped moving), microseconds.
+    let startMicroseconds: UInt64
+    let detectedMicroseconds: UInt64
+    let activity: UInt8
+    let mode: String?
+    let thresholdMicroseconds: UInt64
+    let thread: MonitoredThread?
+    let process: ProcessSnapshot
+    /// The thread's scheduler counters at detection (the baseline for on-CPU and run-queue ratios).
+    let baseline: ProcTask.SchedStat?
+    /// How late the watchdog woke for this detection; large values mean a stopped or starved process.
+    let watchdogOversleepMicroseconds: UInt64
+    /// The watchdog's own lateness looked like the process had been stopped, not starved.
+    let stopSuspected: Bool
+    let maxSamples: Int
+    let baseSampleIntervalMicroseconds: UInt64
+
+    private(set) var samples: [StackSample] = []
+    private(set) var samplesDropped = 0
+    private(set) var sampleIntervalMicroseconds: UInt64
+    /// When the loop moved again; nil while the hang lasts.
+    var endMicroseconds: UInt64?
+
+    init(
+        id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,
+        thresholdMicroseconds: UInt64, thread: MonitoredThread?, process: ProcessSnapshot,
+        baseline: ProcTask.SchedStat?, watchdogOversleepMicroseconds: UInt64, stopSuspected: Bool, maxSamples: Int,
+        sampleIntervalMicroseconds: UInt64
+    ) {
+        self.id = id
+        self.startMicroseconds = startMicroseconds
+        self.detectedMicroseconds = detectedMicroseconds
+        self.activity = activity
+        self.mode = mode
+        self.thresholdMicroseconds = thresholdMicroseconds
+        self.thread = thread
+        self.process = process
+        self.baseline = baseline
+        self.watchdogOversleepMicroseconds = watchdogOversleepMicroseconds
+        self.stopSuspected = stopSuspected
+        self.maxSamples = max(1, maxSamples)
+        self.baseSampleIntervalMicroseconds = sampleIntervalMicroseconds
+        self.sampleIntervalMicroseconds = sampleIntervalMicroseconds
+    }
+
+    mutating func add(_ sample: StackSample) {
+        samples.append(sample)
+        if samples.count > maxSamples {
+            // Keep the first sample and every other one after it.
+            samples = samples.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+            samplesDropped += (maxSamples + 1) - samples.count
+            sampleIntervalMicroseconds *= 2
+        }
+    }
+
+    /// The latest time the recording knows about: the end, else the last sample, else detection.
+    var lastKnownMicroseconds: UInt64 {
+        endMicroseconds ?? max(samples.last?.microseconds ?? detectedMicroseconds, detectedMicroseconds)
+    }
+}

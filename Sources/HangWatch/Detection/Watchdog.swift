@@ -1,0 +1,234 @@
+import Dispatch
+import Foundation
+import HangWatchReport
+import Logging
+
+/// What the watchdog needs from the loop it watches.
+protocol LoopActivitySource: Sendable {
+    var latch: ActivityLatch { get }
+    /// True while the loop sleeps waiting for an event, in any mode.
+    var isWaiting: Bool { get }
+    var currentMode: String? { get }
+    /// Start observing the loop's current mode if it is not observed yet; true if it was not.
+    @discardableResult func observeCurrentMode() -> Bool
+}
+
+extension RunLoopActivitySource: LoopActivitySource {}
+
+/// The watchdog thread. It sleeps while the loop sleeps (parked on the latch's semaphore, woken by
+/// the loop's next idle-to-busy transition), sleeps until the threshold deadline while the loop is
+/// busy, and when the deadline passes with no progress it records the hang: samples every
+/// `sampleInterval` until the loop moves, then hands the finished hang to the writer.
+final class Watchdog: @unchecked Sendable {
+    struct Settings: Sendable {
+        var busyMask: UInt8
+        var sampleIntervalMicroseconds: UInt64
+        var maxSamples: Int
+        var clockResolutionMicroseconds: UInt64
+        var serviceName: String
+    }
+
+    private let settings: Settings
+    private let source: any LoopActivitySource
+    private let control: WatchdogControl
+    private let threadSlot: ThreadSlot
+    private let sampler: any StackSampling
+    private let clock: SystemMonotonicClock
+    private let writer: ReportWriter
+    private let builder: ReportBuilder
+    private let images: ImageRegistry
+    private let statistics: MonitorStatistics
+    private let logger: Logger
+    private let finished = DispatchSemaphore(value: 0)
+    private var thread: Thread?
+    private var hangSequence = 0
+
+    init(
+        settings: Settings, source: any LoopActivitySource, control: WatchdogControl, threadSlot: ThreadSlot,
+        sampler: any StackSampling, clock: SystemMonotonicClock, writer: ReportWriter, builder: ReportBuilder,
+        images: ImageRegistry, statistics: MonitorStatistics, logger: Logger
+    ) {
+        self.settings = settings
+        self.source = source
+        self.control = control
+        self.threadSlot = threadSlot
+        self.sampler = sampler
+        self.clock = clock
+        self.writer = writer
+        self.builder = builder
+        self.images = images
+        self.statistics = statistics
+        self.logger = logger
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            self.run()
+            self.finished.signal()
+        }
+        thread.name = "hangwatch-watchdog"
+        thread.stackSize = 1 << 20
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Waits for the watchdog thread to finish after `control.stopRequested` was set.
+    func join() {
+        source.latch.wake.signal()
+        finished.wait()
+    }
+
+    private var latch: ActivityLatch { source.latch }
+
+    private func detector() -> HangDetector {
+        HangDetector(
+            thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), busyMask: settings.busyMask,
+            clockResolutionMicroseconds: settings.clockResolutionMicroseconds)
+    }
+
+    private func run() {
+        var oversleep: UInt64 = 0
+        var stopSuspected = false
+        let ownTask = ProcTask(tid: UnsafeCaptureBridge.currentThreadID())
+        while !control.isStopping {
+            let snapshot = latch.snapshot()
+            if control.isPaused {
+                park(whileUnchanged: snapshot)
+                oversleep = 0
+                continue
+            }
+            let now = clock.microseconds()
+            let countFrom = control.countFromMicroseconds.load(ordering: .acquiring)
+            switch detector().evaluate(snapshot, now: now, countFrom: countFrom) {
+            case .idle:
+                park(whileUnchanged: snapshot)
+                oversleep = 0
+            case .waitUntil(let deadline):
+                let before = ownTask.schedStat()
+                if latch.wake.wait(timeout: Self.dispatchTime(deadline)) == .timedOut {
+                    let woke = clock.microseconds()
+                    oversleep = woke > deadline ? woke - deadline : 0
+                    if oversleep > 0, let before, let after = ownTask.schedStat() {
+                        // Late because starved: the time was spent runnable on a run queue. Late
+                        // without queueing: the process was stopped (SIGSTOP, a debugger).
+                        let queued = (after.runQueueNanoseconds &- before.runQueueNanoseconds) / 1000
+                        stopSuspected = queued * 2 < oversleep
+                    }
+                }
+            case .hang(let start):
+                if source.isWaiting {
+                    // Asleep in a mode we do not observe (a nested run in a custom mode): observe it
+                    // from now on and look again a threshold later.
+                    if source.observeCurrentMode() {
+                        logger.debug("observing a new run-loop mode", metadata: ["hangwatch.mode": "\(source.currentMode ?? "?")"])
+                    }
+                    let threshold = control.thresholdMicroseconds.load(ordering: .relaxed)
+                    _ = latch.wake.wait(timeout: Self.dispatchTime(clock.microseconds() + threshold))
+                    oversleep = 0
+                    continue
+                }
+                let threshold = control.thresholdMicroseconds.load(ordering: .relaxed)
+                let late = oversleep > max(20_000, threshold / 5)
+                if late {
+                    // The watchdog itself woke late: this process was stopped or starved. Let the
+                    // loop catch up before calling it a hang.
+                    let confirmation = min(threshold / 2, 100_000)
+                    _ = latch.wake.wait(timeout: Self.dispatchTime(clock.microseconds() + confirmation))
+                    if latch.snapshot() != snapshot || control.isStopping {
+                        logger.debug("watchdog woke late; the loop caught up", metadata: ["hangwatch.oversleep_ms": "\(oversleep / 1000)"])
+                        oversleep = 0
+                        continue
+                    }
+                }
+                record(
+                    startMicroseconds: start, snapshot: snapshot, oversleep: oversleep, stopSuspected: late && stopSuspected)
+                oversleep = 0
+            }
+        }
+    }
+
+    /// Blocks until the loop leaves idle (or a control call wakes us), unless it already has.
+    private func park(whileUnchanged snapshot: ActivitySnapshot) {
+        let current = latch.park()
+        if current == snapshot && !control.isStopping {
+            latch.wake.wait()
+        }
+        latch.unpark()
+    }
+
+    private func record(startMicroseconds: UInt64, snapshot: ActivitySnapshot, oversleep: UInt64, stopSuspected: Bool) {
+        statistics.hangsDetected.add(1, ordering: .relaxed)
+        hangSequence += 1
+        let detected = clock.microseconds()
+        let thread = threadSlot.thread
+        let id = ReportTimestamp.compact(clock.date(ofMicroseconds: startMicroseconds)) + "-" + settings.serviceName + "-"
+            + String(getpid()) + "-" + String(hangSequence)
+        var recording = HangRecording(
+            id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
+            mode: source.currentMode, thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed),
+            thread: thread, process: ProcessSnapshot.read(), baseline: thread.flatMap { ProcTask(tid: $0.tid).schedStat() },
+            watchdogOversleepMicroseconds: oversleep, stopSuspected: stopSuspected, maxSamples: settings.maxSamples,
+            sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
+        logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
+
+        takeSample(&recording, thread: thread)
+        writer.hangStarted(report(recording, outcome: .ongoing), now: detected)
+
+        var provisionalSamples = recording.samples.count
+        var nextSample = detected + recording.sampleIntervalMicroseconds
+        var outcome = HangReport.Outcome.recovered
+        while true {
+            if control.isStopping {
+                recording.endMicroseconds = clock.microseconds()
+                outcome = .monitorStopped
+                break
+            }
+            _ = latch.wake.wait(timeout: Self.dispatchTime(nextSample))
+            if let end = HangDetector.endOfHang(started: snapshot, latest: latch.snapshot()) {
+                recording.endMicroseconds = max(end, recording.detectedMicroseconds)
+                break
+            }
+            if control.isStopping { continue }
+            let now = clock.microseconds()
+            if now < nextSample { continue }
+            takeSample(&recording, thread: thread)
+            if recording.samples.last?.failure == .threadExited {
+                recording.endMicroseconds = now
+                break
+            }
+            // Refresh the provisional report as samples double, so a fatal hang keeps most of them.
+            if recording.samples.count >= 2 * provisionalSamples {
+                provisionalSamples = recording.samples.count
+                writer.hangProgressed(report(recording, outcome: .ongoing))
+            }
+            nextSample = max(now, nextSample) + recording.sampleIntervalMicroseconds
+        }
+        // The loop moved: a thread stuck in dlopen has left it, so the loader may be asked again.
+        images.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
+        writer.hangEnded(report(recording, outcome: outcome), now: clock.microseconds())
+        logger.debug("hang ended", metadata: ["hangwatch.id": "\(id)", "hangwatch.outcome": "\(outcome.rawValue)"])
+    }
+
+    private func takeSample(_ recording: inout HangRecording, thread: MonitoredThread?) {
+        let sample: StackSample
+        if let thread {
+            sample = sampler.sample(thread, previous: recording.samples.last)
+        } else {
+            sample = StackSample(
+                microseconds: clock.microseconds(), frames: [], method: nil, truncated: false,
+                failure: .threadNotAttached)
+        }
+        if sample.failure != nil && sample.frames.isEmpty {
+            statistics.captureFailures.add(1, ordering: .relaxed)
+        }
+        recording.add(sample)
+    }
+
+    private func report(_ recording: HangRecording, outcome: HangReport.Outcome) -> HangReport {
+        builder.build(recording, images: images.current, outcome: outcome)
+    }
+
+    static func dispatchTime(_ microseconds: UInt64) -> DispatchTime {
+        DispatchTime(uptimeNanoseconds: microseconds * 1000)
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+extension HangMonitor {
+    /// Everything a `HangMonitor` can be told. Build it in code, or from a config file and
+    /// `HANGWATCH_*` environment variables with `Configuration.load(serviceName:)`; see
+    /// docs/configuration.md for every key, its default and its accepted range.
+    public struct Configuration: Sendable, Equatable {
+        /// Names the service in reports and report ids: 1-64 of `A-Z a-z 0-9 . _ -`.
+        public var serviceName: String
+        /// A loop that stays busy this long is hung. 10 ms ... 1 h. Default 250 ms.
+        public var threshold: Duration
+        /// Where reports are written (created with mode 0700 if missing).
+        public var reportDirectory: String
+        /// Set false to make `start()` a no-op (a kill switch for production).
+        public var isEnabled: Bool = true
+        /// How often a hung thread's stack is sampled while the hang lasts. 1 ms ... 10 s. Default 50 ms.
+        public var sampleInterval: Duration = .milliseconds(50)
+        /// Samples kept per hang. When reached, every other sample is dropped and the interval
+        /// doubles, so a long hang stays covered end to end in a bounded report. 1 ... 10000. Default 100.
+        public var maxSamplesPerHang: Int = 100
+        /// Frames kept per stack. 1 ... 256. Default 128.
+        public var maxFrames: Int = 128
+        /// Activities after which the loop counts as busy. Default `beforeSources`, `afterWaiting`.
+        /// `beforeWaiting` (the loop is about to sleep) can never be busy.
+        public var busyActivities: Set<Activity> = [.beforeSources, .afterWaiting]
+        /// Run-loop modes to observe besides the common modes. A mode the loop runs in that is in
+        /// neither list is observed from the first time the watchdog finds the loop in it.
+        public var additionalModes: [String] = []
+        /// The real-time signal used to ask the hung thread for its stack; nil picks `SIGRTMIN+7`.
+        public var captureSignal: Int32? = nil
+        /// How long to wait for the hung thread to answer a capture signal. 1 ms ... 5 s. Default 100 ms.
+        public var captureTimeout: Duration = .milliseconds(100)
+        /// No hang is reported this soon after `start()`. 0 ... 1 h. Default 0.
+        public var startupGracePeriod: Duration = .zero
+        /// Retention: the oldest reports are removed beyond this many files. Default 500.
+        public var maxReports: Int = 500
+        /// Retention: the oldest reports are removed beyond this many bytes. Default 64 MiB.
+        public var maxReportBytes: UInt64 = 64 << 20
+        /// Rate limit: at most this many new reports per minute, on average. Default 6.
+        public var reportsPerMinute: Int = 6
+        /// Rate limit: up to this many reports in a burst. Default 10.
+        public var reportBurst: Int = 10
+        /// A hang whose signature matches a report written less than this long ago is counted in
+        /// that report (`repeats`) instead of written again. 0 disables. Default 10 min.
+        public var repeatWindow: Duration = .seconds(600)
+        /// Bytes of alternate signal stack given to each monitored thread that has none. Default 64 KiB.
+        public var alternateSignalStackSize: Int = 64 << 10
+
+        /// The directory used when none is configured.
+        public static let defaultReportDirectory = "/var/lib/hangwatch/reports"
+
+        public init(
+            serviceName: String, threshold: Duration = .milliseconds(250),
+            reportDirectory: String = Configuration.defaultReportDirectory
+        ) {
+            self.serviceName = serviceName
+            self.threshold = threshold
+            self.reportDirectory = reportDirectory
+        }
+
+        /// Throws `HangMonitorError.invalidConfiguration` naming the first setting out of range.
+        public func validate() throws {
+            func fail(_ key: String, _ value: String, _ reason: String) -> HangMonitorError {
+                .invalidConfiguration(key: key, value: value, reason: reason)
+            }
+            let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+            if serviceName.isEmpty || serviceName.count > 64
+                || serviceName.unicodeScalars.contains(where: { !allowed.contains($0) })
+                || serviceName.hasPrefix(".")
+            {
+                throw fail(
+                    "serviceName", serviceName,
+                    "use 1-64 characters from A-Z a-z 0-9 . _ - (not starting with a dot)")
+            }
+            try Self.check(threshold, "threshold", .milliseconds(10)...(.seconds(3600)))
+            if reportDirectory.isEmpty || reportDirectory.utf8.contains(0) {
+                throw fail("reportDirectory", reportDirectory, "give a directory path")
+            }
+            try Self.check(sampleInterval, "sampleInterval", .milliseconds(1)...(.seconds(10)))
+            try Self.check(maxSamplesPerHang, "maxSamplesPerHang", 1...10_000)
+            try Self.check(maxFrames, "maxFrames", 1...256)
+            if busyActivities.isEmpty {
+                throw fail("busyActivities", "", "name at least one activity, e.g. beforeSources,afterWaiting")
+            }
+            if busyActivities.contains(.beforeWaiting) {
+                throw fail(
+                    "busyActivities", busyActivities.map(\.description).sorted().joined(separator: ","),
+                    "beforeWaiting means the loop is about to sleep and cannot be a busy activity")
+            }
+            for mode in additionalModes where mode.isEmpty || mode.utf8.contains(0) {
+                throw fail("additionalModes", mode, "mode names must be non-empty")
+            }
+            if let signal = captureSignal {
+                let range = CaptureSignal.realtimeRange
+                if !range.contains(signal) {
+                    throw fail(
+                        "captureSignal", String(signal),
+                        "use a real-time signal, \(range.lowerBound) (SIGRTMIN) ... \(range.upperBound) (SIGRTMAX)")
+                }
+            }
+            try Self.check(captureTimeout, "captureTimeout", .milliseconds(1)...(.seconds(5)))
+            try Self.check(startupGracePeriod, "startupGracePeriod", .zero...(.seconds(3600)))
+            try Self.check(maxReports, "maxReports", 1...1_000_000)
+            if maxReportBytes < 64 << 10 {
+                throw fail("maxReportBytes", String(maxReportBytes), "use at least 64 KiB")
+            }
+            try Self.check(reportsPerMinute, "reportsPerMinute", 1...10_000)
+            try Self.check(reportBurst, "reportBurst", 1...10_000)
+            try Self.check(repeatWindow, "repeatWindow", .zero...(.seconds(86_400)))
+            try Self.check(alternateSignalStackSize, "alternateSignalStackSize", 16 << 10...(16 << 20))
+        }
+
+        private static func check(_ value: Duration, _ key: String, _ range: ClosedRange<Duration>) throws {
+            guard range.contains(value) else {
+                throw HangMonitorError.invalidConfiguration(
+                    key: key, value: DurationText.format(value),
+                    reason: "must be between \(DurationText.format(range.lowerBound)) and \(DurationText.format(range.upperBound))")
+            }
+        }
+
+        private static func check(_ value: Int, _ key: String, _ range: ClosedRange<Int>) throws {
+            guard range.contains(value) else {
+                throw HangMonitorError.invalidConfiguration(
+                    key: key, value: String(value),
+                    reason: "must be between \(range.lowerBound) and \(range.upperBound)")
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import HangWatchReport
+import Logging
+import Synchronization
+
+/// Watches a run loop and writes a JSON report for every time it stays busy past a threshold.
+///
+/// ```swift
+/// let monitor = try HangMonitor(configuration: .init(serviceName: "billing",
+///                                                    threshold: .milliseconds(250),
+///                                                    reportDirectory: "/var/lib/hangwatch/reports"))
+/// try monitor.start()          // RunLoop.main; start(runLoop:) for another thread's loop
+/// RunLoop.main.run()
+/// ```
+///
+/// Observers on the loop record each activity in a shared word; a watchdog thread sleeps until the
+/// loop has been busy (after `beforeSources` or `afterWaiting`) for the threshold, then samples the
+/// loop thread's stack every `sampleInterval` until the loop moves, and writes one report with the
+/// true duration, every sample and the heaviest stack. Time the loop spends asleep never counts.
+///
+/// Thread-safe. `stop()` waits for the watchdog and for queued report writes.
+public final class HangMonitor: Sendable {
+    /// The configuration this monitor was created with (`threshold` may since have changed: see
+    /// `threshold`).
+    public let configuration: Configuration
+    private let logger: Logger
+    private let enricher: (any HangReportEnricher)?
+    private let statisticsStore = MonitorStatistics()
+    private let control: WatchdogControl
+    private let running = Mutex<Running?>(nil)
+
+    private struct Running: Sendable {
+        var source: RunLoopActivitySource
+        var watchdog: Watchdog
+        var writer: ReportWriter
+    }
+
+    /// Validates `configuration` (throwing `HangMonitorError.invalidConfiguration` naming the bad
+    /// setting). `enricher` runs on each finished report before it is written, off the monitored
+    /// thread, e.g. `Symbolicator()` from HangWatchSymbolication for names in every report.
+    public init(
+        configuration: Configuration, logger: Logger = Logger(label: "hangwatch"),
+        enricher: (any HangReportEnricher)? = nil
+    ) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        self.logger = logger
+        self.enricher = enricher
+        control = WatchdogControl(thresholdMicroseconds: DurationText.microseconds(configuration.threshold))
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Starts watching `RunLoop.main`. Call it from the main thread before running the loop, or
+    /// from any thread (the main thread then attaches the next time its loop runs).
+    public func start() throws {
+        try start(runLoop: .main)
+    }
+
+    /// Starts watching `runLoop`, the run loop of some thread. From another thread, the loop's
+    /// thread attaches (alternate signal stack, unwinder warm-up) the next time the loop runs.
+    public func start(runLoop: RunLoop) throws {
+        guard configuration.isEnabled else {
+            logger.info("hang monitor disabled by configuration", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
+            return
+        }
+        try running.withLock { running in
+            guard running == nil else { throw HangMonitorError.alreadyRunning }
+            let store = ReportStore(directory: configuration.reportDirectory)
+            do {
+                try store.prepare()
+                try store.removeStaleTemporaryFiles(olderThan: 3600)
+            } catch {
+                throw HangMonitorError.reportDirectoryUnusable(path: configuration.reportDirectory, reason: "\(error)")
+            }
+            let signal = configuration.captureSignal ?? CaptureSignal.defaultSignal
+            try UnsafeCaptureBridge.install(signal: signal)
+
+            let clock = SystemMonotonicClock()
+            control.stopRequested.store(false, ordering: .releasing)
+            control.countFromMicroseconds.store(
+                clock.microseconds() + DurationText.microseconds(configuration.startupGracePeriod), ordering: .releasing)
+
+            let latch = ActivityLatch(busyActivities: configuration.busyActivities)
+            let source = RunLoopActivitySource(latch: latch, busyActivities: configuration.busyActivities)
+            let threadSlot = ThreadSlot()
+            let images = ImageRegistry(logger: logger)
+            let writer = ReportWriter(
+                store: store,
+                retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
+                rateLimiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
+                repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow)),
+                enricher: enricher, statistics: statisticsStore, logger: logger)
+            let builder = ReportBuilder(
+                service: configuration.serviceName, host: ProcessSnapshot.hostName(), pid: getpid(),
+                process: HangReport.Process(
+                    executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
+                signal: signal, maxFrames: configuration.maxFrames,
+                wallClock: { clock.date(ofMicroseconds: $0) })
+            let sampler = LinuxStackSampler(
+                signal: signal, maxFrames: configuration.maxFrames,
+                timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), clock: clock)
+            let watchdog = Watchdog(
+                settings: Watchdog.Settings(
+                    busyMask: Activity.mask(configuration.busyActivities),
+                    sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
+                    maxSamples: configuration.maxSamplesPerHang,
+                    clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
+                    serviceName: configuration.serviceName),
+                source: source, control: control, threadSlot: threadSlot, sampler: sampler, clock: clock,
+                writer: writer, builder: builder, images: images, statistics: statisticsStore, logger: logger)
+
+            let attach: @Sendable () -> Void = { [logger, configuration] in
+                let attachment = UnsafeCaptureBridge.attachCurrentThread(
+                    alternateStackSize: configuration.alternateSignalStackSize)
+                let task = ProcTask(tid: attachment.tid)
+                threadSlot.set(
+                    MonitoredThread(
+                        tid: attachment.tid, startTimeTicks: task.stat()?.startTimeTicks ?? 0,
+                        stackLow: attachment.stackLow, stackHigh: attachment.stackHigh, name: task.name(),
+                        isMain: attachment.tid == getpid()))
+                if let error = attachment.alternateStackError {
+                    logger.warning(
+                        "no alternate signal stack for the monitored thread",
+                        metadata: ["hangwatch.error": "\(String(cString: strerror(error)))"])
+                }
+            }
+            let modes = configuration.additionalModes
+            if RunLoopActivitySource.isCurrent(runLoop) {
+                source.bindCurrentLoop()
+                source.install(additionalModes: modes)
+                attach()
+            } else if RunLoopActivitySource.isMain(runLoop) {
+                source.bindMainLoop()
+                source.install(additionalModes: modes)
+                source.perform(attach)
+            } else {
+                // Another thread's loop: find it from that thread, the next time it runs.
+                runLoop.perform {
+                    source.bindCurrentLoop()
+                    source.install(additionalModes: modes)
+                    attach()
+                }
+            }
+            watchdog.start()
+            running = Running(source: source, watchdog: watchdog, writer: writer)
+            logger.info(
+                "hang monitor started",
+                metadata: [
+                    "hangwatch.service": "\(configuration.serviceName)",
+                    "hangwatch.threshold_ms": "\(control.thresholdMicroseconds.load(ordering: .relaxed) / 1000)",
+                    "hangwatch.directory": "\(configuration.reportDirectory)",
+                ])
+        }
+    }
+
+    /// Stops watching. A hang in progress is written with outcome `monitor stopped during hang`.
+    /// Waits for the watchdog to finish and for queued reports to be written. Idempotent; the
+    /// monitor can be started again.
+    public func stop() {
+        guard let current = running.withLock({ running -> Running? in
+            defer { running = nil }
+            return running
+        }) else { return }
+        control.stopRequested.store(true, ordering: .releasing)
+        current.source.invalidate()
+        current.watchdog.join()
+        current.writer.flush()
+        logger.info("hang monitor stopped", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
+    }
+
+    /// Whether the monitor is watching a loop.
+    public var isRunning: Bool {
+        running.withLock { $0 != nil }
+    }
+
+    /// Suspends hang detection until the matching `resume()` (calls nest). For known long
+    /// operations; busy time before the final `resume()` never counts.
+    public func pause() {
+        control.pauseDepth.add(1, ordering: .acquiringAndReleasing)
+    }
+
+    /// Ends a `pause()`. Busy time counts again from now.
+    public func resume() {
+        let clock = SystemMonotonicClock()
+        while true {
+            let depth = control.pauseDepth.load(ordering: .acquiring)
+            guard depth > 0 else { return }
+            if control.pauseDepth.compareExchange(expected: depth, desired: depth - 1, ordering: .acquiringAndReleasing).exchanged {
+                if depth == 1 {
+                    control.countFromMicroseconds.store(
+                        max(control.countFromMicroseconds.load(ordering: .acquiring), clock.microseconds()),
+                        ordering: .releasing)
+                    wakeWatchdog()
+                }
+                return
+            }
+        }
+    }
+
+    /// Runs `body` with hang detection paused.
+    public func withoutHangDetection<T>(_ body: () throws -> T) rethrows -> T {
+        pause()
+        defer { resume() }
+        return try body()
+    }
+
+    /// The current threshold.
+    public var threshold: Duration {
+        .microseconds(Int64(control.thresholdMicroseconds.load(ordering: .relaxed)))
+    }
+
+    /// Changes the threshold while running (10 ms ... 1 h).
+    public func setThreshold(_ threshold: Duration) throws {
+        var candidate = configuration
+        candidate.threshold = threshold
+        try candidate.validate()
+        control.thresholdMicroseconds.store(DurationText.microseconds(threshold), ordering: .relaxed)
+        wakeWatchdog()
+    }
+
+    /// Counters since this monitor was created.
+    public var statistics: Statistics {
+        statisticsStore.snapshot
+    }
+
+    private func wakeWatchdog() {
+        running.withLock { running in
+            _ = running?.source.latch.wake.signal()
+        }
+    }
+}

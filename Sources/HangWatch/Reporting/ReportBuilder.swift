@@ -1,0 +1,164 @@
+import Foundation
+import HangWatchReport
+
+/// Turns a `HangRecording` into a `HangReport`. Pure: the images, the wall clock and the identity
+/// of the process come in as values.
+struct ReportBuilder: Sendable {
+    var service: String
+    var host: String
+    var pid: Int32
+    var process: HangReport.Process
+    var signal: Int32
+    var maxFrames: Int
+    /// Wall-clock time of a monotonic instant (microseconds).
+    var wallClock: @Sendable (UInt64) -> Date
+
+    func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
+        var frames: [HangReport.Frame] = []
+        var frameIndex: [UInt: Int] = [:]
+        var stacks: [HangReport.Stack] = []
+        var stackIndex: [[Int]: Int] = [:]
+        var sampleStacks: [Int?] = []
+        for sample in recording.samples {
+            guard !sample.frames.isEmpty else {
+                sampleStacks.append(nil)
+                continue
+            }
+            let indices = sample.frames.map { address -> Int in
+                if let known = frameIndex[address] { return known }
+                let image = images.imageIndex(containing: address)
+                let offset = image.map { Hex.format(address &- images.images[$0].bias) }
+                frames.append(HangReport.Frame(address: Hex.format(address), image: image, offset: offset))
+                frameIndex[address] = frames.count - 1
+                return frames.count - 1
+            }
+            if let known = stackIndex[indices] {
+                sampleStacks.append(known)
+                if sample.truncated { stacks[known].truncated = true }
+            } else {
+                stacks.append(HangReport.Stack(frames: indices, truncated: sample.truncated))
+                stackIndex[indices] = stacks.count - 1
+                sampleStacks.append(stacks.count - 1)
+            }
+        }
+
+        let end = recording.lastKnownMicroseconds
+        let start = recording.startMicroseconds
+        var reportSamples: [HangReport.Sample] = []
+        var weights: [Int: (count: Int, weight: UInt64)] = [:]
+        for (offset, sample) in recording.samples.enumerated() {
+            let next = offset + 1 < recording.samples.count ? recording.samples[offset + 1].microseconds : end
+            if let stack = sampleStacks[offset] {
+                let weight = next > sample.microseconds ? next - sample.microseconds : 0
+                weights[stack, default: (0, 0)].count += 1
+                weights[stack, default: (0, 0)].weight += weight
+            }
+            reportSamples.append(
+                HangReport.Sample(
+                    offsetMs: Self.milliseconds(Int64(sample.microseconds) - Int64(start)),
+                    stack: sampleStacks[offset], method: sample.method?.rawValue, state: sample.state.map(String.init),
+                    syscall: sample.syscall.map(SyscallNames.name),
+                    cpuMs: Self.delta(sample.onCPUNanoseconds, recording.baseline?.onCPUNanoseconds),
+                    runQueueMs: Self.delta(sample.runQueueNanoseconds, recording.baseline?.runQueueNanoseconds),
+                    pauseUs: sample.pauseNanoseconds.map { Self.round(Double($0) / 1000) },
+                    error: sample.failure?.rawValue))
+        }
+
+        var heaviest: HangReport.HeaviestStack?
+        if let best = weights.max(by: { lhs, rhs in
+            (lhs.value.weight, lhs.value.count, -lhs.key) < (rhs.value.weight, rhs.value.count, -rhs.key)
+        }) {
+            heaviest = HangReport.HeaviestStack(
+                stack: best.key, sampleCount: best.value.count,
+                weightMs: Self.milliseconds(Int64(best.value.weight)),
+                frames: stacks[best.key].frames.map { frames[$0] })
+        }
+        let reportImages = images.reportImages
+        let signature = StackSignature.compute(frames: heaviest?.frames ?? [], images: reportImages)
+
+        return HangReport(
+            id: recording.id, service: service, host: host, pid: pid, process: process,
+            thread: HangReport.ThreadInfo(
+                tid: recording.thread?.tid ?? 0, name: recording.thread?.name, isMain: recording.thread?.isMain ?? false),
+            startedAt: wallClock(start), detectedAt: wallClock(recording.detectedMicroseconds),
+            endedAt: recording.endMicroseconds.map(wallClock),
+            durationMs: Self.milliseconds(Int64(end) - Int64(start)),
+            thresholdMs: Self.milliseconds(Int64(recording.thresholdMicroseconds)), outcome: outcome,
+            activity: HangMonitor.Activity.named(recording.activity), mode: recording.mode, samples: reportSamples,
+            stacks: stacks, heaviestStack: heaviest, frames: frames, images: reportImages, signature: signature,
+            context: context(recording), capture: capture(recording))
+    }
+
+    private func context(_ recording: HangRecording) -> HangReport.Context {
+        let samples = recording.samples
+        var states: [String: Int] = [:]
+        for sample in samples {
+            if let state = sample.state { states[String(state), default: 0] += 1 }
+        }
+        var onCPU: Double?
+        var runQueue: Double?
+        if let baseline = recording.baseline,
+            let last = samples.last(where: { $0.onCPUNanoseconds != nil && $0.runQueueNanoseconds != nil }),
+            last.microseconds > recording.detectedMicroseconds + 1000
+        {
+            let wall = Double(last.microseconds - recording.detectedMicroseconds) * 1000
+            onCPU = Self.ratio(Double(last.onCPUNanoseconds! &- baseline.onCPUNanoseconds) / wall)
+            runQueue = Self.ratio(Double(last.runQueueNanoseconds! &- baseline.runQueueNanoseconds) / wall)
+        }
+        let blockedCalls = samples.filter { $0.state == "S" || $0.state == "D" }.compactMap(\.syscall)
+        let blockedIn = Dictionary(grouping: blockedCalls, by: { $0 }).max { ($0.value.count, -$0.key) < ($1.value.count, -$1.key) }?.key
+        let stopped = recording.stopSuspected || samples.contains { $0.state == "T" || $0.state == "t" }
+        let running = samples.filter { $0.state == "R" }.count
+        let verdict: HangReport.Verdict
+        if recording.process.debuggerAttached {
+            verdict = .debugger
+        } else if stopped {
+            verdict = .stopped
+        } else if let runQueue, runQueue >= 0.5 {
+            verdict = .starved
+        } else if let onCPU {
+            verdict = onCPU >= 0.5 ? .computing : .blocked
+        } else if samples.isEmpty {
+            verdict = .unknown
+        } else {
+            // A single sample: judge by its scheduler state.
+            verdict = running * 2 >= samples.count ? .computing : .blocked
+        }
+        return HangReport.Context(
+            verdict: verdict, onCpuRatio: onCPU, runQueueRatio: runQueue,
+            blockedIn: blockedIn.map(SyscallNames.name), threadStates: states, rssBytes: recording.process.rssBytes,
+            loadAverage: recording.process.loadAverage, cpuCount: recording.process.cpuCount,
+            watchdogOversleepMs: Self.milliseconds(Int64(recording.watchdogOversleepMicroseconds)),
+            debuggerAttached: recording.process.debuggerAttached, processStopped: stopped)
+    }
+
+    private func capture(_ recording: HangRecording) -> HangReport.CaptureSummary {
+        let pauses = recording.samples.compactMap(\.pauseNanoseconds).sorted()
+        let failures = Dictionary(grouping: recording.samples.compactMap(\.failure), by: { $0 })
+        let errors = failures.map { failure, occurrences in
+            HangReport.CaptureError(kind: failure.rawValue, count: occurrences.count, message: failure.message)
+        }.sorted { $0.kind < $1.kind }
+        return HangReport.CaptureSummary(
+            signal: signal, sampleIntervalMs: Self.milliseconds(Int64(recording.baseSampleIntervalMicroseconds)),
+            samplesTaken: recording.samples.count + recording.samplesDropped, samplesDropped: recording.samplesDropped,
+            maxFrames: maxFrames, pauseMedianUs: pauses.isEmpty ? nil : Self.round(Double(pauses[pauses.count / 2]) / 1000),
+            pauseMaxUs: pauses.last.map { Self.round(Double($0) / 1000) }, errors: errors, reportsSuppressed: 0)
+    }
+
+    static func milliseconds(_ microseconds: Int64) -> Double {
+        round(Double(microseconds) / 1000)
+    }
+
+    static func round(_ value: Double) -> Double {
+        (value * 1000).rounded() / 1000
+    }
+
+    static func ratio(_ value: Double) -> Double {
+        round(min(1, max(0, value)))
+    }
+
+    static func delta(_ value: UInt64?, _ baseline: UInt64?) -> Double? {
+        guard let value, let baseline, value >= baseline else { return nil }
+        return round(Double(value - baseline) / 1e6)
+    }
+}

@@ -1,0 +1,24 @@
+/// A token bucket: up to `burst` reports at once, `perMinute` on average. Pure; time comes in.
+struct ReportRateLimiter: Sendable, Equatable {
+    let burst: Double
+    let perMicrosecond: Double
+    private var tokens: Double
+    private var updatedAt: UInt64?
+
+    init(burst: Int, perMinute: Int) {
+        self.burst = Double(burst)
+        perMicrosecond = Double(perMinute) / 60_000_000
+        tokens = Double(burst)
+    }
+
+    /// Takes a token if one is available at `now` (microseconds).
+    mutating func admit(now: UInt64) -> Bool {
+        if let updatedAt, now > updatedAt {
+            tokens = min(burst, tokens + Double(now - updatedAt) * perMicrosecond)
+        }
+        updatedAt = max(updatedAt ?? now, now)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}

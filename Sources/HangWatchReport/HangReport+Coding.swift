@@ -1,0 +1,80 @@
+import Foundation
+
+extension HangReport {
+    /// The encoder every writer uses: sorted keys, pretty printed, RFC 3339 millisecond dates.
+    public static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(ReportTimestamp.format(date))
+        }
+        encoder.nonConformingFloatEncodingStrategy = .throw
+        return encoder
+    }
+
+    /// The decoder every reader uses; accepts any RFC 3339 timestamp.
+    public static func makeDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = ReportTimestamp.parse(text) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "not an RFC 3339 timestamp: \(text.prefix(64))")
+            }
+            return date
+        }
+        return decoder
+    }
+
+    /// Whether this library can read reports of `schema`: same family and major version.
+    public static func isSupported(schema: String) -> Bool {
+        schema == currentSchema || schema.hasPrefix(currentSchema + ".")
+    }
+
+    /// The report as JSON bytes.
+    public func encoded() throws -> Data {
+        try Self.makeEncoder().encode(self)
+    }
+
+    /// Decodes a report, rejecting schemas this library does not understand.
+    public static func decode(_ data: Data) throws -> HangReport {
+        struct SchemaProbe: Decodable { var schema: String }
+        let decoder = makeDecoder()
+        let probe: SchemaProbe
+        do {
+            probe = try decoder.decode(SchemaProbe.self, from: data)
+        } catch {
+            throw ReportReadError.malformed(describe(error))
+        }
+        guard isSupported(schema: probe.schema) else {
+            throw ReportReadError.unsupportedSchema(probe.schema)
+        }
+        do {
+            return try decoder.decode(HangReport.self, from: data)
+        } catch {
+            throw ReportReadError.malformed(describe(error))
+        }
+    }
+
+    private static func describe(_ error: Error) -> String {
+        guard let decodingError = error as? DecodingError else { return "\(error)" }
+        func path(_ codingPath: [CodingKey]) -> String {
+            codingPath.isEmpty ? "top level" : codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch decodingError {
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(type): \(context.debugDescription)"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): missing \(type) value"
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])): missing field"
+        case .dataCorrupted(let context):
+            let underlying = (context.underlyingError as NSError?)?.localizedDescription
+            return "\(path(context.codingPath)): \(context.debugDescription)\(underlying.map { " (\($0))" } ?? "")"
+        @unknown default:
+            return "\(decodingError)"
+        }
+    }
+}

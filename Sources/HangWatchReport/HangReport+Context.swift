@@ -1,0 +1,121 @@
+import Foundation
+
+extension HangReport {
+    /// What the rest of the system was doing, so a hang caused by a stopped or starved process is
+    /// not blamed on the code.
+    public struct Context: Codable, Sendable, Equatable {
+        /// One-word explanation: see `Verdict`.
+        public var verdict: Verdict
+        /// Thread CPU time / wall time over the sampled part of the hang (computing near 1, blocked near 0).
+        public var onCpuRatio: Double?
+        /// Time runnable-but-not-running / wall time: near 1 means the CPU was given to others.
+        public var runQueueRatio: Double?
+        /// The system call most blocked samples were in.
+        public var blockedIn: String?
+        /// Samples per scheduler state letter.
+        public var threadStates: [String: Int]
+        public var rssBytes: UInt64?
+        public var loadAverage: [Double]?
+        public var cpuCount: Int
+        /// The most the watchdog woke up later than it asked to, in ms; large values mean this
+        /// process was stopped (SIGSTOP, a debugger) or starved of CPU.
+        public var watchdogOversleepMs: Double
+        /// A tracer (debugger) was attached at detection (`TracerPid` in /proc/self/status).
+        public var debuggerAttached: Bool
+        /// The hang coincided with this process being stopped.
+        public var processStopped: Bool
+
+        public init(
+            verdict: Verdict, onCpuRatio: Double?, runQueueRatio: Double?, blockedIn: String?,
+            threadStates: [String: Int], rssBytes: UInt64?, loadAverage: [Double]?, cpuCount: Int,
+            watchdogOversleepMs: Double, debuggerAttached: Bool, processStopped: Bool
+        ) {
+            self.verdict = verdict
+            self.onCpuRatio = onCpuRatio
+            self.runQueueRatio = runQueueRatio
+            self.blockedIn = blockedIn
+            self.threadStates = threadStates
+            self.rssBytes = rssBytes
+            self.loadAverage = loadAverage
+            self.cpuCount = cpuCount
+            self.watchdogOversleepMs = watchdogOversleepMs
+            self.debuggerAttached = debuggerAttached
+            self.processStopped = processStopped
+        }
+    }
+
+    /// The one-word explanation of a hang.
+    public enum Verdict: String, Codable, Sendable, Equatable {
+        /// The thread was on a CPU most of the time: the code was computing.
+        case computing
+        /// The thread was off-CPU, waiting (a lock, I/O, a sleep): see `blockedIn`.
+        case blocked
+        /// The thread wanted a CPU and did not get one: the machine was overloaded.
+        case starved
+        /// The process was stopped (SIGSTOP, job control) during the hang.
+        case stopped
+        /// A debugger was attached: a breakpoint is not a hang.
+        case debugger
+        /// Not enough information (no samples).
+        case unknown
+    }
+
+    /// How the capture went.
+    public struct CaptureSummary: Codable, Sendable, Equatable {
+        /// The signal used to ask the thread for its stack.
+        public var signal: Int32
+        public var sampleIntervalMs: Double
+        public var samplesTaken: Int
+        /// Samples dropped to keep the report bounded (every other one, when the cap was reached).
+        public var samplesDropped: Int
+        public var maxFrames: Int
+        /// Median and maximum pause of the hung thread per signal capture, in microseconds.
+        public var pauseMedianUs: Double?
+        public var pauseMaxUs: Double?
+        /// Problems, counted by kind (e.g. `timeout`, `signal blocked`, `thread exited`).
+        public var errors: [CaptureError]
+        /// Hangs not written since the previous report because of the rate limit.
+        public var reportsSuppressed: Int
+
+        public init(
+            signal: Int32, sampleIntervalMs: Double, samplesTaken: Int, samplesDropped: Int, maxFrames: Int,
+            pauseMedianUs: Double?, pauseMaxUs: Double?, errors: [CaptureError], reportsSuppressed: Int
+        ) {
+            self.signal = signal
+            self.sampleIntervalMs = sampleIntervalMs
+            self.samplesTaken = samplesTaken
+            self.samplesDropped = samplesDropped
+            self.maxFrames = maxFrames
+            self.pauseMedianUs = pauseMedianUs
+            self.pauseMaxUs = pauseMaxUs
+            self.errors = errors
+            self.reportsSuppressed = reportsSuppressed
+        }
+    }
+
+    /// A kind of capture problem and how often it happened.
+    public struct CaptureError: Codable, Sendable, Equatable {
+        public var kind: String
+        public var count: Int
+        public var message: String
+        public init(kind: String, count: Int, message: String) {
+            self.kind = kind
+            self.count = count
+            self.message = message
+        }
+    }
+
+    /// Repeats of the same signature folded into this report.
+    public struct Repeats: Codable, Sendable, Equatable {
+        public var count: Int
+        public var lastAt: Date
+        public var totalDurationMs: Double
+        public var maxDurationMs: Double
+        public init(count: Int, lastAt: Date, totalDurationMs: Double, maxDurationMs: Double) {
+            self.count = count
+            self.lastAt = lastAt
+            self.totalDurationMs = totalDurationMs
+            self.maxDurationMs = maxDurationMs
+        }
+    }
+}

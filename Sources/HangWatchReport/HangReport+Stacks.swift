@@ -1,0 +1,113 @@
+import Foundation
+
+extension HangReport {
+    /// One look at the hung thread.
+    public struct Sample: Codable, Sendable, Equatable {
+        /// Milliseconds since `startedAt`.
+        public var offsetMs: Double
+        /// Index into `stacks`; nil when this sample has no stack (see `error`).
+        public var stack: Int?
+        /// How the stack was taken: `signal` (the thread unwound itself in a signal handler),
+        /// `syscall` (unwound from outside while the thread was blocked in a system call; no signal
+        /// was sent), or `unchanged` (still blocked in the same call as the previous sample).
+        public var method: String?
+        /// Scheduler state letter from /proc (`R` running, `S` sleeping, `D` disk wait, `T` stopped, ...).
+        public var state: String?
+        /// The system call the thread was blocked in, if any.
+        public var syscall: String?
+        /// Thread CPU time consumed since the hang started, in milliseconds.
+        public var cpuMs: Double?
+        /// Time spent runnable but waiting for a CPU since the hang started, in milliseconds.
+        public var runQueueMs: Double?
+        /// How long the thread was paused by the capture signal handler, in microseconds.
+        public var pauseUs: Double?
+        /// Why there is no stack, or why it may be incomplete.
+        public var error: String?
+
+        public init(
+            offsetMs: Double, stack: Int?, method: String?, state: String?, syscall: String?, cpuMs: Double?,
+            runQueueMs: Double?, pauseUs: Double?, error: String?
+        ) {
+            self.offsetMs = offsetMs
+            self.stack = stack
+            self.method = method
+            self.state = state
+            self.syscall = syscall
+            self.cpuMs = cpuMs
+            self.runQueueMs = runQueueMs
+            self.pauseUs = pauseUs
+            self.error = error
+        }
+    }
+
+    /// A captured stack: indices into `frames`, innermost first.
+    public struct Stack: Codable, Sendable, Equatable {
+        public var frames: [Int]
+        /// The walk stopped before the outermost frame (frame cap, missing unwind info, unreadable memory).
+        public var truncated: Bool
+        public init(frames: [Int], truncated: Bool) {
+            self.frames = frames
+            self.truncated = truncated
+        }
+    }
+
+    /// The stack most samples share, weighted by the time each sample stands for.
+    public struct HeaviestStack: Codable, Sendable, Equatable {
+        /// Index into `stacks`.
+        public var stack: Int
+        public var sampleCount: Int
+        public var weightMs: Double
+        /// The stack's frames inline, innermost first, so a reader needs no index lookups.
+        public var frames: [Frame]
+        public init(stack: Int, sampleCount: Int, weightMs: Double, frames: [Frame]) {
+            self.stack = stack
+            self.sampleCount = sampleCount
+            self.weightMs = weightMs
+            self.frames = frames
+        }
+    }
+
+    /// One code address, and what symbolication made of it.
+    public struct Frame: Codable, Sendable, Equatable, Hashable {
+        /// The absolute address in the process, hexadecimal.
+        public var address: String
+        /// Index into `images`; nil when no loaded image contains the address.
+        public var image: Int?
+        /// `address` minus the image's load bias: the address in the ELF file, hexadecimal.
+        public var offset: String?
+        /// Demangled function name, when symbolicated.
+        public var symbol: String?
+        public var file: String?
+        public var line: Int?
+        public init(
+            address: String, image: Int?, offset: String?, symbol: String? = nil, file: String? = nil,
+            line: Int? = nil
+        ) {
+            self.address = address
+            self.image = image
+            self.offset = offset
+            self.symbol = symbol
+            self.file = file
+            self.line = line
+        }
+    }
+
+    /// A loaded ELF image (the executable or a shared library).
+    public struct Image: Codable, Sendable, Equatable {
+        public var path: String
+        /// GNU build-id, lowercase hexadecimal; nil when the image has none.
+        public var buildId: String?
+        /// Load bias (added to ELF virtual addresses), hexadecimal.
+        public var base: String
+        /// Bytes spanned by its loaded segments.
+        public var size: UInt64
+        public var isMainExecutable: Bool
+        public init(path: String, buildId: String?, base: String, size: UInt64, isMainExecutable: Bool) {
+            self.path = path
+            self.buildId = buildId
+            self.base = base
+            self.size = size
+            self.isMainExecutable = isMainExecutable
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// One hang of a monitored loop: when it started, how long it lasted, the stacks sampled while it
+/// lasted, and the context that explains it. Written as one JSON file by the monitor; read by the
+/// `hangwatch` CLI and the `hangwatchd` agent. The format is documented in docs/report-format.md.
+///
+/// Top-level field names are a public contract: new fields may be added, none renamed.
+/// Addresses are hexadecimal strings; durations are milliseconds; times are RFC 3339 UTC with
+/// milliseconds (`2026-11-22T01:02:03.123Z`).
+public struct HangReport: Codable, Sendable, Equatable {
+    /// The schema this library writes. Readers accept every `hangwatch.hang/1.x`.
+    public static let currentSchema = "hangwatch.hang/1"
+
+    public var schema: String
+    /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.
+    public var id: String
+    public var service: String
+    public var host: String
+    public var pid: Int32
+    public var process: Process
+    public var thread: ThreadInfo
+    /// What kind of loop was watched: `runloop` (others come with other activity sources).
+    public var source: String
+    public var startedAt: Date
+    public var detectedAt: Date
+    /// Nil while the hang is still going on (a provisional report).
+    public var endedAt: Date?
+    /// From the start of the busy period (not from detection) to the loop's next activity, or to
+    /// the last sample while the hang is ongoing.
+    public var durationMs: Double
+    public var thresholdMs: Double
+    public var outcome: Outcome
+    /// The run-loop activity the loop was stuck after (`beforeSources`, `afterWaiting`, ...).
+    public var activity: String
+    /// The run-loop mode at detection, when known.
+    public var mode: String?
+    public var samples: [Sample]
+    /// Distinct stacks; samples refer to them by index.
+    public var stacks: [Stack]
+    public var heaviestStack: HeaviestStack?
+    /// Distinct frames; stacks refer to them by index.
+    public var frames: [Frame]
+    public var images: [Image]
+    /// Hash of the frames that identify the culprit; equal signatures group the same hang.
+    public var signature: String
+    public var context: Context
+    public var capture: CaptureSummary
+    /// Later hangs with the same signature that were counted here instead of written as copies.
+    public var repeats: Repeats?
+
+    public init(
+        schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,
+        process: Process, thread: ThreadInfo, source: String = "runloop", startedAt: Date, detectedAt: Date,
+        endedAt: Date?, durationMs: Double, thresholdMs: Double, outcome: Outcome, activity: String,
+        mode: String?, samples: [Sample], stacks: [Stack], heaviestStack: HeaviestStack?, frames: [Frame],
+        images: [Image], signature: String, context: Context, capture: CaptureSummary, repeats: Repeats? = nil
+    ) {
+        self.schema = schema
+        self.id = id
+        self.service = service
+        self.host = host
+        self.pid = pid
+        self.process = process
+        self.thread = thread
+        self.source = source
+        self.startedAt = startedAt
+        self.detectedAt = detectedAt
+        self.endedAt = endedAt
+        self.durationMs = durationMs
+        self.thresholdMs = thresholdMs
+        self.outcome = outcome
+        self.activity = activity
+        self.mode = mode
+        self.samples = samples
+        self.stacks = stacks
+        self.heaviestStack = heaviestStack
+        self.frames = frames
+        self.images = images
+        self.signature = signature
+        self.context = context
+        self.capture = capture
+        self.repeats = repeats
+    }
+}
+
+extension HangReport {
+    /// How the hang ended.
+    public enum Outcome: String, Codable, Sendable, Equatable {
+        /// Still going on when this (provisional) report was written.
+        case ongoing
+        /// The loop moved again.
+        case recovered
+        /// The process died while the loop was hung (set by the agent on a provisional report).
+        case processExited = "process exited during hang"
+        /// The monitor was stopped while the hang was going on.
+        case monitorStopped = "monitor stopped during hang"
+    }
+
+    /// The process that hung.
+    public struct Process: Codable, Sendable, Equatable {
+        public var executable: String
+        /// Start time in clock ticks since boot (`/proc/<pid>/stat` field 22): with `pid`, tells a
+        /// live process from a later one that reuses its pid.
+        public var startTimeTicks: UInt64
+        public init(executable: String, startTimeTicks: UInt64) {
+            self.executable = executable
+            self.startTimeTicks = startTimeTicks
+        }
+    }
+
+    /// The thread whose loop hung.
+    public struct ThreadInfo: Codable, Sendable, Equatable {
+        public var tid: Int32
+        public var name: String?
+        public var isMain: Bool
+        public init(tid: Int32, name: String?, isMain: Bool) {
+            self.tid = tid
+            self.name = name
+            self.isMain = isMain
+        }
+    }
+}

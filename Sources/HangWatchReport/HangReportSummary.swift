@@ -1,0 +1,91 @@
+import Foundation
+
+/// A short human summary of a report: what hung, for how long, why, and the heaviest stack.
+/// Lines fit an 80-column terminal.
+public struct HangReportSummary: Sendable {
+    /// Frames of the heaviest stack to show.
+    public var maxFrames: Int
+
+    public init(maxFrames: Int = 12) {
+        self.maxFrames = maxFrames
+    }
+
+    public func render(_ report: HangReport) -> String {
+        var lines: [String] = []
+        let thread = report.thread.name.map { "\($0) (tid \(report.thread.tid))" } ?? "tid \(report.thread.tid)"
+        lines.append("hang \(report.id)")
+        lines.append("  \(report.service), pid \(report.pid), thread \(thread)")
+        var timing = "  started \(ReportTimestamp.format(report.startedAt)), "
+        timing += "\(Self.milliseconds(report.durationMs)) (threshold \(Self.milliseconds(report.thresholdMs)))"
+        lines.append(timing)
+        var state = "  \(report.outcome.rawValue), stuck after \(report.activity)"
+        if let mode = report.mode { state += " in \(mode)" }
+        lines.append(state)
+        lines.append("  verdict: \(Self.verdictLine(report))")
+        if let repeats = report.repeats {
+            lines.append("  repeated \(repeats.count) more times, \(Self.milliseconds(repeats.totalDurationMs)) in all")
+        }
+        if !report.capture.errors.isEmpty {
+            let errors = report.capture.errors.map { "\($0.kind) x\($0.count)" }.joined(separator: ", ")
+            lines.append("  capture problems: \(errors)")
+        }
+        guard let heaviest = report.heaviestStack else {
+            lines.append("  no stack was captured")
+            return lines.joined(separator: "\n")
+        }
+        lines.append(
+            "  heaviest stack (\(heaviest.sampleCount) of \(report.samples.count) samples, \(Self.milliseconds(heaviest.weightMs))):"
+        )
+        for (index, frame) in heaviest.frames.prefix(maxFrames).enumerated() {
+            lines.append("    " + Self.frameLine(index: index, frame: frame, images: report.images))
+        }
+        if heaviest.frames.count > maxFrames {
+            lines.append("    ... \(heaviest.frames.count - maxFrames) more frames")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One line that explains the hang: computing, blocked in a call, starved, stopped.
+    public static func verdictLine(_ report: HangReport) -> String {
+        let context = report.context
+        let onCPU = context.onCpuRatio.map { " (on CPU \(Int(($0 * 100).rounded()))%)" } ?? ""
+        switch context.verdict {
+        case .computing:
+            return "computing" + onCPU
+        case .blocked:
+            return "blocked" + (context.blockedIn.map { " in \($0)" } ?? "") + onCPU
+        case .starved:
+            let queue = context.runQueueRatio.map { ", waiting for a CPU \(Int(($0 * 100).rounded()))% of the time" } ?? ""
+            return "starved of CPU" + queue
+        case .stopped:
+            return "process stopped (watchdog woke \(milliseconds(context.watchdogOversleepMs)) late)"
+        case .debugger:
+            return "debugger attached: not counted as a hang"
+        case .unknown:
+            return "unknown (no samples)"
+        }
+    }
+
+    static func frameLine(index: Int, frame: HangReport.Frame, images: [HangReport.Image]) -> String {
+        let number = "#\(index)".padding(toLength: 4, withPad: " ", startingAt: 0)
+        var text: String
+        if let symbol = frame.symbol {
+            text = symbol
+        } else if let image = frame.image, image < images.count {
+            text = StackSignature.baseName(images[image].path) + "+" + (frame.offset ?? frame.address)
+        } else {
+            text = frame.address
+        }
+        if let file = frame.file {
+            let location = StackSignature.baseName(file) + (frame.line.map { ":\($0)" } ?? "")
+            text += " (\(location))"
+        }
+        let limit = 74
+        if text.count > limit { text = String(text.prefix(limit - 3)) + "..." }
+        return number + text
+    }
+
+    static func milliseconds(_ value: Double) -> String {
+        value >= 10_000 ? String(format: "%.1f s", value / 1000) : "\(Int(value.rounded())) ms"
+    }
+}

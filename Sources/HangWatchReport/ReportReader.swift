@@ -1,0 +1,71 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads report files defensively: never follows a symlink, never blocks on a FIFO, refuses files
+/// over `maxBytes`, and turns every problem into a `ReportReadError` that names the file.
+public struct ReportReader: Sendable {
+    /// Larger files are refused without being read.
+    public var maxBytes: UInt64
+
+    public static let defaultMaxBytes: UInt64 = 16 << 20
+
+    public init(maxBytes: UInt64 = ReportReader.defaultMaxBytes) {
+        self.maxBytes = maxBytes
+    }
+
+    /// The bytes of the report at `path`.
+    public func readData(path: String) throws -> Data {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 {
+            let code = errno
+            switch code {
+            case ENOENT: throw ReportReadError.notFound(path)
+            case ELOOP: throw ReportReadError.notRegularFile(path)
+            default: throw ReportReadError.unreadable(path: path, errno: code, reason: String(cString: strerror(code)))
+            }
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            throw ReportReadError.unreadable(path: path, errno: code, reason: String(cString: strerror(code)))
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw ReportReadError.notRegularFile(path) }
+        let size = UInt64(info.st_size)
+        guard size <= maxBytes else { throw ReportReadError.tooLarge(path: path, size: size, limit: maxBytes) }
+        var data = Data(count: Int(size))
+        var total = 0
+        let failure: Int32 = data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> Int32 in
+            while total < buffer.count {
+                let count = Glibc.read(fd, buffer.baseAddress! + total, buffer.count - total)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                if count == 0 { break }
+                total += count
+            }
+            return 0
+        }
+        if failure != 0 {
+            throw ReportReadError.unreadable(path: path, errno: failure, reason: String(cString: strerror(failure)))
+        }
+        return data.prefix(total)
+    }
+
+    /// The report at `path`.
+    public func read(path: String) throws -> HangReport {
+        let data = try readData(path: path)
+        do {
+            return try HangReport.decode(data)
+        } catch let error as ReportReadError {
+            switch error {
+            case .malformed(let reason): throw ReportReadError.malformed("\(path): \(reason)")
+            default: throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A directory of hang reports, one JSON file each (`hang-<id>.json`).
+///
+/// Writes are atomic: the report goes to a temporary file in the same directory (`.hang-*.tmp`,
+/// created with `O_EXCL | O_NOFOLLOW`, mode 0600), is fsync'ed, renamed over its final name, and
+/// the directory is fsync'ed. A reader therefore sees either no file or a whole one.
+/// The directory is created with mode 0700. Nothing here follows a symlink.
+public struct ReportStore: Sendable {
+    public let directory: String
+
+    public static let filePrefix = "hang-"
+    public static let fileSuffix = ".json"
+    static let temporaryPrefix = ".hang-"
+    static let temporarySuffix = ".tmp"
+
+    public init(directory: String) {
+        self.directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+    }
+
+    /// The file name of report `id`.
+    public static func fileName(forID id: String) -> String {
+        filePrefix + id + fileSuffix
+    }
+
+    /// Whether `name` is a report file name this store writes.
+    public static func isReportFileName(_ name: String) -> Bool {
+        name.hasPrefix(filePrefix) && name.hasSuffix(fileSuffix) && name.count > filePrefix.count + fileSuffix.count
+            && !name.contains("/")
+    }
+
+    public func path(forID id: String) -> String {
+        directory + "/" + Self.fileName(forID: id)
+    }
+
+    /// Creates the directory (and missing parents) if needed, mode 0700, and checks that it is a
+    /// real directory owned by this user that no one else can write into.
+    public func prepare() throws {
+        var info = stat()
+        if lstat(directory, &info) != 0 {
+            guard errno == ENOENT else {
+                throw ReportStoreError.cannotCreateDirectory(path: directory, reason: Self.errorText(errno))
+            }
+            try createDirectory(directory)
+            guard lstat(directory, &info) == 0 else {
+                throw ReportStoreError.cannotCreateDirectory(path: directory, reason: Self.errorText(errno))
+            }
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw ReportStoreError.notADirectory(directory)
+        }
+        guard info.st_uid == geteuid() || geteuid() == 0 else {
+            throw ReportStoreError.unsafeDirectory(
+                path: directory, reason: "owned by uid \(info.st_uid), not by this user (uid \(geteuid()))")
+        }
+        let writableByOthers = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0
+        let sticky = (info.st_mode & S_ISVTX) != 0
+        if writableByOthers && !sticky {
+            throw ReportStoreError.unsafeDirectory(
+                path: directory,
+                reason: "writable by group or others without the sticky bit; run chmod 0700 \(directory)")
+        }
+    }
+
+    private func createDirectory(_ path: String) throws {
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != path {
+            var info = stat()
+            if lstat(parent, &info) != 0 && errno == ENOENT {
+                try createDirectory(parent)
+            }
+        }
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw ReportStoreError.cannotCreateDirectory(path: path, reason: Self.errorText(errno))
+        }
+    }
+
+    /// Atomically writes `report` as `hang-<id>.json`, replacing an earlier version of the same
+    /// report. Returns the final path.
+    @discardableResult
+    public func write(_ report: HangReport) throws -> String {
+        let data = try report.encoded()
+        let finalPath = path(forID: report.id)
+        try writeAtomically(data, to: finalPath, name: Self.fileName(forID: report.id))
+        return finalPath
+    }
+
+    private static let temporaryCounter = TemporaryCounter()
+
+    func writeAtomically(_ data: Data, to finalPath: String, name: String) throws {
+        let temporaryPath =
+            directory + "/" + Self.temporaryPrefix + name.dropFirst(Self.filePrefix.count) + "."
+            + String(getpid()) + "." + String(Self.temporaryCounter.next()) + Self.temporarySuffix
+        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            throw ReportStoreError.writeFailed(path: finalPath, errno: code, reason: Self.errorText(code))
+        }
+        var failure: Int32 = 0
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
+        }
+        if failure == 0 && fsync(fd) != 0 { failure = errno }
+        if close(fd) != 0 && failure == 0 { failure = errno }
+        if failure == 0 && rename(temporaryPath, finalPath) != 0 { failure = errno }
+        if failure != 0 {
+            unlink(temporaryPath)
+            throw ReportStoreError.writeFailed(path: finalPath, errno: failure, reason: Self.errorText(failure))
+        }
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)
+            close(directoryFD)
+        }
+    }
+
+    /// One report file on disk.
+    public struct StoredFile: Sendable, Equatable {
+        public var name: String
+        public var path: String
+        public var size: UInt64
+        public var modified: Date
+        /// The report id encoded in the file name.
+        public var id: String {
+            String(name.dropFirst(ReportStore.filePrefix.count).dropLast(ReportStore.fileSuffix.count))
+        }
+    }
+
+    /// Report files in the directory, oldest first (names start with the UTC start time).
+    /// Only regular files named like reports are listed; symlinks and anything else are skipped.
+    public func list() throws -> [StoredFile] {
+        var files: [StoredFile] = []
+        for name in try entryNames() where Self.isReportFileName(name) {
+            let path = directory + "/" + name
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            files.append(
+                StoredFile(
+                    name: name, path: path, size: UInt64(info.st_size),
+                    modified: Date(
+                        timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)))
+        }
+        return files.sorted { $0.name < $1.name }
+    }
+
+    private func entryNames() throws -> [String] {
+        guard let handle = opendir(directory) else {
+            throw ReportStoreError.listFailed(path: directory, reason: Self.errorText(errno))
+        }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Removes report `id` if present.
+    public func remove(id: String) throws {
+        let path = path(forID: id)
+        if unlink(path) != 0 && errno != ENOENT {
+            throw ReportStoreError.removeFailed(path: path, reason: Self.errorText(errno))
+        }
+    }
+
+    /// Applies `policy`, removing the oldest reports first. Returns the names removed.
+    @discardableResult
+    public func applyRetention(_ policy: RetentionPolicy, keeping protectedIDs: Set<String> = []) throws -> [String] {
+        let victims = policy.filesToRemove(from: try list(), keeping: protectedIDs)
+        var removed: [String] = []
+        for file in victims {
+            if unlink(file.path) == 0 || errno == ENOENT {
+                removed.append(file.name)
+            }
+        }
+        return removed
+    }
+
+    /// Removes temporary files left by writers that died mid-write, once older than `age`.
+    @discardableResult
+    public func removeStaleTemporaryFiles(olderThan age: TimeInterval, now: Date = Date()) throws -> Int {
+        var removed = 0
+        for name in try entryNames()
+        where name.hasPrefix(Self.temporaryPrefix) && name.hasSuffix(Self.temporarySuffix) {
+            let path = directory + "/" + name
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            let modified = Double(info.st_mtim.tv_sec)
+            if now.timeIntervalSince1970 - modified >= age && unlink(path) == 0 {
+                removed += 1
+            }
+        }
+        return removed
+    }
+
+    static func errorText(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
+
+/// A process-wide counter for unique temporary names.
+final class TemporaryCounter: Sendable {
+    private let value = AtomicCounter()
+    func next() -> UInt64 { value.increment() }
+}

@@ -1,0 +1,95 @@
+import CLibdw
+import Foundation
+
+/// The symbols and line tables of one ELF image, through elfutils' libdwfl.
+///
+/// The image is placed at address 0, so it is queried with file-relative addresses (a report
+/// frame's `offset`). Separate debug files are found by build-id under the debug directories
+/// (`<dir>/.build-id/xx/yyyy.debug`) and the system's (`/usr/lib/debug`). The file's build-id must
+/// match the expected one, or the image is refused. Not thread-safe; `Symbolicator` serializes.
+final class ImageSymbols {
+    private let session: OpaquePointer
+    private let module: OpaquePointer
+    private let searchPath: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+    private let callbacks: UnsafeMutablePointer<Dwfl_Callbacks>
+
+    /// The image's build-id, lowercase hex.
+    let buildID: String?
+
+    init(path: String, expectedBuildID: String?, debugDirectories: [String]) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw ImageSymbolsError.fileNotFound(path)
+        }
+        let directories = debugDirectories + ["/usr/lib/debug"]
+        // A leading "-" disables CRC checks of .gnu_debuglink files (build-ids are checked instead).
+        searchPath = .allocate(capacity: 1)
+        searchPath.initialize(to: strdup("-:.debug:" + directories.joined(separator: ":")))
+        callbacks = .allocate(capacity: 1)
+        callbacks.initialize(
+            to: Dwfl_Callbacks(
+                find_elf: dwfl_build_id_find_elf, find_debuginfo: dwfl_standard_find_debuginfo,
+                section_address: dwfl_offline_section_address, debuginfo_path: searchPath))
+        guard let session = dwfl_begin(callbacks) else {
+            Self.release(searchPath, callbacks)
+            throw ImageSymbolsError.unreadable(path: path, reason: String(cString: dwfl_errmsg(-1)))
+        }
+        dwfl_report_begin(session)
+        guard let module = dwfl_report_elf(session, path, path, -1, 0, false) else {
+            let reason = String(cString: dwfl_errmsg(-1))
+            dwfl_end(session)
+            Self.release(searchPath, callbacks)
+            throw ImageSymbolsError.unreadable(path: path, reason: reason)
+        }
+        dwfl_report_end(session, nil, nil)
+        self.session = session
+        self.module = module
+
+        var bits: UnsafePointer<UInt8>?
+        var vaddr: GElf_Addr = 0
+        let length = dwfl_module_build_id(module, &bits, &vaddr)
+        if length > 0, let bits {
+            buildID = (0..<Int(length)).map { String(format: "%02x", bits[$0]) }.joined()
+        } else {
+            buildID = nil
+        }
+        if let expectedBuildID, !expectedBuildID.isEmpty, expectedBuildID.lowercased() != buildID {
+            // Fully initialized: deinit ends the session.
+            throw ImageSymbolsError.buildIDMismatch(path: path, expected: expectedBuildID, found: buildID)
+        }
+    }
+
+    deinit {
+        dwfl_end(session)
+        Self.release(searchPath, callbacks)
+    }
+
+    private static func release(
+        _ searchPath: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>, _ callbacks: UnsafeMutablePointer<Dwfl_Callbacks>
+    ) {
+        free(searchPath.pointee)
+        searchPath.deinitialize(count: 1)
+        searchPath.deallocate()
+        callbacks.deinitialize(count: 1)
+        callbacks.deallocate()
+    }
+
+    /// The function (and line, if known) at file-relative address `offset`.
+    func lookup(offset: UInt64) -> SymbolicatedFrame? {
+        var symbolOffset: GElf_Off = 0
+        var symbol = GElf_Sym()
+        guard let name = dwfl_module_addrinfo(module, GElf_Addr(offset), &symbolOffset, &symbol, nil, nil, nil) else {
+            return nil
+        }
+        var result = SymbolicatedFrame(
+            symbol: Demangler.demangle(String(cString: name)), offset: UInt64(symbolOffset), file: nil, line: nil)
+        if let line = dwfl_module_getsrc(module, Dwarf_Addr(offset)) {
+            var lineNumber: Int32 = 0
+            if let file = dwfl_lineinfo(line, nil, &lineNumber, nil, nil, nil) {
+                result.file = String(cString: file)
+                result.line = lineNumber > 0 ? Int(lineNumber) : nil
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import HangWatchReport
+import Synchronization
+
+/// Fills in function names (demangled) and file:line for the frames of hang reports, from the
+/// images the report lists, verified by build-id. Keeps each image's tables open between reports,
+/// so the second report from the same binaries is fast.
+///
+/// Use it from the CLI or the agent, or hand it to `HangMonitor` as its enricher to symbolicate in
+/// the monitored process (off the monitored thread, after each hang; it then holds the binaries'
+/// symbol and line tables in memory).
+public final class Symbolicator: HangReportEnricher, Sendable {
+    private let debugDirectories: [String]
+    private let cache = Mutex<[String: Entry]>([:])
+
+    private enum Entry {
+        case loaded(ImageSymbols)
+        case failed(ImageSymbolsError)
+    }
+
+    /// `debugDirectories` are searched for separate debug files by build-id before the system's.
+    public init(debugDirectories: [String] = []) {
+        self.debugDirectories = debugDirectories
+    }
+
+    /// What one symbolication run did.
+    public struct Summary: Sendable, Equatable {
+        public var framesResolved = 0
+        public var framesUnresolved = 0
+        /// Images that could not be used, with why.
+        public var imageErrors: [String: ImageSymbolsError] = [:]
+    }
+
+    public func enrich(_ report: inout HangReport) {
+        _ = symbolicate(&report)
+    }
+
+    /// Symbolicates every frame of `report` in place (existing names are replaced).
+    @discardableResult
+    public func symbolicate(_ report: inout HangReport) -> Summary {
+        var summary = Summary()
+        // A return address points after its call: look up the byte before it, except for the
+        // innermost frame of a stack (the exact program counter).
+        let innermost = Set(report.stacks.compactMap(\.frames.first))
+        let resolved = report.frames.enumerated().map { index, frame -> HangReport.Frame in
+            var frame = frame
+            guard let imageIndex = frame.image, imageIndex < report.images.count,
+                let offsetText = frame.offset, let offset = Self.parseHex(offsetText)
+            else {
+                summary.framesUnresolved += 1
+                return frame
+            }
+            let image = report.images[imageIndex]
+            let lookupOffset = innermost.contains(index) || offset == 0 ? offset : offset - 1
+            switch symbols(for: image) {
+            case .failure(let error):
+                summary.imageErrors[image.path] = error
+                summary.framesUnresolved += 1
+            case .success(let symbols):
+                if let hit = symbols.lookup(offset: lookupOffset) {
+                    frame.symbol = hit.symbol
+                    frame.file = hit.file
+                    frame.line = hit.line
+                    summary.framesResolved += 1
+                } else {
+                    summary.framesUnresolved += 1
+                }
+            }
+            return frame
+        }
+        report.frames = resolved
+        if var heaviest = report.heaviestStack, heaviest.stack < report.stacks.count {
+            heaviest.frames = report.stacks[heaviest.stack].frames.compactMap { $0 < resolved.count ? resolved[$0] : nil }
+            report.heaviestStack = heaviest
+        }
+        return summary
+    }
+
+    private func symbols(for image: HangReport.Image) -> Result<ImageSymbols, ImageSymbolsError> {
+        let key = image.path + "\u{0}" + (image.buildId ?? "")
+        return cache.withLock { cache in
+            switch cache[key] {
+            case .loaded(let symbols): return .success(symbols)
+            case .failed(let error): return .failure(error)
+            case nil: break
+            }
+            do {
+                let symbols = try ImageSymbols(
+                    path: image.path, expectedBuildID: image.buildId, debugDirectories: debugDirectories)
+                cache[key] = .loaded(symbols)
+                return .success(symbols)
+            } catch let error as ImageSymbolsError {
+                cache[key] = .failed(error)
+                return .failure(error)
+            } catch {
+                let failure = ImageSymbolsError.unreadable(path: image.path, reason: "\(error)")
+                cache[key] = .failed(failure)
+                return .failure(failure)
+            }
+        }
+    }
+
+    static func parseHex(_ text: String) -> UInt64? {
+        let digits = text.hasPrefix("0x") || text.hasPrefix("0X") ? String(text.dropFirst(2)) : text
+        return UInt64(digits, radix: 16)
+    }
+}

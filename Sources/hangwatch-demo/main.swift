@@ -1,0 +1,122 @@
+import Foundation
+import HangWatch
+import HangWatchReport
+import HangWatchSymbolication
+
+// hangwatch-demo: runs a small service on RunLoop.main that hangs on purpose in several ways,
+// with HangWatch watching, then prints a summary of every report it wrote.
+//
+//   hangwatch-demo [--reports DIR]    (default ./hangwatch-reports)
+
+func parseReportDirectory() -> String {
+    var directory = "./hangwatch-reports"
+    var arguments = CommandLine.arguments.dropFirst()
+    while let argument = arguments.popFirst() {
+        switch argument {
+        case "--reports":
+            guard let value = arguments.popFirst() else {
+                FileHandle.standardError.write(Data("hangwatch-demo: --reports needs a directory\n".utf8))
+                exit(2)
+            }
+            directory = value
+        case "-h", "--help":
+            print("usage: hangwatch-demo [--reports DIR]")
+            exit(0)
+        default:
+            FileHandle.standardError.write(Data("hangwatch-demo: unknown argument \(argument)\n".utf8))
+            exit(2)
+        }
+    }
+    return directory
+}
+let reportDirectory = parseReportDirectory()
+
+/// The scenarios, in order, each with the delay before it starts.
+struct Scenario {
+    var name: String
+    var expectsReport: Bool
+    var run: @Sendable () -> Void
+}
+
+let cacheLock = NSLock()
+let scenarios: [Scenario] = [
+    Scenario(name: "slow timer callback (700 ms computing)", expectsReport: true) {
+        _ = Timer.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in
+            _ = DemoService.recomputePricing(milliseconds: 700)
+        }
+    },
+    Scenario(name: "slow main-queue block (500 ms computing)", expectsReport: true) {
+        DispatchQueue.main.async { _ = DemoService.parseInventorySnapshot(milliseconds: 500) }
+    },
+    Scenario(name: "lock wait (600 ms blocked on a mutex)", expectsReport: true) {
+        let holder = Thread {
+            cacheLock.lock()
+            usleep(650_000)
+            cacheLock.unlock()
+        }
+        holder.start()
+        _ = Timer.scheduledTimer(withTimeInterval: 0.05, repeats: false) { _ in DemoService.waitForCacheLock(cacheLock) }
+    },
+    Scenario(name: "nested run loop in a custom mode (idle 300 ms, then 400 ms computing)", expectsReport: true) {
+        _ = Timer.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in
+            DemoService.runModalSession(idleMilliseconds: 300, hangMilliseconds: 400)
+        }
+    },
+    Scenario(name: "synchronous sleep (600 ms in usleep)", expectsReport: true) {
+        _ = Timer.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in
+            DemoService.flushAuditLogSynchronously(milliseconds: 600)
+        }
+    },
+    Scenario(name: "short burst (100 ms, under the threshold)", expectsReport: false) {
+        _ = Timer.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in
+            _ = DemoService.recomputePricing(milliseconds: 100)
+        }
+    },
+]
+
+try? FileManager.default.removeItem(atPath: reportDirectory)
+let configuration = HangMonitor.Configuration(
+    serviceName: "demo", threshold: .milliseconds(250), reportDirectory: reportDirectory)
+let monitor: HangMonitor
+do {
+    monitor = try HangMonitor(configuration: configuration)
+    try monitor.start()
+} catch {
+    FileHandle.standardError.write(Data("hangwatch-demo: \(error)\n".utf8))
+    exit(1)
+}
+
+print("HangWatch demo: watching RunLoop.main, threshold 250 ms, reports in \(reportDirectory)")
+for (index, scenario) in scenarios.enumerated() {
+    _ = Timer.scheduledTimer(withTimeInterval: 0.5 + Double(index) * 1.4, repeats: false) { _ in
+        print("  \(index + 1). \(scenario.name)")
+        scenario.run()
+    }
+}
+let expectedReports = scenarios.filter(\.expectsReport).count
+_ = Timer.scheduledTimer(withTimeInterval: 0.5 + Double(scenarios.count) * 1.4 + 0.5, repeats: false) {
+    [reportDirectory] _ in
+    monitor.stop()
+    summarize(directory: reportDirectory, expected: expectedReports)
+}
+RunLoop.main.run()
+
+func summarize(directory: String, expected: Int) -> Never {
+    let store = ReportStore(directory: directory)
+    let files = (try? store.list()) ?? []
+    print("\n\(files.count) hang reports written (expected \(expected)):\n")
+    let symbolicator = Symbolicator()
+    var failures = 0
+    for file in files {
+        do {
+            var report = try ReportReader().read(path: file.path)
+            symbolicator.symbolicate(&report)
+            print(HangReportSummary(maxFrames: 8).render(report))
+            print("  file: \(file.path)\n")
+        } catch {
+            failures += 1
+            print("cannot read \(file.path): \(error)")
+        }
+    }
+    exit(files.count == expected && failures == 0 ? 0 : 1)
+}
