@@ -211,8 +211,12 @@ int hw_current_thread_stack(uintptr_t *low, uintptr_t *high) {
     return 0;
 }
 
-int hw_capture_thread_attach(size_t altstack_size) {
+int hw_capture_thread_attach(size_t altstack_size, int signo) {
     int installed = 0;
+    sigset_t capture;
+    sigemptyset(&capture);
+    sigaddset(&capture, signo);
+    pthread_sigmask(SIG_UNBLOCK, &capture, NULL);
     stack_t current;
     if (sigaltstack(NULL, &current) != 0) {
         return -errno;

@@ -33,6 +33,7 @@ public final class HangMonitor: Sendable {
         var source: RunLoopActivitySource
         var watchdog: Watchdog
         var writer: ReportWriter
+        var threadSlot: ThreadSlot
     }
 
     /// Validates `configuration` (throwing `HangMonitorError.invalidConfiguration` naming the bad
@@ -114,7 +115,7 @@ public final class HangMonitor: Sendable {
 
             let attach: @Sendable () -> Void = { [logger, configuration] in
                 let attachment = UnsafeCaptureBridge.attachCurrentThread(
-                    alternateStackSize: configuration.alternateSignalStackSize)
+                    alternateStackSize: configuration.alternateSignalStackSize, signal: signal)
                 let task = ProcTask(tid: attachment.tid)
                 threadSlot.set(
                     MonitoredThread(
@@ -137,15 +138,17 @@ public final class HangMonitor: Sendable {
                 source.install(additionalModes: modes)
                 source.perform(attach)
             } else {
-                // Another thread's loop: find it from that thread, the next time it runs.
-                runLoop.perform {
+                // Another thread's loop: find it from that thread. A timer due now, added from
+                // here, also wakes the loop if it sleeps (RunLoop.perform would wait for its next wake).
+                let timer = Timer(timeInterval: 0, repeats: false) { _ in
                     source.bindCurrentLoop()
                     source.install(additionalModes: modes)
                     attach()
                 }
+                runLoop.add(timer, forMode: .common)
             }
             watchdog.start()
-            running = Running(source: source, watchdog: watchdog, writer: writer)
+            running = Running(source: source, watchdog: watchdog, writer: writer, threadSlot: threadSlot)
             logger.info(
                 "hang monitor started",
                 metadata: [
@@ -174,6 +177,12 @@ public final class HangMonitor: Sendable {
     /// Whether the monitor is watching a loop.
     public var isRunning: Bool {
         running.withLock { $0 != nil }
+    }
+
+    /// Whether the loop's thread has run the attach step (observers installed, thread prepared for
+    /// captures). Immediate when started on the loop's own thread; otherwise the loop's next turn.
+    public var isAttached: Bool {
+        running.withLock { $0?.threadSlot.thread != nil }
     }
 
     /// Suspends hang detection until the matching `resume()` (calls nest). For known long

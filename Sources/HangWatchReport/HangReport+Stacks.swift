@@ -75,17 +75,21 @@ extension HangReport {
         public var image: Int?
         /// `address` minus the image's load bias: the address in the ELF file, hexadecimal.
         public var offset: String?
+        /// Where the function containing `offset` starts (from the image's unwind table), in the
+        /// same terms; frames in one function share it whatever instruction they were at.
+        public var functionOffset: String?
         /// Demangled function name, when symbolicated.
         public var symbol: String?
         public var file: String?
         public var line: Int?
         public init(
-            address: String, image: Int?, offset: String?, symbol: String? = nil, file: String? = nil,
-            line: Int? = nil
+            address: String, image: Int?, offset: String?, functionOffset: String? = nil, symbol: String? = nil,
+            file: String? = nil, line: Int? = nil
         ) {
             self.address = address
             self.image = image
             self.offset = offset
+            self.functionOffset = functionOffset
             self.symbol = symbol
             self.file = file
             self.line = line

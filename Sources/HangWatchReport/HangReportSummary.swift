@@ -80,7 +80,7 @@ public struct HangReportSummary: Sendable {
             let location = StackSignature.baseName(file) + (frame.line.map { ":\($0)" } ?? "")
             text += " (\(location))"
         }
-        let limit = 74
+        let limit = 72  // 80 columns minus the indent and the frame number
         if text.count > limit { text = String(text.prefix(limit - 3)) + "..." }
         return number + text
     }

@@ -1,9 +1,10 @@
 /// The identity of a hang for grouping: a hash of the frames that point at the culprit.
 ///
 /// "App frames" are frames in images that are not part of the system or the Swift runtime (the
-/// service's own code). The signature hashes the first few app frames of the heaviest stack by
-/// image name and offset, which stay the same across runs and hosts of one build; when a stack has
-/// no app frame, its first frames are used.
+/// service's own code). The signature hashes the functions of the first few app frames of the
+/// heaviest stack (image name and function start offset, else the frame's offset), which stay the
+/// same across runs and hosts of one build and whichever instruction a sample caught; when a stack
+/// has no app frame, its first frames are used.
 public enum StackSignature {
     /// How many frames go into a signature.
     public static let frameCount = 5
@@ -15,7 +16,7 @@ public enum StackSignature {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for frame in source {
             let key: String
-            if let imageIndex = frame.image, imageIndex < images.count, let offset = frame.offset {
+            if let imageIndex = frame.image, imageIndex < images.count, let offset = frame.functionOffset ?? frame.offset {
                 key = baseName(images[imageIndex].path) + "+" + offset
             } else {
                 key = frame.address

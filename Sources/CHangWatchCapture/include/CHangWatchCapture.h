@@ -94,12 +94,13 @@ int hw_capture_install(int signo);
 int hw_capture_handler_is_current(int signo);
 
 /**
- * Attach the calling thread: give it an alternate signal stack of `altstack_size` bytes unless it
- * already has one, and warm libunwind's caches with its current stack. Call on the monitored thread,
- * outside any signal handler. Returns 1 when an alternate stack was installed, 0 when one existed,
- * or a negative errno value.
+ * Attach the calling thread: unblock `signo` for it (threads started from libdispatch workers
+ * inherit a mask that blocks it), give it an alternate signal stack of `altstack_size` bytes unless
+ * it already has one, and warm libunwind's caches with its current stack. Call on the monitored
+ * thread, outside any signal handler. Returns 1 when an alternate stack was installed, 0 when one
+ * existed, or a negative errno value.
  */
-int hw_capture_thread_attach(size_t altstack_size);
+int hw_capture_thread_attach(size_t altstack_size, int signo);
 
 /** The calling thread's kernel thread id. */
 pid_t hw_gettid(void);

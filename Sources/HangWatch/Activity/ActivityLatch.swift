@@ -74,7 +74,17 @@ final class ActivityLatch: Sendable {
         parked.store(false, ordering: .sequentiallyConsistent)
     }
 
-    /// For tests and for the loop's first appearance: record an activity with an explicit time.
+    /// The watchdog's one write: when it finds the loop not really busy (asleep in a mode that was
+    /// not observed, or no longer running at all), it replaces the stale busy word with an idle one
+    /// so that the loop's next activity counts as a wake-up edge. Does nothing if the loop has
+    /// written since `snapshot`. The loop thread's plain store after its relaxed load can still race
+    /// with this; `park()` re-reads the word after announcing, so the watchdog notices either way.
+    func markIdle(ifUnchanged snapshot: ActivitySnapshot) {
+        _ = word.compareExchange(
+            expected: snapshot.word, desired: snapshot.word & ~UInt64(0xff), ordering: .sequentiallyConsistent)
+    }
+
+    /// For tests: record an activity with an explicit time.
     func recordForTesting(_ activity: UInt8, units: UInt64) {
         word.store(units << 8 | UInt64(activity), ordering: .sequentiallyConsistent)
     }

@@ -58,6 +58,14 @@ struct ImageMap: Sendable, Equatable {
         return nil
     }
 
+    /// Start of the function containing `address`, from the image's unwind table; nil when unknown.
+    /// Lets samples taken at different points of one function count as the same stack.
+    func functionStart(of address: UInt) -> UInt? {
+        guard let image = imageIndex(containing: address) else { return nil }
+        guard let segment = images[image].unwindSegments.first(where: { $0.range.contains(address) }) else { return nil }
+        return UnsafeImageMapReader.functionStart(of: address, in: segment)
+    }
+
     /// Whether every address is inside a known image.
     func covers(_ addresses: [UInt]) -> Bool {
         addresses.allSatisfy { imageIndex(containing: $0) != nil }

@@ -47,8 +47,8 @@ enum UnsafeCaptureBridge {
     }
 
     /// Prepares the calling thread for captures. Call on the monitored thread.
-    static func attachCurrentThread(alternateStackSize: Int) -> Attachment {
-        let result = hw_capture_thread_attach(alternateStackSize)
+    static func attachCurrentThread(alternateStackSize: Int, signal: Int32) -> Attachment {
+        let result = hw_capture_thread_attach(alternateStackSize, signal)
         var low: UInt = 0
         var high: UInt = 0
         _ = hw_current_thread_stack(&low, &high)

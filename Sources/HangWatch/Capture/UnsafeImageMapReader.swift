@@ -129,6 +129,25 @@ enum UnsafeImageMapReader {
         return (data: address + UInt(countOffset + countSize), words: count * 8 / UInt(MemoryLayout<UInt>.size))
     }
 
+    /// Start of the function containing `address`, from the `.eh_frame_hdr` search table of
+    /// `segment` (entries are sorted pairs of 4-byte offsets from the header: function start, FDE).
+    static func functionStart(of address: UInt, in segment: ImageMap.UnwindSegment) -> UInt? {
+        guard segment.range.contains(address), segment.tableWords > 0,
+            let table = UnsafeRawPointer(bitPattern: segment.tableData)
+        else { return nil }
+        let header = Int(bitPattern: segment.ehFrameHeader)
+        func start(_ index: Int) -> UInt {
+            UInt(bitPattern: header + Int(table.loadUnaligned(fromByteOffset: index * 8, as: Int32.self)))
+        }
+        var low = 0
+        var high = Int(segment.tableWords)
+        while low < high {
+            let mid = (low + high) / 2
+            if start(mid) <= address { low = mid + 1 } else { high = mid }
+        }
+        return low == 0 ? nil : start(low - 1)
+    }
+
     private static func encodedSize(_ encoding: UInt8) -> Int? {
         switch encoding & 0x0f {
         case 0x00, 0x04, 0x0c: return 8  // absptr, udata8, sdata8

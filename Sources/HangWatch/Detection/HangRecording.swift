@@ -49,13 +49,16 @@ struct HangRecording: Sendable {
         self.sampleIntervalMicroseconds = sampleIntervalMicroseconds
     }
 
+    /// The interval stops doubling here, so sampling never stops, whatever the hang's length.
+    static let longestSampleIntervalMicroseconds: UInt64 = 10_000_000
+
     mutating func add(_ sample: StackSample) {
         samples.append(sample)
         if samples.count > maxSamples {
             // Keep the first sample and every other one after it.
             samples = samples.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
             samplesDropped += (maxSamples + 1) - samples.count
-            sampleIntervalMicroseconds *= 2
+            sampleIntervalMicroseconds = min(sampleIntervalMicroseconds * 2, max(baseSampleIntervalMicroseconds, Self.longestSampleIntervalMicroseconds))
         }
     }
 

@@ -116,14 +116,14 @@ final class Watchdog: @unchecked Sendable {
                     }
                 }
             case .hang(let start):
-                if source.isWaiting {
-                    // Asleep in a mode we do not observe (a nested run in a custom mode): observe it
-                    // from now on and look again a threshold later.
-                    if source.observeCurrentMode() {
+                let waiting = source.isWaiting
+                if waiting || source.currentMode == nil {
+                    // Not busy after all: asleep in a mode we do not observe (a nested run in a
+                    // custom mode; observe it from now on), or not running the loop at all.
+                    if waiting, source.observeCurrentMode() {
                         logger.debug("observing a new run-loop mode", metadata: ["hangwatch.mode": "\(source.currentMode ?? "?")"])
                     }
-                    let threshold = control.thresholdMicroseconds.load(ordering: .relaxed)
-                    _ = latch.wake.wait(timeout: Self.dispatchTime(clock.microseconds() + threshold))
+                    latch.markIdle(ifUnchanged: snapshot)
                     oversleep = 0
                     continue
                 }

@@ -28,7 +28,13 @@ struct ReportBuilder: Sendable {
                 if let known = frameIndex[address] { return known }
                 let image = images.imageIndex(containing: address)
                 let offset = image.map { Hex.format(address &- images.images[$0].bias) }
-                frames.append(HangReport.Frame(address: Hex.format(address), image: image, offset: offset))
+                // A return address points after its call; the call itself may be the function's
+                // last instruction, so look the function up from the byte before.
+                let functionOffset = image.flatMap { index in
+                    images.functionStart(of: address &- 1).map { Hex.format($0 &- images.images[index].bias) }
+                }
+                frames.append(
+                    HangReport.Frame(address: Hex.format(address), image: image, offset: offset, functionOffset: functionOffset))
                 frameIndex[address] = frames.count - 1
                 return frames.count - 1
             }
@@ -45,14 +51,7 @@ struct ReportBuilder: Sendable {
         let end = recording.lastKnownMicroseconds
         let start = recording.startMicroseconds
         var reportSamples: [HangReport.Sample] = []
-        var weights: [Int: (count: Int, weight: UInt64)] = [:]
         for (offset, sample) in recording.samples.enumerated() {
-            let next = offset + 1 < recording.samples.count ? recording.samples[offset + 1].microseconds : end
-            if let stack = sampleStacks[offset] {
-                let weight = next > sample.microseconds ? next - sample.microseconds : 0
-                weights[stack, default: (0, 0)].count += 1
-                weights[stack, default: (0, 0)].weight += weight
-            }
             reportSamples.append(
                 HangReport.Sample(
                     offsetMs: Self.milliseconds(Int64(sample.microseconds) - Int64(start)),
@@ -64,14 +63,25 @@ struct ReportBuilder: Sendable {
                     error: sample.failure?.rawValue))
         }
 
+        // Samples inside one function at different instructions are the same stack for weighing:
+        // group by (function of the innermost frame, the return addresses above it).
+        var groups: [[UInt]: (count: Int, weight: UInt64, stacks: [Int: UInt64])] = [:]
+        for (offset, sample) in recording.samples.enumerated() {
+            guard let stack = sampleStacks[offset], let innermost = sample.frames.first else { continue }
+            let key = [images.functionStart(of: innermost) ?? innermost] + sample.frames.dropFirst()
+            let next = offset + 1 < recording.samples.count ? recording.samples[offset + 1].microseconds : end
+            let weight = next > sample.microseconds ? next - sample.microseconds : 0
+            groups[key, default: (0, 0, [:])].count += 1
+            groups[key, default: (0, 0, [:])].weight += weight
+            groups[key, default: (0, 0, [:])].stacks[stack, default: 0] += weight
+        }
         var heaviest: HangReport.HeaviestStack?
-        if let best = weights.max(by: { lhs, rhs in
-            (lhs.value.weight, lhs.value.count, -lhs.key) < (rhs.value.weight, rhs.value.count, -rhs.key)
-        }) {
+        if let best = groups.values.max(by: { lhs, rhs in
+            (lhs.weight, lhs.count, -(lhs.stacks.keys.min() ?? 0)) < (rhs.weight, rhs.count, -(rhs.stacks.keys.min() ?? 0))
+        }), let representative = best.stacks.max(by: { ($0.value, -$0.key) < ($1.value, -$1.key) })?.key {
             heaviest = HangReport.HeaviestStack(
-                stack: best.key, sampleCount: best.value.count,
-                weightMs: Self.milliseconds(Int64(best.value.weight)),
-                frames: stacks[best.key].frames.map { frames[$0] })
+                stack: representative, sampleCount: best.count, weightMs: Self.milliseconds(Int64(best.weight)),
+                frames: stacks[representative].frames.map { frames[$0] })
         }
         let reportImages = images.reportImages
         let signature = StackSignature.compute(frames: heaviest?.frames ?? [], images: reportImages)

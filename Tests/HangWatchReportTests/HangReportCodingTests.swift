@@ -1,0 +1,71 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+@Suite struct HangReportCodingTests {
+    @Test func roundTripsThroughJSON() throws {
+        var report = ReportFixtures.report()
+        report.repeats = HangReport.Repeats(count: 3, lastAt: report.startedAt.addingTimeInterval(60), totalDurationMs: 2100, maxDurationMs: 800)
+        let decoded = try HangReport.decode(try report.encoded())
+        // Dates travel with millisecond precision.
+        #expect(decoded.id == report.id)
+        #expect(decoded.samples == report.samples)
+        #expect(decoded.frames == report.frames)
+        #expect(decoded.context == report.context)
+        #expect(decoded.capture == report.capture)
+        #expect(decoded.repeats?.count == 3)
+        #expect(abs(decoded.startedAt.timeIntervalSince(report.startedAt)) < 0.001)
+        #expect(decoded.outcome == .recovered)
+    }
+
+    @Test func writesTheDocumentedTopLevelFields() throws {
+        let object = try #require(try JSONSerialization.jsonObject(with: ReportFixtures.report().encoded()) as? [String: Any])
+        for field in ["schema", "id", "service", "host", "pid", "thread", "startedAt", "durationMs", "thresholdMs",
+                      "activity", "mode", "samples", "heaviestStack", "frames", "images", "context", "capture", "outcome",
+                      "signature", "stacks"] {
+            #expect(object[field] != nil, "missing \(field)")
+        }
+        #expect(object["schema"] as? String == "hangwatch.hang/1")
+        #expect(object["startedAt"] as? String == "2026-11-18T11:06:40.123Z")
+    }
+
+    @Test func outcomeOfAFatalHangIsSpelledOut() throws {
+        var report = ReportFixtures.report()
+        report.outcome = .processExited
+        let text = String(decoding: try report.encoded(), as: UTF8.self)
+        #expect(text.contains("\"outcome\" : \"process exited during hang\""))
+    }
+
+    @Test func rejectsAFutureSchema() throws {
+        var report = ReportFixtures.report()
+        report.schema = "hangwatch.hang/2"
+        #expect(throws: ReportReadError.unsupportedSchema("hangwatch.hang/2")) { try HangReport.decode(try report.encoded()) }
+    }
+
+    @Test func acceptsMinorVersionsOfTheSameSchema() throws {
+        var report = ReportFixtures.report()
+        report.schema = "hangwatch.hang/1.3"
+        #expect(try HangReport.decode(try report.encoded()).schema == "hangwatch.hang/1.3")
+    }
+
+    @Test func namesTheMissingField() throws {
+        var object = try #require(try JSONSerialization.jsonObject(with: ReportFixtures.report().encoded()) as? [String: Any])
+        object["durationMs"] = nil
+        let data = try JSONSerialization.data(withJSONObject: object)
+        do {
+            _ = try HangReport.decode(data)
+            Issue.record("decoded a report without durationMs")
+        } catch let error as ReportReadError {
+            #expect("\(error)".contains("durationMs"))
+        }
+    }
+
+    @Test(arguments: ["", "{", "[]", "{\"schema\": 7}", "null", "{\"schema\":\"hangwatch.hang/1\"}"])
+    func rejectsMalformedDocuments(_ text: String) {
+        #expect(throws: ReportReadError.self) { try HangReport.decode(Data(text.utf8)) }
+    }
+
+    @Test func rejectsNonUTF8() {
+        #expect(throws: ReportReadError.self) { try HangReport.decode(Data([0xff, 0xfe, 0x7b, 0x00])) }
+    }
+}

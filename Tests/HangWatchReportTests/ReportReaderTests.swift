@@ -1,0 +1,49 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+@Suite struct ReportReaderTests {
+    func directory() throws -> String {
+        let path = ReportFixtures.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test func refusesFilesOverTheLimitWithoutReadingThem() throws {
+        let path = try directory() + "/hang-big.json"
+        FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x20, count: 4096))
+        #expect(throws: ReportReadError.tooLarge(path: path, size: 4096, limit: 1024)) {
+            try ReportReader(maxBytes: 1024).read(path: path)
+        }
+    }
+
+    @Test func refusesSymlinksAndDoesNotBlockOnFIFOs() throws {
+        let base = try directory()
+        try FileManager.default.createSymbolicLink(atPath: base + "/hang-link.json", withDestinationPath: "/etc/hostname")
+        #expect(throws: ReportReadError.notRegularFile(base + "/hang-link.json")) {
+            try ReportReader().read(path: base + "/hang-link.json")
+        }
+        #expect(mkfifo(base + "/hang-fifo.json", 0o600) == 0)
+        #expect(throws: ReportReadError.notRegularFile(base + "/hang-fifo.json")) {
+            try ReportReader().read(path: base + "/hang-fifo.json")
+        }
+    }
+
+    @Test func namesTheFileOfAMalformedReport() throws {
+        let path = try directory() + "/hang-truncated.json"
+        let data = try ReportFixtures.report().encoded()
+        FileManager.default.createFile(atPath: path, contents: data.prefix(data.count / 2))
+        do {
+            _ = try ReportReader().read(path: path)
+            Issue.record("read a truncated report")
+        } catch let error as ReportReadError {
+            #expect("\(error)".contains(path))
+        }
+    }
+
+    @Test func reportsAMissingFile() {
+        #expect(throws: ReportReadError.notFound("/nonexistent/hang-x.json")) {
+            try ReportReader().read(path: "/nonexistent/hang-x.json")
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import HangWatchReport
+import Synchronization
+import Testing
+
+@Suite struct ReportStoreTests {
+    @Test func createsAPrivateDirectoryAndPrivateFiles() throws {
+        let directory = ReportFixtures.temporaryDirectory() + "/nested/reports"
+        let store = ReportStore(directory: directory)
+        try store.prepare()
+        let path = try store.write(ReportFixtures.report())
+        let directoryMode = try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int
+        let fileMode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(directoryMode == 0o700)
+        #expect(fileMode == 0o600)
+        #expect(path.hasSuffix("/hang-20261122T010203123Z-billing-42-1.json"))
+    }
+
+    @Test func writeLeavesNoTemporaryFiles() throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        for index in 0..<5 {
+            try store.write(ReportFixtures.report(id: "20261122T01020\(index)000Z-billing-42-\(index)"))
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: store.directory)
+        #expect(names.count == 5)
+        #expect(names.allSatisfy { ReportStore.isReportFileName($0) })
+    }
+
+    @Test func rewritingAReportReplacesIt() throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        try store.write(ReportFixtures.report(outcome: .ongoing))
+        try store.write(ReportFixtures.report(durationMs: 900, outcome: .recovered))
+        let files = try store.list()
+        #expect(files.count == 1)
+        let report = try ReportReader().read(path: files[0].path)
+        #expect(report.outcome == .recovered)
+        #expect(report.durationMs == 900)
+    }
+
+    @Test func aReaderNeverSeesAPartialReport() async throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        // A large report makes a torn write likely if writes were not atomic.
+        let big = ReportFixtures.report(frames: 4000)
+        try store.write(big)
+        let path = store.path(forID: big.id)
+        let stop = Atomic<Bool>(false)
+        let writer = Thread {
+            var report = big
+            var count = 0.0
+            while !stop.load(ordering: .relaxed) {
+                count += 1
+                report.durationMs = count
+                try? store.write(report)
+            }
+        }
+        writer.start()
+        var reads = 0
+        let deadline = Date().addingTimeInterval(1.5)
+        while Date() < deadline {
+            let report = try ReportReader().read(path: path)
+            #expect(report.frames.count == 4000)
+            reads += 1
+        }
+        stop.store(true, ordering: .relaxed)
+        #expect(reads > 10)
+    }
+
+    @Test func refusesADirectoryThatIsASymlink() throws {
+        let base = ReportFixtures.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: base + "/real", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: base + "/link", withDestinationPath: base + "/real")
+        #expect(throws: ReportStoreError.notADirectory(base + "/link")) { try ReportStore(directory: base + "/link").prepare() }
+    }
+
+    @Test func refusesADirectoryOthersCanWriteInto() throws {
+        let directory = ReportFixtures.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o777)
+        do {
+            try ReportStore(directory: directory).prepare()
+            Issue.record("accepted a world-writable directory")
+        } catch let error as ReportStoreError {
+            #expect("\(error)".contains("writable by group or others"))
+        }
+        chmod(directory, 0o1777)  // sticky: like /tmp, acceptable
+        try ReportStore(directory: directory).prepare()
+    }
+
+    @Test func listsOnlyRegularReportFilesOldestFirst() throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        try store.write(ReportFixtures.report(id: "20261122T020000000Z-b-1-2"))
+        try store.write(ReportFixtures.report(id: "20261122T010000000Z-b-1-1"))
+        try FileManager.default.createSymbolicLink(atPath: store.directory + "/hang-link.json", withDestinationPath: "/etc/passwd")
+        try FileManager.default.createDirectory(atPath: store.directory + "/hang-dir.json", withIntermediateDirectories: false)
+        FileManager.default.createFile(atPath: store.directory + "/notes.txt", contents: Data("x".utf8))
+        #expect(mkfifo(store.directory + "/hang-fifo.json", 0o600) == 0)
+        let names = try store.list().map(\.name)
+        #expect(names == ["hang-20261122T010000000Z-b-1-1.json", "hang-20261122T020000000Z-b-1-2.json"])
+    }
+
+    @Test func retentionRemovesTheOldestBeyondTheCount() throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        for index in 1...6 {
+            try store.write(ReportFixtures.report(id: "20261122T01000\(index)000Z-b-1-\(index)"))
+        }
+        let removed = try store.applyRetention(RetentionPolicy(maxReports: 4, maxBytes: 1 << 30))
+        #expect(removed == ["hang-20261122T010001000Z-b-1-1.json", "hang-20261122T010002000Z-b-1-2.json"])
+        #expect(try store.list().count == 4)
+    }
+
+    @Test func retentionRemovesTheOldestBeyondTheBytesButKeepsProtectedOnes() throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        for index in 1...4 {
+            try store.write(ReportFixtures.report(id: "20261122T01000\(index)000Z-b-1-\(index)"))
+        }
+        let size = try store.list()[0].size
+        let removed = try store.applyRetention(
+            RetentionPolicy(maxReports: 100, maxBytes: size * 2), keeping: ["20261122T010001000Z-b-1-1"])
+        #expect(removed == ["hang-20261122T010002000Z-b-1-2.json", "hang-20261122T010003000Z-b-1-3.json"])
+        #expect(try store.list().map(\.id) == ["20261122T010001000Z-b-1-1", "20261122T010004000Z-b-1-4"])
+    }
+
+    @Test func removesOnlyStaleTemporaryFiles() throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        let stale = store.directory + "/.hang-x.json.1.1.tmp"
+        let fresh = store.directory + "/.hang-y.json.1.2.tmp"
+        FileManager.default.createFile(atPath: stale, contents: Data("{".utf8))
+        FileManager.default.createFile(atPath: fresh, contents: Data("{".utf8))
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: stale)
+        #expect(try store.removeStaleTemporaryFiles(olderThan: 3600) == 1)
+        #expect(!FileManager.default.fileExists(atPath: stale))
+        #expect(FileManager.default.fileExists(atPath: fresh))
+    }
+
+    @Test func aFullDiskIsReportedAsOutOfSpace() {
+        let error = ReportStoreError.writeFailed(path: "/x", errno: ENOSPC, reason: "No space left on device")
+        #expect(error.isOutOfSpace)
+        #expect(!ReportStoreError.writeFailed(path: "/x", errno: EACCES, reason: "denied").isOutOfSpace)
+    }
+
+    @Test func writingIntoAReadOnlyDirectoryFailsWithAClearError() throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        chmod(store.directory, 0o500)
+        defer { chmod(store.directory, 0o700) }
+        if geteuid() == 0 { return }  // root writes anyway; covered by the reliability suite
+        #expect(throws: ReportStoreError.self) { try store.write(ReportFixtures.report()) }
+    }
+}

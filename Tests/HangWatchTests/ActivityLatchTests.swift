@@ -1,0 +1,87 @@
+import Dispatch
+@testable import HangWatch
+import Testing
+
+@Suite struct ActivityLatchTests {
+    let beforeSources: UInt8 = 4
+    let beforeWaiting: UInt8 = 32
+    let afterWaiting: UInt8 = 64
+
+    func makeLatch() -> ActivityLatch {
+        ActivityLatch(busyActivities: [.beforeSources, .afterWaiting])
+    }
+
+    @Test func recordsTheActivityAndAMonotonicTime() {
+        let latch = makeLatch()
+        let before = SystemMonotonicClock().microseconds()
+        latch.record(afterWaiting)
+        let snapshot = latch.snapshot()
+        #expect(snapshot.activity == afterWaiting)
+        // The coarse clock lags the precise one by at most a few ticks.
+        #expect(snapshot.microseconds <= before + 1000)
+        #expect(snapshot.microseconds + 50_000 >= before)
+    }
+
+    @Test func snapshotsKeepMicrosecondTimesWithinTheWordsResolution() {
+        let snapshot = ActivitySnapshot(activity: 4, microseconds: 123_456_789)
+        #expect(snapshot.activity == 4)
+        #expect(abs(Int64(snapshot.microseconds) - 123_456_789) <= 2)
+    }
+
+    @Test func wakesAParkedWatchdogWhenTheLoopLeavesIdle() {
+        let latch = makeLatch()
+        latch.record(beforeWaiting)
+        let idle = latch.snapshot()
+        #expect(latch.park() == idle)
+        latch.record(afterWaiting)
+        #expect(latch.wake.wait(timeout: .now()) == .success)
+    }
+
+    @Test func doesNotWakeWhenNobodyIsParked() {
+        let latch = makeLatch()
+        latch.record(beforeWaiting)
+        latch.record(afterWaiting)
+        #expect(latch.wake.wait(timeout: .now()) == .timedOut)
+    }
+
+    @Test func busyToBusyNeverWakes() {
+        let latch = makeLatch()
+        latch.record(afterWaiting)
+        _ = latch.park()
+        latch.record(beforeSources)
+        latch.record(afterWaiting)
+        #expect(latch.wake.wait(timeout: .now()) == .timedOut)
+        latch.unpark()
+    }
+
+    @Test func wakesOnlyOncePerPark() {
+        let latch = makeLatch()
+        latch.record(beforeWaiting)
+        _ = latch.park()
+        latch.record(afterWaiting)
+        latch.record(beforeWaiting)
+        latch.record(afterWaiting)
+        #expect(latch.wake.wait(timeout: .now()) == .success)
+        #expect(latch.wake.wait(timeout: .now()) == .timedOut)
+    }
+
+    @Test func markIdleTurnsAStaleBusyWordIntoAWakeUpEdge() {
+        let latch = makeLatch()
+        latch.record(afterWaiting)
+        let stale = latch.snapshot()
+        latch.markIdle(ifUnchanged: stale)
+        #expect(latch.snapshot().activity == 0)
+        _ = latch.park()
+        latch.record(beforeSources)
+        #expect(latch.wake.wait(timeout: .now()) == .success)
+    }
+
+    @Test func markIdleLeavesANewerWordAlone() {
+        let latch = makeLatch()
+        latch.recordForTesting(afterWaiting, units: 100)
+        let stale = latch.snapshot()
+        latch.recordForTesting(beforeSources, units: 200)
+        latch.markIdle(ifUnchanged: stale)
+        #expect(latch.snapshot().activity == beforeSources)
+    }
+}

@@ -1,0 +1,356 @@
+import Foundation
+@testable import HangWatch
+import HangWatchReport
+import Synchronization
+import Testing
+
+/// Waits (polling, up to a generous deadline) until the monitored thread has attached.
+func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !monitor.isAttached && Date() < deadline { usleep(5000) }
+    try #require(monitor.isAttached)
+}
+
+/// End to end: a real run loop on a test thread, real observers, real signals, real files.
+/// Serialized so hangs do not compete for the two CPUs and distort each other's timing.
+@Suite(.serialized) struct HangMonitorTests {
+    @Test func reportsEachInjectedHangOnceWithItsDurationAndCulprit() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+
+        for milliseconds in [400, 700, 1200] {
+            loop.afterDelay(0.05) { _ = hangInTimerCallback(milliseconds: milliseconds) }
+            let expected = directory.reports().count + 1
+            directory.waitForFinished(expected)
+            try waitUntilAttached(monitor)
+        }
+        monitor.stop()
+        let reports = directory.reports().sorted { $0.startedAt < $1.startedAt }
+        try #require(reports.count == 3)
+        for (report, milliseconds) in zip(reports, [400.0, 700, 1200]) {
+            // Generous bounds: the true duration, give or take scheduling and the coarse clock.
+            #expect(report.durationMs >= milliseconds - 30 && report.durationMs <= milliseconds + 120, "\(report.durationMs)")
+            #expect(report.heaviestStackContains("hangInTimerCallback"), "\(report.heaviestSymbols)")
+            #expect(report.outcome == .recovered)
+            #expect(report.activity == "afterWaiting")
+            #expect(report.context.verdict == .computing)
+            #expect(report.samples.count >= Int((milliseconds - 250) / 50) - 2)
+            #expect(report.capture.errors.isEmpty)
+        }
+        #expect(monitor.statistics.hangsDetected == 3)
+        #expect(monitor.statistics.reportsWritten == 3)
+    }
+
+    @Test func idleSleepsAndShortBurstsAreNotHangs() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        // Two seconds of idle sleep (the loop wakes only for its own 250 ms timeouts).
+        usleep(2_000_000)
+        // Bursts under the threshold, back to back in separate loop iterations. (Blocks queued
+        // together run in one iteration with no activity between them: that would be one busy period.)
+        for _ in 0..<4 {
+            loop.sync { _ = spinInTestHang(milliseconds: 120) }
+            loop.sync { _ = spinInTestHang(milliseconds: 150) }
+            loop.sync { _ = spinInTestHang(milliseconds: 150) }
+        }
+        monitor.stop()
+        #expect(directory.reports().isEmpty)
+        #expect(monitor.statistics.hangsDetected == 0)
+    }
+
+    @Test func aHangInABlockOfTheNextIterationIsStuckAfterBeforeSources() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        // A block performed from a block runs at the top of the next iteration, after
+        // beforeSources (a block that wakes a sleeping loop runs after afterWaiting).
+        loop.perform { RunLoop.current.perform { _ = hangInPerformedBlock(milliseconds: 600) } }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        let report = try #require(reports.first)
+        #expect(report.activity == "beforeSources")
+        #expect(report.heaviestStackContains("hangInPerformedBlock"), "\(report.heaviestSymbols)")
+    }
+
+    @Test func aHangInsideANestedRunIsReported() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        loop.perform {
+            // A nested run of the same mode: idle for a while, then one of its timers hangs.
+            let timer = Timer(timeInterval: 0.3, repeats: false) { _ in _ = hangInNestedRun(milliseconds: 600) }
+            RunLoop.current.add(timer, forMode: .default)
+            _ = RunLoop.current.run(mode: .default, before: Date().addingTimeInterval(1.2))
+        }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        try #require(reports.count == 1)
+        let report = reports[0]
+        #expect(report.heaviestStackContains("hangInNestedRun"), "\(report.heaviestSymbols)")
+        // The nested loop's idle time is not part of the hang.
+        #expect(report.durationMs >= 570 && report.durationMs <= 720, "\(report.durationMs)")
+    }
+
+    @Test func aHangInACustomModeIsReportedWithItsMode() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        loop.perform {
+            let mode = RunLoop.Mode("TestModalMode")
+            let timer = Timer(timeInterval: 0.4, repeats: false) { _ in _ = hangInCustomMode(milliseconds: 600) }
+            RunLoop.current.add(timer, forMode: mode)
+            let end = Date().addingTimeInterval(1.3)
+            while Date() < end && RunLoop.current.run(mode: mode, before: end) {}
+        }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        try #require(reports.count == 1, "a nested run that sleeps in a custom mode is not a hang; its timer is")
+        let report = reports[0]
+        #expect(report.mode == "TestModalMode")
+        #expect(report.heaviestStackContains("hangInCustomMode"), "\(report.heaviestSymbols)")
+        #expect(report.durationMs >= 570 && report.durationMs <= 720, "\(report.durationMs)")
+    }
+
+    @Test func aThreadThatBlocksTheCaptureSignalIsReportedWithACaptureError() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let configuration = directory.configuration()
+        let monitor = try HangMonitor(configuration: configuration)
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        let signal = CaptureSignal.defaultSignal
+        loop.perform { _ = hangWithSignalsBlocked(milliseconds: 600, signal: signal) }
+        let blocked = directory.waitForFinished(1)
+        try #require(blocked.count == 1)
+        #expect(blocked[0].capture.errors.map(\.kind) == ["signal blocked"])
+        #expect(blocked[0].heaviestStack == nil)
+        // The watchdog is alive: the next hang is captured normally.
+        loop.perform { _ = hangInPerformedBlock(milliseconds: 500) }
+        let all = directory.waitForFinished(2)
+        monitor.stop()
+        let second = try #require(all.max { $0.startedAt < $1.startedAt })
+        #expect(second.heaviestStackContains("hangInPerformedBlock"), "\(second.heaviestSymbols)")
+    }
+
+    @Test func aThreadBlockedOnALockIsReportedOffCPUInFutex() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        let lock = NSLock()
+        let held = DispatchSemaphore(value: 0)
+        Thread {
+            lock.lock()
+            held.signal()
+            usleep(700_000)
+            lock.unlock()
+        }.start()
+        held.wait()
+        loop.perform { hangWaitingForLock(lock) }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        let report = try #require(reports.first)
+        #expect(report.context.verdict == .blocked)
+        #expect(report.context.blockedIn == "futex")
+        #expect((report.context.onCpuRatio ?? 1) < 0.2)
+        #expect(report.samples.contains { $0.method == "syscall" })
+        #expect(report.heaviestStackContains("hangWaitingForLock"), "\(report.heaviestSymbols)")
+    }
+
+    @Test func capturingNeverCutsASleepShort() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        let slept = Mutex<Double>(0)
+        loop.sync { slept.withLock { $0 = hangInSleep(milliseconds: 700) } }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        #expect(slept.withLock { $0 } >= 699)
+        let report = try #require(reports.first)
+        #expect(report.context.blockedIn == "clock_nanosleep")
+        #expect(report.samples.allSatisfy { $0.method == "syscall" || $0.method == "unchanged" })
+        #expect(report.heaviestStackContains("hangInSleep"), "\(report.heaviestSymbols)")
+    }
+
+    @Test func startStopStartKeepsWorking() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        for round in 1...2 {
+            try monitor.start(runLoop: loop.runLoop)
+            #expect(throws: HangMonitorError.alreadyRunning) { try monitor.start(runLoop: loop.runLoop) }
+            try waitUntilAttached(monitor)
+            loop.perform { _ = hangInPerformedBlock(milliseconds: 450) }
+            directory.waitForFinished(round)
+            monitor.stop()
+            #expect(!monitor.isRunning)
+        }
+        #expect(directory.reports().count == 2)
+        // Stopped: hangs are no longer seen.
+        loop.sync { _ = spinInTestHang(milliseconds: 400) }
+        usleep(100_000)
+        #expect(directory.reports().count == 2)
+    }
+
+    @Test func stoppingDuringAHangWritesItAsStopped() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        loop.perform { _ = spinInTestHang(milliseconds: 2500) }
+        // The provisional report appears while the hang goes on.
+        let provisional = directory.waitFor { $0.contains { $0.outcome == .ongoing } }
+        #expect(provisional.first?.outcome == .ongoing)
+        #expect(provisional.first?.endedAt == nil)
+        let stopStarted = Date()
+        monitor.stop()
+        #expect(Date().timeIntervalSince(stopStarted) < 1.5)
+        let reports = directory.reports()
+        try #require(reports.count == 1)
+        #expect(reports[0].outcome == .monitorStopped)
+        #expect(reports[0].durationMs >= 250)
+    }
+
+    @Test func pausedDetectionIgnoresKnownLongOperations() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        loop.sync { monitor.withoutHangDetection { _ = spinInTestHang(milliseconds: 600) } }
+        loop.sync {
+            monitor.pause()
+            _ = spinInTestHang(milliseconds: 400)
+            monitor.resume()
+            // Busy time counts again from resume(): 150 ms more is not a hang.
+            _ = spinInTestHang(milliseconds: 150)
+        }
+        usleep(300_000)
+        #expect(directory.reports().isEmpty)
+        loop.perform { _ = hangInPerformedBlock(milliseconds: 500) }
+        #expect(directory.waitForFinished(1).count == 1)
+        monitor.stop()
+    }
+
+    @Test func theThresholdCanChangeWhileRunning() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        try monitor.setThreshold(.milliseconds(800))
+        #expect(monitor.threshold == .milliseconds(800))
+        loop.sync { _ = spinInTestHang(milliseconds: 500) }
+        usleep(200_000)
+        #expect(directory.reports().isEmpty)
+        try monitor.setThreshold(.milliseconds(100))
+        loop.perform { _ = hangInPerformedBlock(milliseconds: 300) }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        #expect(reports.first?.thresholdMs == 100)
+        #expect(throws: HangMonitorError.self) { try monitor.setThreshold(.microseconds(10)) }
+    }
+
+    @Test func theGracePeriodSuppressesHangsRightAfterStart() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        var configuration = directory.configuration()
+        configuration.startupGracePeriod = .seconds(1)
+        let monitor = try HangMonitor(configuration: configuration)
+        try monitor.start(runLoop: loop.runLoop)
+        loop.sync { _ = spinInTestHang(milliseconds: 500) }
+        usleep(200_000)
+        #expect(directory.reports().isEmpty)
+        usleep(500_000)
+        loop.perform { _ = hangInPerformedBlock(milliseconds: 500) }
+        #expect(directory.waitForFinished(1).count == 1)
+        monitor.stop()
+    }
+
+    @Test func repeatsOfOneHangAreFoldedIntoOneReport() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        var configuration = directory.configuration(threshold: .milliseconds(50))
+        configuration.repeatWindow = .seconds(600)
+        let monitor = try HangMonitor(configuration: configuration)
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        for _ in 0..<6 {
+            loop.sync { _ = hangInPerformedBlock(milliseconds: 150) }
+            usleep(50_000)
+        }
+        monitor.stop()
+        let reports = directory.reports()
+        try #require(reports.count == 1, "\(reports.map(\.heaviestSymbols))")
+        #expect(reports[0].repeats?.count == 5)
+        #expect(monitor.statistics.hangsFolded == 5)
+    }
+
+    @Test func theRateLimitBoundsNewReports() throws {
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        var configuration = directory.configuration(threshold: .milliseconds(50))
+        configuration.reportBurst = 2
+        configuration.reportsPerMinute = 1
+        let monitor = try HangMonitor(configuration: configuration)
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        for _ in 0..<5 {
+            loop.sync { _ = spinInTestHang(milliseconds: 120) }
+            usleep(50_000)
+        }
+        monitor.stop()
+        #expect(directory.reports().count == 2)
+        #expect(monitor.statistics.hangsSuppressed == 3)
+        #expect(monitor.statistics.hangsDetected == 5)
+    }
+
+    @Test func aMonitorThatIsDisabledDoesNothing() throws {
+        let directory = ReportDirectory()
+        var configuration = directory.configuration()
+        configuration.isEnabled = false
+        let monitor = try HangMonitor(configuration: configuration)
+        try monitor.start()
+        #expect(!monitor.isRunning)
+        #expect(!FileManager.default.fileExists(atPath: directory.path))
+    }
+
+    @Test func anUnusableReportDirectoryFailsStart() throws {
+        var configuration = HangMonitor.Configuration(serviceName: "tests", reportDirectory: "/proc/hangwatch-cannot-exist")
+        configuration.repeatWindow = .zero
+        let monitor = try HangMonitor(configuration: configuration)
+        #expect(throws: HangMonitorError.self) { try monitor.start() }
+        #expect(!monitor.isRunning)
+    }
+}

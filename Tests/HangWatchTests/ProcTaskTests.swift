@@ -1,0 +1,47 @@
+@testable import HangWatch
+import Testing
+
+@Suite struct ProcTaskTests {
+    @Test func parsesStatEvenWithParenthesesInTheName() throws {
+        let text = "4242 (my (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 17 3 0 0 20 0 3 0 987654 1000 100 18446744073709551615\n"
+        let stat = try #require(ProcTask.parseStat(text))
+        #expect(stat.state == "S")
+        #expect(stat.userTicks == 17)
+        #expect(stat.systemTicks == 3)
+        #expect(stat.startTimeTicks == 987654)
+    }
+
+    @Test func parsesEveryFormOfTheSyscallFile() {
+        #expect(ProcTask.parseSyscall("running\n") == .running)
+        #expect(ProcTask.parseSyscall("-1 0x7ffd1000 0x401000\n") == .blockedOutsideSyscall(stackPointer: 0x7ffd1000, programCounter: 0x401000))
+        #expect(
+            ProcTask.parseSyscall("202 0x7f00 0x80 0x2 0x0 0x0 0x0 0x7ffd2000 0x7f1234\n")
+                == .inSyscall(number: 202, arguments: [0x7f00, 0x80, 0x2, 0, 0, 0], stackPointer: 0x7ffd2000, programCounter: 0x7f1234))
+        #expect(ProcTask.parseSyscall("garbage") == nil)
+        #expect(ProcTask.parseSyscall("202 0x1") == nil)
+    }
+
+    @Test func parsesSchedStat() {
+        #expect(ProcTask.parseSchedStat("123456 7890 12\n") == ProcTask.SchedStat(onCPUNanoseconds: 123456, runQueueNanoseconds: 7890))
+        #expect(ProcTask.parseSchedStat("x") == nil)
+    }
+
+    @Test func readsThisThread() throws {
+        let task = ProcTask(tid: UnsafeCaptureBridge.currentThreadID())
+        let stat = try #require(task.stat())
+        #expect(stat.state == "R")
+        // Reading its own syscall file, a thread is inside read(2) (number 0 on x86_64).
+        if case .inSyscall(let number, _, _, _)? = task.syscall() {
+            #expect(SyscallNames.name(number) == "read")
+        } else {
+            Issue.record("expected to see our own read(2)")
+        }
+        #expect(task.blockedSignals() != nil)
+    }
+
+    @Test func namesCommonSyscalls() {
+        #expect(SyscallNames.name(202) == "futex")
+        #expect(SyscallNames.name(230) == "clock_nanosleep")
+        #expect(SyscallNames.name(99999) == "syscall 99999")
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+@testable import HangWatch
+import HangWatchReport
+import Testing
+
+@Suite struct ReportBuilderTests {
+    static let appImage = ImageMap.Image(
+        path: "/srv/app", buildID: "aa", bias: 0x1000_0000, segments: [0x1000_0000..<0x1010_0000], unwindSegments: [],
+        isMainExecutable: true)
+    let images = ImageMap(images: [appImage])
+    let builder = ReportBuilder(
+        service: "svc", host: "h", pid: 7, process: HangReport.Process(executable: "/srv/app", startTimeTicks: 1), signal: 41,
+        maxFrames: 128, wallClock: { Date(timeIntervalSince1970: Double($0) / 1e6) })
+
+    func recording(
+        samples: [StackSample], end: UInt64? = 1_700_000, baseline: ProcTask.SchedStat? = .init(onCPUNanoseconds: 0, runQueueNanoseconds: 0),
+        debugger: Bool = false, stopSuspected: Bool = false
+    ) -> HangRecording {
+        var recording = HangRecording(
+            id: "id", startMicroseconds: 1_000_000, detectedMicroseconds: 1_250_000, activity: 64, mode: "m",
+            thresholdMicroseconds: 250_000,
+            thread: MonitoredThread(tid: 7, startTimeTicks: 1, stackLow: 0, stackHigh: 1, name: "main", isMain: true),
+            process: ProcessSnapshot(rssBytes: 100, loadAverage: [1, 1, 1], tracerPID: debugger ? 99 : 0, cpuCount: 2),
+            baseline: baseline, watchdogOversleepMicroseconds: 0, stopSuspected: stopSuspected, maxSamples: 100,
+            sampleIntervalMicroseconds: 50_000)
+        for sample in samples { recording.add(sample) }
+        recording.endMicroseconds = end
+        return recording
+    }
+
+    func sample(
+        at time: UInt64, _ frames: [UInt], state: Character = "R", syscall: Int? = nil, onCPU: UInt64 = 0, queue: UInt64 = 0
+    ) -> StackSample {
+        StackSample(
+            microseconds: time, frames: frames, method: .signal, truncated: false, state: state, syscall: syscall,
+            onCPUNanoseconds: onCPU, runQueueNanoseconds: queue, pauseNanoseconds: 12_000)
+    }
+
+    @Test func durationRunsFromTheStartOfTheBusyPeriodToTheEnd() {
+        let report = builder.build(recording(samples: [sample(at: 1_250_000, [0x1000_0010])]), images: images, outcome: .recovered)
+        #expect(report.durationMs == 700)
+        #expect(report.thresholdMs == 250)
+        #expect(report.activity == "afterWaiting")
+        #expect(report.samples[0].offsetMs == 250)
+        #expect(report.frames[0].image == 0)
+        #expect(report.frames[0].offset == "0x10")
+    }
+
+    @Test func theHeaviestStackIsTheOneMostTimeIsSpentIn() throws {
+        let a: [UInt] = [0x1000_0010, 0x1000_0100]
+        let b: [UInt] = [0x1000_0020, 0x1000_0200]
+        let report = builder.build(
+            recording(samples: [
+                sample(at: 1_250_000, a), sample(at: 1_300_000, b), sample(at: 1_350_000, b), sample(at: 1_400_000, b),
+                sample(at: 1_450_000, a),
+            ]), images: images, outcome: .recovered)
+        let heaviest = try #require(report.heaviestStack)
+        // a: 50 ms + (1700 - 1450) = 300 ms; b: 150 ms.
+        #expect(heaviest.frames.map(\.address) == ["0x10000010", "0x10000100"])
+        #expect(heaviest.weightMs == 300)
+        #expect(heaviest.sampleCount == 2)
+        #expect(report.stacks.count == 2)
+        #expect(report.frames.count == 4)
+    }
+
+    @Test func computingIsTellingFromCPUTime() {
+        let report = builder.build(
+            recording(samples: [sample(at: 1_250_000, [0x1000_0010]), sample(at: 1_450_000, [0x1000_0010], onCPU: 190_000_000)]),
+            images: images, outcome: .recovered)
+        #expect(report.context.verdict == .computing)
+        #expect(report.context.onCpuRatio == 0.95)
+    }
+
+    @Test func blockedNamesTheSystemCall() {
+        let report = builder.build(
+            recording(samples: [
+                sample(at: 1_250_000, [0x1000_0010], state: "S", syscall: 202),
+                sample(at: 1_450_000, [0x1000_0010], state: "S", syscall: 202, onCPU: 1_000_000),
+            ]), images: images, outcome: .recovered)
+        #expect(report.context.verdict == .blocked)
+        #expect(report.context.blockedIn == "futex")
+        #expect(report.samples[0].syscall == "futex")
+    }
+
+    @Test func starvationIsNotBlamedOnTheCode() {
+        let report = builder.build(
+            recording(samples: [
+                sample(at: 1_250_000, [0x1000_0010]),
+                sample(at: 1_450_000, [0x1000_0010], onCPU: 40_000_000, queue: 150_000_000),
+            ]), images: images, outcome: .recovered)
+        #expect(report.context.verdict == .starved)
+    }
+
+    @Test func aStoppedProcessOrADebuggerIsFlagged() {
+        let stopped = builder.build(recording(samples: [sample(at: 1_250_000, [0x1000_0010])], stopSuspected: true), images: images, outcome: .recovered)
+        #expect(stopped.context.verdict == .stopped)
+        #expect(stopped.context.processStopped)
+        let debugged = builder.build(recording(samples: [sample(at: 1_250_000, [0x1000_0010])], debugger: true), images: images, outcome: .recovered)
+        #expect(debugged.context.verdict == .debugger)
+        #expect(debugged.context.debuggerAttached)
+    }
+
+    @Test func captureFailuresAreCountedByKind() {
+        var failed = sample(at: 1_250_000, [])
+        failed.failure = .signalBlocked
+        var failedAgain = failed
+        failedAgain.microseconds = 1_300_000
+        let report = builder.build(recording(samples: [failed, failedAgain]), images: images, outcome: .recovered)
+        #expect(report.capture.errors == [HangReport.CaptureError(kind: "signal blocked", count: 2, message: StackSample.Failure.signalBlocked.message)])
+        #expect(report.samples.allSatisfy { $0.stack == nil && $0.error == "signal blocked" })
+        #expect(report.heaviestStack == nil)
+    }
+
+    @Test func anOngoingHangLastsUntilItsLastSample() {
+        let report = builder.build(
+            recording(samples: [sample(at: 1_250_000, [0x1000_0010]), sample(at: 1_900_000, [0x1000_0010])], end: nil),
+            images: images, outcome: .ongoing)
+        #expect(report.endedAt == nil)
+        #expect(report.durationMs == 900)
+        #expect(report.outcome == .ongoing)
+    }
+
+    @Test func longHangsKeepABoundedNumberOfSamplesCoveringTheWholeHang() {
+        var recording = HangRecording(
+            id: "id", startMicroseconds: 0, detectedMicroseconds: 250_000, activity: 64, mode: nil,
+            thresholdMicroseconds: 250_000, thread: nil, process: ProcessSnapshot(rssBytes: nil, loadAverage: nil, tracerPID: nil, cpuCount: 1),
+            baseline: nil, watchdogOversleepMicroseconds: 0, stopSuspected: false, maxSamples: 10,
+            sampleIntervalMicroseconds: 50_000)
+        var time: UInt64 = 250_000
+        for _ in 0..<1000 {
+            recording.add(sample(at: time, [0x1000_0010]))
+            time += recording.sampleIntervalMicroseconds
+        }
+        #expect(recording.samples.count <= 10)
+        #expect(recording.samples.first?.microseconds == 250_000)
+        #expect(recording.samples.count + recording.samplesDropped == 1000)
+        // The interval doubles up to a ceiling, so sampling continues at a bounded rate.
+        #expect(recording.sampleIntervalMicroseconds == HangRecording.longestSampleIntervalMicroseconds)
+        // Still spread over the whole hang.
+        #expect(recording.samples.last!.microseconds > time / 2)
+    }
+}

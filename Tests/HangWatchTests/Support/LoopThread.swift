@@ -1,0 +1,65 @@
+import CoreFoundation
+import Foundation
+import Synchronization
+
+/// A thread that runs its own run loop, for tests that need a loop to hang.
+final class LoopThread: @unchecked Sendable {
+    private(set) var runLoop: RunLoop!
+    private var cfRunLoop: CFRunLoop!
+    private var thread: Thread!
+    private let ready = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let stopRequested = Atomic<Bool>(false)
+
+    init(name: String = "test-loop") {
+        thread = Thread { [self] in
+            runLoop = RunLoop.current
+            cfRunLoop = CFRunLoopGetCurrent()
+            // A repeating timer keeps the loop from finishing when it has nothing else to do.
+            let keepAlive = Timer(timeInterval: 3600, repeats: true) { _ in }
+            RunLoop.current.add(keepAlive, forMode: .default)
+            ready.signal()
+            while !stopRequested.load(ordering: .relaxed) {
+                _ = RunLoop.current.run(mode: .default, before: Date().addingTimeInterval(0.25))
+            }
+            keepAlive.invalidate()
+            finished.signal()
+        }
+        thread.name = name
+        thread.start()
+        ready.wait()
+    }
+
+    /// Runs `block` on the loop, waking it (Foundation's `RunLoop.perform` does not wake a
+    /// sleeping loop on Linux).
+    func perform(_ block: @escaping @Sendable () -> Void) {
+        CFRunLoopPerformBlock(cfRunLoop, kCFRunLoopCommonModes, block)
+        CFRunLoopWakeUp(cfRunLoop)
+    }
+
+    /// Runs `block` from a timer on the loop (busy after `afterWaiting`).
+    func afterDelay(_ seconds: Double, _ block: @escaping @Sendable () -> Void) {
+        perform {
+            let timer = Timer(timeInterval: seconds, repeats: false) { _ in block() }
+            RunLoop.current.add(timer, forMode: .default)
+        }
+    }
+
+    /// Runs `block` on the loop and waits for it.
+    func sync(_ block: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        perform {
+            block()
+            done.signal()
+        }
+        done.wait()
+    }
+
+    func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        // Stop the current run explicitly: on Linux, a run whose timeout passed during a nested run
+        // of the same mode does not return by itself.
+        perform { CFRunLoopStop(CFRunLoopGetCurrent()) }
+        finished.wait()
+    }
+}
