@@ -37,7 +37,9 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
             #expect(report.heaviestStackContains("hangInTimerCallback"), "\(report.heaviestSymbols)")
             #expect(report.outcome == .recovered)
             #expect(report.activity == "afterWaiting")
-            #expect(report.context.verdict == .computing)
+            // A computing thread is on a CPU or waiting for one (other tests' load may starve it).
+            #expect(report.context.verdict == .computing || report.context.verdict == .starved)
+            #expect((report.context.onCpuRatio ?? 0) + (report.context.runQueueRatio ?? 0) >= 0.8)
             #expect(report.samples.count >= Int((milliseconds - 250) / 50) - 2)
             #expect(report.capture.errors.isEmpty)
         }

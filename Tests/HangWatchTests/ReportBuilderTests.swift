@@ -82,6 +82,15 @@ import Testing
         #expect(report.samples[0].syscall == "futex")
     }
 
+    @Test func runningAsMuchAsWaitingForACPUIsStarvation() {
+        let report = builder.build(
+            recording(samples: [
+                sample(at: 1_250_000, [0x1000_0010]),
+                sample(at: 1_450_000, [0x1000_0010], onCPU: 90_000_000, queue: 90_000_000),
+            ]), images: images, outcome: .recovered)
+        #expect(report.context.verdict == .starved)
+    }
+
     @Test func starvationIsNotBlamedOnTheCode() {
         let report = builder.build(
             recording(samples: [
@@ -138,5 +147,49 @@ import Testing
         #expect(recording.sampleIntervalMicroseconds == HangRecording.longestSampleIntervalMicroseconds)
         // Still spread over the whole hang.
         #expect(recording.samples.last!.microseconds > time / 2)
+    }
+}
+
+@Suite struct HeaviestPathTests {
+    // Frames are named by letters; identity is the letter before the dot (the function).
+    let names = ["root", "main.1", "spin.1", "spin.2", "spin.3", "helper.1", "other.1"]
+    func identity(_ index: Int) -> String { String(names[index].split(separator: ".")[0]) }
+
+    @Test func aHotFunctionIsNotSplitBetweenTheHelpersItCalls() throws {
+        // spin: 3 samples at different instructions; spin -> helper: 2 samples.
+        let samples = [
+            HeaviestPath.Sample(frames: [2, 1, 0], weight: 10, stack: 0),
+            HeaviestPath.Sample(frames: [3, 1, 0], weight: 10, stack: 1),
+            HeaviestPath.Sample(frames: [5, 2, 1, 0], weight: 10, stack: 2),
+            HeaviestPath.Sample(frames: [5, 2, 1, 0], weight: 10, stack: 2),
+            HeaviestPath.Sample(frames: [4, 1, 0], weight: 10, stack: 3),
+        ]
+        let result = try #require(HeaviestPath.find(samples, identity: identity))
+        #expect(result.sampleCount == 5)
+        #expect(result.weight == 50)
+        #expect([0, 1, 3].contains(result.stack))
+    }
+
+    @Test func theHeavierBranchWins() throws {
+        let samples = [
+            HeaviestPath.Sample(frames: [6, 1, 0], weight: 30, stack: 0),
+            HeaviestPath.Sample(frames: [2, 1, 0], weight: 10, stack: 1),
+            HeaviestPath.Sample(frames: [2, 1, 0], weight: 10, stack: 1),
+        ]
+        let result = try #require(HeaviestPath.find(samples, identity: identity))
+        #expect(result.stack == 0)
+        #expect(result.weight == 30)
+    }
+
+    @Test func descendsIntoAHelperThatTakesMostOfTheTime() throws {
+        let samples = [
+            HeaviestPath.Sample(frames: [5, 2, 1, 0], weight: 40, stack: 0),
+            HeaviestPath.Sample(frames: [2, 1, 0], weight: 10, stack: 1),
+        ]
+        #expect(try #require(HeaviestPath.find(samples, identity: identity)).stack == 0)
+    }
+
+    @Test func noSamplesNoPath() {
+        #expect(HeaviestPath.find([], identity: identity) == nil)
     }
 }

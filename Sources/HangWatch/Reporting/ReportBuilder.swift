@@ -24,14 +24,16 @@ struct ReportBuilder: Sendable {
                 sampleStacks.append(nil)
                 continue
             }
-            let indices = sample.frames.map { address -> Int in
+            let indices = sample.frames.enumerated().map { position, address -> Int in
                 if let known = frameIndex[address] { return known }
                 let image = images.imageIndex(containing: address)
                 let offset = image.map { Hex.format(address &- images.images[$0].bias) }
-                // A return address points after its call; the call itself may be the function's
-                // last instruction, so look the function up from the byte before.
+                // The innermost frame is the exact program counter. The others are return addresses,
+                // just after their call, which may be the function's last instruction: look the
+                // function up from the byte before.
+                let lookup = position == 0 ? address : address &- 1
                 let functionOffset = image.flatMap { index in
-                    images.functionStart(of: address &- 1).map { Hex.format($0 &- images.images[index].bias) }
+                    images.functionStart(of: lookup).map { Hex.format($0 &- images.images[index].bias) }
                 }
                 frames.append(
                     HangReport.Frame(address: Hex.format(address), image: image, offset: offset, functionOffset: functionOffset))
@@ -63,25 +65,21 @@ struct ReportBuilder: Sendable {
                     error: sample.failure?.rawValue))
         }
 
-        // Samples inside one function at different instructions are the same stack for weighing:
-        // group by (function of the innermost frame, the return addresses above it).
-        var groups: [[UInt]: (count: Int, weight: UInt64, stacks: [Int: UInt64])] = [:]
-        for (offset, sample) in recording.samples.enumerated() {
-            guard let stack = sampleStacks[offset], let innermost = sample.frames.first else { continue }
-            let key = [images.functionStart(of: innermost) ?? innermost] + sample.frames.dropFirst()
+        let weighed = recording.samples.enumerated().compactMap { offset, sample -> HeaviestPath.Sample? in
+            guard let stack = sampleStacks[offset] else { return nil }
             let next = offset + 1 < recording.samples.count ? recording.samples[offset + 1].microseconds : end
-            let weight = next > sample.microseconds ? next - sample.microseconds : 0
-            groups[key, default: (0, 0, [:])].count += 1
-            groups[key, default: (0, 0, [:])].weight += weight
-            groups[key, default: (0, 0, [:])].stacks[stack, default: 0] += weight
+            return HeaviestPath.Sample(
+                frames: stacks[stack].frames, weight: next > sample.microseconds ? next - sample.microseconds : 0,
+                stack: stack)
         }
         var heaviest: HangReport.HeaviestStack?
-        if let best = groups.values.max(by: { lhs, rhs in
-            (lhs.weight, lhs.count, -(lhs.stacks.keys.min() ?? 0)) < (rhs.weight, rhs.count, -(rhs.stacks.keys.min() ?? 0))
-        }), let representative = best.stacks.max(by: { ($0.value, -$0.key) < ($1.value, -$1.key) })?.key {
+        if let path = HeaviestPath.find(weighed, identity: { index in
+            let frame = frames[index]
+            return frame.image.map { "\($0):\(frame.functionOffset ?? frame.offset ?? frame.address)" } ?? frame.address
+        }) {
             heaviest = HangReport.HeaviestStack(
-                stack: representative, sampleCount: best.count, weightMs: Self.milliseconds(Int64(best.weight)),
-                frames: stacks[representative].frames.map { frames[$0] })
+                stack: path.stack, sampleCount: path.sampleCount, weightMs: Self.milliseconds(Int64(path.weight)),
+                frames: stacks[path.stack].frames.map { frames[$0] })
         }
         let reportImages = images.reportImages
         let signature = StackSignature.compute(frames: heaviest?.frames ?? [], images: reportImages)
@@ -124,10 +122,14 @@ struct ReportBuilder: Sendable {
             verdict = .debugger
         } else if stopped {
             verdict = .stopped
-        } else if let runQueue, runQueue >= 0.5 {
-            verdict = .starved
-        } else if let onCPU {
-            verdict = onCPU >= 0.5 ? .computing : .blocked
+        } else if let onCPU, let runQueue {
+            // Runnable (on a CPU or waiting for one) most of the time: computing, unless it waited
+            // at least as long as it ran, which is the machine's fault, not the code's.
+            if onCPU + runQueue >= 0.5 {
+                verdict = runQueue >= onCPU ? .starved : .computing
+            } else {
+                verdict = .blocked
+            }
         } else if samples.isEmpty {
             verdict = .unknown
         } else {
