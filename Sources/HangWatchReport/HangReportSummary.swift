@@ -70,7 +70,7 @@ public struct HangReportSummary: Sendable {
         let number = "#\(index)".padding(toLength: 4, withPad: " ", startingAt: 0)
         var text: String
         if let symbol = frame.symbol {
-            text = symbol
+            text = SymbolName.short(symbol)
         } else if let image = frame.image, image < images.count {
             text = StackSignature.baseName(images[image].path) + "+" + (frame.offset ?? frame.address)
         } else {

@@ -16,6 +16,11 @@ final class ImageSymbols {
     /// The image's build-id, lowercase hex.
     let buildID: String?
 
+    /// Compile units by address range, built on first use: elfutils 0.188 finds a unit through
+    /// `.debug_aranges`, which clang does not emit, so lookups fall back to this table.
+    private var unitRanges: [(range: Range<UInt64>, unit: Dwarf_Die)]?
+    private var dwarfBias: Dwarf_Addr = 0
+
     init(path: String, expectedBuildID: String?, debugDirectories: [String]) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
@@ -89,7 +94,40 @@ final class ImageSymbols {
                 result.file = String(cString: file)
                 result.line = lineNumber > 0 ? Int(lineNumber) : nil
             }
+        } else if let (file, line) = lineFromUnits(offset: offset) {
+            result.file = file
+            result.line = line
         }
         return result
+    }
+
+    private func lineFromUnits(offset: UInt64) -> (String, Int?)? {
+        if unitRanges == nil { unitRanges = buildUnitRanges() }
+        let address = offset &- dwarfBias
+        guard var unit = unitRanges?.first(where: { $0.range.contains(address) })?.unit,
+            let line = dwarf_getsrc_die(&unit, address), let file = dwarf_linesrc(line, nil, nil)
+        else { return nil }
+        var number: Int32 = 0
+        _ = dwarf_lineno(line, &number)
+        return (String(cString: file), number > 0 ? Int(number) : nil)
+    }
+
+    private func buildUnitRanges() -> [(range: Range<UInt64>, unit: Dwarf_Die)] {
+        var ranges: [(range: Range<UInt64>, unit: Dwarf_Die)] = []
+        var bias: Dwarf_Addr = 0
+        var previous: UnsafeMutablePointer<Dwarf_Die>?
+        while let unit = dwfl_module_nextcu(module, previous, &bias) {
+            dwarfBias = bias
+            var offset: Int = 0
+            var base: Dwarf_Addr = 0
+            var start: Dwarf_Addr = 0
+            var end: Dwarf_Addr = 0
+            repeat {
+                offset = dwarf_ranges(unit, offset, &base, &start, &end)
+                if offset > 0 && end > start { ranges.append((range: start..<end, unit: unit.pointee)) }
+            } while offset > 0
+            previous = unit
+        }
+        return ranges
     }
 }

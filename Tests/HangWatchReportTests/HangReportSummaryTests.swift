@@ -27,6 +27,6 @@ import Testing
 
     @Test func showsFileAndLineWhenKnown() {
         let text = HangReportSummary().render(ReportFixtures.report())
-        #expect(text.contains("billing.recompute() -> () (Billing.swift:42)"))
+        #expect(text.contains("billing.recompute() (Billing.swift:42)"))
     }
 }

@@ -1,0 +1,107 @@
+/// Shorter forms of demangled names for display: argument labels instead of argument types, no
+/// return types, no attributes. `static app.Pricing.recompute(for: Swift.Int) -> Swift.UInt64`
+/// becomes `app.Pricing.recompute(for:)`. Reports keep the full name.
+public enum SymbolName {
+    public static func short(_ name: String) -> String {
+        var text = Substring(name)
+        for prefix in ["static ", "@objc ", "merged ", "partial apply for ", "dispatch thunk of "] {
+            while text.hasPrefix(prefix) { text = text.dropFirst(prefix.count) }
+        }
+        var output = ""
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            if character == "(" {
+                // An argument list: keep the labels.
+                guard let close = matchingParenthesis(in: text, from: index) else {
+                    output += text[index...]
+                    break
+                }
+                output += "(" + labels(String(text[text.index(after: index)..<close])) + ")"
+                index = text.index(after: close)
+                // Drop a return type that follows.
+                let rest = text[index...]
+                if rest.hasPrefix(" -> ") {
+                    index = endOfReturnType(in: text, from: text.index(index, offsetBy: 4))
+                }
+                continue
+            }
+            if text[index...].hasPrefix("closure #") {
+                // "closure #1 @Sendable (T) -> () in f" -> "closure #1 in f"
+                var cursor = text.index(index, offsetBy: 9)
+                while cursor < text.endIndex, text[cursor].isNumber { cursor = text.index(after: cursor) }
+                output += text[index..<cursor]
+                if let inRange = text[cursor...].range(of: " in ") {
+                    output += " in "
+                    index = inRange.upperBound
+                } else {
+                    index = cursor
+                }
+                continue
+            }
+            output.append(character)
+            index = text.index(after: index)
+        }
+        return output
+    }
+
+    private static func matchingParenthesis(in text: Substring, from open: Substring.Index) -> Substring.Index? {
+        var depth = 0
+        var index = open
+        while index < text.endIndex {
+            switch text[index] {
+            case "(", "<", "[": depth += 1
+            case ")", ">", "]":
+                depth -= 1
+                if depth == 0 { return text[index] == ")" ? index : nil }
+            default: break
+            }
+            index = text.index(after: index)
+        }
+        return nil
+    }
+
+    private static func endOfReturnType(in text: Substring, from start: Substring.Index) -> Substring.Index {
+        var depth = 0
+        var index = start
+        while index < text.endIndex {
+            switch text[index] {
+            case "(", "<", "[": depth += 1
+            case ")", ">", "]":
+                if depth == 0 { return index }
+                depth -= 1
+            case " " where depth == 0:
+                return index
+            default: break
+            }
+            index = text.index(after: index)
+        }
+        return index
+    }
+
+    /// "label: Type, _: Type, Type" -> "label:_:_:"
+    private static func labels(_ arguments: String) -> String {
+        guard !arguments.isEmpty else { return "" }
+        var parts: [Substring] = []
+        var depth = 0
+        var start = arguments.startIndex
+        for index in arguments.indices {
+            switch arguments[index] {
+            case "(", "<", "[": depth += 1
+            case ")", ">", "]": depth -= 1
+            case "," where depth == 0:
+                parts.append(arguments[start..<index])
+                start = arguments.index(after: index)
+            default: break
+            }
+        }
+        parts.append(arguments[start...])
+        return parts.map { part -> String in
+            let trimmed = part.drop { $0 == " " }
+            if let colon = trimmed.firstIndex(of: ":"), !trimmed[..<colon].contains(where: { $0 == " " || $0 == "." || $0 == "(" }) {
+                return String(trimmed[..<colon]) + ":"
+            }
+            return "_:"
+        }.joined()
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import HangWatchReport
+@testable import HangWatchSymbolication
+import Testing
+
+@inline(never)
+func symbolicationProbe() -> [UInt] {
+    Thread.callStackReturnAddresses.map { UInt(truncating: $0) }
+}
+
+/// This test binary as a report image: its path and load bias from /proc/self/maps.
+func thisExecutableImage(buildID: String?) throws -> (image: HangReport.Image, bias: UInt) {
+    let path = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+    for line in maps.split(separator: "\n") where line.hasSuffix(path) {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 6, fields[2] == "00000000" else { continue }
+        let start = UInt(fields[0].split(separator: "-")[0], radix: 16)!
+        return (HangReport.Image(path: path, buildId: buildID, base: "0x" + String(start, radix: 16), size: 0, isMainExecutable: true), start)
+    }
+    throw CocoaError(.fileNoSuchFile)
+}
+
+func report(addresses: [UInt], image: HangReport.Image, bias: UInt) -> HangReport {
+    let frames = addresses.map {
+        HangReport.Frame(address: "0x" + String($0, radix: 16), image: 0, offset: "0x" + String($0 - bias, radix: 16))
+    }
+    return HangReport(
+        id: "x", service: "s", host: "h", pid: 1, process: .init(executable: image.path, startTimeTicks: 0),
+        thread: .init(tid: 1, name: nil, isMain: true), startedAt: Date(), detectedAt: Date(), endedAt: Date(),
+        durationMs: 300, thresholdMs: 250, outcome: .recovered, activity: "afterWaiting", mode: nil, samples: [],
+        stacks: [HangReport.Stack(frames: Array(frames.indices), truncated: false)],
+        heaviestStack: HangReport.HeaviestStack(stack: 0, sampleCount: 1, weightMs: 50, frames: frames),
+        frames: frames, images: [image], signature: "0",
+        context: .init(
+            verdict: .computing, onCpuRatio: 1, runQueueRatio: 0, blockedIn: nil, threadStates: [:], rssBytes: nil,
+            loadAverage: nil, cpuCount: 1, watchdogOversleepMs: 0, debuggerAttached: false, processStopped: false),
+        capture: .init(
+            signal: 41, sampleIntervalMs: 50, samplesTaken: 1, samplesDropped: 0, maxFrames: 128, pauseMedianUs: nil,
+            pauseMaxUs: nil, errors: [], reportsSuppressed: 0))
+}
+
+@Suite struct SymbolicatorTests {
+    @Test func demanglesSwiftAndCPlusPlusNames() {
+        #expect(Demangler.demangle("$sSi") == "Swift.Int")
+        #expect(Demangler.demangle("_ZN3foo3barEv") == "foo::bar()")
+        #expect(Demangler.demangle("plain_c_function") == "plain_c_function")
+        #expect(Demangler.demangle("$sNotReallyMangled!!") == "$sNotReallyMangled!!")
+    }
+
+    @Test func resolvesFramesOfThisBinaryWithAMatchingBuildID() throws {
+        let path = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let buildID = try ImageSymbols(path: path, expectedBuildID: nil, debugDirectories: []).buildID
+        try #require(buildID != nil)
+        let (image, bias) = try thisExecutableImage(buildID: buildID)
+        var hang = report(addresses: symbolicationProbe().filter { $0 > bias && $0 - bias < 0x1000_0000 }, image: image, bias: bias)
+        let summary = Symbolicator().symbolicate(&hang)
+        #expect(summary.imageErrors.isEmpty)
+        #expect(summary.framesResolved > 0)
+        let names = hang.frames.compactMap(\.symbol)
+        #expect(names.contains { $0.contains("resolvesFramesOfThisBinaryWithAMatchingBuildID") }, "\(names)")
+        // Line information from the debug build.
+        #expect(hang.frames.contains { $0.file?.hasSuffix("SymbolicatorTests.swift") == true && $0.line != nil })
+        // The heaviest stack's inline copy is symbolicated too.
+        #expect(hang.heaviestStack?.frames.compactMap(\.symbol).isEmpty == false)
+    }
+
+    @Test func refusesABinaryWhoseBuildIDDoesNotMatch() throws {
+        let (image, bias) = try thisExecutableImage(buildID: "00112233445566778899aabbccddeeff00112233")
+        var hang = report(addresses: symbolicationProbe().filter { $0 > bias && $0 - bias < 0x1000_0000 }, image: image, bias: bias)
+        let summary = Symbolicator().symbolicate(&hang)
+        #expect(summary.framesResolved == 0)
+        #expect(hang.frames.allSatisfy { $0.symbol == nil })
+        guard case .buildIDMismatch? = summary.imageErrors[image.path] else {
+            Issue.record("expected a build-id mismatch, got \(summary.imageErrors)")
+            return
+        }
+    }
+
+    @Test func aMissingBinaryIsNamed() {
+        let image = HangReport.Image(path: "/nonexistent/app", buildId: "aa", base: "0x0", size: 0, isMainExecutable: true)
+        var hang = report(addresses: [0x1234], image: image, bias: 0)
+        let summary = Symbolicator().symbolicate(&hang)
+        #expect(summary.imageErrors["/nonexistent/app"] == .fileNotFound("/nonexistent/app"))
+        #expect("\(ImageSymbolsError.fileNotFound("/x"))".contains("--debug-dir"))
+    }
+}

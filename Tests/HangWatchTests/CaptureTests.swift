@@ -1,0 +1,155 @@
+import Foundation
+@testable import HangWatch
+import Testing
+
+/// The capture mechanism itself: the C handler, the request slot and the blocked-thread unwinder.
+@Suite(.serialized) struct CaptureTests {
+    let signal = CaptureSignal.defaultSignal
+
+    init() throws {
+        try UnsafeCaptureBridge.install(signal: signal)
+        #expect(UnsafeCaptureBridge.publish(UnsafeImageMapReader.read()) == .published)
+    }
+
+    func capture(_ target: TargetThread, timeout: Int64 = 200_000_000)
+        -> Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
+    {
+        UnsafeCaptureBridge.captureBySignal(
+            tid: target.attachment.tid, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 128,
+            timeoutNanoseconds: timeout)
+    }
+
+    /// How many of the thread's own return addresses (from the entry function outwards) the
+    /// captured stack contains; with `excluding`, only those the other thread does not share.
+    func overlap(_ frames: [UInt], _ target: TargetThread, excluding other: TargetThread? = nil) -> Int {
+        Set(frames).intersection(Set(target.groundTruth).subtracting(other?.groundTruth ?? [])).count
+    }
+
+    @Test func aSignalCaptureContainsTheThreadsOwnCallers() throws {
+        let target = TargetThread(signal: signal)
+        defer { target.stop() }
+        let result = try capture(target).get()
+        #expect(result.frames.count >= 5)
+        #expect(overlap(result.frames, target) >= 3, "captured \(result.frames), truth \(target.groundTruth)")
+        #expect(result.flags.contains(.endOfStack))
+        #expect(!result.flags.contains(.readsRejected))
+    }
+
+    @Test func theHandlerPausesTheThreadForMicroseconds() throws {
+        let target = TargetThread(signal: signal)
+        defer { target.stop() }
+        var pauses: [Int64] = []
+        for _ in 0..<30 {
+            pauses.append(try capture(target).get().pauseNanoseconds)
+        }
+        pauses.sort()
+        // A generous bound for a shared machine; the benchmark measures the real figure.
+        #expect(pauses[pauses.count / 2] > 0)
+        #expect(pauses[pauses.count / 2] < 2_000_000)
+    }
+
+    @Test func aLateAnswerNeverCompletesALaterRequest() throws {
+        let blocked = TargetThread(signal: signal, blocking: true)
+        let other = TargetThread(signal: signal)
+        defer {
+            blocked.stop()
+            other.stop()
+        }
+        // The blocked thread cannot answer: the request is abandoned; its signal stays pending.
+        #expect(throws: UnsafeCaptureBridge.SignalCaptureError.timeout) { try capture(blocked, timeout: 30_000_000).get() }
+        // The next request, for another thread, gets that thread's stack.
+        let first = try capture(other).get()
+        #expect(overlap(first.frames, other, excluding: blocked) >= 1)
+        #expect(overlap(first.frames, blocked, excluding: other) == 0)
+        // The blocked thread unblocks; its stale signal is delivered and must write nothing.
+        blocked.unblock()
+        usleep(50_000)
+        let second = try capture(other).get()
+        #expect(overlap(second.frames, other, excluding: blocked) >= 1)
+        #expect(overlap(second.frames, blocked, excluding: other) == 0)
+        // And it answers new requests with its own stack.
+        let own = try capture(blocked).get()
+        #expect(overlap(own.frames, blocked, excluding: other) >= 1)
+        #expect(overlap(own.frames, other, excluding: blocked) == 0)
+    }
+
+    @Test func aThreadThatIsGoneIsReportedAsGone() throws {
+        let target = TargetThread(signal: signal)
+        let tid = target.attachment.tid
+        target.stop()
+        usleep(20_000)
+        let result = UnsafeCaptureBridge.captureBySignal(
+            tid: tid, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 64, timeoutNanoseconds: 50_000_000)
+        // Either the kernel says the thread is gone, or (tid reused) nobody answers: never a stack.
+        switch result {
+        case .success: Issue.record("a capture of an exited thread returned a stack")
+        case .failure(let error): #expect(error == .threadGone || error == .timeout)
+        }
+    }
+
+    @Test func aBlockedThreadIsUnwoundWithoutASignal() throws {
+        let started = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var attachment: UnsafeCaptureBridge.Attachment?
+        nonisolated(unsafe) var slept = 0.0
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
+            started.signal()
+            slept = hangInSleep(milliseconds: 600)
+            finished.signal()
+        }.start()
+        started.wait()
+        usleep(100_000)
+        let task = ProcTask(tid: attachment!.tid)
+        guard case .inSyscall(_, _, let sp, let pc)? = task.syscall() else {
+            Issue.record("the thread is not in a system call")
+            return
+        }
+        let walk = UnsafeCaptureBridge.captureBlocked(
+            stackPointer: sp, programCounter: pc, stackHigh: attachment!.stackHigh, maxFrames: 128)
+        finished.wait()
+        #expect(slept >= 599)
+        #expect(walk.frames.count >= 5)
+        #expect(walk.flags.contains(.endOfStack))
+        let map = UnsafeImageMapReader.read()
+        #expect(map.covers(walk.frames))
+    }
+
+    @Test func aHandlerInstalledBeforeStillGetsItsSignals() throws {
+        let other = CaptureSignal.realtimeRange.lowerBound + 9
+        PreviousHandlerProbe.install(on: other)
+        try UnsafeCaptureBridge.install(signal: other)
+        #expect(UnsafeCaptureBridge.handlerIsCurrent(signal: other))
+        let before = PreviousHandlerProbe.count.load(ordering: .relaxed)
+        // Test runner threads come from libdispatch, which blocks signals on its workers.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, other)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        pthread_kill(pthread_self(), other)
+        #expect(PreviousHandlerProbe.count.load(ordering: .relaxed) == before + 1)
+        // ... and captures on that signal still work.
+        let target = TargetThread(signal: other)
+        defer { target.stop() }
+        let result = UnsafeCaptureBridge.captureBySignal(
+            tid: target.attachment.tid, stackHigh: target.attachment.stackHigh, signal: other, maxFrames: 128,
+            timeoutNanoseconds: 200_000_000)
+        #expect(try overlap(result.get().frames, target) >= 3)
+        #expect(PreviousHandlerProbe.count.load(ordering: .relaxed) == before + 1)
+    }
+}
+
+import Synchronization
+
+/// A handler some other library installed on a signal before HangWatch.
+enum PreviousHandlerProbe {
+    static let count = Atomic<Int>(0)
+
+    static func install(on signal: Int32) {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in PreviousHandlerProbe.count.add(1, ordering: .relaxed) }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = 0
+        sigaction(signal, &action, nil)
+    }
+}

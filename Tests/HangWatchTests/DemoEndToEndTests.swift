@@ -1,0 +1,45 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+/// Runs the real demo binary: a service on RunLoop.main that hangs in a timer, a main-queue block,
+/// a lock wait, a nested run in a custom mode and a sleep. Every hang must be reported once, with
+/// the function that hung in its heaviest stack.
+@Suite(.serialized) struct DemoEndToEndTests {
+    static var demoBinary: String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return (executable as NSString).deletingLastPathComponent + "/hangwatch-demo"
+    }
+
+    @Test func theDemoReportsEveryHangWithItsCulprit() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
+        let directory = ReportDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.demoBinary)
+        process.arguments = ["--reports", directory.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        let reports = directory.reports()
+        #expect(reports.count == 5)
+        let expectations: [(function: String, verdict: HangReport.Verdict?)] = [
+            ("recomputePricing", nil), ("parseInventorySnapshot", nil), ("waitForCacheLock", .blocked),
+            ("renderModalFrame", nil), ("flushAuditLogSynchronously", .blocked),
+        ]
+        for expectation in expectations {
+            let match = reports.first { $0.heaviestStackContains(expectation.function) }
+            #expect(match != nil, "no report names \(expectation.function): \(reports.map(\.heaviestSymbols))")
+            if let verdict = expectation.verdict {
+                #expect(match?.context.verdict == verdict)
+            }
+        }
+        #expect(reports.contains { $0.mode == "DemoModalMode" })
+        // The printed summary names the functions, demangled.
+        #expect(text.contains("hangwatch_demo.DemoService.recomputePricing("))
+        #expect(text.contains("5 hang reports written (expected 5)"))
+    }
+}

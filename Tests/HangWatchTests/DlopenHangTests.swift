@@ -1,0 +1,77 @@
+import Foundation
+@testable import HangWatch
+import HangWatchReport
+import Testing
+
+/// A loop that hangs inside `dlopen` (a library constructor that computes for a long time) holds
+/// the dynamic loader's lock, which libunwind's default unwinder would need. HangWatch's capture
+/// never takes it: the hang must be reported, and the watchdog must stay alive.
+@Suite(.serialized) struct DlopenHangTests {
+    /// Builds a shared library whose constructor spins for `milliseconds`.
+    static func buildHangingLibrary(milliseconds: Int) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-dlopen-\(getpid())-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let source = directory + "/hang.c"
+        let library = directory + "/libhangwatch_dlopen_hang.so"
+        let code = """
+            #include <time.h>
+            static long long now_ms(void) {
+                struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+                return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+            }
+            __attribute__((noinline)) void hangwatch_test_constructor_spin(void) {
+                long long end = now_ms() + \(milliseconds);
+                volatile unsigned long x = 1;
+                while (now_ms() < end) { for (int i = 0; i < 1000; i++) x = x * 6364136223846793005UL + 1; }
+            }
+            __attribute__((constructor)) static void hangwatch_test_constructor(void) {
+                hangwatch_test_constructor_spin();
+            }
+            """
+        try code.write(toFile: source, atomically: true, encoding: .utf8)
+        let compiler = try #require(
+            ["/opt/swift/usr/bin/clang", "/usr/bin/clang", "/usr/bin/cc", "/usr/bin/gcc"].first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }, "no C compiler found to build the test library")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: compiler)
+        process.arguments = ["-shared", "-fPIC", "-O1", "-fno-omit-frame-pointer", "-o", library, source]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "compiling the test library failed")
+        return library
+    }
+
+    @Test func aHangInsideDlopenIsReportedAndTheWatchdogSurvives() throws {
+        let library = try Self.buildHangingLibrary(milliseconds: 700)
+        let directory = ReportDirectory()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration())
+        try monitor.start(runLoop: loop.runLoop)
+        try waitUntilAttached(monitor)
+        loop.perform { dlopenHangingLibrary(library) }
+        let reports = directory.waitForFinished(1, timeout: 15)
+        try #require(reports.count == 1)
+        let report = reports[0]
+        #expect(report.durationMs >= 650)
+        #expect(report.samples.contains { $0.stack != nil }, "\(report.samples)")
+        // Captures inside the loader answer; at worst one times out. None blocks the watchdog.
+        #expect(report.capture.errors.allSatisfy { $0.kind == "timeout" })
+        #expect(report.heaviestStackContains("dlopenHangingLibrary"), "\(report.heaviestSymbols)")
+        // The library loaded during the hang is in the final report's image list.
+        #expect(report.images.contains { $0.path == library })
+        #expect(report.heaviestStackContains("hangwatch_test_constructor_spin"), "\(report.heaviestSymbols)")
+
+        // The watchdog is alive.
+        loop.perform { _ = hangInPerformedBlock(milliseconds: 400) }
+        #expect(directory.waitForFinished(2).count == 2)
+        monitor.stop()
+    }
+}
+
+/// Loads the library and keeps it loaded, as services keep their plugins.
+@inline(never)
+func dlopenHangingLibrary(_ path: String) {
+    _ = dlopen(path, RTLD_NOW)
+}
