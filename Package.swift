@@ -64,6 +64,11 @@ let package = Package(
             name: "hangwatch-demo",
             dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"]
         ),
+        // Benchmarks: baselines (bare observers, the naive design) live here, not in the product.
+        .executableTarget(
+            name: "hangwatch-bench",
+            dependencies: ["HangWatch", "HangWatchReport"]
+        ),
         .testTarget(
             name: "HangWatchTests",
             dependencies: ["HangWatch", "HangWatchReport", "CHangWatchCapture", "HangWatchSymbolication"]

@@ -1,0 +1,51 @@
+# HangWatch. Two commands do everything on a fresh Debian machine with Swift:
+#   make demo    build and run the demo service; print its hang reports
+#   make test    run every test
+SWIFT   ?= swift
+PREFIX  ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR ?=
+REPORTS ?= ./hangwatch-reports
+
+.PHONY: all deps build demo test bench install clean
+
+all: build
+
+# System packages the build needs, installed only when missing.
+deps:
+	@missing=""; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	pkg-config --exists libunwind 2>/dev/null || missing="$$missing libunwind-dev"; \
+	pkg-config --exists libdw 2>/dev/null || missing="$$missing libdw-dev"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+demo: build
+	"$$($(SWIFT) build --show-bin-path)/hangwatch-demo" --reports "$(REPORTS)"
+
+# Tests share two CPUs with hangs they inject on purpose: run them one at a time.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --no-parallel
+
+bench: deps
+	$(SWIFT) build -c release --product hangwatch-bench
+	"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"
+
+# The embedded library is a Swift package dependency; what a host gets is its default settings
+# file (also usable as a systemd EnvironmentFile) and the example drop-in for a monitored service.
+install:
+	install -d "$(DESTDIR)$(SYSCONFDIR)/hangwatch"
+	install -m 0644 config/hangwatch.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatch.env"
+	install -d "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/examples"
+	install -m 0644 systemd/hangwatch-monitored-service.conf "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/examples/"
+	install -m 0644 docs/*.md README.md "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/"
+
+clean:
+	rm -rf .build "$(REPORTS)"
