@@ -47,6 +47,7 @@ static _Atomic uint64_t g_next_generation = 1;
 static struct {
     pid_t tid;
     int max_frames;
+    uintptr_t stack_low;
     uintptr_t stack_high;
 } g_request;
 
@@ -89,6 +90,7 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
     }
     const pid_t tid = g_request.tid;
     const int max_frames = g_request.max_frames;
+    const uintptr_t stack_low = g_request.stack_low;
     const uintptr_t stack_high = g_request.stack_high;
     if (tid != hw_gettid()) {
         return; /* delivered to a thread that reuses an old id: not the thread we asked for */
@@ -101,7 +103,7 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
     uintptr_t frames[HW_MAX_FRAMES];
     int32_t flags = 0;
     uintptr_t last_sp = 0;
-    int count = hw_unwind_walk(uc, HW_SIGNAL_CONTEXT_SIZE, hw_context_sp(uc), stack_high, frames,
+    int count = hw_unwind_walk(uc, HW_SIGNAL_CONTEXT_SIZE, hw_stack_floor(hw_context_sp(uc), stack_low), stack_high, frames,
                                max_frames, &flags, &last_sp);
 
     expected = HW_STATE(generation, HW_RUNNING);
@@ -154,7 +156,7 @@ static void hw_warm_up(void) {
     uintptr_t frames[HW_MAX_FRAMES];
     int32_t flags = 0;
     uintptr_t last_sp = 0;
-    (void)hw_unwind_walk(&context, sizeof(context), hw_context_sp(&context), high, frames, HW_MAX_FRAMES,
+    (void)hw_unwind_walk(&context, sizeof(context), hw_stack_floor(hw_context_sp(&context), low), high, frames, HW_MAX_FRAMES,
                          &flags, &last_sp);
 }
 
@@ -249,7 +251,8 @@ int hw_capture_thread_attach(size_t altstack_size, int signo) {
     return installed;
 }
 
-int hw_capture_request(pid_t tid, uintptr_t stack_high, int signo, int max_frames, uint64_t *generation) {
+int hw_capture_request(pid_t tid, uintptr_t stack_low, uintptr_t stack_high, int signo, int max_frames,
+                       uint64_t *generation) {
     pthread_once(&g_semaphore_once, hw_init_semaphore);
     uint64_t state = atomic_load(&g_state);
     /* DONE here is an answer nobody waited for (its waiter gave up while the answer was being written). */
@@ -259,6 +262,7 @@ int hw_capture_request(pid_t tid, uintptr_t stack_high, int signo, int max_frame
     const uint64_t next = atomic_fetch_add(&g_next_generation, 1) & HW_GENERATION_MASK;
     g_request.tid = tid;
     g_request.max_frames = max_frames > HW_MAX_FRAMES ? HW_MAX_FRAMES : max_frames;
+    g_request.stack_low = stack_low;
     g_request.stack_high = stack_high;
     if (!atomic_compare_exchange_strong(&g_state, &state, HW_STATE(next, HW_PENDING))) {
         return EBUSY;

@@ -26,6 +26,17 @@ uintptr_t hw_context_sp(const ucontext_t *uc);
 /* Bytes of a kernel-provided signal context that may be read (up to the end of uc_mcontext). */
 #define HW_SIGNAL_CONTEXT_SIZE (offsetof(ucontext_t, uc_mcontext) + sizeof(mcontext_t))
 
+/* The x86_64 and aarch64 ABIs let leaf code use 128 bytes below the stack pointer (the red zone),
+ * and unwind rules in function epilogues point there (the slot a frame pointer was just popped
+ * from). Signal frames are never placed in it, so it may be read. */
+#define HW_RED_ZONE 128
+
+/* The lowest stack address a walk from stack pointer `sp` may read. */
+static inline uintptr_t hw_stack_floor(uintptr_t sp, uintptr_t stack_low) {
+    uintptr_t floor = sp > HW_RED_ZONE ? sp - HW_RED_ZONE : 0;
+    return floor > stack_low ? floor : stack_low;
+}
+
 /* CLOCK_MONOTONIC in nanoseconds. Async-signal-safe. */
 int64_t hw_now_ns(void);
 

@@ -394,7 +394,7 @@ static uintptr_t hw_scan_for_frame_record(uintptr_t sp, uintptr_t stack_high) {
     return 0;
 }
 
-int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_high,
+int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_low, uintptr_t stack_high,
                              uintptr_t *frames, int max_frames, int32_t *flags) {
     *flags = 0;
     if (sp == 0 || pc == 0 || sp >= stack_high || max_frames <= 0) {
@@ -411,7 +411,8 @@ int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_high,
     memset(&uc, 0, sizeof(uc));
     hw_context_set(&uc, pc, sp, 0);
     uintptr_t last_sp = sp;
-    int count = hw_unwind_walk(&uc, sizeof(uc), sp, stack_high, frames, max_frames, flags, &last_sp);
+    const uintptr_t floor = hw_stack_floor(sp, stack_low);
+    int count = hw_unwind_walk(&uc, sizeof(uc), floor, stack_high, frames, max_frames, flags, &last_sp);
     if ((*flags & (HW_UNWIND_END_OF_STACK | HW_UNWIND_TRUNCATED)) != 0) {
         return count;
     }
@@ -425,7 +426,7 @@ int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_high,
     int32_t retry_flags = 0;
     memset(&uc, 0, sizeof(uc));
     hw_context_set(&uc, pc, sp, record);
-    int retry_count = hw_unwind_walk(&uc, sizeof(uc), sp, stack_high, retry, max_frames, &retry_flags, &last_sp);
+    int retry_count = hw_unwind_walk(&uc, sizeof(uc), floor, stack_high, retry, max_frames, &retry_flags, &last_sp);
     if (retry_count > count) {
         memcpy(frames, retry, (size_t)retry_count * sizeof(uintptr_t));
         *flags = retry_flags | HW_UNWIND_HEURISTIC_FP;

@@ -15,7 +15,7 @@ import Testing
         -> Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
     {
         UnsafeCaptureBridge.captureBySignal(
-            tid: target.attachment.tid, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 128,
+            tid: target.attachment.tid, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 128,
             timeoutNanoseconds: timeout)
     }
 
@@ -33,6 +33,21 @@ import Testing
         #expect(overlap(result.frames, target) >= 3, "captured \(result.frames), truth \(target.groundTruth)")
         #expect(result.flags.contains(.endOfStack))
         #expect(!result.flags.contains(.readsRejected))
+    }
+
+    @Test func everyCaptureReachesTheOutermostFrameWhereverTheThreadWasInterrupted() throws {
+        // Hundreds of captures land in prologues and epilogues too (after `pop rbp`, the unwind
+        // rule reads the slot just below the stack pointer, in the red zone).
+        let target = TargetThread(signal: signal)
+        defer { target.stop() }
+        var incomplete: [UInt] = []
+        for _ in 0..<300 {
+            let result = try capture(target).get()
+            if !result.flags.contains(.endOfStack) || overlap(result.frames, target) < 3 {
+                incomplete.append(result.frames.first ?? 0)
+            }
+        }
+        #expect(incomplete.isEmpty, "\(incomplete.count) of 300 stacks incomplete, interrupted at \(incomplete.prefix(5))")
     }
 
     @Test func theHandlerPausesTheThreadForMicroseconds() throws {
@@ -79,7 +94,7 @@ import Testing
         target.stop()
         usleep(20_000)
         let result = UnsafeCaptureBridge.captureBySignal(
-            tid: tid, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 64, timeoutNanoseconds: 50_000_000)
+            tid: tid, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 64, timeoutNanoseconds: 50_000_000)
         // Either the kernel says the thread is gone, or (tid reused) nobody answers: never a stack.
         switch result {
         case .success: Issue.record("a capture of an exited thread returned a stack")
@@ -106,7 +121,7 @@ import Testing
             return
         }
         let walk = UnsafeCaptureBridge.captureBlocked(
-            stackPointer: sp, programCounter: pc, stackHigh: attachment!.stackHigh, maxFrames: 128)
+            stackPointer: sp, programCounter: pc, stackLow: attachment!.stackLow, stackHigh: attachment!.stackHigh, maxFrames: 128)
         finished.wait()
         #expect(slept >= 599)
         #expect(walk.frames.count >= 5)
@@ -132,7 +147,7 @@ import Testing
         let target = TargetThread(signal: other)
         defer { target.stop() }
         let result = UnsafeCaptureBridge.captureBySignal(
-            tid: target.attachment.tid, stackHigh: target.attachment.stackHigh, signal: other, maxFrames: 128,
+            tid: target.attachment.tid, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: other, maxFrames: 128,
             timeoutNanoseconds: 200_000_000)
         #expect(try overlap(result.get().frames, target) >= 3)
         #expect(PreviousHandlerProbe.count.load(ordering: .relaxed) == before + 1)

@@ -189,6 +189,22 @@ import Testing
         #expect(try #require(HeaviestPath.find(samples, identity: identity)).stack == 0)
     }
 
+    @Test func theTrunkIsWhereNearlyAllTheTimeWent() throws {
+        // root > main > spin carry everything; helper only 40 %.
+        let samples = [
+            HeaviestPath.Sample(frames: [5, 2, 1, 0], weight: 60, stack: 0),
+            HeaviestPath.Sample(frames: [2, 1, 0], weight: 40, stack: 1),
+        ]
+        let result = try #require(HeaviestPath.find(samples, identity: identity))
+        #expect(result.stack == 0)
+        #expect(result.trunkDepth == 3)
+        let lopsided = [
+            HeaviestPath.Sample(frames: [5, 2, 1, 0], weight: 90, stack: 0),
+            HeaviestPath.Sample(frames: [2, 1, 0], weight: 10, stack: 1),
+        ]
+        #expect(try #require(HeaviestPath.find(lopsided, identity: identity)).trunkDepth == 4)
+    }
+
     @Test func noSamplesNoPath() {
         #expect(HeaviestPath.find([], identity: identity) == nil)
     }

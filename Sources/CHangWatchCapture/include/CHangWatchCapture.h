@@ -110,11 +110,13 @@ int hw_current_thread_stack(uintptr_t *low, uintptr_t *high);
 
 /**
  * Queue a capture request for thread `tid` of this process and send it `signo` carrying the new
- * generation number (rt_tgsigqueueinfo, SI_QUEUE). `stack_high` bounds the reads the handler may
- * make. At most one request is outstanding: returns EBUSY while a previous one is neither
- * collected nor abandoned, ESRCH when the thread is gone, or another errno value; 0 on success.
+ * generation number (rt_tgsigqueueinfo, SI_QUEUE). The handler reads the thread's stack only
+ * between its stack pointer (less the ABI's red zone, never below `stack_low`) and `stack_high`.
+ * At most one request is outstanding: returns EBUSY while a previous one is neither collected nor
+ * abandoned, ESRCH when the thread is gone, or another errno value; 0 on success.
  */
-int hw_capture_request(pid_t tid, uintptr_t stack_high, int signo, int max_frames, uint64_t *generation);
+int hw_capture_request(pid_t tid, uintptr_t stack_low, uintptr_t stack_high, int signo, int max_frames,
+                       uint64_t *generation);
 
 /**
  * Wait for the answer to request `generation` until `timeout_ns` of CLOCK_MONOTONIC has passed.
@@ -125,10 +127,11 @@ int hw_capture_wait(uint64_t generation, int64_t timeout_ns, hw_capture_result *
 
 /**
  * Unwind a thread that is blocked in a system call, from the user `sp` and `pc` reported by
- * /proc/self/task/<tid>/syscall. Runs on the calling thread; reads only [sp, stack_high) and the
- * published image ranges. Returns the number of frames written (>= 0) and sets *flags.
+ * /proc/self/task/<tid>/syscall. Runs on the calling thread; reads only the thread's stack from
+ * `sp` (less the red zone, never below `stack_low`) to `stack_high`, and the published image ranges.
+ * Returns the number of frames written (>= 0) and sets *flags.
  */
-int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_high,
+int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_low, uintptr_t stack_high,
                              uintptr_t *frames, int max_frames, int32_t *flags);
 
 #ifdef __cplusplus

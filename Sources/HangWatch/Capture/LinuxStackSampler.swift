@@ -50,8 +50,8 @@ struct LinuxStackSampler: StackSampling {
             }
             let walk = Self.captureLock.withLock { _ in
                 UnsafeCaptureBridge.captureBlocked(
-                    stackPointer: stackPointer, programCounter: programCounter, stackHigh: thread.stackHigh,
-                    maxFrames: maxFrames)
+                    stackPointer: stackPointer, programCounter: programCounter, stackLow: thread.stackLow,
+                    stackHigh: thread.stackHigh, maxFrames: maxFrames)
             }
             // The stack was read while the thread slept; it is only trustworthy if it still sleeps
             // in the same call.
@@ -70,7 +70,7 @@ struct LinuxStackSampler: StackSampling {
         }
         let capture = Self.captureLock.withLock { _ in
             UnsafeCaptureBridge.captureBySignal(
-                tid: thread.tid, stackHigh: thread.stackHigh, signal: signal, maxFrames: maxFrames,
+                tid: thread.tid, stackLow: thread.stackLow, stackHigh: thread.stackHigh, signal: signal, maxFrames: maxFrames,
                 timeoutNanoseconds: timeoutNanoseconds)
         }
         switch capture {

@@ -106,10 +106,10 @@ enum UnsafeCaptureBridge {
 
     /// Signals thread `tid` and waits up to `timeoutNanoseconds` for it to unwind itself.
     static func captureBySignal(
-        tid: Int32, stackHigh: UInt, signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64
+        tid: Int32, stackLow: UInt, stackHigh: UInt, signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64
     ) -> Result<SignalCapture, SignalCaptureError> {
         var generation: UInt64 = 0
-        let sent = hw_capture_request(tid, stackHigh, signal, Int32(maxFrames), &generation)
+        let sent = hw_capture_request(tid, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
         switch sent {
         case 0: break
         case EBUSY: return .failure(.busy)
@@ -131,14 +131,14 @@ enum UnsafeCaptureBridge {
     }
 
     /// Unwinds a thread blocked in a system call from its user stack pointer and program counter.
-    static func captureBlocked(stackPointer: UInt, programCounter: UInt, stackHigh: UInt, maxFrames: Int)
+    static func captureBlocked(stackPointer: UInt, programCounter: UInt, stackLow: UInt, stackHigh: UInt, maxFrames: Int)
         -> (frames: [UInt], flags: UnwindFlags)
     {
         var frames = [UInt](repeating: 0, count: min(maxFrames, Self.maxFrames))
         var flags: Int32 = 0
         let count = frames.withUnsafeMutableBufferPointer { buffer in
             hw_unwind_blocked_thread(
-                stackPointer, programCounter, stackHigh, buffer.baseAddress, Int32(buffer.count), &flags)
+                stackPointer, programCounter, stackLow, stackHigh, buffer.baseAddress, Int32(buffer.count), &flags)
         }
         return (Array(frames.prefix(Int(max(0, count)))), UnwindFlags(rawValue: flags))
     }

@@ -18,7 +18,14 @@ struct HeaviestPath {
         var stack: Int
         var sampleCount: Int
         var weight: UInt64
+        /// How many frames, from the root, almost all of the time went through (the trunk):
+        /// `trunkShare` of the total or more. The trunk is what identifies a hang for grouping; a
+        /// leaf that a few samples happened to catch does not.
+        var trunkDepth: Int
     }
+
+    /// The share of the total time a node needs to be part of the trunk.
+    static let trunkShare = 0.75
 
     private struct Node {
         var weight: UInt64 = 0
@@ -54,6 +61,9 @@ struct HeaviestPath {
             nodes[current].endingHere[sample.stack, default: 0] += sample.weight
         }
         var current = 0
+        var depth = 0
+        var trunkDepth = 0
+        let total = Double(nodes[0].weight)
         while true {
             // Ties go to the child seen first in the samples (the lowest node index), so the result
             // does not depend on dictionary order.
@@ -62,10 +72,15 @@ struct HeaviestPath {
             }
             guard let best, current == 0 || nodes[best].weight > nodes[current].selfWeight else { break }
             current = best
+            depth += 1
+            if trunkDepth == depth - 1 && Double(nodes[current].weight) >= total * trunkShare {
+                trunkDepth = depth
+            }
         }
         guard current != 0,
             let stack = nodes[current].endingHere.max(by: { ($0.value, -$0.key) < ($1.value, -$1.key) })?.key
         else { return nil }
-        return Result(stack: stack, sampleCount: nodes[current].sampleCount, weight: nodes[current].weight)
+        return Result(
+            stack: stack, sampleCount: nodes[current].sampleCount, weight: nodes[current].weight, trunkDepth: trunkDepth)
     }
 }

@@ -73,6 +73,7 @@ struct ReportBuilder: Sendable {
                 stack: stack)
         }
         var heaviest: HangReport.HeaviestStack?
+        var signatureFrames: [HangReport.Frame] = []
         if let path = HeaviestPath.find(weighed, identity: { index in
             let frame = frames[index]
             return frame.image.map { "\($0):\(frame.functionOffset ?? frame.offset ?? frame.address)" } ?? frame.address
@@ -80,9 +81,12 @@ struct ReportBuilder: Sendable {
             heaviest = HangReport.HeaviestStack(
                 stack: path.stack, sampleCount: path.sampleCount, weightMs: Self.milliseconds(Int64(path.weight)),
                 frames: stacks[path.stack].frames.map { frames[$0] })
+            // The signature names the trunk (where nearly all the time went), not a leaf a few
+            // samples happened to catch.
+            signatureFrames = Array(heaviest!.frames.suffix(max(1, path.trunkDepth)))
         }
         let reportImages = images.reportImages
-        let signature = StackSignature.compute(frames: heaviest?.frames ?? [], images: reportImages)
+        let signature = StackSignature.compute(frames: signatureFrames, images: reportImages)
 
         return HangReport(
             id: recording.id, service: service, host: host, pid: pid, process: process,

@@ -68,12 +68,25 @@ func captureTargetEntry(
     // The callers of this function, as the thread itself sees them.
     ready(Thread.callStackReturnAddresses.map { UInt(truncating: $0) })
     var blocked = blocking
+    var value: UInt64 = 1
     while !flags.stop.load(ordering: .relaxed) {
-        _ = spinInTestHang(milliseconds: 1)
+        // Mostly calls to a tiny function: many interruptions land in its prologue and epilogue.
+        for _ in 0..<10_000 { value = tinyCallee(value) }
         if blocked && flags.unblock.load(ordering: .relaxed) {
             pthread_sigmask(SIG_UNBLOCK, &set, nil)
             blocked = false
         }
     }
     if blocked { pthread_sigmask(SIG_UNBLOCK, &set, nil) }
+    blackHoleForTests(value)
+}
+
+@inline(never)
+func tinyCallee(_ value: UInt64) -> UInt64 {
+    value &* 6_364_136_223_846_793_005 &+ 1
+}
+
+@inline(never)
+func blackHoleForTests(_ value: UInt64) {
+    if value == 42 { print("") }
 }
