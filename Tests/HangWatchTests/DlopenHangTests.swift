@@ -44,12 +44,8 @@ import Testing
 
     @Test func aHangInsideDlopenIsReportedAndTheWatchdogSurvives() throws {
         let library = try Self.buildHangingLibrary(milliseconds: 700)
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         loop.perform { dlopenHangingLibrary(library) }
         let reports = directory.waitForFinished(1, timeout: 15)
         try #require(reports.count == 1)

@@ -15,12 +15,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
 /// Serialized so hangs do not compete for the two CPUs and distort each other's timing.
 @Suite(.serialized) struct HangMonitorTests {
     @Test func reportsEachInjectedHangOnceWithItsDurationAndCulprit() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
 
         for milliseconds in [400, 700, 1200] {
             loop.afterDelay(0.05) { _ = hangInTimerCallback(milliseconds: milliseconds) }
@@ -48,12 +44,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func idleSleepsAndShortBurstsAreNotHangs() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         // Two seconds of idle sleep (the loop wakes only for its own 250 ms timeouts).
         usleep(2_000_000)
         // Bursts under the threshold, back to back in separate loop iterations. (Blocks queued
@@ -69,12 +61,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func aHangInABlockOfTheNextIterationIsStuckAfterBeforeSources() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         // A block performed from a block runs at the top of the next iteration, after
         // beforeSources (a block that wakes a sleeping loop runs after afterWaiting).
         loop.perform { RunLoop.current.perform { _ = hangInPerformedBlock(milliseconds: 600) } }
@@ -86,12 +74,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func aHangInsideANestedRunIsReported() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         loop.perform {
             // A nested run of the same mode: idle for a while, then one of its timers hangs.
             let timer = Timer(timeInterval: 0.3, repeats: false) { _ in _ = hangInNestedRun(milliseconds: 600) }
@@ -108,12 +92,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func aHangInACustomModeIsReportedWithItsMode() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         loop.perform {
             let mode = RunLoop.Mode("TestModalMode")
             let timer = Timer(timeInterval: 0.4, repeats: false) { _ in _ = hangInCustomMode(milliseconds: 600) }
@@ -131,13 +111,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func aThreadThatBlocksTheCaptureSignalIsReportedWithACaptureError() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let configuration = directory.configuration()
-        let monitor = try HangMonitor(configuration: configuration)
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         let signal = CaptureSignal.defaultSignal
         loop.perform { _ = hangWithSignalsBlocked(milliseconds: 600, signal: signal) }
         let blocked = directory.waitForFinished(1)
@@ -153,12 +128,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func aThreadBlockedOnALockIsReportedOffCPUInFutex() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         let lock = NSLock()
         let held = DispatchSemaphore(value: 0)
         Thread {
@@ -180,12 +151,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func capturingNeverCutsASleepShort() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         let slept = Mutex<Double>(0)
         loop.sync { slept.withLock { $0 = hangInSleep(milliseconds: 700) } }
         let reports = directory.waitForFinished(1)
@@ -221,12 +188,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func stoppingDuringAHangWritesItAsStopped() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         loop.perform { _ = spinInTestHang(milliseconds: 2500) }
         // The provisional report appears while the hang goes on.
         let provisional = directory.waitFor { $0.contains { $0.outcome == .ongoing } }
@@ -242,12 +205,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func pausedDetectionIgnoresKnownLongOperations() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         loop.sync { monitor.withoutHangDetection { _ = spinInTestHang(milliseconds: 600) } }
         loop.sync {
             monitor.pause()
@@ -264,12 +223,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func theThresholdCanChangeWhileRunning() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        let monitor = try HangMonitor(configuration: directory.configuration())
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         try monitor.setThreshold(.milliseconds(800))
         #expect(monitor.threshold == .milliseconds(800))
         loop.sync { _ = spinInTestHang(milliseconds: 500) }
@@ -301,14 +256,10 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func repeatsOfOneHangAreFoldedIntoOneReport() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop(threshold: .milliseconds(50)) { configuration in
+            configuration.repeatWindow = .seconds(600)
+        }
         defer { loop.stop() }
-        var configuration = directory.configuration(threshold: .milliseconds(50))
-        configuration.repeatWindow = .seconds(600)
-        let monitor = try HangMonitor(configuration: configuration)
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         for _ in 0..<6 {
             loop.sync { _ = hangInPerformedBlock(milliseconds: 150) }
             usleep(50_000)
@@ -321,15 +272,11 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     }
 
     @Test func theRateLimitBoundsNewReports() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop(threshold: .milliseconds(50)) { configuration in
+            configuration.reportBurst = 2
+            configuration.reportsPerMinute = 1
+        }
         defer { loop.stop() }
-        var configuration = directory.configuration(threshold: .milliseconds(50))
-        configuration.reportBurst = 2
-        configuration.reportsPerMinute = 1
-        let monitor = try HangMonitor(configuration: configuration)
-        try monitor.start(runLoop: loop.runLoop)
-        try waitUntilAttached(monitor)
         for _ in 0..<5 {
             loop.sync { _ = spinInTestHang(milliseconds: 120) }
             usleep(50_000)

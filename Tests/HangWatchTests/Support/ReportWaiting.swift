@@ -57,3 +57,24 @@ extension HangReport {
         heaviestSymbols.contains { $0.contains(function) }
     }
 }
+
+/// A test thread's run loop, watched by a started and attached monitor that writes into its own
+/// directory. Stop the loop when done (`defer { loop.stop() }`).
+func startMonitoredLoop(
+    _ name: String = #function, threshold: Duration = .milliseconds(250),
+    configure: (inout HangMonitor.Configuration) -> Void = { _ in }
+) throws -> (directory: ReportDirectory, loop: LoopThread, monitor: HangMonitor) {
+    let directory = ReportDirectory(name)
+    var configuration = directory.configuration(threshold: threshold)
+    configure(&configuration)
+    let loop = LoopThread()
+    let monitor = try HangMonitor(configuration: configuration)
+    try monitor.start(runLoop: loop.runLoop)
+    let deadline = Date().addingTimeInterval(5)
+    while !monitor.isAttached && Date() < deadline { usleep(5000) }
+    guard monitor.isAttached else {
+        loop.stop()
+        throw HangMonitorError.captureUnavailable(reason: "the test loop did not attach within 5 s")
+    }
+    return (directory, loop, monitor)
+}
