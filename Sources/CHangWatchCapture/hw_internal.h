@@ -19,9 +19,32 @@ int hw_unwind_prepare(void);
 int hw_unwind_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high,
                    uintptr_t *frames, int max_frames, int32_t *flags, uintptr_t *last_sp);
 
+/* Sessions: the read limits of a walk, keyed by the context pointer libunwind passes back to our
+ * accessors. Open returns NULL when every session is taken. Async-signal-safe. */
+void *hw_session_open(const ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high);
+/* Closes a session; returns how many reads it refused. */
+int hw_session_close(void *session);
+/* A checked read inside a session's limits: 1 and *value, or 0 (refused). */
+int hw_session_read(void *session, uintptr_t address, uintptr_t *value);
+
+/* libunwind's own step loop over `uc` in a session of its own, appending to frames[*count].
+ * Returns -1 (nothing done) when no session is free. */
+int hw_libunwind_walk(ucontext_t *uc, size_t uc_size, int signal_frame, uintptr_t stack_low, uintptr_t stack_high,
+                      uintptr_t *frames, int *count, int max_frames, int32_t *flags, uintptr_t *last_sp);
+
+/* The fast walk (hw_unwind_rules.c): cached per-address rules applied with checked reads, rules
+ * derived by libunwind on a miss. Returns -1 when it cannot run (architecture, no session). */
+int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
+                  int *count, int max_frames, int32_t *flags, uintptr_t *last_sp);
+
+/* Changes whenever a new image table is published. */
+uint32_t hw_images_epoch(void);
+
 /* Program counter and stack pointer held in a context. Async-signal-safe. */
 uintptr_t hw_context_pc(const ucontext_t *uc);
 uintptr_t hw_context_sp(const ucontext_t *uc);
+uintptr_t hw_context_fp(const ucontext_t *uc);
+void hw_context_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp);
 
 /* Bytes of a kernel-provided signal context that may be read (up to the end of uc_mcontext). */
 #define HW_SIGNAL_CONTEXT_SIZE (offsetof(ucontext_t, uc_mcontext) + sizeof(mcontext_t))

@@ -46,6 +46,8 @@ typedef struct hw_table {
 static hw_table g_tables[2];
 static _Atomic int g_active_table;
 static _Atomic int g_walks_in_flight;
+/* Bumped on every publication: rules cached for addresses of the previous table are stale. */
+static _Atomic uint32_t g_table_epoch = 1;
 
 int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
                       const hw_address_range *ranges, size_t range_count) {
@@ -63,6 +65,7 @@ int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
     table->range_count = range_count;
     atomic_store(&g_active_table, idle);
     /* Cached unwind rules are keyed by address; an unloaded image's addresses may be reused. */
+    atomic_fetch_add(&g_table_epoch, 1);
     unw_flush_cache(unw_local_addr_space, 0, 0);
     return 0;
 }
@@ -105,7 +108,7 @@ static int hw_in_ranges(const hw_table *table, uintptr_t start, uintptr_t end) {
  * bit carries libunwind's own "validate" flag). A session maps that pointer to the read limits of
  * its walk. Callbacks for contexts we do not know (the host's own libunwind use) go to libunwind's
  * original accessors untouched. */
-#define HW_SESSIONS 4
+#define HW_SESSIONS 8
 #define HW_SESSION_RESERVED ((uintptr_t)1)
 
 typedef struct hw_session {
@@ -124,13 +127,13 @@ static _Atomic int g_prepared;
 static pthread_once_t g_prepare_once = PTHREAD_ONCE_INIT;
 
 static hw_session *hw_session_claim(uintptr_t key) {
+    (void)key;
     for (int i = 0; i < HW_SESSIONS; i++) {
         uintptr_t expected = 0;
         if (atomic_compare_exchange_strong(&g_sessions[i].key, &expected, HW_SESSION_RESERVED)) {
             return &g_sessions[i];
         }
     }
-    (void)key;
     return NULL;
 }
 
@@ -240,7 +243,15 @@ uintptr_t hw_context_sp(const ucontext_t *uc) {
 #endif
 }
 
-static void hw_context_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp) {
+uintptr_t hw_context_fp(const ucontext_t *uc) {
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.regs[29];
+#endif
+}
+
+void hw_context_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp) {
 #if defined(__x86_64__)
     uc->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
     uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
@@ -260,6 +271,101 @@ int64_t hw_now_ns(void) {
 
 /* ---- the walk ------------------------------------------------------------------------------- */
 
+void *hw_session_open(const ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high) {
+    hw_session *s = hw_session_claim((uintptr_t)uc);
+    if (s == NULL) {
+        return NULL;
+    }
+    s->stack_low = stack_low;
+    s->stack_high = stack_high;
+    s->context_low = (uintptr_t)uc;
+    s->context_high = (uintptr_t)uc + uc_size;
+    s->table = &g_tables[atomic_load(&g_active_table)];
+    s->rejected_reads = 0;
+    atomic_store_explicit(&s->key, (uintptr_t)uc, memory_order_release);
+    return s;
+}
+
+int hw_session_close(void *session) {
+    hw_session *s = session;
+    const int rejected = s->rejected_reads;
+    atomic_store_explicit(&s->key, 0, memory_order_release);
+    return rejected;
+}
+
+int hw_session_read(void *session, uintptr_t address, uintptr_t *value) {
+    hw_session *s = session;
+    if (!hw_session_may_read(s, address)) {
+        s->rejected_reads++;
+        return 0;
+    }
+    memcpy(value, (const void *)address, sizeof(*value));
+    return 1;
+}
+
+/* libunwind's own loop: unw_step until the end, an error, the cap or a stack pointer that does not
+ * go up. Appends to frames[*count]. */
+static void hw_libunwind_steps(ucontext_t *uc, int signal_frame, uintptr_t *frames, int *count, int max_frames,
+                               int32_t *flags, uintptr_t *last_sp) {
+    unw_cursor_t cursor;
+    if (unw_init_local2(&cursor, (unw_context_t *)uc, signal_frame ? UNW_INIT_SIGNAL_FRAME : 0) < 0) {
+        if (*count == 0) {
+            frames[(*count)++] = hw_context_pc(uc);
+        }
+        *flags |= HW_UNWIND_INIT_FAILED;
+        return;
+    }
+    unw_word_t previous_sp = 0, previous_ip = 0;
+    int first = 1;
+    for (;;) {
+        unw_word_t ip = 0, sp = 0;
+        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || unw_get_reg(&cursor, UNW_REG_SP, &sp) < 0) {
+            *flags |= HW_UNWIND_ERROR;
+            return;
+        }
+        if (ip == 0) {
+            *flags |= HW_UNWIND_END_OF_STACK;
+            return;
+        }
+        if (!first && (sp < previous_sp || (sp == previous_sp && ip == previous_ip))) {
+            *flags |= HW_UNWIND_NO_PROGRESS;
+            return;
+        }
+        first = 0;
+        frames[(*count)++] = (uintptr_t)ip;
+        *last_sp = (uintptr_t)sp;
+        previous_sp = sp;
+        previous_ip = ip;
+        if (*count >= max_frames) {
+            *flags |= HW_UNWIND_TRUNCATED;
+            return;
+        }
+        int step = unw_step(&cursor);
+        if (step == 0) {
+            *flags |= HW_UNWIND_END_OF_STACK;
+            return;
+        }
+        if (step < 0) {
+            *flags |= HW_UNWIND_ERROR;
+            return;
+        }
+    }
+}
+
+int hw_libunwind_walk(ucontext_t *uc, size_t uc_size, int signal_frame, uintptr_t stack_low, uintptr_t stack_high,
+                      uintptr_t *frames, int *count, int max_frames, int32_t *flags, uintptr_t *last_sp) {
+    void *session = hw_session_open(uc, uc_size, stack_low, stack_high);
+    if (session == NULL) {
+        *flags |= HW_UNWIND_BUSY;
+        return -1;
+    }
+    hw_libunwind_steps(uc, signal_frame, frames, count, max_frames, flags, last_sp);
+    if (hw_session_close(session) > 0) {
+        *flags |= HW_UNWIND_READS_REJECTED;
+    }
+    return 0;
+}
+
 int hw_unwind_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high,
                    uintptr_t *frames, int max_frames, int32_t *flags, uintptr_t *last_sp) {
     *flags = 0;
@@ -270,71 +376,23 @@ int hw_unwind_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_
     if (max_frames <= 0) {
         return 0;
     }
-    atomic_fetch_add(&g_walks_in_flight, 1);
-    hw_session *s = hw_session_claim((uintptr_t)uc);
-    if (s == NULL || !atomic_load(&g_prepared)) {
-        if (s != NULL) {
-            atomic_store(&s->key, 0);
-        }
-        atomic_fetch_sub(&g_walks_in_flight, 1);
-        frames[0] = hw_context_pc(uc);
-        *flags = HW_UNWIND_BUSY;
-        return 1;
-    }
-    s->stack_low = stack_low;
-    s->stack_high = stack_high;
-    s->context_low = (uintptr_t)uc;
-    s->context_high = (uintptr_t)uc + uc_size;
-    s->table = &g_tables[atomic_load(&g_active_table)];
-    s->rejected_reads = 0;
-    atomic_store_explicit(&s->key, (uintptr_t)uc, memory_order_release);
-
     int count = 0;
-    unw_cursor_t cursor;
-    if (unw_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0) {
+    atomic_fetch_add(&g_walks_in_flight, 1);
+    if (!atomic_load(&g_prepared)) {
         frames[count++] = hw_context_pc(uc);
-        *flags |= HW_UNWIND_INIT_FAILED;
-    } else {
-        unw_word_t previous_sp = 0, previous_ip = 0;
-        for (;;) {
-            unw_word_t ip = 0, sp = 0;
-            if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || unw_get_reg(&cursor, UNW_REG_SP, &sp) < 0) {
-                *flags |= HW_UNWIND_ERROR;
-                break;
-            }
-            if (ip == 0) {
-                *flags |= HW_UNWIND_END_OF_STACK;
-                break;
-            }
-            if (count > 0 && (sp < previous_sp || (sp == previous_sp && ip == previous_ip))) {
-                *flags |= HW_UNWIND_NO_PROGRESS;
-                break;
-            }
-            frames[count++] = (uintptr_t)ip;
-            *last_sp = (uintptr_t)sp;
-            previous_sp = sp;
-            previous_ip = ip;
-            if (count >= max_frames) {
-                *flags |= HW_UNWIND_TRUNCATED;
-                break;
-            }
-            int step = unw_step(&cursor);
-            if (step == 0) {
-                *flags |= HW_UNWIND_END_OF_STACK;
-                break;
-            }
-            if (step < 0) {
-                *flags |= HW_UNWIND_ERROR;
-                break;
-            }
+        *flags = HW_UNWIND_BUSY;
+    } else if (hw_rules_walk(uc, uc_size, stack_low, stack_high, frames, &count, max_frames, flags, last_sp) != 0) {
+        /* No fast walk on this architecture, or no session free: libunwind's own loop. */
+        if (hw_libunwind_walk(uc, uc_size, 1, stack_low, stack_high, frames, &count, max_frames, flags, last_sp) != 0) {
+            frames[count++] = hw_context_pc(uc);
         }
     }
-    if (s->rejected_reads > 0) {
-        *flags |= HW_UNWIND_READS_REJECTED;
-    }
-    atomic_store_explicit(&s->key, 0, memory_order_release);
     atomic_fetch_sub(&g_walks_in_flight, 1);
     return count;
+}
+
+uint32_t hw_images_epoch(void) {
+    return (uint32_t)atomic_load(&g_table_epoch);
 }
 
 /* ---- blocked threads ------------------------------------------------------------------------ */

@@ -11,6 +11,7 @@ import Synchronization
 /// symbol and line tables in memory).
 public final class Symbolicator: HangReportEnricher, Sendable {
     private let debugDirectories: [String]
+    /// The open images. libdw sessions are not thread-safe: the lock is held for a whole report.
     private let cache = Mutex<[String: Entry]>([:])
 
     private enum Entry {
@@ -38,6 +39,10 @@ public final class Symbolicator: HangReportEnricher, Sendable {
     /// Symbolicates every frame of `report` in place (existing names are replaced).
     @discardableResult
     public func symbolicate(_ report: inout HangReport) -> Summary {
+        cache.withLock { cache in symbolicate(&report, cache: &cache) }
+    }
+
+    private func symbolicate(_ report: inout HangReport, cache: inout [String: Entry]) -> Summary {
         var summary = Summary()
         // A return address points after its call: look up the byte before it, except for the
         // innermost frame of a stack (the exact program counter).
@@ -52,7 +57,7 @@ public final class Symbolicator: HangReportEnricher, Sendable {
             }
             let image = report.images[imageIndex]
             let lookupOffset = innermost.contains(index) || offset == 0 ? offset : offset - 1
-            switch symbols(for: image) {
+            switch symbols(for: image, cache: &cache) {
             case .failure(let error):
                 summary.imageErrors[image.path] = error
                 summary.framesUnresolved += 1
@@ -76,27 +81,25 @@ public final class Symbolicator: HangReportEnricher, Sendable {
         return summary
     }
 
-    private func symbols(for image: HangReport.Image) -> Result<ImageSymbols, ImageSymbolsError> {
+    private func symbols(for image: HangReport.Image, cache: inout [String: Entry]) -> Result<ImageSymbols, ImageSymbolsError> {
         let key = image.path + "\u{0}" + (image.buildId ?? "")
-        return cache.withLock { cache in
-            switch cache[key] {
-            case .loaded(let symbols): return .success(symbols)
-            case .failed(let error): return .failure(error)
-            case nil: break
-            }
-            do {
-                let symbols = try ImageSymbols(
-                    path: image.path, expectedBuildID: image.buildId, debugDirectories: debugDirectories)
-                cache[key] = .loaded(symbols)
-                return .success(symbols)
-            } catch let error as ImageSymbolsError {
-                cache[key] = .failed(error)
-                return .failure(error)
-            } catch {
-                let failure = ImageSymbolsError.unreadable(path: image.path, reason: "\(error)")
-                cache[key] = .failed(failure)
-                return .failure(failure)
-            }
+        switch cache[key] {
+        case .loaded(let symbols): return .success(symbols)
+        case .failed(let error): return .failure(error)
+        case nil: break
+        }
+        do {
+            let symbols = try ImageSymbols(
+                path: image.path, expectedBuildID: image.buildId, debugDirectories: debugDirectories)
+            cache[key] = .loaded(symbols)
+            return .success(symbols)
+        } catch let error as ImageSymbolsError {
+            cache[key] = .failed(error)
+            return .failure(error)
+        } catch {
+            let failure = ImageSymbolsError.unreadable(path: image.path, reason: "\(error)")
+            cache[key] = .failed(failure)
+            return .failure(failure)
         }
     }
 

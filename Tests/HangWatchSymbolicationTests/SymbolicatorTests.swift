@@ -77,6 +77,27 @@ func report(addresses: [UInt], image: HangReport.Image, bias: UInt) -> HangRepor
         }
     }
 
+    @Test func oneSymbolicatorServesManyThreadsAtOnce() async throws {
+        let path = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let buildID = try ImageSymbols(path: path, expectedBuildID: nil, debugDirectories: []).buildID
+        let (image, bias) = try thisExecutableImage(buildID: buildID)
+        let addresses = symbolicationProbe().filter { $0 > bias && $0 - bias < 0x1000_0000 }
+        let symbolicator = Symbolicator()
+        let names = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var hang = report(addresses: addresses, image: image, bias: bias)
+                    for _ in 0..<20 { symbolicator.symbolicate(&hang) }
+                    return hang.frames.compactMap(\.symbol)
+                }
+            }
+            return await group.reduce(into: [[String]]()) { $0.append($1) }
+        }
+        #expect(names.count == 8)
+        #expect(Set(names.map { $0.joined(separator: "|") }).count == 1)
+        #expect(names[0].contains { $0.contains("oneSymbolicatorServesManyThreadsAtOnce") })
+    }
+
     @Test func aMissingBinaryIsNamed() {
         let image = HangReport.Image(path: "/nonexistent/app", buildId: "aa", base: "0x0", size: 0, isMainExecutable: true)
         var hang = report(addresses: [0x1234], image: image, bias: 0)

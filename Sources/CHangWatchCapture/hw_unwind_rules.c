@@ -1,0 +1,283 @@
+/*
+ * hw_unwind_rules.c: the fast walk. libunwind decides how to unwind each code address; we cache
+ * its decision as a small rule and apply cached rules ourselves, with checked memory reads.
+ *
+ * Why: libunwind 1.6.2's register-state cache is guarded by a lock whose acquire and release each
+ * call sigprocmask (Debian builds it with CONFIG_BLOCK_SIGNALS and without a per-thread cache):
+ * two system calls per frame, most of a capture's cost. libunwind's own fast path (unw_backtrace)
+ * avoids them but reads memory unchecked, so a corrupt frame pointer would fault inside the signal
+ * handler. Here, a frame whose rule is cached costs a hash lookup and two checked reads.
+ *
+ * A rule, for one code address (x86_64): the canonical frame address (CFA) is the stack pointer
+ * or the frame pointer plus a constant; the return address is at CFA - 8; the caller's frame
+ * pointer is either unchanged or saved at CFA + a constant. On a miss the rule is derived from
+ * libunwind's own step: run it from the frame's registers, then again with the frame pointer moved;
+ * whether the CFA moves with it says which register it is based on. Anything that does not fit (a
+ * signal trampoline, a CFA expression, a register saved in another register) is marked "slow": the
+ * walk hands the rest of the stack to libunwind's own loop.
+ *
+ * Async-signal-safety: static memory only (the rule table is per-slot sequence-locked, written by
+ * compare-and-swap, readers retry nothing and treat a torn slot as a miss); libunwind calls are
+ * the documented async-signal-safe ones (unw_init_local2, unw_step, unw_get_reg, unw_get_save_loc);
+ * every read goes through a session's range checks.
+ */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "CHangWatchCapture.h"
+#include "hw_internal.h"
+
+#if defined(__x86_64__)
+
+/* FAILED is never cached: libunwind could not step from these registers, which says nothing about
+ * the code address (the blocked-thread walk starts without a frame pointer, for one). */
+enum { HW_RULE_STANDARD = 1, HW_RULE_END = 2, HW_RULE_SLOW = 3, HW_RULE_FAILED = 4 };
+enum { HW_BASE_SP = 0, HW_BASE_FP = 1 };
+#define HW_FP_UNCHANGED INT32_MIN
+
+typedef struct hw_rule {
+    uint8_t kind;
+    uint8_t base;
+    int32_t cfa_offset;
+    int32_t fp_offset;
+} hw_rule;
+
+typedef struct hw_rule_slot {
+    _Atomic uint64_t sequence; /* even: stable, odd: being written */
+    uintptr_t key;             /* address << 1 | exact (the interrupted instruction, not a return address) */
+    uint32_t epoch;
+    hw_rule rule;
+} hw_rule_slot;
+
+#define HW_RULE_SLOTS 4096 /* power of two */
+#define HW_RULE_PROBES 8
+static hw_rule_slot g_rules[HW_RULE_SLOTS];
+
+static inline size_t hw_rule_hash(uintptr_t key) {
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 52) & (HW_RULE_SLOTS - 1);
+}
+
+static int hw_rule_lookup(uintptr_t key, uint32_t epoch, hw_rule *out) {
+    size_t index = hw_rule_hash(key);
+    for (int probe = 0; probe < HW_RULE_PROBES; probe++, index = (index + 1) & (HW_RULE_SLOTS - 1)) {
+        hw_rule_slot *slot = &g_rules[index];
+        uint64_t before = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+        if (before & 1) {
+            continue;
+        }
+        uintptr_t slot_key = slot->key;
+        uint32_t slot_epoch = slot->epoch;
+        hw_rule rule = slot->rule;
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&slot->sequence, memory_order_relaxed) != before) {
+            continue;
+        }
+        if (before == 0) {
+            return 0; /* never written: the key is not further along */
+        }
+        if (slot_key == key && slot_epoch == epoch) {
+            *out = rule;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void hw_rule_store(uintptr_t key, uint32_t epoch, hw_rule rule) {
+    size_t index = hw_rule_hash(key);
+    size_t victim = index;
+    for (int probe = 0; probe < HW_RULE_PROBES; probe++, index = (index + 1) & (HW_RULE_SLOTS - 1)) {
+        hw_rule_slot *slot = &g_rules[index];
+        uint64_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+        if (sequence == 0 || slot->key == key || slot->epoch != epoch) {
+            victim = index;
+            break;
+        }
+    }
+    hw_rule_slot *slot = &g_rules[victim];
+    uint64_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+    if ((sequence & 1) ||
+        !atomic_compare_exchange_strong_explicit(&slot->sequence, &sequence, sequence + 1, memory_order_acquire,
+                                                 memory_order_relaxed)) {
+        return; /* another walk is writing this slot: leave it */
+    }
+    slot->key = key;
+    slot->epoch = epoch;
+    slot->rule = rule;
+    atomic_store_explicit(&slot->sequence, sequence + 2, memory_order_release);
+}
+
+typedef struct hw_step_result {
+    int status; /* > 0 stepped, 0 outermost frame, < 0 failed */
+    uintptr_t cfa;
+    uintptr_t ip;
+    uintptr_t fp;
+    int fp_saved;
+    uintptr_t fp_slot;
+    int ip_at_cfa_minus_8;
+} hw_step_result;
+
+/* One libunwind step from (ip, sp, fp), in a session of its own. */
+static hw_step_result hw_libunwind_step(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exact, uintptr_t stack_low,
+                                        uintptr_t stack_high) {
+    hw_step_result result;
+    memset(&result, 0, sizeof(result));
+    result.status = -1;
+    ucontext_t uc;
+    memset(&uc, 0, sizeof(uc));
+    hw_context_set(&uc, ip, sp, fp);
+    void *session = hw_session_open(&uc, sizeof(uc), stack_low, stack_high);
+    if (session == NULL) {
+        return result;
+    }
+    unw_cursor_t cursor;
+    if (unw_init_local2(&cursor, (unw_context_t *)&uc, exact ? UNW_INIT_SIGNAL_FRAME : 0) == 0) {
+        int step = unw_step(&cursor);
+        if (step == 0) {
+            result.status = 0;
+        } else if (step > 0) {
+            unw_word_t value = 0;
+            unw_save_loc_t ip_location, fp_location;
+            if (unw_get_reg(&cursor, UNW_REG_SP, &value) == 0) result.cfa = value;
+            if (unw_get_reg(&cursor, UNW_REG_IP, &value) == 0) result.ip = value;
+            if (unw_get_reg(&cursor, UNW_X86_64_RBP, &value) == 0) result.fp = value;
+            /* Where the caller's return address and frame pointer were found. */
+            if (unw_get_save_loc(&cursor, UNW_X86_64_RIP, &ip_location) == 0 && ip_location.type == UNW_SLT_MEMORY) {
+                result.ip_at_cfa_minus_8 = ip_location.u.addr == result.cfa - 8;
+            }
+            if (unw_get_save_loc(&cursor, UNW_X86_64_RBP, &fp_location) == 0 && fp_location.type == UNW_SLT_MEMORY) {
+                /* Still pointing into our context: the frame did not save it (unchanged). */
+                uintptr_t address = fp_location.u.addr;
+                result.fp_saved = !(address >= (uintptr_t)&uc && address < (uintptr_t)&uc + sizeof(uc));
+                result.fp_slot = address;
+            } else {
+                result.fp_saved = -1; /* saved in a register, or unknown: not a standard frame */
+            }
+            result.status = 1;
+        }
+    }
+    hw_session_close(session);
+    return result;
+}
+
+/* libunwind's rule for the frame at (ip, sp, fp), as a cacheable rule. */
+static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exact, uintptr_t stack_low,
+                              uintptr_t stack_high) {
+    hw_rule slow = {HW_RULE_SLOW, 0, 0, 0};
+    hw_step_result real = hw_libunwind_step(ip, sp, fp, exact, stack_low, stack_high);
+    if (real.status == 0) {
+        hw_rule end = {HW_RULE_END, 0, 0, 0};
+        return end;
+    }
+    if (real.status < 0) {
+        hw_rule failed = {HW_RULE_FAILED, 0, 0, 0};
+        return failed;
+    }
+    if (!real.ip_at_cfa_minus_8 || real.fp_saved < 0 || real.cfa <= sp) {
+        return slow;
+    }
+    /* Which register is the CFA based on? Move the frame pointer and see if the CFA follows. */
+    const uintptr_t shift = 64;
+    hw_step_result moved = hw_libunwind_step(ip, sp, fp + shift, exact, stack_low, stack_high);
+    hw_rule rule = {HW_RULE_STANDARD, 0, 0, HW_FP_UNCHANGED};
+    if (moved.status > 0 && moved.cfa == real.cfa) {
+        rule.base = HW_BASE_SP;
+        rule.cfa_offset = (int32_t)(real.cfa - sp);
+    } else if (moved.status < 0 || (moved.status > 0 && moved.cfa == real.cfa + shift)) {
+        rule.base = HW_BASE_FP;
+        rule.cfa_offset = (int32_t)((intptr_t)real.cfa - (intptr_t)fp);
+    } else {
+        return slow;
+    }
+    if (real.fp_saved) {
+        rule.fp_offset = (int32_t)((intptr_t)real.fp_slot - (intptr_t)real.cfa);
+    }
+    return rule;
+}
+
+int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
+                  int *count, int max_frames, int32_t *flags, uintptr_t *last_sp) {
+    void *session = hw_session_open(uc, uc_size, stack_low, stack_high);
+    if (session == NULL) {
+        return -1;
+    }
+    const uint32_t epoch = hw_images_epoch();
+    uintptr_t ip = hw_context_pc(uc), sp = hw_context_sp(uc), fp = hw_context_fp(uc);
+    int exact = 1;
+    for (;;) {
+        if (ip == 0) {
+            *flags |= HW_UNWIND_END_OF_STACK;
+            break;
+        }
+        frames[(*count)++] = ip;
+        *last_sp = sp;
+        if (*count >= max_frames) {
+            *flags |= HW_UNWIND_TRUNCATED;
+            break;
+        }
+        const uintptr_t key = ip << 1 | (uintptr_t)exact;
+        hw_rule rule;
+        if (!hw_rule_lookup(key, epoch, &rule)) {
+            rule = hw_derive_rule(ip, sp, fp, exact, stack_low, stack_high);
+            if (rule.kind != HW_RULE_FAILED) {
+                hw_rule_store(key, epoch, rule);
+            }
+        }
+        if (rule.kind == HW_RULE_END) {
+            *flags |= HW_UNWIND_END_OF_STACK;
+            break;
+        }
+        if (rule.kind == HW_RULE_FAILED) {
+            *flags |= HW_UNWIND_ERROR;
+            break;
+        }
+        if (rule.kind != HW_RULE_STANDARD) {
+            /* Not a frame we can step ourselves: libunwind walks the rest, from this frame. */
+            (*count)--;
+            ucontext_t rest;
+            memset(&rest, 0, sizeof(rest));
+            hw_context_set(&rest, ip, sp, fp);
+            if (hw_libunwind_walk(&rest, sizeof(rest), exact, stack_low, stack_high, frames, count, max_frames, flags,
+                                  last_sp) != 0) {
+                frames[(*count)++] = ip;
+                *flags |= HW_UNWIND_BUSY;
+            }
+            break;
+        }
+        const uintptr_t cfa = (rule.base == HW_BASE_FP ? fp : sp) + (intptr_t)rule.cfa_offset;
+        uintptr_t next_ip = 0, next_fp = fp;
+        if (!hw_session_read(session, cfa - 8, &next_ip) ||
+            (rule.fp_offset != HW_FP_UNCHANGED && !hw_session_read(session, cfa + (intptr_t)rule.fp_offset, &next_fp))) {
+            *flags |= HW_UNWIND_ERROR;
+            break;
+        }
+        if (cfa <= sp) {
+            *flags |= HW_UNWIND_NO_PROGRESS;
+            break;
+        }
+        ip = next_ip;
+        sp = cfa;
+        fp = next_fp;
+        exact = 0;
+    }
+    if (hw_session_close(session) > 0) {
+        *flags |= HW_UNWIND_READS_REJECTED;
+    }
+    return 0;
+}
+
+#else
+
+int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
+                  int *count, int max_frames, int32_t *flags, uintptr_t *last_sp) {
+    (void)uc; (void)uc_size; (void)stack_low; (void)stack_high; (void)frames; (void)count; (void)max_frames;
+    (void)flags; (void)last_sp;
+    return -1;
+}
+
+#endif
