@@ -6,7 +6,10 @@
  *   - It touches only: the atomic state word (compare-and-swap), the request fields written before
  *     the request was published, a frame buffer on its own (alternate) stack, the shared result
  *     slot (only after winning the RUNNING -> WRITING transition for its own generation), and
- *     sem_post(), getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe.
+ *     getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe.
+ *   - It wakes nobody. A wake-up from the handler (sem_post) makes the scheduler pull the watchdog
+ *     onto the hung thread's CPU and run it before the handler even returns: the hung thread then
+ *     loses the watchdog's whole turn, hundreds of microseconds. The watchdog polls instead.
  *   - It never allocates, locks, logs or formats.
  *   - A signal that is not a capture request for this process is passed to the handler that was
  *     installed before ours.
@@ -16,7 +19,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -52,18 +54,12 @@ static struct {
 } g_request;
 
 static hw_capture_result g_result;
-static sem_t g_answered;
-static pthread_once_t g_semaphore_once = PTHREAD_ONCE_INIT;
 
 #define HW_SIGNAL_LIMIT 65
 static struct sigaction g_previous[HW_SIGNAL_LIMIT];
 
 pid_t hw_gettid(void) {
     return (pid_t)syscall(SYS_gettid);
-}
-
-static void hw_init_semaphore(void) {
-    sem_init(&g_answered, 0, 0);
 }
 
 /* Pass a signal that is not ours to whoever had it before us. */
@@ -117,7 +113,6 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
     g_result.handler_entry_ns = entry_ns;
     g_result.handler_exit_ns = hw_now_ns();
     atomic_store(&g_state, HW_STATE(generation, HW_DONE));
-    sem_post(&g_answered);
 }
 
 static void hw_capture_handler(int signo, siginfo_t *info, void *context) {
@@ -164,7 +159,6 @@ int hw_capture_install(int signo) {
     if (signo <= 0 || signo >= HW_SIGNAL_LIMIT) {
         return EINVAL;
     }
-    pthread_once(&g_semaphore_once, hw_init_semaphore);
     int prepared = hw_unwind_prepare();
     if (prepared != 0) {
         return prepared;
@@ -253,7 +247,6 @@ int hw_capture_thread_attach(size_t altstack_size, int signo) {
 
 int hw_capture_request(pid_t tid, uintptr_t stack_low, uintptr_t stack_high, int signo, int max_frames,
                        uint64_t *generation) {
-    pthread_once(&g_semaphore_once, hw_init_semaphore);
     uint64_t state = atomic_load(&g_state);
     /* DONE here is an answer nobody waited for (its waiter gave up while the answer was being written). */
     if (HW_PHASE(state) != HW_IDLE && HW_PHASE(state) != HW_ABANDONED && HW_PHASE(state) != HW_DONE) {
@@ -294,24 +287,27 @@ static void hw_collect(hw_capture_result *out) {
 }
 
 int hw_capture_wait(uint64_t generation, int64_t timeout_ns, hw_capture_result *out) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += (time_t)(timeout_ns / 1000000000);
-    deadline.tv_nsec += (long)(timeout_ns % 1000000000);
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec += 1;
-        deadline.tv_nsec -= 1000000000;
-    }
+    const int64_t deadline = hw_now_ns() + timeout_ns;
     const uint64_t done = HW_STATE(generation, HW_DONE);
+    /* Poll with a growing sleep: 10 us first (most answers take less), doubling up to 1 ms. The
+     * first sleeps are short enough that the answer is collected promptly; the sleeps are timer
+     * wake-ups on the watchdog's own CPU, never a wake-up sent from the hung thread's. */
+    int64_t pause_ns = 10000;
     for (;;) {
         if (atomic_load(&g_state) == done) {
             hw_collect(out);
             atomic_store(&g_state, HW_STATE(generation, HW_IDLE));
             return 0;
         }
-        /* Posts left over from answers to abandoned requests just bring us back here to re-check. */
-        if (sem_clockwait(&g_answered, CLOCK_MONOTONIC, &deadline) != 0 && errno != EINTR) {
+        const int64_t now = hw_now_ns();
+        if (now >= deadline) {
             break;
+        }
+        int64_t sleep_ns = pause_ns < deadline - now ? pause_ns : deadline - now;
+        struct timespec pause = {(time_t)(sleep_ns / 1000000000), (long)(sleep_ns % 1000000000)};
+        nanosleep(&pause, NULL);
+        if (pause_ns < 1000000) {
+            pause_ns *= 2;
         }
     }
     /* Out of time: abandon the request unless the handler is already publishing its answer. */

@@ -37,6 +37,9 @@ int hw_libunwind_walk(ucontext_t *uc, size_t uc_size, int signal_frame, uintptr_
 int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
                   int *count, int max_frames, int32_t *flags, uintptr_t *last_sp);
 
+/* Whether `address` lies in a published executable segment just after a call instruction. */
+int hw_is_return_address(uintptr_t address);
+
 /* Changes whenever a new image table is published. */
 uint32_t hw_images_epoch(void);
 

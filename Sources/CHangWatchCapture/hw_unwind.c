@@ -431,6 +431,11 @@ static int hw_follows_call(const hw_table *table, uintptr_t return_address) {
 #endif
 }
 
+int hw_is_return_address(uintptr_t address) {
+    const hw_table *table = &g_tables[atomic_load(&g_active_table)];
+    return hw_find_segment(table, address) != NULL && hw_follows_call(table, address);
+}
+
 /* First address at or above `sp` that looks like a frame record: {saved frame pointer, return
  * address}, where the return address follows a call in a known image and the saved frame pointer
  * is zero or points further up the same stack. */

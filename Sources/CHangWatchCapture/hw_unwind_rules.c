@@ -200,6 +200,29 @@ static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exac
     return rule;
 }
 
+/* Whether any unwind table entry covers `ip` (a function with call-frame information). */
+static int hw_has_unwind_info(uintptr_t ip, const ucontext_t *session_context) {
+    unw_proc_info_t info;
+    memset(&info, 0, sizeof(info));
+    return unw_get_proc_info_by_ip(unw_local_addr_space, ip, &info, (void *)session_context) == 0;
+}
+
+/* The rule for an interrupted instruction in code without call-frame information. Such code is
+ * mostly small leaf functions (getters, tail-call stubs) that push nothing: the return address is
+ * on top of the stack. libunwind's fallback would follow the frame-pointer chain instead and skip
+ * the leaf's caller. So: if the word at the stack pointer is a return address (it follows a call
+ * in a loaded image), the caller is there; if not (a function that pushed its frame pointer), the
+ * frame-pointer rule applies. */
+static hw_rule hw_leaf_rule(void *session, uintptr_t sp) {
+    uintptr_t candidate = 0;
+    if (hw_session_read(session, sp, &candidate) && hw_is_return_address(candidate)) {
+        hw_rule leaf = {HW_RULE_STANDARD, HW_BASE_SP, 8, HW_FP_UNCHANGED};
+        return leaf;
+    }
+    hw_rule frame = {HW_RULE_STANDARD, HW_BASE_FP, 16, -16};
+    return frame;
+}
+
 int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
                   int *count, int max_frames, int32_t *flags, uintptr_t *last_sp) {
     void *session = hw_session_open(uc, uc_size, stack_low, stack_high);
@@ -222,7 +245,10 @@ int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t
         }
         const uintptr_t key = ip << 1 | (uintptr_t)exact;
         hw_rule rule;
-        if (!hw_rule_lookup(key, epoch, &rule)) {
+        if (exact && !hw_has_unwind_info(ip, uc)) {
+            /* Not cached: which way such a frame goes depends on the stack, not the address. */
+            rule = hw_leaf_rule(session, sp);
+        } else if (!hw_rule_lookup(key, epoch, &rule)) {
             rule = hw_derive_rule(ip, sp, fp, exact, stack_low, stack_high);
             if (rule.kind != HW_RULE_FAILED) {
                 hw_rule_store(key, epoch, rule);

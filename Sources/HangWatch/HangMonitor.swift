@@ -88,18 +88,19 @@ public final class HangMonitor: Sendable {
             let source = RunLoopActivitySource(latch: latch, busyActivities: configuration.busyActivities)
             let threadSlot = ThreadSlot()
             let images = ImageRegistry(logger: logger)
-            let writer = ReportWriter(
-                store: store,
-                retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
-                rateLimiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
-                repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow)),
-                enricher: enricher, statistics: statisticsStore, logger: logger)
             let builder = ReportBuilder(
                 service: configuration.serviceName, host: ProcessSnapshot.hostName(), pid: getpid(),
                 process: HangReport.Process(
                     executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
                 signal: signal, maxFrames: configuration.maxFrames,
                 wallClock: { clock.date(ofMicroseconds: $0) })
+            let writer = ReportWriter(
+                store: store,
+                retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
+                rateLimiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
+                repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow)),
+                enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
+                clock: clock)
             let sampler = LinuxStackSampler(
                 signal: signal, maxFrames: configuration.maxFrames,
                 timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), clock: clock)
@@ -111,7 +112,7 @@ public final class HangMonitor: Sendable {
                     clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
                     serviceName: configuration.serviceName),
                 source: source, control: control, threadSlot: threadSlot, sampler: sampler, clock: clock,
-                writer: writer, builder: builder, images: images, statistics: statisticsStore, logger: logger)
+                writer: writer, images: images, statistics: statisticsStore, logger: logger)
 
             let attach: @Sendable () -> Void = { [logger, configuration] in
                 let attachment = UnsafeCaptureBridge.attachCurrentThread(

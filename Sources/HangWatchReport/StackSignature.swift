@@ -31,9 +31,13 @@ public enum StackSignature {
 
     /// The frames that belong to the service's own code.
     public static func appFrames(_ frames: [HangReport.Frame], images: [HangReport.Image]) -> [HangReport.Frame] {
-        frames.filter { frame in
+        var isSystem: [Int: Bool] = [:]
+        return frames.filter { frame in
             guard let imageIndex = frame.image, imageIndex < images.count else { return false }
-            return !isSystemImage(images[imageIndex].path)
+            if let known = isSystem[imageIndex] { return !known }
+            let system = isSystemImage(images[imageIndex].path)
+            isSystem[imageIndex] = system
+            return !system
         }
     }
 

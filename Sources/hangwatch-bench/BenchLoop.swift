@@ -8,6 +8,8 @@ import Synchronization
 final class BenchLoop: @unchecked Sendable {
     private(set) var runLoop: RunLoop!
     private(set) var cfRunLoop: CFRunLoop!
+    /// The loop thread's kernel id.
+    private(set) var tid: Int32 = 0
     private var thread: Thread!
     private let ready = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -17,6 +19,9 @@ final class BenchLoop: @unchecked Sendable {
         thread = Thread { [self] in
             runLoop = RunLoop.current
             cfRunLoop = CFRunLoopGetCurrent()
+            // /proc/thread-self -> "<pid>/task/<tid>"
+            tid = Int32((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"))?
+                .split(separator: "/").last ?? "") ?? 0
             let keepAlive = Timer(timeInterval: 3600, repeats: true) { _ in }
             RunLoop.current.add(keepAlive, forMode: .default)
             ready.signal()

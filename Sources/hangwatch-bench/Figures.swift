@@ -60,39 +60,99 @@ struct ThroughputFigure {
     }
 }
 
-/// Recursion to a chosen depth before hanging, so captures walk stacks of known depth.
+/// Recursion to a chosen depth before hanging, so captures walk stacks of known depth. The hang
+/// itself watches the clock and records every gap in its own progress longer than `gapNanoseconds`:
+/// the pauses as the hung thread lived them (signal delivery, handler, any preemption after it).
 @inline(never)
-func hangAtDepth(_ depth: Int, milliseconds: Int) -> UInt64 {
+func hangAtDepth(_ depth: Int, milliseconds: Int, gaps: GapRecorder) -> UInt64 {
     if depth > 0 {
-        let result = hangAtDepth(depth - 1, milliseconds: milliseconds)
+        let result = hangAtDepth(depth - 1, milliseconds: milliseconds, gaps: gaps)
         blackHole(result)
         return result &+ 1
     }
-    benchWork(nanoseconds: UInt64(milliseconds) * 1_000_000)
+    var previous = DispatchTime.now().uptimeNanoseconds
+    let end = previous + UInt64(milliseconds) * 1_000_000
+    while previous < end {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if now - previous > gaps.thresholdNanoseconds { gaps.record(now - previous) }
+        previous = now
+    }
     return 0
+}
+
+/// Gaps a spinning thread saw in its own progress.
+final class GapRecorder: @unchecked Sendable {
+    let thresholdNanoseconds: UInt64
+    private(set) var gaps: [UInt64] = []
+    init(thresholdNanoseconds: UInt64) {
+        self.thresholdNanoseconds = thresholdNanoseconds
+        gaps.reserveCapacity(10_000)
+    }
+    func record(_ gap: UInt64) { if gaps.count < 10_000 { gaps.append(gap) } }
 }
 
 /// The pause of the hung thread per signal capture, from the handler's own entry and exit times,
 /// for stacks of several depths.
 struct CapturePauseFigure {
     var hangMilliseconds: Int
+    /// Pin the monitored thread and the watchdog to the same CPU: the watchdog's wake-up then
+    /// competes with the handler for that CPU.
+    var sameCPU = false
 
-    /// (frames in the captured stacks, median pause in microseconds, samples) per recursion depth.
-    func measure(depths: [Int]) throws -> [(frames: Int, medianMicroseconds: Double, p90Microseconds: Double, samples: Int)] {
+    struct Outcome {
+        var frames: Int
+        /// The handler's own measurement (entry to publication), per capture.
+        var medianMicroseconds: Double
+        var p90Microseconds: Double
+        var samples: Int
+        /// The longest gaps the hung thread saw, one per capture: what it really lost.
+        var observedMedianMicroseconds: Double
+        var observedP90Microseconds: Double
+        /// The watchdog's CPU time during the hang, per sample.
+        var watchdogMicrosecondsPerSample: Double
+    }
+
+    /// The largest `count` gaps a thread sees spinning as long, unmonitored: the machine's own noise.
+    func baselineGaps(count: Int) -> [Double] {
         let loop = BenchLoop()
         defer { loop.stop() }
-        var results: [(Int, Double, Double, Int)] = []
+        let gaps = GapRecorder(thresholdNanoseconds: 1500)
+        loop.sync { _ = hangAtDepth(38, milliseconds: hangMilliseconds, gaps: gaps) }
+        return gaps.gaps.sorted(by: >).prefix(count).map { Double($0) / 1000 }
+    }
+
+    func measure(depths: [Int]) throws -> [Outcome] {
+        let loop = BenchLoop()
+        defer { loop.stop() }
+        var results: [Outcome] = []
         for depth in depths {
             let variant = try HangWatchVariant(threshold: .milliseconds(100), name: "pause-\(depth)")
             defer { variant.removeReports() }
             variant.attach(to: loop)
-            loop.sync { _ = hangAtDepth(depth, milliseconds: hangMilliseconds) }
+            let watchdogs = ProcessThreads.tids(named: "hangwatch-wdog")
+            if sameCPU {
+                ProcessThreads.pin(loop.tid, to: 0)
+                for watchdog in watchdogs { ProcessThreads.pin(watchdog, to: 0) }
+            }
+            let gaps = GapRecorder(thresholdNanoseconds: 1500)
+            let watchdogCPUBefore = watchdogs.compactMap(ProcessThreads.cpuNanoseconds).reduce(0, +)
+            loop.sync { _ = hangAtDepth(depth, milliseconds: hangMilliseconds, gaps: gaps) }
+            let watchdogCPU = watchdogs.compactMap(ProcessThreads.cpuNanoseconds).reduce(0, +) - watchdogCPUBefore
+            if sameCPU {
+                ProcessThreads.pin(loop.tid, to: nil)
+            }
             variant.detach()
             let reports = variant.reports()
             let pauses = reports.flatMap { $0.samples.compactMap(\.pauseUs) }
             let frames = reports.flatMap { report in report.samples.compactMap { $0.stack.map { report.stacks[$0].frames.count } } }
-            results.append((Int(Statistics.median(frames.map(Double.init))), Statistics.median(pauses),
-                            Statistics.percentile(pauses, 0.9), pauses.count))
+            // Each capture leaves one gap; take the largest as many gaps as there were captures.
+            let observed = gaps.gaps.sorted(by: >).prefix(pauses.count).map { Double($0) / 1000 }
+            results.append(Outcome(
+                frames: Int(Statistics.median(frames.map(Double.init))), medianMicroseconds: Statistics.median(pauses),
+                p90Microseconds: Statistics.percentile(pauses, 0.9), samples: pauses.count,
+                observedMedianMicroseconds: Statistics.median(Array(observed)),
+                observedP90Microseconds: Statistics.percentile(Array(observed), 0.9),
+                watchdogMicrosecondsPerSample: Double(watchdogCPU) / 1000 / Double(max(1, pauses.count))))
         }
         return results
     }

@@ -44,3 +44,47 @@ func benchWork(nanoseconds: UInt64) {
 func blackHole(_ value: UInt64) {
     if value == 42 { print("") }
 }
+
+/// Threads of this process by name, from /proc.
+enum ProcessThreads {
+    static func tids(named name: String) -> [Int32] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { tid -> Int32? in
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            return comm == name ? Int32(tid) : nil
+        }
+    }
+
+    /// CPU time of thread `tid` in nanoseconds (`schedstat`).
+    static func cpuNanoseconds(_ tid: Int32) -> UInt64? {
+        guard let text = try? String(contentsOfFile: "/proc/self/task/\(tid)/schedstat", encoding: .utf8) else { return nil }
+        return text.split(separator: " ").first.flatMap { UInt64($0) }
+    }
+
+    /// Context switches (voluntary + involuntary) of thread `tid`.
+    static func contextSwitches(_ tid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8) else { return nil }
+        var total = 0
+        for line in status.split(separator: "\n") where line.hasSuffix("") {
+            if line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                total += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+        }
+        return total
+    }
+
+    /// Pins thread `tid` to CPU `cpu` (nil: every CPU), with util-linux's taskset (glibc's
+    /// sched_setaffinity is not visible to Swift).
+    static func pin(_ tid: Int32, to cpu: Int?) {
+        let count = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let list = cpu.map(String.init) ?? "0-\(count - 1)"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+        process.arguments = ["-p", "-c", list, String(tid)]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+        process.waitUntilExit()
+    }
+}

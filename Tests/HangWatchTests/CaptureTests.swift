@@ -50,6 +50,52 @@ import Testing
         #expect(incomplete.isEmpty, "\(incomplete.count) of 300 stacks incomplete, interrupted at \(incomplete.prefix(5))")
     }
 
+    @Test func aLeafWithoutUnwindInformationDoesNotHideItsCaller() throws {
+        // A leaf built without call-frame information (as small functions in some system libraries
+        // are): a thread caught in it must still show the function that called it.
+        let library = try TestLibrary.build(
+            name: "hangwatch_leaf",
+            code: "__attribute__((noinline)) unsigned long hangwatch_test_leaf(unsigned long x) { return x * 2654435761UL + 1; }",
+            flags: ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fomit-frame-pointer"])
+        let handle = try #require(dlopen(library, RTLD_NOW))
+        let leaf = unsafeBitCast(try #require(dlsym(handle, "hangwatch_test_leaf")), to: TestLeaf.self)
+        #expect(UnsafeCaptureBridge.publish(UnsafeImageMapReader.read()) == .published)
+        let map = UnsafeImageMapReader.read()
+        let ready = DispatchSemaphore(value: 0)
+        let flags = TargetFlags()
+        nonisolated(unsafe) var attachment: UnsafeCaptureBridge.Attachment?
+        nonisolated(unsafe) var caller: UInt?
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
+            spinThroughLeaf(leaf, flags: flags) { addresses in
+                // The first of our own return addresses lies in spinOnDispatchNow.
+                caller = addresses.first { map.images[map.imageIndex(containing: $0) ?? 0].isMainExecutable }
+                ready.signal()
+            }
+            finished.signal()
+        }.start()
+        ready.wait()
+        defer {
+            flags.stop.store(true, ordering: .relaxed)
+            finished.wait()
+        }
+        let callerFunction = try #require(caller.flatMap { map.functionStart(of: $0 - 1) })
+        var missing = 0
+        var inLeaf = 0
+        for _ in 0..<300 {
+            let result = try UnsafeCaptureBridge.captureBySignal(
+                tid: attachment!.tid, stackLow: attachment!.stackLow, stackHigh: attachment!.stackHigh, signal: signal,
+                maxFrames: 128, timeoutNanoseconds: 200_000_000
+            ).get()
+            if let first = result.frames.first, map.functionStart(of: first) == nil { inLeaf += 1 }
+            let functions = Set(result.frames.enumerated().compactMap { map.functionStart(of: $0.offset == 0 ? $0.element : $0.element - 1) })
+            if !functions.contains(callerFunction) { missing += 1 }
+        }
+        #expect(inLeaf > 0, "no capture landed in code without unwind information: the test tests nothing")
+        #expect(missing == 0, "\(missing) of 300 stacks lack the caller (\(inLeaf) caught in a leaf without unwind information)")
+    }
+
     @Test func theHandlerPausesTheThreadForMicroseconds() throws {
         let target = TargetThread(signal: signal)
         defer { target.stop() }
@@ -155,6 +201,8 @@ import Testing
 }
 
 import Synchronization
+
+typealias TestLeaf = @convention(c) (UInt) -> UInt
 
 /// A handler some other library installed on a signal before HangWatch.
 enum PreviousHandlerProbe {

@@ -9,37 +9,23 @@ import Testing
 @Suite(.serialized) struct DlopenHangTests {
     /// Builds a shared library whose constructor spins for `milliseconds`.
     static func buildHangingLibrary(milliseconds: Int) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-dlopen-\(getpid())-\(UUID().uuidString.prefix(6))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let source = directory + "/hang.c"
-        let library = directory + "/libhangwatch_dlopen_hang.so"
-        let code = """
-            #include <time.h>
-            static long long now_ms(void) {
-                struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
-                return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-            }
-            __attribute__((noinline)) void hangwatch_test_constructor_spin(void) {
-                long long end = now_ms() + \(milliseconds);
-                volatile unsigned long x = 1;
-                while (now_ms() < end) { for (int i = 0; i < 1000; i++) x = x * 6364136223846793005UL + 1; }
-            }
-            __attribute__((constructor)) static void hangwatch_test_constructor(void) {
-                hangwatch_test_constructor_spin();
-            }
-            """
-        try code.write(toFile: source, atomically: true, encoding: .utf8)
-        let compiler = try #require(
-            ["/opt/swift/usr/bin/clang", "/usr/bin/clang", "/usr/bin/cc", "/usr/bin/gcc"].first {
-                FileManager.default.isExecutableFile(atPath: $0)
-            }, "no C compiler found to build the test library")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: compiler)
-        process.arguments = ["-shared", "-fPIC", "-O1", "-fno-omit-frame-pointer", "-o", library, source]
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "compiling the test library failed")
-        return library
+        try TestLibrary.build(
+            name: "hangwatch_dlopen_hang",
+            code: """
+                #include <time.h>
+                static long long now_ms(void) {
+                    struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+                    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+                }
+                __attribute__((noinline)) void hangwatch_test_constructor_spin(void) {
+                    long long end = now_ms() + \(milliseconds);
+                    volatile unsigned long x = 1;
+                    while (now_ms() < end) { for (int i = 0; i < 1000; i++) x = x * 6364136223846793005UL + 1; }
+                }
+                __attribute__((constructor)) static void hangwatch_test_constructor(void) {
+                    hangwatch_test_constructor_spin();
+                }
+                """)
     }
 
     @Test func aHangInsideDlopenIsReportedAndTheWatchdogSurvives() throws {

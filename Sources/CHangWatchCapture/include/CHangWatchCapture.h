@@ -8,7 +8,7 @@
  * Two ways to capture a stack:
  *   - signal capture: hw_capture_request() queues a real-time signal carrying a generation number
  *     to the target thread; the handler unwinds its own stack with libunwind into memory the
- *     handler owns, then publishes it into the shared result slot; hw_capture_wait() collects it.
+ *     handler owns, then publishes it into the shared result slot; hw_capture_wait() polls for it.
  *   - blocked-thread capture: for a thread parked in a system call (which a signal would cut short
  *     with EINTR), hw_unwind_blocked_thread() unwinds from the user stack pointer and program
  *     counter that /proc/self/task/<tid>/syscall reports, on the calling (watchdog) thread.

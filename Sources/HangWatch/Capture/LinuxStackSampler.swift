@@ -10,23 +10,50 @@ import Synchronization
 /// - stopped (SIGSTOP, a debugger): nothing is sent.
 ///
 /// Captures are serialized process-wide: many hung loops never mean many threads paused at once.
+///
+/// The watchdog's work per sample is kept small (it competes for a CPU with the hung thread when
+/// they share one): the thread's proc files stay open and are re-read with `pread`, and its signal
+/// mask (`status`, the costliest file) is read only at a hang's first sample and after a capture
+/// went unanswered.
 struct LinuxStackSampler: StackSampling {
     let signal: Int32
     let maxFrames: Int
     let timeoutNanoseconds: Int64
     let clock: any MonotonicClock
+    private let files = OpenFiles()
+
+    init(signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, clock: any MonotonicClock) {
+        self.signal = signal
+        self.maxFrames = maxFrames
+        self.timeoutNanoseconds = timeoutNanoseconds
+        self.clock = clock
+    }
 
     private static let captureLock = Mutex(())
+
+    /// The open proc files of the monitored thread.
+    private final class OpenFiles: Sendable {
+        private let current = Mutex<ProcTaskFilesBox?>(nil)
+        func files(for tid: Int32) -> ProcTaskFiles? {
+            current.withLock { box in
+                if let existing = box?.files, existing.tid == tid { return existing }
+                box = ProcTaskFiles(tid: tid).map(ProcTaskFilesBox.init)
+                return box?.files
+            }
+        }
+    }
 
     func sample(_ thread: MonitoredThread, previous: StackSample?) -> StackSample {
         let task = ProcTask(tid: thread.tid)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)
-        guard let stat = task.stat(), stat.startTimeTicks == thread.startTimeTicks else {
+        guard let files = files.files(for: thread.tid), let stat = files.readStat(),
+            stat.startTimeTicks == thread.startTimeTicks
+        else {
             sample.failure = .threadExited
             return sample
         }
         sample.state = stat.state
-        if let schedule = task.schedStat() {
+        if let schedule = files.readSchedStat() {
             sample.onCPUNanoseconds = schedule.onCPUNanoseconds
             sample.runQueueNanoseconds = schedule.runQueueNanoseconds
         }
@@ -38,7 +65,7 @@ struct LinuxStackSampler: StackSampling {
             sample.failure = .threadNotAttached
             return sample
         }
-        if case .inSyscall(let number, let arguments, let stackPointer, let programCounter)? = task.syscall() {
+        if case .inSyscall(let number, let arguments, let stackPointer, let programCounter)? = files.readSyscall() {
             sample.syscall = number
             let key = [UInt(number)] + arguments + [stackPointer, programCounter]
             sample.blockedKey = key
@@ -55,7 +82,7 @@ struct LinuxStackSampler: StackSampling {
             }
             // The stack was read while the thread slept; it is only trustworthy if it still sleeps
             // in the same call.
-            guard case .inSyscall(number, arguments, stackPointer, programCounter)? = task.syscall() else {
+            guard case .inSyscall(number, arguments, stackPointer, programCounter)? = files.readSyscall() else {
                 sample.failure = .movedDuringCapture
                 return sample
             }
@@ -64,7 +91,10 @@ struct LinuxStackSampler: StackSampling {
             sample.method = .syscall
             return sample
         }
-        if let blocked = task.blockedSignals(), signal >= 1, signal <= 64, blocked & (1 << UInt64(signal - 1)) != 0 {
+        let maskMayHaveChanged = previous == nil || previous?.failure == .timeout || previous?.failure == .signalBlocked
+        if maskMayHaveChanged, let blocked = task.blockedSignals(), signal >= 1, signal <= 64,
+            blocked & (1 << UInt64(signal - 1)) != 0
+        {
             sample.failure = .signalBlocked
             return sample
         }
@@ -95,4 +125,9 @@ struct LinuxStackSampler: StackSampling {
         }
         return sample
     }
+}
+
+/// Lets the (non-Sendable) open files live in a Mutex; only the watchdog thread uses them.
+private struct ProcTaskFilesBox: @unchecked Sendable {
+    let files: ProcTaskFiles
 }

@@ -131,21 +131,91 @@ enum UnsafeImageMapReader {
 
     /// Start of the function containing `address`, from the `.eh_frame_hdr` search table of
     /// `segment` (entries are sorted pairs of 4-byte offsets from the header: function start, FDE).
+    /// Nil when the nearest entry's FDE does not cover `address` (code without unwind information,
+    /// such as small leaf functions, sits between FDEs).
     static func functionStart(of address: UInt, in segment: ImageMap.UnwindSegment) -> UInt? {
         guard segment.range.contains(address), segment.tableWords > 0,
             let table = UnsafeRawPointer(bitPattern: segment.tableData)
         else { return nil }
         let header = Int(bitPattern: segment.ehFrameHeader)
-        func start(_ index: Int) -> UInt {
-            UInt(bitPattern: header + Int(table.loadUnaligned(fromByteOffset: index * 8, as: Int32.self)))
+        func entry(_ index: Int, _ field: Int) -> UInt {
+            UInt(bitPattern: header + Int(table.loadUnaligned(fromByteOffset: index * 8 + field * 4, as: Int32.self)))
         }
         var low = 0
         var high = Int(segment.tableWords)
         while low < high {
             let mid = (low + high) / 2
-            if start(mid) <= address { low = mid + 1 } else { high = mid }
+            if entry(mid, 0) <= address { low = mid + 1 } else { high = mid }
         }
-        return low == 0 ? nil : start(low - 1)
+        guard low > 0 else { return nil }
+        let start = entry(low - 1, 0)
+        if let length = descriptionLength(fde: entry(low - 1, 1)), address >= start + length {
+            return nil
+        }
+        return start
+    }
+
+    /// The address range length (`pc_range`) of the FDE at `address`, when its encoding is one this
+    /// reader knows (4- or 8-byte values, as compilers emit); nil otherwise.
+    private static func descriptionLength(fde address: UInt) -> UInt? {
+        guard let fde = UnsafeRawPointer(bitPattern: address) else { return nil }
+        let length = fde.loadUnaligned(as: UInt32.self)
+        guard length != 0, length != 0xffff_ffff else { return nil }
+        let cieOffset = fde.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+        guard let cie = UnsafeRawPointer(bitPattern: address + 4 - UInt(cieOffset)),
+            let encoding = pointerEncoding(cie: cie), let size = encodedSize(encoding)
+        else { return nil }
+        // FDE: length(4) CIE pointer(4) pc_begin(size) pc_range(size, no pointer adjustment).
+        switch size {
+        case 4: return UInt(fde.loadUnaligned(fromByteOffset: 8 + 4, as: UInt32.self))
+        case 8: return UInt(fde.loadUnaligned(fromByteOffset: 8 + 8, as: UInt64.self))
+        default: return nil
+        }
+    }
+
+    /// The FDE pointer encoding from a CIE's augmentation ('R'), absptr when there is none.
+    private static func pointerEncoding(cie: UnsafeRawPointer) -> UInt8? {
+        guard cie.loadUnaligned(fromByteOffset: 4, as: UInt32.self) == 0 else { return nil }  // a CIE
+        var offset = 9  // length(4) id(4) version(1)
+        var augmentation: [UInt8] = []
+        while true {
+            let byte = cie.load(fromByteOffset: offset, as: UInt8.self)
+            offset += 1
+            if byte == 0 { break }
+            augmentation.append(byte)
+            if augmentation.count > 8 { return nil }
+        }
+        guard augmentation.first == UInt8(ascii: "z") else { return augmentation.isEmpty ? 0 : nil }
+        func uleb() -> UInt {
+            var value: UInt = 0
+            var shift: UInt = 0
+            while shift < 63 {
+                let byte = cie.load(fromByteOffset: offset, as: UInt8.self)
+                offset += 1
+                value |= UInt(byte & 0x7f) << shift
+                if byte & 0x80 == 0 { break }
+                shift += 7
+            }
+            return value
+        }
+        _ = uleb()  // code alignment
+        _ = uleb()  // data alignment (sleb; only skipped)
+        _ = uleb()  // return address register
+        _ = uleb()  // augmentation data length
+        for letter in augmentation.dropFirst() {
+            switch letter {
+            case UInt8(ascii: "R"):
+                return cie.load(fromByteOffset: offset, as: UInt8.self)
+            case UInt8(ascii: "L"):
+                offset += 1
+            case UInt8(ascii: "P"):
+                let personalityEncoding = cie.load(fromByteOffset: offset, as: UInt8.self)
+                offset += 1 + (encodedSize(personalityEncoding) ?? 8)
+            default:
+                return nil
+            }
+        }
+        return 0
     }
 
     private static func encodedSize(_ encoding: UInt8) -> Int? {

@@ -35,7 +35,6 @@ final class Watchdog: @unchecked Sendable {
     private let sampler: any StackSampling
     private let clock: SystemMonotonicClock
     private let writer: ReportWriter
-    private let builder: ReportBuilder
     private let images: ImageRegistry
     private let statistics: MonitorStatistics
     private let logger: Logger
@@ -45,7 +44,7 @@ final class Watchdog: @unchecked Sendable {
 
     init(
         settings: Settings, source: any LoopActivitySource, control: WatchdogControl, threadSlot: ThreadSlot,
-        sampler: any StackSampling, clock: SystemMonotonicClock, writer: ReportWriter, builder: ReportBuilder,
+        sampler: any StackSampling, clock: SystemMonotonicClock, writer: ReportWriter,
         images: ImageRegistry, statistics: MonitorStatistics, logger: Logger
     ) {
         self.settings = settings
@@ -55,18 +54,22 @@ final class Watchdog: @unchecked Sendable {
         self.sampler = sampler
         self.clock = clock
         self.writer = writer
-        self.builder = builder
         self.images = images
         self.statistics = statistics
         self.logger = logger
     }
 
+    /// The watchdog thread's name, as `top -H` and `/proc/<pid>/task/*/comm` show it (15 bytes at most).
+    static let threadName = "hangwatch-wdog"
+
     func start() {
         let thread = Thread { [self] in
+            // Foundation's Thread.name does not reach the kernel on Linux; name the thread here.
+            ProcTask(tid: UnsafeCaptureBridge.currentThreadID()).setName(Self.threadName)
             self.run()
             self.finished.signal()
         }
-        thread.name = "hangwatch-watchdog"
+        thread.name = Self.threadName
         thread.stackSize = 1 << 20
         self.thread = thread
         thread.start()
@@ -172,7 +175,7 @@ final class Watchdog: @unchecked Sendable {
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
 
         takeSample(&recording, thread: thread)
-        writer.hangStarted(report(recording, outcome: .ongoing), now: detected)
+        writer.hangStarted(recording)
 
         var provisionalSamples = recording.samples.count
         var nextSample = detected + recording.sampleIntervalMicroseconds
@@ -199,13 +202,13 @@ final class Watchdog: @unchecked Sendable {
             // Refresh the provisional report as samples double, so a fatal hang keeps most of them.
             if recording.samples.count >= 2 * provisionalSamples {
                 provisionalSamples = recording.samples.count
-                writer.hangProgressed(report(recording, outcome: .ongoing))
+                writer.hangProgressed(recording)
             }
             nextSample = max(now, nextSample) + recording.sampleIntervalMicroseconds
         }
         // The loop moved: a thread stuck in dlopen has left it, so the loader may be asked again.
         images.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
-        writer.hangEnded(report(recording, outcome: outcome), now: clock.microseconds())
+        writer.hangEnded(recording, outcome: outcome)
         logger.debug("hang ended", metadata: ["hangwatch.id": "\(id)", "hangwatch.outcome": "\(outcome.rawValue)"])
     }
 
@@ -222,10 +225,6 @@ final class Watchdog: @unchecked Sendable {
             statistics.captureFailures.add(1, ordering: .relaxed)
         }
         recording.add(sample)
-    }
-
-    private func report(_ recording: HangRecording, outcome: HangReport.Outcome) -> HangReport {
-        builder.build(recording, images: images.current, outcome: outcome)
     }
 
     static func dispatchTime(_ microseconds: UInt64) -> DispatchTime {

@@ -47,44 +47,72 @@ struct ProcTask: Sendable {
         return Self.statusField("SigBlk", in: status).flatMap { UInt64($0, radix: 16) }
     }
 
+    /// Renames the thread (`comm`, 15 bytes at most). Only a thread of this process may be named.
+    func setName(_ name: String) {
+        let fd = open(directory + "/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+
     func name() -> String? {
         SmallFile.text(directory + "/comm").map { $0.trimmingCharacters(in: .newlines) }
     }
 
-    static func parseStat(_ text: String) -> Stat? {
+    static func parseStat(_ text: String) -> Stat? { parseStat(bytes: Array(text.utf8)[...]) }
+    static func parseSchedStat(_ text: String) -> SchedStat? { parseSchedStat(bytes: Array(text.utf8)[...]) }
+    static func parseSyscall(_ text: String) -> SyscallState? { parseSyscall(bytes: Array(text.utf8)[...]) }
+
+    static func parseStat(bytes: ArraySlice<UInt8>) -> Stat? {
         // "tid (comm) S ppid ...": comm may contain spaces and parentheses; fields resume after the last ')'.
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
-        // fields[0] is field 3 (state); field n is fields[n - 3].
-        guard fields.count >= 20, let state = fields[0].first,
-            let user = UInt64(fields[14 - 3]), let system = UInt64(fields[15 - 3]),
-            let start = UInt64(fields[22 - 3])
-        else { return nil }
-        return Stat(state: state, userTicks: user, systemTicks: system, startTimeTicks: start)
+        guard let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        var fields = ByteFields(bytes[(close + 1)...])
+        // The next field is field 3 (state); field n is the (n - 2)th from here.
+        guard let state = fields.next(), let letter = state.first else { return nil }
+        var user: UInt64?, system: UInt64?, start: UInt64?
+        var number = 3
+        while let field = fields.next() {
+            number += 1
+            switch number {
+            case 14: user = ByteFields.decimal(field)
+            case 15: system = ByteFields.decimal(field)
+            case 22: start = ByteFields.decimal(field)
+            default: break
+            }
+            if number >= 22 { break }
+        }
+        guard let user, let system, let start else { return nil }
+        return Stat(state: Character(Unicode.Scalar(letter)), userTicks: user, systemTicks: system, startTimeTicks: start)
     }
 
-    static func parseSchedStat(_ text: String) -> SchedStat? {
-        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard fields.count >= 2, let onCPU = UInt64(fields[0]), let queue = UInt64(fields[1]) else { return nil }
+    static func parseSchedStat(bytes: ArraySlice<UInt8>) -> SchedStat? {
+        var fields = ByteFields(bytes)
+        guard let first = fields.next(), let second = fields.next(),
+            let onCPU = ByteFields.decimal(first), let queue = ByteFields.decimal(second)
+        else { return nil }
         return SchedStat(onCPUNanoseconds: onCPU, runQueueNanoseconds: queue)
     }
 
-    static func parseSyscall(_ text: String) -> SyscallState? {
-        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
-        guard let first = fields.first else { return nil }
-        if first == "running" { return .running }
-        func hex(_ field: String) -> UInt? {
-            UInt(field.hasPrefix("0x") ? String(field.dropFirst(2)) : field, radix: 16)
-        }
-        guard let number = Int(first) else { return nil }
+    static func parseSyscall(bytes: ArraySlice<UInt8>) -> SyscallState? {
+        var fields = ByteFields(bytes)
+        guard let first = fields.next() else { return nil }
+        if first.elementsEqual("running".utf8) { return .running }
+        guard let number = ByteFields.signedDecimal(first) else { return nil }
         if number < 0 {
-            guard fields.count >= 3, let sp = hex(fields[1]), let pc = hex(fields[2]) else { return nil }
+            guard let sp = fields.next().flatMap(ByteFields.hex), let pc = fields.next().flatMap(ByteFields.hex) else {
+                return nil
+            }
             return .blockedOutsideSyscall(stackPointer: sp, programCounter: pc)
         }
-        guard fields.count >= 9 else { return nil }
-        let arguments = fields[1...6].compactMap(hex)
-        guard arguments.count == 6, let sp = hex(fields[7]), let pc = hex(fields[8]) else { return nil }
-        return .inSyscall(number: number, arguments: arguments, stackPointer: sp, programCounter: pc)
+        var values: [UInt] = []
+        values.reserveCapacity(8)
+        while let field = fields.next(), values.count < 8 {
+            guard let value = ByteFields.hex(field) else { return nil }
+            values.append(value)
+        }
+        guard values.count == 8 else { return nil }
+        return .inSyscall(number: number, arguments: Array(values[0..<6]), stackPointer: values[6], programCounter: values[7])
     }
 
     static func statusField(_ name: String, in status: String) -> String? {
@@ -96,3 +124,7 @@ struct ProcTask: Sendable {
 }
 
 import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif

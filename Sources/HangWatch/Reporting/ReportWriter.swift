@@ -4,8 +4,9 @@ import HangWatchReport
 import Logging
 import Synchronization
 
-/// Decides which hangs become files and writes them, on its own serial queue so the watchdog never
-/// waits for a disk.
+/// Builds reports, decides which hangs become files and writes them, on its own serial queue: the
+/// watchdog never waits for a disk, and spends no time on JSON (it may share a CPU with the hung
+/// thread).
 ///
 /// - A provisional report (`outcome: ongoing`) is written at detection, so a hang that never ends
 ///   (the process is killed) still leaves a report; it is replaced by the final one.
@@ -20,6 +21,9 @@ final class ReportWriter: Sendable {
     private let enricher: (any HangReportEnricher)?
     private let logger: Logger
     private let statistics: MonitorStatistics
+    private let builder: ReportBuilder
+    private let images: ImageRegistry
+    private let clock: SystemMonotonicClock
     private let queue = DispatchQueue(label: "hangwatch.report-writer", qos: .utility)
     private let state: Mutex<State>
 
@@ -33,8 +37,12 @@ final class ReportWriter: Sendable {
 
     init(
         store: ReportStore, retention: RetentionPolicy, rateLimiter: ReportRateLimiter, repeats: RepeatTracker,
-        enricher: (any HangReportEnricher)?, statistics: MonitorStatistics, logger: Logger
+        enricher: (any HangReportEnricher)?, statistics: MonitorStatistics, logger: Logger, builder: ReportBuilder,
+        images: ImageRegistry, clock: SystemMonotonicClock
     ) {
+        self.builder = builder
+        self.images = images
+        self.clock = clock
         self.store = store
         self.retention = retention
         self.enricher = enricher
@@ -43,27 +51,39 @@ final class ReportWriter: Sendable {
         state = Mutex(State(limiter: rateLimiter, repeats: repeats))
     }
 
-    /// A hang was detected; `report` is provisional.
-    func hangStarted(_ report: HangReport, now: UInt64) {
-        let write = state.withLock { state -> Bool in
-            if state.repeats.isRepeat(signature: report.signature, now: now) { return false }
-            guard state.limiter.admit(now: now) else { return false }
-            state.provisional.insert(report.id)
-            return true
-        }
-        if write {
-            queue.async { self.write(report, kind: "provisional") }
+    /// A hang was detected: write a provisional report.
+    func hangStarted(_ recording: HangRecording) {
+        let now = clock.microseconds()
+        queue.async {
+            let report = self.builder.build(recording, images: self.images.current, outcome: .ongoing)
+            let write = self.state.withLock { state -> Bool in
+                if state.repeats.isRepeat(signature: report.signature, now: now) { return false }
+                guard state.limiter.admit(now: now) else { return false }
+                state.provisional.insert(report.id)
+                return true
+            }
+            if write { self.write(report, kind: "provisional") }
         }
     }
 
-    /// More samples of an ongoing hang.
-    func hangProgressed(_ report: HangReport) {
-        guard state.withLock({ $0.provisional.contains(report.id) }) else { return }
-        queue.async { self.write(report, kind: "provisional") }
+    /// More samples of an ongoing hang: rewrite its provisional report, if it has one.
+    func hangProgressed(_ recording: HangRecording) {
+        queue.async {
+            guard self.state.withLock({ $0.provisional.contains(recording.id) }) else { return }
+            self.write(self.builder.build(recording, images: self.images.current, outcome: .ongoing), kind: "provisional")
+        }
     }
 
     /// The hang is over (or the monitor stopped during it).
-    func hangEnded(_ report: HangReport, now: UInt64) {
+    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
+        let now = clock.microseconds()
+        queue.async {
+            self.finish(self.builder.build(recording, images: self.images.current, outcome: outcome), now: now)
+        }
+    }
+
+    /// Runs on the queue.
+    private func finish(_ report: HangReport, now: UInt64) {
         enum Action {
             case fold(remove: Bool, reportID: String, repeats: HangReport.Repeats, rewrite: Bool)
             case write(HangReport)
@@ -93,30 +113,26 @@ final class ReportWriter: Sendable {
             statistics.hangsSuppressed.add(1, ordering: .relaxed)
             logger.debug("hang not written: rate limit", metadata: ["hangwatch.id": "\(report.id)"])
         case .write(let final):
-            queue.async {
-                var enriched = final
-                self.enricher?.enrich(&enriched)
-                if self.write(enriched, kind: "final") {
-                    self.statistics.reportsWritten.add(1, ordering: .relaxed)
-                    self.applyRetention()
-                }
+            var enriched = final
+            enricher?.enrich(&enriched)
+            if write(enriched, kind: "final") {
+                statistics.reportsWritten.add(1, ordering: .relaxed)
+                applyRetention()
             }
         case .fold(let remove, let reportID, let repeats, let rewrite):
             statistics.hangsFolded.add(1, ordering: .relaxed)
-            queue.async {
-                if remove { try? self.store.remove(id: report.id) }
-                if rewrite { self.rewriteRepeats(reportID: reportID, repeats: repeats, signature: report.signature) }
-            }
+            if remove { try? store.remove(id: report.id) }
+            if rewrite { rewriteRepeats(reportID: reportID, repeats: repeats, signature: report.signature) }
         }
     }
 
-    /// Writes pending repeat counts and waits for every queued write.
+    /// Waits for every queued report, then writes pending repeat counts.
     func flush() {
-        let pending = state.withLock { state -> [(reportID: String, repeats: HangReport.Repeats)] in
-            defer { state.repeats.markAllWritten() }
-            return state.repeats.unwrittenRepeats
-        }
         queue.sync {
+            let pending = state.withLock { state -> [(reportID: String, repeats: HangReport.Repeats)] in
+                defer { state.repeats.markAllWritten() }
+                return state.repeats.unwrittenRepeats
+            }
             for (reportID, repeats) in pending {
                 rewriteRepeats(reportID: reportID, repeats: repeats, signature: nil)
             }

@@ -90,3 +90,13 @@ func tinyCallee(_ value: UInt64) -> UInt64 {
 func blackHoleForTests(_ value: UInt64) {
     if value == 42 { print("") }
 }
+
+@inline(never)
+func spinThroughLeaf(_ leaf: @convention(c) (UInt) -> UInt, flags: TargetFlags, ready: ([UInt]) -> Void) {
+    ready(Thread.callStackReturnAddresses.map { UInt(truncating: $0) })
+    var value: UInt = 1
+    while !flags.stop.load(ordering: .relaxed) {
+        for _ in 0..<1000 { value = leaf(value) }
+    }
+    blackHoleForTests(UInt64(value))
+}
