@@ -67,7 +67,7 @@ let package = Package(
         // Benchmarks: baselines (bare observers, the naive design) live here, not in the product.
         .executableTarget(
             name: "hangwatch-bench",
-            dependencies: ["HangWatch", "HangWatchReport"]
+            dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"]
         ),
         .testTarget(
             name: "HangWatchTests",

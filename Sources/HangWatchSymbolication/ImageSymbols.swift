@@ -20,6 +20,9 @@ final class ImageSymbols {
     /// `.debug_aranges`, which clang does not emit, so lookups fall back to this table.
     private var unitRanges: [(range: Range<UInt64>, unit: Dwarf_Die)]?
     private var dwarfBias: Dwarf_Addr = 0
+    /// Answers already worked out (hang reports repeat the same addresses); bounded.
+    private var answers: [UInt64: SymbolicatedFrame?] = [:]
+    private static let answerLimit = 100_000
 
     init(path: String, expectedBuildID: String?, debugDirectories: [String]) throws {
         var isDirectory: ObjCBool = false
@@ -81,6 +84,14 @@ final class ImageSymbols {
 
     /// The function (and line, if known) at file-relative address `offset`.
     func lookup(offset: UInt64) -> SymbolicatedFrame? {
+        if let known = answers[offset] { return known }
+        let answer = resolve(offset: offset)
+        if answers.count >= Self.answerLimit { answers.removeAll(keepingCapacity: true) }
+        answers[offset] = answer
+        return answer
+    }
+
+    private func resolve(offset: UInt64) -> SymbolicatedFrame? {
         var symbolOffset: GElf_Off = 0
         var symbol = GElf_Sym()
         guard let name = dwfl_module_addrinfo(module, GElf_Addr(offset), &symbolOffset, &symbol, nil, nil, nil) else {

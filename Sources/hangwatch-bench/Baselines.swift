@@ -5,8 +5,15 @@ import Synchronization
 
 /// What is compared with HangWatch, built here and not in the product.
 protocol Baseline: AnyObject {
-    func attach(to loop: BenchLoop)
+    /// Starts observing `runLoop` (`cfRunLoop` is the same loop).
+    func attach(to runLoop: RunLoop, _ cfRunLoop: CFRunLoop)
     func detach()
+}
+
+extension Baseline {
+    func attach(to loop: BenchLoop) {
+        attach(to: loop.runLoop, loop.cfRunLoop)
+    }
 }
 
 /// The floor: observers on the same activities HangWatch observes (early: beforeSources and
@@ -20,7 +27,7 @@ final class FloorObserver: Baseline {
 
     deinit { slot.deallocate() }
 
-    func attach(to loop: BenchLoop) {
+    func attach(to runLoop: RunLoop, _ cfRunLoop: CFRunLoop) {
         let callback: CFRunLoopObserverCallBack = { _, activity, info in
             info!.assumingMemoryBound(to: UInt.self).pointee = activity.rawValue
         }
@@ -30,7 +37,7 @@ final class FloorObserver: Baseline {
             callback, &context)!
         let late = CFRunLoopObserverCreate(nil, CFRunLoopActivity.beforeWaiting.rawValue, true, CFIndex.max, callback, &context)!
         observers = [early, late]
-        for observer in observers { CFRunLoopAddObserver(loop.cfRunLoop, observer, kCFRunLoopCommonModes) }
+        for observer in observers { CFRunLoopAddObserver(cfRunLoop, observer, kCFRunLoopCommonModes) }
     }
 
     func detach() {
@@ -49,7 +56,7 @@ final class NaiveMonitor: Baseline, @unchecked Sendable {
     private var observer: CFRunLoopObserver?
     let timeouts = Atomic<Int>(0)
 
-    func attach(to loop: BenchLoop) {
+    func attach(to runLoop: RunLoop, _ cfRunLoop: CFRunLoop) {
         stopRequested.store(false, ordering: .relaxed)
         var context = CFRunLoopObserverContext(
             version: 0, info: Unmanaged.passUnretained(self).toOpaque(), retain: nil, release: nil, copyDescription: nil)
@@ -60,7 +67,7 @@ final class NaiveMonitor: Baseline, @unchecked Sendable {
                 monitor.activity.store(activity.rawValue, ordering: .relaxed)
                 monitor.semaphore.signal()
             }, &context)
-        CFRunLoopAddObserver(loop.cfRunLoop, observer, kCFRunLoopCommonModes)
+        CFRunLoopAddObserver(cfRunLoop, observer, kCFRunLoopCommonModes)
         Thread { [self] in
             while !stopRequested.load(ordering: .relaxed) {
                 if semaphore.wait(timeout: .now() + .milliseconds(250)) == .timedOut {

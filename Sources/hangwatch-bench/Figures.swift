@@ -1,3 +1,4 @@
+import CoreFoundation
 import Foundation
 import HangWatch
 import HangWatchReport
@@ -18,9 +19,17 @@ enum Variant: String, CaseIterable {
 /// Throughput and CPU of trivial (or light) iterations, each variant measured in turn in every
 /// round (the order rotates), medians over rounds: ratios come from one run, side by side.
 struct ThroughputFigure {
+    enum Workload: String {
+        /// CFRunLoopPerformBlock + CFRunLoopWakeUp on a loop thread.
+        case blocks = "run-loop blocks"
+        /// DispatchQueue.main.async on RunLoop.main (the main thread).
+        case mainQueue = "main-queue blocks"
+    }
+
     var iterations: Int
     var rounds: Int
     var workNanoseconds: UInt64
+    var workload: Workload = .blocks
 
     struct Outcome {
         var wall: [Variant: Double]
@@ -31,6 +40,14 @@ struct ThroughputFigure {
     func measure(variants: [Variant] = Variant.allCases) throws -> Outcome {
         let loop = BenchLoop()
         defer { loop.stop() }
+        let runLoop: RunLoop = workload == .blocks ? loop.runLoop : .main
+        let cfRunLoop: CFRunLoop = workload == .blocks ? loop.cfRunLoop : CFRunLoopGetMain()
+        func run(_ count: Int) -> (wall: Double, cpu: Double) {
+            switch workload {
+            case .blocks: return loop.run(iterations: count, workNanoseconds: workNanoseconds)
+            case .mainQueue: return MainQueueRun.run(iterations: count, workNanoseconds: workNanoseconds)
+            }
+        }
         let hangWatch = try HangWatchVariant(name: "throughput")
         defer { hangWatch.removeReports() }
         let baselines: [Variant: Baseline?] = [
@@ -42,9 +59,9 @@ struct ThroughputFigure {
             let order = variants.indices.map { variants[($0 + round) % variants.count] }
             for variant in order {
                 let baseline = baselines[variant] ?? nil
-                baseline?.attach(to: loop)
-                _ = loop.run(iterations: max(1000, iterations / 20), workNanoseconds: workNanoseconds)
-                let result = loop.run(iterations: iterations, workNanoseconds: workNanoseconds)
+                baseline?.attach(to: runLoop, cfRunLoop)
+                _ = run(max(1000, iterations / 20))
+                let result = run(iterations)
                 baseline?.detach()
                 wall[variant, default: []].append(result.wall)
                 cpu[variant, default: []].append(result.cpu)
@@ -129,7 +146,11 @@ struct CapturePauseFigure {
             let variant = try HangWatchVariant(threshold: .milliseconds(100), name: "pause-\(depth)")
             defer { variant.removeReports() }
             variant.attach(to: loop)
-            let watchdogs = ProcessThreads.tids(named: "hangwatch-wdog")
+            var watchdogs = ProcessThreads.tids(named: "hangwatch-wdog")
+            for _ in 0..<100 where watchdogs.isEmpty {
+                usleep(10_000)
+                watchdogs = ProcessThreads.tids(named: "hangwatch-wdog")
+            }
             if sameCPU {
                 ProcessThreads.pin(loop.tid, to: 0)
                 for watchdog in watchdogs { ProcessThreads.pin(watchdog, to: 0) }

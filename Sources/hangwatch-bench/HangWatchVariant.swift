@@ -1,3 +1,4 @@
+import CoreFoundation
 import Foundation
 import HangWatch
 import HangWatchReport
@@ -19,9 +20,9 @@ final class HangWatchVariant: Baseline {
         monitor = try HangMonitor(configuration: configuration)
     }
 
-    func attach(to loop: BenchLoop) {
+    func attach(to runLoop: RunLoop, _ cfRunLoop: CFRunLoop) {
         do {
-            try monitor.start(runLoop: loop.runLoop)
+            try monitor.start(runLoop: runLoop)
         } catch {
             fatalError("cannot start the monitor: \(error)")
         }

@@ -1,16 +1,19 @@
 import Foundation
 
-// hangwatch-bench: measures what HangWatch costs the service it watches, side by side with no
+// hangwatch-bench: what HangWatch costs the service it watches, measured side by side with no
 // monitor, the floor (bare run-loop observers) and the naive design, in one run.
 //
-//   hangwatch-bench [--quick]     (release builds only: make bench)
+//   hangwatch-bench [--quick] [--figures 1,5,...] [--markdown FILE]   (release builds: make bench)
 
-let quick = CommandLine.arguments.contains("--quick")
-/// `--figures 1,5`: only these figures (by number; 1 also runs 2).
-let selectedFigures: Set<String>? = CommandLine.arguments.firstIndex(of: "--figures").flatMap { index in
-    index + 1 < CommandLine.arguments.count ? Set(CommandLine.arguments[index + 1].split(separator: ",").map(String.init)) : nil
+let arguments = CommandLine.arguments
+
+if let index = arguments.firstIndex(of: "--valgrind-child"), index + 2 < arguments.count,
+    let variant = Variant(rawValue: arguments[index + 1]), let count = Int(arguments[index + 2])
+{
+    try ValgrindFigure.child(variant: variant, iterations: count)
 }
-func wanted(_ figure: String) -> Bool { selectedFigures?.contains(figure) ?? true }
+
+let quick = arguments.contains("--quick")
 #if DEBUG
 if !quick {
     FileHandle.standardError.write(Data("hangwatch-bench: build with -c release (make bench); debug numbers mean nothing\n".utf8))
@@ -18,79 +21,151 @@ if !quick {
 }
 #endif
 
+/// `--figures 1,5`: only these figures.
+let selected: Set<String>? = arguments.firstIndex(of: "--figures").flatMap { index in
+    index + 1 < arguments.count ? Set(arguments[index + 1].split(separator: ",").map(String.init)) : nil
+}
+let markdownPath: String? = arguments.firstIndex(of: "--markdown").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+func wanted(_ figure: String) -> Bool { selected?.contains(figure) ?? true }
+
 func ratio(_ value: Double?, _ base: Double?) -> Double {
     guard let value, let base, base > 0 else { return .nan }
     return value / base
 }
-
 func format(_ value: Double, _ digits: Int = 3) -> String { String(format: "%.\(digits)f", value) }
 
 var results: [FigureResult] = []
+@MainActor func add(_ number: String, _ name: String, _ value: String, _ goal: String = "", _ met: Bool? = nil) {
+    results.append(FigureResult(number: number, name: name, value: value, goal: goal, met: met))
+    FileHandle.standardError.write(Data("  \(number) \(name): \(value)\n".utf8))
+}
+
 let rounds = quick ? 2 : 7
 let iterations = quick ? 20_000 : 200_000
+let started = Date()
+print("hangwatch-bench: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(rounds) rounds per ratio\n")
 
-print("hangwatch-bench: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(rounds) rounds per figure\n")
-
-// 1, 2: trivial iterations.
+// 1, 2: trivial iterations, two workloads.
 if wanted("1") {
-let trivial = try ThroughputFigure(iterations: iterations, rounds: rounds, workNanoseconds: 0).measure()
-let none = trivial.wall[.none], floor = trivial.wall[.floor], naive = trivial.wall[.naive], hw = trivial.wall[.hangwatch]
-print("trivial iteration: none \(format(trivial.nanosecondsPerIteration[.none]!, 0)) ns, floor \(format(trivial.nanosecondsPerIteration[.floor]!, 0)) ns, naive \(format(trivial.nanosecondsPerIteration[.naive]!, 0)) ns, hangwatch \(format(trivial.nanosecondsPerIteration[.hangwatch]!, 0)) ns")
-results.append(FigureResult(number: "1", name: "time, trivial iterations: HangWatch / none", value: format(ratio(hw, none)), goal: "<= 1.10", met: ratio(hw, none) <= 1.10))
-results.append(FigureResult(number: "1", name: "time, trivial iterations: HangWatch / floor", value: format(ratio(hw, floor)), goal: "<= 1.02", met: ratio(hw, floor) <= 1.02))
-results.append(FigureResult(number: "1", name: "time, trivial iterations: naive / none", value: format(ratio(naive, none)), goal: "(reference)", met: nil))
-let cpuNone = trivial.cpu[.none], cpuFloor = trivial.cpu[.floor], cpuNaive = trivial.cpu[.naive], cpuHW = trivial.cpu[.hangwatch]
-results.append(FigureResult(number: "2", name: "CPU, trivial iterations: HangWatch / none", value: format(ratio(cpuHW, cpuNone)), goal: "<= 1.10", met: ratio(cpuHW, cpuNone) <= 1.10))
-results.append(FigureResult(number: "2", name: "CPU, trivial iterations: HangWatch / floor", value: format(ratio(cpuHW, cpuFloor)), goal: "<= 1.02", met: ratio(cpuHW, cpuFloor) <= 1.02))
-results.append(FigureResult(number: "2", name: "CPU, trivial iterations: naive / none", value: format(ratio(cpuNaive, cpuNone)), goal: "(reference)", met: nil))
-
+    for workload in [ThroughputFigure.Workload.blocks, .mainQueue] {
+        let outcome = try ThroughputFigure(iterations: iterations, rounds: rounds, workNanoseconds: 0, workload: workload).measure()
+        let perIteration = Variant.allCases.map { "\($0.rawValue) \(format(outcome.nanosecondsPerIteration[$0]!, 0)) ns" }
+        add("1", "\(workload.rawValue): ns per iteration", perIteration.joined(separator: ", "))
+        let wall = outcome.wall, cpu = outcome.cpu
+        add("1", "\(workload.rawValue), time: HangWatch / none", format(ratio(wall[.hangwatch], wall[.none])), "<= 1.10", ratio(wall[.hangwatch], wall[.none]) <= 1.10)
+        add("1", "\(workload.rawValue), time: HangWatch / floor", format(ratio(wall[.hangwatch], wall[.floor])), "<= 1.02", ratio(wall[.hangwatch], wall[.floor]) <= 1.02)
+        add("1", "\(workload.rawValue), time: naive / none", format(ratio(wall[.naive], wall[.none])), "(reference)")
+        add("2", "\(workload.rawValue), CPU: HangWatch / none", format(ratio(cpu[.hangwatch], cpu[.none])), "<= 1.10", ratio(cpu[.hangwatch], cpu[.none]) <= 1.10)
+        add("2", "\(workload.rawValue), CPU: HangWatch / floor", format(ratio(cpu[.hangwatch], cpu[.floor])), "<= 1.02", ratio(cpu[.hangwatch], cpu[.floor]) <= 1.02)
+        add("2", "\(workload.rawValue), CPU: naive / none", format(ratio(cpu[.naive], cpu[.none])), "(reference)")
+    }
 }
 
 // 2b: ~20 us iterations.
 if wanted("2b") {
-let light = try ThroughputFigure(iterations: iterations / 10, rounds: rounds, workNanoseconds: 20_000).measure(variants: [.none, .hangwatch])
-results.append(FigureResult(number: "2b", name: "time, 20 us iterations: HangWatch / none", value: format(ratio(light.wall[.hangwatch], light.wall[.none])), goal: "<= 1.02", met: ratio(light.wall[.hangwatch], light.wall[.none]) <= 1.02))
-results.append(FigureResult(number: "2b", name: "CPU, 20 us iterations: HangWatch / none", value: format(ratio(light.cpu[.hangwatch], light.cpu[.none])), goal: "<= 1.02", met: ratio(light.cpu[.hangwatch], light.cpu[.none]) <= 1.02))
-
+    let light = try ThroughputFigure(iterations: iterations / 10, rounds: rounds, workNanoseconds: 20_000).measure(variants: [.none, .hangwatch])
+    add("2b", "20 us iterations, time: HangWatch / none", format(ratio(light.wall[.hangwatch], light.wall[.none])), "<= 1.02", ratio(light.wall[.hangwatch], light.wall[.none]) <= 1.02)
+    add("2b", "20 us iterations, CPU: HangWatch / none", format(ratio(light.cpu[.hangwatch], light.cpu[.none])), "<= 1.02", ratio(light.cpu[.hangwatch], light.cpu[.none]) <= 1.02)
 }
 
-// 5: capture pause by depth, with the watchdog free to run on the other CPU, and pinned to the
-// monitored thread's CPU.
+// 2c, 4: exact counts under valgrind.
+if wanted("4") {
+    if let counts = try ValgrindFigure(iterations: quick ? 2_000 : 20_000).measure(variants: Variant.allCases) {
+        let instructions = counts.instructionsPerIteration
+        add("2c", "instructions per iteration (valgrind)", Variant.allCases.map { "\($0.rawValue) \(format(instructions[$0]!, 0))" }.joined(separator: ", "))
+        add("2c", "instructions: HangWatch / none", format(ratio(instructions[.hangwatch], instructions[.none])), "<= 1.10", ratio(instructions[.hangwatch], instructions[.none]) <= 1.10)
+        add("2c", "instructions: HangWatch / floor", format(ratio(instructions[.hangwatch], instructions[.floor])), "<= 1.02", ratio(instructions[.hangwatch], instructions[.floor]) <= 1.02)
+        let allocations = counts.allocationsPerIteration
+        let added = (allocations[.hangwatch] ?? .nan) - (allocations[.none] ?? .nan)
+        add("4", "heap allocations per iteration added by HangWatch (memcheck; none: \(format(allocations[.none]!, 2)))", format(added, 3), "0", abs(added) < 0.001)
+    } else {
+        add("4", "allocations and instructions (valgrind)", "skipped: valgrind not installed")
+    }
+}
+
+// 3: watchdog wake-ups while the loop sleeps.
+if wanted("3") {
+    let seconds = quick ? 2.0 : 10.0
+    let wakeups = try IdleWakeupFigure(seconds: seconds).measure()
+    add("3", "watchdog context switches in \(Int(seconds)) s of an idle loop", String(wakeups), "<= 1", wakeups <= 1)
+}
+
+// 5: capture pause.
 if wanted("5") {
-let noise = CapturePauseFigure(hangMilliseconds: quick ? 400 : 1500).baselineGaps(count: quick ? 6 : 28)
-results.append(FigureResult(
-    number: "5", name: "  (no monitor: the same spin's largest gaps, median (p90))",
-    value: "\(format(Statistics.median(noise), 1)) us (\(format(Statistics.percentile(noise, 0.9), 1)))", goal: "", met: nil))
-for sameCPU in [false, true] {
-for pause in try CapturePauseFigure(hangMilliseconds: quick ? 400 : 1500, sameCPU: sameCPU).measure(depths: sameCPU ? [38] : [0, 38, 188]) {
-    results.append(FigureResult(
-        number: "5", name: "capture pause, \(pause.frames) frames\(sameCPU ? ", one CPU" : ""), median (p90), \(pause.samples) samples",
-        value: "\(format(pause.medianMicroseconds, 1)) us (\(format(pause.p90Microseconds, 1)))",
-        goal: pause.frames >= 40 && pause.frames <= 60 ? "<= 15 us" : "", met: pause.frames >= 40 && pause.frames <= 60 ? pause.medianMicroseconds <= 15 : nil))
-    results.append(FigureResult(
-        number: "5", name: "  as the hung thread saw it (its largest gaps), median (p90)",
-        value: "\(format(pause.observedMedianMicroseconds, 1)) us (\(format(pause.observedP90Microseconds, 1))) wd \(format(pause.watchdogMicrosecondsPerSample, 0))",
-        goal: pause.frames >= 40 && pause.frames <= 60 ? "<= 15 us" : "", met: pause.frames >= 40 && pause.frames <= 60 ? pause.observedMedianMicroseconds <= 15 : nil))
-}
-}
-
+    let figure = CapturePauseFigure(hangMilliseconds: quick ? 400 : 1500)
+    let noise = figure.baselineGaps(count: quick ? 6 : 28)
+    for sameCPU in [false, true] {
+        var pinned = figure
+        pinned.sameCPU = sameCPU
+        for pause in try pinned.measure(depths: sameCPU ? [38] : [0, 38, 188]) {
+            let isGoal = pause.frames >= 40 && pause.frames <= 60
+            add("5", "capture pause, \(pause.frames) frames\(sameCPU ? ", watchdog on the same CPU" : ""), median (p90)",
+                "\(format(pause.medianMicroseconds, 1)) us (\(format(pause.p90Microseconds, 1)))",
+                isGoal ? "<= 15 us" : "", isGoal ? pause.medianMicroseconds <= 15 : nil)
+            add("5", "  the hung thread's largest gaps, one per capture, median (p90)",
+                "\(format(pause.observedMedianMicroseconds, 1)) us (\(format(pause.observedP90Microseconds, 1)))")
+            add("5", "  watchdog CPU time per sample", "\(format(pause.watchdogMicrosecondsPerSample, 0)) us")
+        }
+    }
+    add("5", "  (no monitor: the same spin's largest gaps, median (p90))",
+        "\(format(Statistics.median(noise), 1)) us (\(format(Statistics.percentile(noise, 0.9), 1)))")
 }
 
 // 6: detection delay.
 if wanted("6") {
-let delays = try DetectionDelayFigure(hangs: quick ? 20 : 200).measure()
-results.append(FigureResult(
-    number: "6", name: "detection delay past the threshold, p50 / p99 (\(delays.count) hangs)",
-    value: "\(format(Statistics.percentile(delays, 0.5), 1)) / \(format(Statistics.percentile(delays, 0.99), 1)) ms",
-    goal: "p99 <= 10 ms", met: Statistics.percentile(delays, 0.99) <= 10))
+    let delays = try DetectionDelayFigure(hangs: quick ? 20 : 200).measure()
+    add("6", "detection delay past the threshold, p50 / p99 (\(delays.count) hangs)",
+        "\(format(Statistics.percentile(delays, 0.5), 1)) / \(format(Statistics.percentile(delays, 0.99), 1)) ms",
+        "p99 <= 10 ms", Statistics.percentile(delays, 0.99) <= 10)
+}
+
+// 7: symbolication.
+if wanted("7") {
+    let symbolication = try SymbolicationFigure().measure()
+    add("7", "symbolication, \(symbolication.frames)-frame heaviest stack, \(symbolication.samples) samples: cold",
+        "\(format(symbolication.coldMilliseconds, 1)) ms")
+    add("7", "  warm: images open, another report (median of 10)", "\(format(symbolication.warmMilliseconds, 2)) ms", "<= 5 ms", symbolication.warmMilliseconds <= 5)
+    add("7", "  the same report again (median of 9)", "\(format(symbolication.againMilliseconds, 2)) ms")
+}
+
+// 8: memory and report size.
+if wanted("8") {
+    let seconds = quick ? 3.0 : 60.0
+    let memory = try MemoryFigure(longHangSeconds: seconds).measure()
+    add("8", "resident memory added by a running monitor (after a \(Int(seconds)) s hang)",
+        "\(format(memory.addedResidentBytes / 1_048_576, 2)) MiB", "<= 4 MiB", memory.addedResidentBytes <= 4 * 1_048_576)
+    add("8", "report for a \(Int(seconds)) s hang sampled every 50 ms",
+        "\(memory.reportBytes / 1024) KiB, \(memory.samples) of \(memory.samplesTaken) samples kept")
+    add("8", "  time to write it (atomic, with fsync), median of 5", "\(format(memory.writeMilliseconds, 2)) ms")
+}
+
+// Scaling: overhead against iteration rate.
+if wanted("scaling") {
+    for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
+        let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))
+        let outcome = try ThroughputFigure(iterations: count, rounds: rounds, workNanoseconds: work).measure(variants: [.none, .hangwatch])
+        let rate = Double(count) / outcome.wall[.none]! / 1000
+        add("S", "\(label) iterations/s (measured \(format(rate, 0)) k/s): time HangWatch / none",
+            format(ratio(outcome.wall[.hangwatch], outcome.wall[.none])))
+    }
 }
 
 print("")
-let header = "fig  figure" .padding(toLength: 66, withPad: " ", startingAt: 0) + "value".padding(toLength: 22, withPad: " ", startingAt: 0) + "goal"
+let header = "fig  figure".padding(toLength: 79, withPad: " ", startingAt: 0) + "value".padding(toLength: 34, withPad: " ", startingAt: 0) + "goal"
 print(header)
 print(String(repeating: "-", count: header.count + 12))
 for result in results {
     let mark = result.met.map { $0 ? "  ok" : "  MISSED" } ?? ""
-    print(result.number.padding(toLength: 5, withPad: " ", startingAt: 0) + result.name.padding(toLength: 61, withPad: " ", startingAt: 0)
-        + result.value.padding(toLength: 22, withPad: " ", startingAt: 0) + result.goal + mark)
+    print(result.number.padding(toLength: 5, withPad: " ", startingAt: 0) + result.name.padding(toLength: 74, withPad: " ", startingAt: 0)
+        + result.value.padding(toLength: 34, withPad: " ", startingAt: 0) + result.goal + mark)
+}
+print("\nfinished in \(Int(Date().timeIntervalSince(started))) s")
+
+if let markdownPath {
+    var lines = ["| # | figure | measured | goal |", "|---|---|---|---|"]
+    for result in results {
+        let goal = result.goal + (result.met.map { $0 ? " ✓" : " ✗ missed" } ?? "")
+        lines.append("| \(result.number) | \(result.name.trimmingCharacters(in: .whitespaces)) | \(result.value) | \(goal) |")
+    }
+    try (lines.joined(separator: "\n") + "\n").write(toFile: markdownPath, atomically: true, encoding: .utf8)
 }

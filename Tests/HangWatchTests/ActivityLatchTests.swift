@@ -65,6 +65,19 @@ import Testing
         #expect(latch.wake.wait(timeout: .now()) == .timedOut)
     }
 
+    @Test func goingIdleKeepsTheLastTimeUnlessAHangIsBeingRecorded() {
+        let latch = makeLatch()
+        latch.recordForTesting(afterWaiting, units: 100)
+        latch.record(beforeWaiting)
+        #expect(latch.snapshot() == ActivitySnapshot(word: 100 << 8 | UInt64(beforeWaiting)))
+        latch.recordForTesting(afterWaiting, units: 100)
+        latch.setRecordingHang(true)
+        latch.record(beforeWaiting)
+        // While a hang is recorded, going idle is timed: that is when the hang ended.
+        #expect(latch.snapshot().word >> 8 > 100)
+        #expect(latch.snapshot().activity == beforeWaiting)
+    }
+
     @Test func markIdleTurnsAStaleBusyWordIntoAWakeUpEdge() {
         let latch = makeLatch()
         latch.record(afterWaiting)

@@ -21,6 +21,9 @@ import Glibc
 final class ActivityLatch: Sendable {
     private let word = Atomic<UInt64>(0)
     private let parked = Atomic<Bool>(false)
+    /// Set by the watchdog while it records a hang: only then does the time of an idle activity
+    /// matter (it is when the hang ended), so only then is the clock read for one.
+    private let recordingHang = Atomic<Bool>(false)
     /// Posted by the loop's thread when it leaves idle while the watchdog is parked, and by control
     /// calls (stop, threshold changes, resume) that need the watchdog to look again.
     let wake = DispatchSemaphore(value: 0)
@@ -35,12 +38,21 @@ final class ActivityLatch: Sendable {
     /// Called by the loop's thread for every observed activity. Must stay tiny.
     @inline(__always)
     func record(_ activity: UInt8) {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-        let units = (UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)) >> 10
-        let value = units << 8 | UInt64(activity)
-        let previous = UInt8(truncatingIfNeeded: word.load(ordering: .relaxed))
-        if Self.isIdle(previous, idleMask: idleMask) && !Self.isIdle(activity, idleMask: idleMask) {
+        let previousWord = word.load(ordering: .relaxed)
+        let previous = UInt8(truncatingIfNeeded: previousWord)
+        let idle = Self.isIdle(activity, idleMask: idleMask)
+        let value: UInt64
+        if idle && !recordingHang.load(ordering: .relaxed) {
+            // Going to sleep, no hang being recorded: the time is not needed. One clock read saved
+            // per iteration.
+            value = previousWord & ~0xff | UInt64(activity)
+        } else {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+            let units = (UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)) >> 10
+            value = units << 8 | UInt64(activity)
+        }
+        if Self.isIdle(previous, idleMask: idleMask) && !idle {
             word.store(value, ordering: .sequentiallyConsistent)
             if parked.load(ordering: .sequentiallyConsistent) {
                 if parked.exchange(false, ordering: .sequentiallyConsistent) {
@@ -67,6 +79,11 @@ final class ActivityLatch: Sendable {
     func park() -> ActivitySnapshot {
         parked.store(true, ordering: .sequentiallyConsistent)
         return ActivitySnapshot(word: word.load(ordering: .sequentiallyConsistent))
+    }
+
+    /// While set, idle activities are timed too (the end of a hang is the loop's next activity).
+    func setRecordingHang(_ recording: Bool) {
+        recordingHang.store(recording, ordering: .releasing)
     }
 
     /// Withdraw a park announcement (after waking or deciding not to block).

@@ -31,33 +31,44 @@ struct LinuxStackSampler: StackSampling {
 
     private static let captureLock = Mutex(())
 
-    /// The open proc files of the monitored thread.
+    /// The open proc files of the monitored thread. Files opened on a thread stay bound to it: once
+    /// it exits their reads fail, even if its id is reused, so its identity (start time) is checked
+    /// once, when they are opened.
     private final class OpenFiles: Sendable {
         private let current = Mutex<ProcTaskFilesBox?>(nil)
-        func files(for tid: Int32) -> ProcTaskFiles? {
+        func files(for thread: MonitoredThread) -> ProcTaskFiles? {
             current.withLock { box in
-                if let existing = box?.files, existing.tid == tid { return existing }
-                box = ProcTaskFiles(tid: tid).map(ProcTaskFilesBox.init)
-                return box?.files
+                if let existing = box?.files, existing.tid == thread.tid { return existing }
+                guard let opened = ProcTaskFiles(tid: thread.tid), opened.readStat()?.startTimeTicks == thread.startTimeTicks
+                else {
+                    box = nil
+                    return nil
+                }
+                box = ProcTaskFilesBox(files: opened)
+                return opened
             }
         }
     }
 
-    func sample(_ thread: MonitoredThread, previous: StackSample?) -> StackSample {
+    func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool) -> StackSample {
         let task = ProcTask(tid: thread.tid)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)
-        guard let files = files.files(for: thread.tid), let stat = files.readStat(),
-            stat.startTimeTicks == thread.startTimeTicks
+        guard let files = files.files(for: thread), let schedule = files.readSchedStat(),
+            let kernelState = files.readSyscall()
         else {
             sample.failure = .threadExited
             return sample
         }
-        sample.state = stat.state
-        if let schedule = files.readSchedStat() {
-            sample.onCPUNanoseconds = schedule.onCPUNanoseconds
-            sample.runQueueNanoseconds = schedule.runQueueNanoseconds
+        sample.onCPUNanoseconds = schedule.onCPUNanoseconds
+        sample.runQueueNanoseconds = schedule.runQueueNanoseconds
+        // The syscall file tells running from blocked; `stat` (the costliest proc file) is read only
+        // for a thread blocked outside a system call, to tell stopped from waiting on a page.
+        switch kernelState {
+        case .running: sample.state = "R"
+        case .inSyscall: sample.state = "S"
+        case .blockedOutsideSyscall: sample.state = files.readStat()?.state
         }
-        if stat.state == "T" || stat.state == "t" {
+        if sample.state == "T" || sample.state == "t" {
             sample.failure = .stopped
             return sample
         }
@@ -65,7 +76,7 @@ struct LinuxStackSampler: StackSampling {
             sample.failure = .threadNotAttached
             return sample
         }
-        if case .inSyscall(let number, let arguments, let stackPointer, let programCounter)? = files.readSyscall() {
+        if case .inSyscall(let number, let arguments, let stackPointer, let programCounter) = kernelState {
             sample.syscall = number
             let key = [UInt(number)] + arguments + [stackPointer, programCounter]
             sample.blockedKey = key
@@ -89,6 +100,10 @@ struct LinuxStackSampler: StackSampling {
             sample.frames = walk.frames
             sample.truncated = walk.flags.isTruncated
             sample.method = .syscall
+            return sample
+        }
+        guard signalAllowed else {
+            sample.failure = .debuggerAttached
             return sample
         }
         let maskMayHaveChanged = previous == nil || previous?.failure == .timeout || previous?.failure == .signalBlocked

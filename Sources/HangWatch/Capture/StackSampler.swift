@@ -19,6 +19,7 @@ struct StackSample: Sendable, Equatable {
         case busy = "capture busy"
         case stopped = "thread stopped"
         case movedDuringCapture = "thread moved during capture"
+        case debuggerAttached = "debugger attached"
 
         var message: String {
             switch self {
@@ -30,6 +31,7 @@ struct StackSample: Sendable, Equatable {
             case .busy: return "a previous capture was still being answered"
             case .stopped: return "the thread was stopped (SIGSTOP or a debugger); no signal was sent"
             case .movedDuringCapture: return "the thread left its system call while its stack was read"
+            case .debuggerAttached: return "a debugger is attached; no signal was sent (it would stop at it)"
             }
         }
     }
@@ -40,7 +42,8 @@ struct StackSample: Sendable, Equatable {
     var frames: [UInt]
     var method: Method?
     var truncated: Bool
-    /// Scheduler state letter (`R`, `S`, `D`, `T`, ...).
+    /// Scheduler state letter: `R` on a CPU, `S` blocked in a system call, else from `stat`
+    /// (`D`, `T`, `t`, ...).
     var state: Character?
     /// Blocked in this system call.
     var syscall: Int?
@@ -56,5 +59,6 @@ struct StackSample: Sendable, Equatable {
 
 /// Takes stack samples of a thread. The real one signals or reads /proc; tests use fakes.
 protocol StackSampling: Sendable {
-    func sample(_ thread: MonitoredThread, previous: StackSample?) -> StackSample
+    /// `signalAllowed` is false while a debugger is attached: it would stop at the capture signal.
+    func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool) -> StackSample
 }

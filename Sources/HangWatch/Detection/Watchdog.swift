@@ -92,7 +92,8 @@ final class Watchdog: @unchecked Sendable {
     private func run() {
         var oversleep: UInt64 = 0
         var stopSuspected = false
-        let ownTask = ProcTask(tid: UnsafeCaptureBridge.currentThreadID())
+        // Its own schedstat, read before and after each timed wait: kept open, read without allocating.
+        let ownTask = ProcTaskFiles(tid: UnsafeCaptureBridge.currentThreadID())
         while !control.isStopping {
             let snapshot = latch.snapshot()
             if control.isPaused {
@@ -107,11 +108,11 @@ final class Watchdog: @unchecked Sendable {
                 park(whileUnchanged: snapshot)
                 oversleep = 0
             case .waitUntil(let deadline):
-                let before = ownTask.schedStat()
+                let before = ownTask?.readSchedStat()
                 if latch.wake.wait(timeout: Self.dispatchTime(deadline)) == .timedOut {
                     let woke = clock.microseconds()
                     oversleep = woke > deadline ? woke - deadline : 0
-                    if oversleep > 0, let before, let after = ownTask.schedStat() {
+                    if oversleep > 0, let before, let after = ownTask?.readSchedStat() {
                         // Late because starved: the time was spent runnable on a run queue. Late
                         // without queueing: the process was stopped (SIGSTOP, a debugger).
                         let queued = (after.runQueueNanoseconds &- before.runQueueNanoseconds) / 1000
@@ -160,6 +161,8 @@ final class Watchdog: @unchecked Sendable {
     }
 
     private func record(startMicroseconds: UInt64, snapshot: ActivitySnapshot, oversleep: UInt64, stopSuspected: Bool) {
+        latch.setRecordingHang(true)
+        defer { latch.setRecordingHang(false) }
         statistics.hangsDetected.add(1, ordering: .relaxed)
         hangSequence += 1
         let detected = clock.microseconds()
@@ -215,7 +218,8 @@ final class Watchdog: @unchecked Sendable {
     private func takeSample(_ recording: inout HangRecording, thread: MonitoredThread?) {
         let sample: StackSample
         if let thread {
-            sample = sampler.sample(thread, previous: recording.samples.last)
+            sample = sampler.sample(
+                thread, previous: recording.samples.last, signalAllowed: !recording.process.debuggerAttached)
         } else {
             sample = StackSample(
                 microseconds: clock.microseconds(), frames: [], method: nil, truncated: false,
