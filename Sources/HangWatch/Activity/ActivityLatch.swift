@@ -8,87 +8,64 @@ import Glibc
 /// What a monitored loop last did, shared between the loop's thread (one writer, on the hot path)
 /// and the watchdog thread (the reader).
 ///
-/// The loop's thread calls `record(_:)` on every observed activity. It stores one word,
-/// `time << 8 | activity`, where time is `CLOCK_MONOTONIC_COARSE` in units of 1024 ns (the cheapest
-/// monotonic clock, ~3 ns through the vDSO; its resolution is one scheduler tick, 4 ms here). It
-/// signals the watchdog only on a transition from idle to busy, and only when the watchdog has
-/// parked itself because the loop was idle: a loop spinning a million times a second costs the
-/// watchdog nothing, and a sleeping loop lets it sleep too.
+/// The loop's thread records every observed activity. It stores one word, `time << 8 | activity`,
+/// where time is `CLOCK_MONOTONIC_COARSE` in units of 1024 ns (the cheapest monotonic clock, ~3 ns
+/// through the vDSO; its resolution is one scheduler tick, 4 ms here). It signals the watchdog only
+/// on a transition from idle to busy, and only when the watchdog has parked itself because the loop
+/// was idle: a loop spinning a million times a second costs the watchdog nothing, and a sleeping
+/// loop lets it sleep too.
 ///
 /// Parking is a Dekker handshake: the watchdog sets `parked` then re-reads the word; the loop
 /// stores the word then reads `parked`, both sequentially consistent, so at least one of them sees
 /// the other and a wake-up is never lost. Only the idle-to-busy store pays for that ordering.
-final class ActivityLatch: Sendable {
-    private let word = Atomic<UInt64>(0)
-    private let parked = Atomic<Bool>(false)
-    /// Set by the watchdog while it records a hang: only then does the time of an idle activity
-    /// matter (it is when the hang ended), so only then is the clock read for one.
-    private let recordingHang = Atomic<Bool>(false)
+///
+/// The state the loop's thread touches lives in `UnsafeLatchStorage`, reached from the observer
+/// callback through a raw pointer: no class, no reference counting, no stack buffer (so no stack
+/// protector) on the hot path.
+final class ActivityLatch: @unchecked Sendable {
+    /// Owned by this latch; CoreFoundation's observers reach it through the pointer.
+    let storage: UnsafeMutablePointer<UnsafeLatchStorage>
+
     /// Posted by the loop's thread when it leaves idle while the watchdog is parked, and by control
     /// calls (stop, threshold changes, resume) that need the watchdog to look again.
-    let wake = DispatchSemaphore(value: 0)
-    /// Activities after which the loop counts as idle (bit mask of `HangMonitor.Activity` raw values).
-    let idleMask: UInt8
+    var wake: DispatchSemaphore { storage.pointee.wake }
 
     init(busyActivities: Set<HangMonitor.Activity>) {
-        let busy = HangMonitor.Activity.mask(busyActivities)
-        idleMask = ~busy
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: UnsafeLatchStorage(idleMask: ~HangMonitor.Activity.mask(busyActivities)))
+        storage.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
     }
 
-    /// Called by the loop's thread for every observed activity. Must stay tiny.
-    @inline(__always)
+    deinit {
+        storage.deinitialize(count: 1)
+        storage.deallocate()
+    }
+
+    /// Records `activity` now (tests and the loop's thread; the observer calls the storage directly).
     func record(_ activity: UInt8) {
-        let previousWord = word.load(ordering: .relaxed)
-        let previous = UInt8(truncatingIfNeeded: previousWord)
-        let idle = Self.isIdle(activity, idleMask: idleMask)
-        let value: UInt64
-        if idle && !recordingHang.load(ordering: .relaxed) {
-            // Going to sleep, no hang being recorded: the time is not needed. One clock read saved
-            // per iteration.
-            value = previousWord & ~0xff | UInt64(activity)
-        } else {
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-            let units = (UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)) >> 10
-            value = units << 8 | UInt64(activity)
-        }
-        if Self.isIdle(previous, idleMask: idleMask) && !idle {
-            word.store(value, ordering: .sequentiallyConsistent)
-            if parked.load(ordering: .sequentiallyConsistent) {
-                if parked.exchange(false, ordering: .sequentiallyConsistent) {
-                    wake.signal()
-                }
-            }
-        } else {
-            word.store(value, ordering: .releasing)
-        }
-    }
-
-    @inline(__always)
-    static func isIdle(_ activity: UInt8, idleMask: UInt8) -> Bool {
-        activity == 0 || activity & idleMask != 0
+        UnsafeLatchStorage.record(activity, in: storage)
     }
 
     /// The latest activity and when it happened.
     func snapshot() -> ActivitySnapshot {
-        ActivitySnapshot(word: word.load(ordering: .acquiring))
+        ActivitySnapshot(word: storage.pointee.word.load(ordering: .acquiring))
     }
 
     /// Announce that the watchdog is about to block until the loop becomes busy. Returns the
     /// snapshot read after announcing: if it is no longer `expected`, do not block.
     func park() -> ActivitySnapshot {
-        parked.store(true, ordering: .sequentiallyConsistent)
-        return ActivitySnapshot(word: word.load(ordering: .sequentiallyConsistent))
-    }
-
-    /// While set, idle activities are timed too (the end of a hang is the loop's next activity).
-    func setRecordingHang(_ recording: Bool) {
-        recordingHang.store(recording, ordering: .releasing)
+        storage.pointee.parked.store(true, ordering: .sequentiallyConsistent)
+        return ActivitySnapshot(word: storage.pointee.word.load(ordering: .sequentiallyConsistent))
     }
 
     /// Withdraw a park announcement (after waking or deciding not to block).
     func unpark() {
-        parked.store(false, ordering: .sequentiallyConsistent)
+        storage.pointee.parked.store(false, ordering: .sequentiallyConsistent)
+    }
+
+    /// While set, idle activities are timed too (the end of a hang is the loop's next activity).
+    func setRecordingHang(_ recording: Bool) {
+        storage.pointee.recordingHang.store(recording, ordering: .releasing)
     }
 
     /// The watchdog's one write: when it finds the loop not really busy (asleep in a mode that was
@@ -97,13 +74,71 @@ final class ActivityLatch: Sendable {
     /// written since `snapshot`. The loop thread's plain store after its relaxed load can still race
     /// with this; `park()` re-reads the word after announcing, so the watchdog notices either way.
     func markIdle(ifUnchanged snapshot: ActivitySnapshot) {
-        _ = word.compareExchange(
+        _ = storage.pointee.word.compareExchange(
             expected: snapshot.word, desired: snapshot.word & ~UInt64(0xff), ordering: .sequentiallyConsistent)
     }
 
     /// For tests: record an activity with an explicit time.
     func recordForTesting(_ activity: UInt8, units: UInt64) {
-        word.store(units << 8 | UInt64(activity), ordering: .sequentiallyConsistent)
+        storage.pointee.word.store(units << 8 | UInt64(activity), ordering: .sequentiallyConsistent)
+    }
+
+    static func isIdle(_ activity: UInt8, idleMask: UInt8) -> Bool {
+        UnsafeLatchStorage.isIdle(activity, idleMask: idleMask)
+    }
+}
+
+/// The loop-thread side of an `ActivityLatch`, in memory the latch allocates.
+struct UnsafeLatchStorage: ~Copyable {
+    let word = Atomic<UInt64>(0)
+    let parked = Atomic<Bool>(false)
+    /// Set by the watchdog while it records a hang: only then does the time of an idle activity
+    /// matter (it is when the hang ended), so only then is the clock read for one.
+    let recordingHang = Atomic<Bool>(false)
+    /// Activities after which the loop counts as idle (bit mask of `HangMonitor.Activity` raw values).
+    let idleMask: UInt8
+    let wake = DispatchSemaphore(value: 0)
+    /// The owning `ActivityLatch`, for the observers' retain and release callbacks.
+    var owner: UnsafeMutableRawPointer?
+    /// The loop thread's buffer for `clock_gettime`.
+    var now = timespec()
+
+    init(idleMask: UInt8) {
+        self.idleMask = idleMask
+    }
+
+    /// Called on the loop's thread for every observed activity. Must stay tiny.
+    @inline(__always)
+    static func record(_ activity: UInt8, in storage: UnsafeMutablePointer<UnsafeLatchStorage>) {
+        let previousWord = storage.pointee.word.load(ordering: .relaxed)
+        let idleMask = storage.pointee.idleMask
+        let idle = isIdle(activity, idleMask: idleMask)
+        let value: UInt64
+        if idle && !storage.pointee.recordingHang.load(ordering: .relaxed) {
+            // Going to sleep, no hang being recorded: the time is not needed. One clock read saved
+            // per iteration.
+            value = previousWord & ~0xff | UInt64(activity)
+        } else {
+            clock_gettime(CLOCK_MONOTONIC_COARSE, &storage.pointee.now)
+            let now = storage.pointee.now
+            let units = (UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)) >> 10
+            value = units << 8 | UInt64(activity)
+        }
+        if isIdle(UInt8(truncatingIfNeeded: previousWord), idleMask: idleMask) && !idle {
+            storage.pointee.word.store(value, ordering: .sequentiallyConsistent)
+            if storage.pointee.parked.load(ordering: .sequentiallyConsistent) {
+                if storage.pointee.parked.exchange(false, ordering: .sequentiallyConsistent) {
+                    storage.pointee.wake.signal()
+                }
+            }
+        } else {
+            storage.pointee.word.store(value, ordering: .releasing)
+        }
+    }
+
+    @inline(__always)
+    static func isIdle(_ activity: UInt8, idleMask: UInt8) -> Bool {
+        activity == 0 || activity & idleMask != 0
     }
 }
 

@@ -63,17 +63,20 @@ final class RunLoopActivitySource: @unchecked Sendable {
     /// when unbound or already invalidated (a stop that came first).
     func install(additionalModes: [String]) {
         guard let runLoop, !state.withLock({ $0.invalidated }) else { return }
-        let latchPointer = Unmanaged.passUnretained(latch).toOpaque()
+        // `info` is the latch's storage; the retain and release callbacks keep the latch that owns
+        // it alive for as long as CoreFoundation holds an observer.
         var context = CFRunLoopObserverContext(
-            version: 0, info: latchPointer,
+            version: 0, info: UnsafeMutableRawPointer(latch.storage),
             retain: { info in
                 guard let info else { return nil }
-                _ = Unmanaged<ActivityLatch>.fromOpaque(info).retain()
+                let storage = info.assumingMemoryBound(to: UnsafeLatchStorage.self)
+                if let owner = storage.pointee.owner { _ = Unmanaged<ActivityLatch>.fromOpaque(owner).retain() }
                 return UnsafeRawPointer(info)
             },
             release: { info in
                 guard let info else { return }
-                Unmanaged<ActivityLatch>.fromOpaque(info).release()
+                let storage = info.assumingMemoryBound(to: UnsafeLatchStorage.self)
+                if let owner = storage.pointee.owner { Unmanaged<ActivityLatch>.fromOpaque(owner).release() }
             },
             copyDescription: nil)
         let idle = HangMonitor.Activity.beforeWaiting.rawValue
@@ -98,9 +101,8 @@ final class RunLoopActivitySource: @unchecked Sendable {
 
     /// The observer callback: a C function, so CoreFoundation calls it without a block trampoline.
     private static let observerCallback: CFRunLoopObserverCallBack = { _, activity, info in
-        Unmanaged<ActivityLatch>.fromOpaque(info!)._withUnsafeGuaranteedRef { latch in
-            latch.record(UInt8(truncatingIfNeeded: activity.rawValue))
-        }
+        UnsafeLatchStorage.record(
+            UInt8(truncatingIfNeeded: activity.rawValue), in: info!.assumingMemoryBound(to: UnsafeLatchStorage.self))
     }
 
     /// Removes the observers. Safe from any thread; a callout in progress finishes with a latch

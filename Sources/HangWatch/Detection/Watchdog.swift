@@ -181,6 +181,7 @@ final class Watchdog: @unchecked Sendable {
         writer.hangStarted(recording)
 
         var provisionalSamples = recording.samples.count
+        var provisionalAt = detected
         var nextSample = detected + recording.sampleIntervalMicroseconds
         var outcome = HangReport.Outcome.recovered
         while true {
@@ -202,9 +203,11 @@ final class Watchdog: @unchecked Sendable {
                 recording.endMicroseconds = now
                 break
             }
-            // Refresh the provisional report as samples double, so a fatal hang keeps most of them.
-            if recording.samples.count >= 2 * provisionalSamples {
+            // Refresh the provisional report as samples double, and at least every 30 s, so a hang
+            // that never ends leaves most of its samples behind.
+            if recording.samples.count >= 2 * provisionalSamples || now - provisionalAt >= Self.provisionalRefreshMicroseconds {
                 provisionalSamples = recording.samples.count
+                provisionalAt = now
                 writer.hangProgressed(recording)
             }
             nextSample = max(now, nextSample) + recording.sampleIntervalMicroseconds
@@ -230,6 +233,9 @@ final class Watchdog: @unchecked Sendable {
         }
         recording.add(sample)
     }
+
+    /// A long hang's provisional report is rewritten at least this often.
+    static let provisionalRefreshMicroseconds: UInt64 = 30_000_000
 
     static func dispatchTime(_ microseconds: UInt64) -> DispatchTime {
         DispatchTime(uptimeNanoseconds: microseconds * 1000)

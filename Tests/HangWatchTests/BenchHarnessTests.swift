@@ -1,0 +1,29 @@
+import Foundation
+import Testing
+
+/// The benchmark harness runs and prints its figures. (Timing goals are the benchmark's business,
+/// never a test's: this only checks the harness works.)
+@Suite(.serialized) struct BenchHarnessTests {
+    @Test func theHarnessMeasuresAndPrintsAFigure() throws {
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let bench = (executable as NSString).deletingLastPathComponent + "/hangwatch-bench"
+        try #require(FileManager.default.isExecutableFile(atPath: bench), "build the benchmark first: swift build")
+        let markdown = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid()).md"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: bench)
+        process.arguments = ["--quick", "--figures", "3,6", "--markdown", markdown]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let wakeups = text.split(separator: "\n").first { $0.contains("watchdog context switches") }
+        #expect(wakeups?.split(separator: " ").contains { Int($0) != nil } == true, "\(text)")
+        #expect(text.contains("detection delay past the threshold"))
+        let table = try String(contentsOfFile: markdown, encoding: .utf8)
+        #expect(table.hasPrefix("| # | figure | measured | goal |"))
+        #expect(table.split(separator: "\n").count == 4)
+    }
+}
