@@ -32,14 +32,24 @@ struct ThroughputFigure {
     var workload: Workload = .blocks
 
     struct Outcome {
-        var wall: [Variant: Double]
-        var cpu: [Variant: Double]
+        /// Median over rounds of each variant's time per iteration.
         var nanosecondsPerIteration: [Variant: Double]
+        /// Median over rounds of (variant / none) and (variant / floor), each ratio taken within one
+        /// round from runs made back to back, so slow drift of the machine cancels out.
+        var timeRatio: [Variant: Double]
+        var cpuRatio: [Variant: Double]
+        var timeRatioToFloor: [Variant: Double]
+        var cpuRatioToFloor: [Variant: Double]
     }
 
     func measure(variants: [Variant] = Variant.allCases) throws -> Outcome {
         let loop = BenchLoop()
         defer { loop.stop() }
+        // The measured loop thread stays on one CPU; watchdogs and everything else use the other.
+        let cpuCount = ProcessInfo.processInfo.activeProcessorCount
+        let measuredTid = workload == .blocks ? loop.tid : getpid()
+        if cpuCount > 1 { ProcessThreads.pin(measuredTid, to: cpuCount - 1) }
+        defer { if cpuCount > 1 { ProcessThreads.pin(measuredTid, to: nil) } }
         let runLoop: RunLoop = workload == .blocks ? loop.runLoop : .main
         let cfRunLoop: CFRunLoop = workload == .blocks ? loop.cfRunLoop : CFRunLoopGetMain()
         func run(_ count: Int) -> (wall: Double, cpu: Double) {
@@ -53,27 +63,37 @@ struct ThroughputFigure {
         let baselines: [Variant: Baseline?] = [
             .none: nil, .floor: FloorObserver(), .naive: NaiveMonitor(), .hangwatch: hangWatch,
         ]
-        var wall: [Variant: [Double]] = [:]
-        var cpu: [Variant: [Double]] = [:]
+        var perIteration: [Variant: [Double]] = [:]
+        var timeRatios: [Variant: [Double]] = [:], cpuRatios: [Variant: [Double]] = [:]
+        var timeToFloor: [Variant: [Double]] = [:], cpuToFloor: [Variant: [Double]] = [:]
         for round in 0..<rounds {
+            var wall: [Variant: Double] = [:], cpu: [Variant: Double] = [:]
             let order = variants.indices.map { variants[($0 + round) % variants.count] }
             for variant in order {
                 let baseline = baselines[variant] ?? nil
                 baseline?.attach(to: runLoop, cfRunLoop)
-                _ = run(max(1000, iterations / 20))
+                _ = run(max(500, iterations / 20))
                 let result = run(iterations)
                 baseline?.detach()
-                wall[variant, default: []].append(result.wall)
-                cpu[variant, default: []].append(result.cpu)
+                wall[variant] = result.wall
+                cpu[variant] = result.cpu
+                perIteration[variant, default: []].append(result.wall / Double(iterations) * 1e9)
+            }
+            for variant in variants {
+                if let none = wall[.none] {
+                    timeRatios[variant, default: []].append(wall[variant]! / none)
+                    cpuRatios[variant, default: []].append(cpu[variant]! / cpu[.none]!)
+                }
+                if let floor = wall[.floor] {
+                    timeToFloor[variant, default: []].append(wall[variant]! / floor)
+                    cpuToFloor[variant, default: []].append(cpu[variant]! / cpu[.floor]!)
+                }
             }
         }
-        var outcome = Outcome(wall: [:], cpu: [:], nanosecondsPerIteration: [:])
-        for variant in variants {
-            outcome.wall[variant] = Statistics.median(wall[variant] ?? [])
-            outcome.cpu[variant] = Statistics.median(cpu[variant] ?? [])
-            outcome.nanosecondsPerIteration[variant] = outcome.wall[variant]! / Double(iterations) * 1e9
-        }
-        return outcome
+        func medians(_ values: [Variant: [Double]]) -> [Variant: Double] { values.mapValues(Statistics.median) }
+        return Outcome(
+            nanosecondsPerIteration: medians(perIteration), timeRatio: medians(timeRatios), cpuRatio: medians(cpuRatios),
+            timeRatioToFloor: medians(timeToFloor), cpuRatioToFloor: medians(cpuToFloor))
     }
 }
 

@@ -77,7 +77,7 @@ enum ProcessThreads {
     /// Pins thread `tid` to CPU `cpu` (nil: every CPU), with util-linux's taskset (glibc's
     /// sched_setaffinity is not visible to Swift).
     static func pin(_ tid: Int32, to cpu: Int?) {
-        let count = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let count = ProcessInfo.processInfo.activeProcessorCount
         let list = cpu.map(String.init) ?? "0-\(count - 1)"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")

@@ -40,8 +40,8 @@ var results: [FigureResult] = []
     FileHandle.standardError.write(Data("  \(number) \(name): \(value)\n".utf8))
 }
 
-let rounds = quick ? 2 : 7
-let iterations = quick ? 20_000 : 200_000
+let rounds = quick ? 3 : 21
+let iterations = quick ? 20_000 : 60_000
 let started = Date()
 print("hangwatch-bench: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(rounds) rounds per ratio\n")
 
@@ -49,23 +49,24 @@ print("hangwatch-bench: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(
 if wanted("1") {
     for workload in [ThroughputFigure.Workload.blocks, .mainQueue] {
         let outcome = try ThroughputFigure(iterations: iterations, rounds: rounds, workNanoseconds: 0, workload: workload).measure()
-        let perIteration = Variant.allCases.map { "\($0.rawValue) \(format(outcome.nanosecondsPerIteration[$0]!, 0)) ns" }
+        let perIteration = Variant.allCases.map { "\($0.rawValue) \(format(outcome.nanosecondsPerIteration[$0]!, 0))" }
         add("1", "\(workload.rawValue): ns per iteration", perIteration.joined(separator: ", "))
-        let wall = outcome.wall, cpu = outcome.cpu
-        add("1", "\(workload.rawValue), time: HangWatch / none", format(ratio(wall[.hangwatch], wall[.none])), "<= 1.10", ratio(wall[.hangwatch], wall[.none]) <= 1.10)
-        add("1", "\(workload.rawValue), time: HangWatch / floor", format(ratio(wall[.hangwatch], wall[.floor])), "<= 1.02", ratio(wall[.hangwatch], wall[.floor]) <= 1.02)
-        add("1", "\(workload.rawValue), time: naive / none", format(ratio(wall[.naive], wall[.none])), "(reference)")
-        add("2", "\(workload.rawValue), CPU: HangWatch / none", format(ratio(cpu[.hangwatch], cpu[.none])), "<= 1.10", ratio(cpu[.hangwatch], cpu[.none]) <= 1.10)
-        add("2", "\(workload.rawValue), CPU: HangWatch / floor", format(ratio(cpu[.hangwatch], cpu[.floor])), "<= 1.02", ratio(cpu[.hangwatch], cpu[.floor]) <= 1.02)
-        add("2", "\(workload.rawValue), CPU: naive / none", format(ratio(cpu[.naive], cpu[.none])), "(reference)")
+        let time = outcome.timeRatio, cpu = outcome.cpuRatio
+        add("1", "\(workload.rawValue), time: HangWatch / none", format(time[.hangwatch]!), "<= 1.10", time[.hangwatch]! <= 1.10)
+        add("1", "\(workload.rawValue), time: HangWatch / floor", format(outcome.timeRatioToFloor[.hangwatch]!), "<= 1.02", outcome.timeRatioToFloor[.hangwatch]! <= 1.02)
+        add("1", "\(workload.rawValue), time: floor / none", format(time[.floor]!), "(reference)")
+        add("1", "\(workload.rawValue), time: naive / none", format(time[.naive]!), "(reference)")
+        add("2", "\(workload.rawValue), CPU: HangWatch / none", format(cpu[.hangwatch]!), "<= 1.10", cpu[.hangwatch]! <= 1.10)
+        add("2", "\(workload.rawValue), CPU: HangWatch / floor", format(outcome.cpuRatioToFloor[.hangwatch]!), "<= 1.02", outcome.cpuRatioToFloor[.hangwatch]! <= 1.02)
+        add("2", "\(workload.rawValue), CPU: naive / none", format(cpu[.naive]!), "(reference)")
     }
 }
 
 // 2b: ~20 us iterations.
 if wanted("2b") {
     let light = try ThroughputFigure(iterations: iterations / 10, rounds: rounds, workNanoseconds: 20_000).measure(variants: [.none, .hangwatch])
-    add("2b", "20 us iterations, time: HangWatch / none", format(ratio(light.wall[.hangwatch], light.wall[.none])), "<= 1.02", ratio(light.wall[.hangwatch], light.wall[.none]) <= 1.02)
-    add("2b", "20 us iterations, CPU: HangWatch / none", format(ratio(light.cpu[.hangwatch], light.cpu[.none])), "<= 1.02", ratio(light.cpu[.hangwatch], light.cpu[.none]) <= 1.02)
+    add("2b", "20 us iterations, time: HangWatch / none", format(light.timeRatio[.hangwatch]!), "<= 1.02", light.timeRatio[.hangwatch]! <= 1.02)
+    add("2b", "20 us iterations, CPU: HangWatch / none", format(light.cpuRatio[.hangwatch]!), "<= 1.02", light.cpuRatio[.hangwatch]! <= 1.02)
 }
 
 // 2c, 4: exact counts under valgrind.
@@ -146,9 +147,9 @@ if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))
         let outcome = try ThroughputFigure(iterations: count, rounds: rounds, workNanoseconds: work).measure(variants: [.none, .hangwatch])
-        let rate = Double(count) / outcome.wall[.none]! / 1000
+        let rate = 1e6 / outcome.nanosecondsPerIteration[.none]!
         add("S", "\(label) iterations/s (measured \(format(rate, 0)) k/s): time HangWatch / none",
-            format(ratio(outcome.wall[.hangwatch], outcome.wall[.none])))
+            format(outcome.timeRatio[.hangwatch]!))
     }
 }
 
