@@ -1,5 +1,5 @@
 # HangWatch. Two commands do everything on a fresh Debian machine with Swift:
-#   make demo    build and run the demo service; print its hang reports
+#   make demo    build and run the demo service; list and explain its hang reports
 #   make test    run every test
 SWIFT   ?= swift
 PREFIX  ?= /usr/local
@@ -26,8 +26,13 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# The demo service hangs five ways under the monitor; then the CLI reads what it wrote.
 demo: build
 	"$$($(SWIFT) build --show-bin-path)/hangwatch-demo" --reports "$(REPORTS)"
+	@echo; echo "\$$ hangwatch list --dir $(REPORTS)"
+	@"$$($(SWIFT) build --show-bin-path)/hangwatch" list --dir "$(REPORTS)"
+	@echo; echo "\$$ hangwatch show latest --dir $(REPORTS)"
+	@"$$($(SWIFT) build --show-bin-path)/hangwatch" show latest --dir "$(REPORTS)"
 
 # Tests share two CPUs with hangs they inject on purpose: run them one at a time.
 test: deps
@@ -36,11 +41,17 @@ test: deps
 
 bench: deps
 	$(SWIFT) build -c release --product hangwatch-bench
+	$(SWIFT) build -c release --product hangwatch
 	"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"
 
-# The embedded library is a Swift package dependency; what a host gets is its default settings
-# file (also usable as a systemd EnvironmentFile) and the example drop-in for a monitored service.
-install:
+# The embedded library is a Swift package dependency; what a host gets is the `hangwatch` CLI (and
+# its bash completion), the default settings file (also usable as a systemd EnvironmentFile) and
+# the example drop-in for a monitored service.
+install: deps
+	$(SWIFT) build -c release --product hangwatch
+	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
+	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/hangwatch" "$(DESTDIR)$(PREFIX)/bin/hangwatch"
+	"$(DESTDIR)$(PREFIX)/bin/hangwatch" --generate-completion-script bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/hangwatch"
 	install -d "$(DESTDIR)$(SYSCONFDIR)/hangwatch"
 	install -m 0644 config/hangwatch.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatch.env"
 	install -d "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/examples"

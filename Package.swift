@@ -15,10 +15,14 @@ let package = Package(
         .library(name: "HangWatch", targets: ["HangWatch"]),
         .library(name: "HangWatchReport", targets: ["HangWatchReport"]),
         .library(name: "HangWatchSymbolication", targets: ["HangWatchSymbolication"]),
+        .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
+        .executable(name: "hangwatch", targets: ["hangwatch"]),
         .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // The CLI only; never a dependency of the embeddable library.
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // Debian: libunwind-dev (libunwind 1.6.2). Only the local unwinder is linked.
@@ -60,6 +64,19 @@ let package = Package(
             // __cxa_demangle, for C++ frames.
             linkerSettings: [.linkedLibrary("stdc++")]
         ),
+        // Folded stacks, speedscope files and SVG flame graphs from reports.
+        .target(
+            name: "HangWatchExport",
+            dependencies: ["HangWatchReport"]
+        ),
+        // The `hangwatch` command: read, group, explain and export reports.
+        .executableTarget(
+            name: "hangwatch",
+            dependencies: [
+                "HangWatchReport", "HangWatchSymbolication", "HangWatchExport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "hangwatch-demo",
             dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"]
@@ -75,6 +92,14 @@ let package = Package(
         ),
         .testTarget(
             name: "HangWatchReportTests",
+            dependencies: ["HangWatchReport"]
+        ),
+        .testTarget(
+            name: "HangWatchExportTests",
+            dependencies: ["HangWatchExport", "HangWatchReport"]
+        ),
+        .testTarget(
+            name: "hangwatchTests",
             dependencies: ["HangWatchReport"]
         ),
         .testTarget(

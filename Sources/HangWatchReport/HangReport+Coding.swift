@@ -41,6 +41,10 @@ extension HangReport {
     /// Decodes a report, rejecting schemas this library does not understand.
     public static func decode(_ data: Data) throws -> HangReport {
         struct SchemaProbe: Decodable { var schema: String }
+        // JSON is UTF-8; the decoder would quietly accept some invalid sequences inside strings.
+        if let offset = firstInvalidUTF8(in: data) {
+            throw ReportReadError.malformed("byte \(offset) is not UTF-8 text")
+        }
         let decoder = makeDecoder()
         let probe: SchemaProbe
         do {
@@ -55,6 +59,22 @@ extension HangReport {
             return try decoder.decode(HangReport.self, from: data)
         } catch {
             throw ReportReadError.malformed(describe(error))
+        }
+    }
+
+    /// The offset of the first byte that is not part of a valid UTF-8 sequence, if any.
+    static func firstInvalidUTF8(in data: Data) -> Int? {
+        // ASCII is most of a report: skip it without decoding.
+        guard data.contains(where: { $0 >= 0x80 }) else { return nil }
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = data.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return nil
+            case .error: return offset
+            }
         }
     }
 

@@ -5,7 +5,8 @@ public enum ReportReadError: Error, Equatable, CustomStringConvertible {
     case tooLarge(path: String, size: UInt64, limit: UInt64)
     case unreadable(path: String, errno: Int32, reason: String)
     case malformed(String)
-    case unsupportedSchema(String)
+    /// A schema this version does not read; `path` once the file is known.
+    case unsupportedSchema(String, path: String? = nil)
 
     public var description: String {
         switch self {
@@ -19,8 +20,8 @@ public enum ReportReadError: Error, Equatable, CustomStringConvertible {
             return "\(path): cannot read: \(reason)"
         case .malformed(let reason):
             return "not a valid hang report: \(reason)"
-        case .unsupportedSchema(let schema):
-            return "unsupported report schema \"\(schema.prefix(80))\" (this version reads \(HangReport.currentSchema))"
+        case .unsupportedSchema(let schema, let path):
+            return (path.map { "\($0): " } ?? "") + "unsupported report schema \"\(schema.prefix(80))\" (this version reads \(HangReport.currentSchema))"
         }
     }
 }

@@ -64,6 +64,7 @@ public struct ReportReader: Sendable {
         } catch let error as ReportReadError {
             switch error {
             case .malformed(let reason): throw ReportReadError.malformed("\(path): \(reason)")
+            case .unsupportedSchema(let schema, nil): throw ReportReadError.unsupportedSchema(schema, path: path)
             default: throw error
             }
         }

@@ -55,7 +55,8 @@ public enum StackSignature {
         return systemDirectories.contains(where: { path.hasPrefix($0) })
     }
 
-    static func baseName(_ path: String) -> String {
+    /// The last path component.
+    public static func baseName(_ path: String) -> String {
         path.split(separator: "/").last.map(String.init) ?? path
     }
 }

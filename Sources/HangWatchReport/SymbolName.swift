@@ -4,6 +4,11 @@
 public enum SymbolName {
     public static func short(_ name: String) -> String {
         var text = Substring(name)
+        // `clock_nanosleep@GLIBC_2.2.5`, `memcpy@@GLIBC_2.14`: the symbol version says nothing
+        // about where the time went.
+        if let at = text.firstIndex(of: "@"), !text[..<at].isEmpty, !text[..<at].contains(where: { $0 == " " || $0 == "(" }) {
+            text = text[..<at]
+        }
         for prefix in ["static ", "@objc ", "merged ", "partial apply for ", "dispatch thunk of "] {
             while text.hasPrefix(prefix) { text = text.dropFirst(prefix.count) }
         }

@@ -4,9 +4,10 @@ import Foundation
 /// The symbols and line tables of one ELF image, through elfutils' libdwfl.
 ///
 /// The image is placed at address 0, so it is queried with file-relative addresses (a report
-/// frame's `offset`). Separate debug files are found by build-id under the debug directories
-/// (`<dir>/.build-id/xx/yyyy.debug`) and the system's (`/usr/lib/debug`). The file's build-id must
-/// match the expected one, or the image is refused. Not thread-safe; `Symbolicator` serializes.
+/// frame's `offset`). Which file is opened is `open(path:expectedBuildID:debugDirectories:)`'s
+/// business: the binary at the report's path, or a copy or debug file found by build-id. Separate
+/// debug files for an opened binary are also found by build-id. A file whose build-id differs from
+/// the expected one is never used. Not thread-safe; `Symbolicator` serializes.
 final class ImageSymbols {
     private let session: OpaquePointer
     private let module: OpaquePointer
@@ -24,6 +25,35 @@ final class ImageSymbols {
     private var answers: [UInt64: SymbolicatedFrame?] = [:]
     private static let answerLimit = 100_000
 
+    /// Opens the file that holds image `path`'s symbols: the file at `path` itself, else (or when
+    /// its build-id differs: the binary was replaced since the hang) a file found by build-id in
+    /// each debug directory (`DIR/.build-id/xx/yyyy.debug`, `DIR/.build-id/xx/yyyy`) or by name
+    /// (`DIR/<file name>`), then in `/usr/lib/debug/.build-id/`.
+    static func open(path: String, expectedBuildID: String?, debugDirectories: [String]) throws -> ImageSymbols {
+        var candidates = [path]
+        let buildID = expectedBuildID?.lowercased() ?? ""
+        let directories = debugDirectories + ["/usr/lib/debug"]
+        if buildID.count > 2, buildID.allSatisfy(\.isHexDigit) {
+            let split = buildID.index(buildID.startIndex, offsetBy: 2)
+            let relative = "/.build-id/" + buildID[..<split] + "/" + buildID[split...]
+            for directory in directories {
+                candidates += [directory + relative + ".debug", directory + relative]
+            }
+        }
+        let name = (path as NSString).lastPathComponent
+        if !name.isEmpty { candidates += debugDirectories.map { $0 + "/" + name } }
+        var firstFailure: ImageSymbolsError?
+        for candidate in candidates where FileManager.default.fileExists(atPath: candidate) {
+            do {
+                return try ImageSymbols(path: candidate, expectedBuildID: expectedBuildID, debugDirectories: debugDirectories)
+            } catch let error as ImageSymbolsError {
+                if firstFailure == nil { firstFailure = error }
+            }
+        }
+        throw firstFailure ?? ImageSymbolsError.fileNotFound(path)
+    }
+
+    /// Opens the file at `path`, refusing it unless its build-id is `expectedBuildID` (when given).
     init(path: String, expectedBuildID: String?, debugDirectories: [String]) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {

@@ -56,6 +56,11 @@ public final class Symbolicator: HangReportEnricher, Sendable {
                 return frame
             }
             let image = report.images[imageIndex]
+            // The vDSO ("linux-vdso.so.1") is not a file: its frames keep their image+offset.
+            guard image.path.hasPrefix("/") else {
+                summary.framesUnresolved += 1
+                return frame
+            }
             let lookupOffset = innermost.contains(index) || offset == 0 ? offset : offset - 1
             switch symbols(for: image, cache: &cache) {
             case .failure(let error):
@@ -89,7 +94,7 @@ public final class Symbolicator: HangReportEnricher, Sendable {
         case nil: break
         }
         do {
-            let symbols = try ImageSymbols(
+            let symbols = try ImageSymbols.open(
                 path: image.path, expectedBuildID: image.buildId, debugDirectories: debugDirectories)
             cache[key] = .loaded(symbols)
             return .success(symbols)

@@ -142,6 +142,18 @@ if wanted("8") {
     add("8", "  time to write it (atomic, with fsync), median of 5", "\(format(memory.writeMilliseconds, 2)) ms")
 }
 
+// 9: the CLI over a directory of 10,000 reports.
+if wanted("9") {
+    let count = quick ? 1_000 : 10_000
+    let cli = try CLIFigure(reportCount: count, runs: quick ? 3 : 5).measure()
+    add("9", "hangwatch list, \(count) reports of \(cli.reportBytes / 1024) KiB: first run (read, name, index)",
+        "\(format(cli.coldList, 2)) s")
+    add("9", "  first run without symbolication (--no-symbolicate)", "\(format(cli.coldListRaw, 2)) s")
+    add("9", "  hangwatch list, indexed (median of runs)", "\(format(cli.warmList, 3)) s", "< 1 s", cli.warmList < 1)
+    add("9", "  hangwatch top, indexed (median of runs)", "\(format(cli.warmTop, 3)) s", "< 1 s", cli.warmTop < 1)
+    add("9", "  hangwatch list after \(cli.newReports) new reports", "\(format(cli.afterNewReports, 3)) s", "< 1 s", cli.afterNewReports < 1)
+}
+
 // Scaling: overhead against iteration rate.
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {

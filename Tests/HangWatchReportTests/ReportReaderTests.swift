@@ -29,6 +29,16 @@ import Testing
         }
     }
 
+    @Test func refusesTextThatIsNotUTF8AndSaysWhere() throws {
+        var data = try ReportFixtures.report(service: "caf\u{e9}").encoded()
+        let position = try #require(data.firstRange(of: Data("\"service\"".utf8))).upperBound + 2
+        // A valid two-byte "é" elsewhere stays fine; a lone continuation byte does not.
+        data.insert(0x80, at: position)
+        #expect(throws: ReportReadError.malformed("byte \(position) is not UTF-8 text")) { try HangReport.decode(data) }
+        data.remove(at: position)
+        #expect(try HangReport.decode(data).service == "caf\u{e9}")
+    }
+
     @Test func namesTheFileOfAMalformedReport() throws {
         let path = try directory() + "/hang-truncated.json"
         let data = try ReportFixtures.report().encoded()

@@ -14,6 +14,8 @@ import Testing
         ("foo::bar(int, char const*)", "foo::bar(_:_:)"),
         ("@objc Foundation.__NSFireTimer(_: Swift.Optional<__C.CFRunLoopTimerRef>, info: Swift.Optional<Swift.UnsafeMutableRawPointer>) -> ()",
          "Foundation.__NSFireTimer(_:info:)"),
+        ("clock_nanosleep@GLIBC_2.2.5", "clock_nanosleep"),
+        ("memcpy@@GLIBC_2.14", "memcpy"),
     ])
     func shortensDemangledNames(_ full: String, _ short: String) {
         #expect(SymbolName.short(full) == short)

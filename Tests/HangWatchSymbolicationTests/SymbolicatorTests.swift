@@ -98,6 +98,44 @@ func report(addresses: [UInt], image: HangReport.Image, bias: UInt) -> HangRepor
         #expect(names[0].contains { $0.contains("oneSymbolicatorServesManyThreadsAtOnce") })
     }
 
+    /// A report read on another machine: the binary is not at the report's path, but a copy is in
+    /// a debug directory, under its build-id or its name. A copy with another build-id is refused.
+    @Test func findsAMovedBinaryByBuildIDOrNameInADebugDirectory() throws {
+        let path = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let buildID = try #require(try ImageSymbols(path: path, expectedBuildID: nil, debugDirectories: []).buildID)
+        let (image, bias) = try thisExecutableImage(buildID: buildID)
+        let addresses = symbolicationProbe().filter { $0 > bias && $0 - bias < 0x1000_0000 }
+        var moved = image
+        moved.path = "/nonexistent/build/" + (path as NSString).lastPathComponent
+
+        let root = FileManager.default.temporaryDirectory.path + "/hangwatch-debugdir-\(getpid())-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let byID = root + "/by-id/.build-id/" + buildID.prefix(2)
+        try FileManager.default.createDirectory(atPath: byID, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: byID + "/" + buildID.dropFirst(2) + ".debug", withDestinationPath: path)
+        try FileManager.default.createDirectory(atPath: root + "/by-name", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root + "/by-name/" + (path as NSString).lastPathComponent, withDestinationPath: path)
+        // Another ELF file under this build-id: must be refused.
+        let wrongID = root + "/wrong/.build-id/" + buildID.prefix(2)
+        try FileManager.default.createDirectory(atPath: wrongID, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: wrongID + "/" + buildID.dropFirst(2), withDestinationPath: "/bin/sh")
+
+        for directory in [root + "/by-id", root + "/by-name"] {
+            var hang = report(addresses: addresses, image: moved, bias: bias)
+            let summary = Symbolicator(debugDirectories: [directory]).symbolicate(&hang)
+            #expect(summary.imageErrors.isEmpty, "\(directory): \(summary.imageErrors)")
+            #expect(hang.frames.contains { $0.symbol?.contains("findsAMovedBinaryByBuildID") == true }, "\(directory)")
+        }
+        var hang = report(addresses: addresses, image: moved, bias: bias)
+        let summary = Symbolicator(debugDirectories: [root + "/wrong"]).symbolicate(&hang)
+        #expect(summary.framesResolved == 0)
+        guard case .buildIDMismatch(_, let expected, _)? = summary.imageErrors[moved.path] else {
+            Issue.record("expected a build-id mismatch, got \(summary.imageErrors)")
+            return
+        }
+        #expect(expected == buildID)
+    }
+
     @Test func aMissingBinaryIsNamed() {
         let image = HangReport.Image(path: "/nonexistent/app", buildId: "aa", base: "0x0", size: 0, isMainExecutable: true)
         var hang = report(addresses: [0x1234], image: image, bias: 0)

@@ -120,6 +120,16 @@ import Testing
         #expect(report.heaviestStack == nil)
     }
 
+    /// The end comes from the coarse clock and may read a tick early; a sample taken later in the
+    /// hang stretches it, so sampled time never exceeds the duration.
+    @Test func aSampleAfterTheCoarseEndStretchesTheDuration() {
+        let report = builder.build(
+            recording(samples: [sample(at: 1_250_000, [0x1000_0010]), sample(at: 1_702_000, [0x1000_0010])], end: 1_700_000),
+            images: images, outcome: .recovered)
+        #expect(report.durationMs == 702)
+        #expect(report.samples.last!.offsetMs <= report.durationMs)
+    }
+
     @Test func anOngoingHangLastsUntilItsLastSample() {
         let report = builder.build(
             recording(samples: [sample(at: 1_250_000, [0x1000_0010]), sample(at: 1_900_000, [0x1000_0010])], end: nil),

@@ -50,7 +50,9 @@ struct ReportBuilder: Sendable {
             }
         }
 
-        let end = recording.lastKnownMicroseconds
+        // The loop's own timestamps come from the coarse clock (a tick behind at most); a sample
+        // taken in the hang proves it lasted at least until then.
+        let end = max(recording.lastKnownMicroseconds, recording.samples.last?.microseconds ?? 0)
         let start = recording.startMicroseconds
         var reportSamples: [HangReport.Sample] = []
         for (offset, sample) in recording.samples.enumerated() {
@@ -93,7 +95,7 @@ struct ReportBuilder: Sendable {
             thread: HangReport.ThreadInfo(
                 tid: recording.thread?.tid ?? 0, name: recording.thread?.name, isMain: recording.thread?.isMain ?? false),
             startedAt: wallClock(start), detectedAt: wallClock(recording.detectedMicroseconds),
-            endedAt: recording.endMicroseconds.map(wallClock),
+            endedAt: recording.endMicroseconds.map { _ in wallClock(end) },
             durationMs: Self.milliseconds(Int64(end) - Int64(start)),
             thresholdMs: Self.milliseconds(Int64(recording.thresholdMicroseconds)), outcome: outcome,
             activity: HangMonitor.Activity.named(recording.activity), mode: recording.mode, samples: reportSamples,

@@ -1,0 +1,28 @@
+import HangWatchReport
+
+/// A report's samples as weighted stacks: frame names from the root (outermost) to the leaf, and
+/// the time each sample stands for (until the next sample; the last, until the hang ended).
+public struct SampledStack: Sendable, Equatable {
+    public var frames: [String]
+    public var weightMs: Double
+    public var file: [String?]
+    public var line: [Int?]
+}
+
+public enum SampledStacks {
+    public static func of(_ report: HangReport) -> [SampledStack] {
+        let samples = report.samples
+        var result: [SampledStack] = []
+        for (index, sample) in samples.enumerated() {
+            guard let stackIndex = sample.stack, stackIndex >= 0, stackIndex < report.stacks.count else { continue }
+            let next = index + 1 < samples.count ? samples[index + 1].offsetMs : report.durationMs
+            let weight = max(0, next - sample.offsetMs)
+            let frames = report.stacks[stackIndex].frames.reversed().compactMap { $0 >= 0 && $0 < report.frames.count ? report.frames[$0] : nil }
+            result.append(
+                SampledStack(
+                    frames: frames.map { FrameNaming.displayName($0, images: report.images) }, weightMs: weight,
+                    file: frames.map(\.file), line: frames.map(\.line)))
+        }
+        return result
+    }
+}

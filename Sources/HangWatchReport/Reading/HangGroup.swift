@@ -1,0 +1,43 @@
+import Foundation
+
+/// Hangs that share a signature: the same culprit. The "what do I fix first" view.
+public struct HangGroup: Sendable, Equatable {
+    public var signature: String
+    /// Hangs in the group, repeats folded into reports included.
+    public var count: Int
+    public var totalMs: Double
+    public var p50Ms: Double
+    public var p95Ms: Double
+    public var maxMs: Double
+    public var firstSeen: Date
+    public var lastSeen: Date
+    public var services: [String]
+    /// The report whose stack represents the group (the longest hang).
+    public var representative: ReportSummary
+
+    /// Groups `summaries` by signature, most total time first. A report's folded repeats count as
+    /// hangs of its average duration.
+    public static func group(_ summaries: [ReportSummary]) -> [HangGroup] {
+        Dictionary(grouping: summaries, by: \.signature).map { signature, members in
+            var durations: [Double] = []
+            var total = 0.0
+            for member in members {
+                durations.append(member.durationMs)
+                total += member.durationMs
+            }
+            // Repeats are counted in their report; their individual durations are not kept.
+            let folded = members.reduce(0) { $0 + $1.repeats }
+            let sorted = durations.sorted()
+            func percentile(_ fraction: Double) -> Double {
+                sorted[min(sorted.count - 1, Int((fraction * Double(sorted.count - 1)).rounded()))]
+            }
+            let representative = members.max { ($0.durationMs, $1.path) < ($1.durationMs, $0.path) }!
+            return HangGroup(
+                signature: signature, count: members.count + folded,
+                totalMs: total + members.reduce(0.0) { $0 + Double($1.repeats) * $1.durationMs },
+                p50Ms: percentile(0.5), p95Ms: percentile(0.95), maxMs: sorted.last ?? 0,
+                firstSeen: members.map(\.startedAt).min()!, lastSeen: members.map(\.startedAt).max()!,
+                services: Array(Set(members.map(\.service))).sorted(), representative: representative)
+        }.sorted { ($0.totalMs, $1.signature) > ($1.totalMs, $0.signature) }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// What the list and grouping views need of one report: a few hundred bytes, kept in the index
+/// so a directory of ten thousand reports is listed without re-reading them.
+public struct ReportSummary: Codable, Sendable, Equatable {
+    public var path: String
+    public var id: String
+    public var service: String
+    public var host: String
+    public var pid: Int32
+    public var threadName: String?
+    public var startedAt: Date
+    public var durationMs: Double
+    public var thresholdMs: Double
+    public var outcome: HangReport.Outcome
+    public var verdict: HangReport.Verdict
+    public var onCpuRatio: Double?
+    public var blockedIn: String?
+    public var signature: String
+    /// The heaviest stack's first app frame, for display.
+    public var topFrame: String?
+    /// The heaviest stack's first frames, for display (innermost first, at most 12).
+    public var stack: [String]
+    public var repeats: Int
+
+    /// A summary from its parts (the index stores them field by field).
+    public init(
+        path: String, id: String, service: String, host: String, pid: Int32, threadName: String?, startedAt: Date,
+        durationMs: Double, thresholdMs: Double, outcome: HangReport.Outcome, verdict: HangReport.Verdict,
+        onCpuRatio: Double?, blockedIn: String?, signature: String, topFrame: String?, stack: [String], repeats: Int
+    ) {
+        self.path = path
+        self.id = id
+        self.service = service
+        self.host = host
+        self.pid = pid
+        self.threadName = threadName
+        self.startedAt = startedAt
+        self.durationMs = durationMs
+        self.thresholdMs = thresholdMs
+        self.outcome = outcome
+        self.verdict = verdict
+        self.onCpuRatio = onCpuRatio
+        self.blockedIn = blockedIn
+        self.signature = signature
+        self.topFrame = topFrame
+        self.stack = stack
+        self.repeats = repeats
+    }
+
+    public init(report: HangReport, path: String) {
+        self.path = path
+        id = report.id
+        service = report.service
+        host = report.host
+        pid = report.pid
+        threadName = report.thread.name
+        startedAt = report.startedAt
+        durationMs = report.durationMs
+        thresholdMs = report.thresholdMs
+        outcome = report.outcome
+        verdict = report.context.verdict
+        onCpuRatio = report.context.onCpuRatio
+        blockedIn = report.context.blockedIn
+        signature = report.signature
+        topFrame = FrameNaming.topAppFrame(report).map { FrameNaming.displayName($0, images: report.images) }
+        stack = (report.heaviestStack?.frames ?? []).prefix(12).map { FrameNaming.displayName($0, images: report.images) }
+        repeats = report.repeats?.count ?? 0
+    }
+
+    /// `computing`, `futex`, `starved`, ...: what the thread was doing, in a word.
+    public var stateWord: String {
+        switch verdict {
+        case .blocked:
+            switch blockedIn {
+            case nil: return "blocked"
+            case "clock_nanosleep", "nanosleep": return "sleep"
+            case let call?: return call
+            }
+        default: return verdict.rawValue
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// Checks a report file against the schema: it decodes (with the path of the first field that does
+/// not), and its parts agree with each other (indices in range, times in order).
+public struct ReportValidator: Sendable {
+    public var reader: ReportReader
+
+    public init(reader: ReportReader = ReportReader()) {
+        self.reader = reader
+    }
+
+    /// The problems with the report at `path`; empty when it is valid.
+    public func problems(path: String) -> [String] {
+        let report: HangReport
+        do {
+            report = try reader.read(path: path)
+        } catch {
+            return ["\(error)"]
+        }
+        return problems(report)
+    }
+
+    /// The consistency problems of a decoded report.
+    public func problems(_ report: HangReport) -> [String] {
+        var problems: [String] = []
+        func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+            if !condition { problems.append(message()) }
+        }
+        check(!report.id.isEmpty, "id: empty")
+        check(report.durationMs >= 0 && report.durationMs.isFinite, "durationMs: \(report.durationMs) is not a duration")
+        check(report.thresholdMs > 0, "thresholdMs: \(report.thresholdMs) must be positive")
+        check(report.startedAt <= report.detectedAt, "detectedAt: before startedAt")
+        if let ended = report.endedAt {
+            check(report.startedAt <= ended, "endedAt: before startedAt")
+            check(report.outcome != .ongoing, "outcome: ongoing, but endedAt is set")
+        }
+        for (index, sample) in report.samples.enumerated() {
+            if let stack = sample.stack {
+                check(stack >= 0 && stack < report.stacks.count, "samples[\(index)].stack: \(stack) is not an index into stacks (\(report.stacks.count))")
+            }
+            check(sample.offsetMs >= 0 && sample.offsetMs.isFinite, "samples[\(index)].offsetMs: \(sample.offsetMs) is not a time")
+        }
+        for (index, stack) in report.stacks.enumerated() {
+            for (position, frame) in stack.frames.enumerated() where frame < 0 || frame >= report.frames.count {
+                problems.append("stacks[\(index)].frames[\(position)]: \(frame) is not an index into frames (\(report.frames.count))")
+                break
+            }
+        }
+        for (index, frame) in report.frames.enumerated() {
+            if let image = frame.image {
+                check(image >= 0 && image < report.images.count, "frames[\(index)].image: \(image) is not an index into images (\(report.images.count))")
+            }
+            check(Self.isHex(frame.address), "frames[\(index)].address: \"\(frame.address.prefix(40))\" is not a hexadecimal address")
+        }
+        if let heaviest = report.heaviestStack {
+            check(heaviest.stack >= 0 && heaviest.stack < report.stacks.count, "heaviestStack.stack: \(heaviest.stack) is not an index into stacks")
+        }
+        return problems
+    }
+
+    static func isHex(_ text: String) -> Bool {
+        text.hasPrefix("0x") && text.count > 2 && text.count <= 18 && text.dropFirst(2).allSatisfy(\.isHexDigit)
+    }
+}

@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import HangWatchReport
+
+/// Where the reports are: --dir, else HANGWATCH_REPORT_DIR, else the documented default.
+struct DirectoryOptions: ParsableArguments {
+    static let defaultDirectory = "/var/lib/hangwatch/reports"
+
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "Report directory (and its service subdirectories).",
+        discussion: "Default: $HANGWATCH_REPORT_DIR, else \(DirectoryOptions.defaultDirectory)."))
+    var dir: String?
+
+    var directory: String {
+        if let dir, !dir.isEmpty { return dir }
+        if let environment = ProcessInfo.processInfo.environment["HANGWATCH_REPORT_DIR"], !environment.isEmpty {
+            return environment
+        }
+        return Self.defaultDirectory
+    }
+}
+
+/// Which reports: by service, age, duration.
+struct FilterOptions: ParsableArguments {
+    @Option(name: .long, help: "Only this service (repeat for several).")
+    var service: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Only hangs that started since: 90s, 30m, 1h, 2d, 1w, or an RFC 3339 time.", valueName: "when"))
+    var since: String?
+
+    @Option(name: .customLong("min-duration"), help: ArgumentHelp("Only hangs at least this long: 500ms, 1.5s, 2m.", valueName: "duration"))
+    var minDuration: String?
+
+    func validate() throws {
+        if let since, ReportFilter.parseSince(since) == nil {
+            throw ValidationError("--since \(since): expected a duration back from now (90s, 30m, 1h, 2d, 1w) or an RFC 3339 time")
+        }
+        if let minDuration, ReportFilter.parseDuration(minDuration) == nil {
+            throw ValidationError("--min-duration \(minDuration): expected a duration such as 500ms, 1.5s or 2m")
+        }
+    }
+
+    func filter(signature: String? = nil) -> ReportFilter {
+        ReportFilter(
+            services: Set(service), since: since.flatMap { ReportFilter.parseSince($0) },
+            minimumDurationMs: minDuration.flatMap(ReportFilter.parseDuration), signature: signature)
+    }
+}
+
+/// How reports are read.
+struct ReadingOptions: ParsableArguments {
+    @Flag(name: .customLong("no-symbolicate"), help: "Do not look up function names (faster; shows image+offset).")
+    var noSymbolicate = false
+
+    @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for debug files here, by build-id (repeatable).", valueName: "dir"))
+    var debugDirectories: [String] = []
+
+    @Option(help: "Colour: auto (on a terminal, without NO_COLOR), always, never.")
+    var color: Terminal.ColorChoice = .auto
+}
+
+extension Terminal.ColorChoice: ExpressibleByArgument {}

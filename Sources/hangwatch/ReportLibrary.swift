@@ -1,0 +1,116 @@
+import ArgumentParser
+import Foundation
+import HangWatchReport
+import HangWatchSymbolication
+
+/// A failure the user caused (a bad file, nothing found): a message and an exit code.
+struct CommandFailure: Error, CustomStringConvertible {
+    var message: String
+    var exitCode: ExitCode
+    var description: String { message }
+}
+
+/// The reports a command works on: scanning (through the index), resolving `id|path|latest`,
+/// reading and symbolicating.
+struct ReportLibrary {
+    let directory: String
+    let terminal: Terminal
+    let symbolicator: Symbolicator?
+
+    init(directory: DirectoryOptions, reading: ReadingOptions) {
+        self.init(
+            directory: directory.directory, terminal: Terminal(color: reading.color),
+            symbolicator: reading.noSymbolicate ? nil : Symbolicator(debugDirectories: reading.debugDirectories))
+    }
+
+    init(directory: String, terminal: Terminal, symbolicator: Symbolicator?) {
+        self.directory = directory
+        self.terminal = terminal
+        self.symbolicator = symbolicator
+    }
+
+    var catalog: ReportCatalog {
+        // Summaries made with and without names are cached apart.
+        ReportCatalog(directory: directory, indexPath: ReportCatalog.defaultIndexPath.map { $0 + (symbolicator == nil ? "/raw" : "/named") })
+    }
+
+    /// Summaries matching `filter`, newest first; unreadable files are warned about, one line each.
+    func summaries(_ filter: ReportFilter) throws -> [ReportSummary] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CommandFailure(message: "no report directory at \(directory) (give --dir or set HANGWATCH_REPORT_DIR)", exitCode: Exit.badInput)
+        }
+        let progress = Terminal.Progress("reading reports", terminal: terminal)
+        var enrich: (@Sendable (inout HangReport) -> Void)?
+        if let symbolicator {
+            enrich = { report in symbolicator.symbolicate(&report) }
+        }
+        let scan: (summaries: [ReportSummary], problems: [ReportCatalog.Problem])
+        do {
+            scan = try catalog.summaries(enrich: enrich, progress: { done, total in progress.update(done, total) })
+        } catch {
+            progress.finish()
+            throw CommandFailure(message: "\(error)", exitCode: Exit.badInput)
+        }
+        progress.finish()
+        for problem in scan.problems {
+            Terminal.warn("hangwatch: warning: \(problem)")
+        }
+        return scan.summaries.filter(filter.matches).sorted { ($0.startedAt, $0.path) > ($1.startedAt, $1.path) }
+    }
+
+    /// The path of report `reference`: `latest`, a file path, a report id, or a unique id prefix.
+    func resolve(_ reference: String) throws -> String {
+        if reference == "latest" {
+            guard let newest = try summaries(ReportFilter()).first else {
+                throw CommandFailure(message: "no reports in \(directory)", exitCode: Exit.nothingMatched)
+            }
+            return newest.path
+        }
+        if reference.contains("/") || reference.hasSuffix(ReportStore.fileSuffix) {
+            return reference
+        }
+        let files = (try? catalog.files()) ?? []
+        let matches = files.filter { entry in
+            let name = (entry.path as NSString).lastPathComponent
+            return name.hasPrefix(ReportStore.filePrefix + reference)
+        }
+        guard let first = matches.first else {
+            throw CommandFailure(message: "no report \(reference) in \(directory)", exitCode: Exit.nothingMatched)
+        }
+        guard matches.count == 1 else {
+            throw CommandFailure(message: "\(reference) matches \(matches.count) reports; give more of the id", exitCode: Exit.usage)
+        }
+        return first.path
+    }
+
+    /// The report at `path`, symbolicated unless told not to.
+    func load(_ path: String) throws -> HangReport {
+        var report: HangReport
+        do {
+            report = try ReportReader().read(path: path)
+        } catch {
+            throw CommandFailure(message: "\(error)", exitCode: Exit.badInput)
+        }
+        if let symbolicator, report.frames.contains(where: { $0.symbol == nil }) {
+            symbolicator.symbolicate(&report)
+        }
+        return report
+    }
+
+    /// Full reports for summaries, skipping (with a warning) any that vanished or changed into
+    /// something unreadable since.
+    func load(_ summaries: [ReportSummary]) -> [HangReport] {
+        let progress = Terminal.Progress("reading reports", terminal: terminal)
+        defer { progress.finish() }
+        return summaries.enumerated().compactMap { index, summary in
+            progress.update(index + 1, summaries.count)
+            do {
+                return try load(summary.path)
+            } catch {
+                Terminal.warn("hangwatch: warning: skipped \(summary.path): \(error)")
+                return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import ArgumentParser
+import Foundation
+import HangWatchReport
+
+/// `hangwatch show`: one hang, explained.
+struct ShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Explain one hang: what, how long, why, and where the time went.",
+        discussion: """
+            REPORT is `latest`, a report id (or a unique start of one), or a path. Frames are
+            symbolicated on the fly when the report holds raw addresses.
+
+            Examples:
+              hangwatch show latest
+              hangwatch show 20261122T020103757Z-demo-13846-3
+              hangwatch show ./hang-20261122T020103757Z-demo-13846-3.json --frames 40
+              hangwatch show latest --json | jq .context
+            """)
+
+    @Argument(help: "latest, a report id, or a path.")
+    var report: String = "latest"
+
+    @OptionGroup var directory: DirectoryOptions
+    @OptionGroup var reading: ReadingOptions
+
+    @Option(help: "Frames of the heaviest stack to show.")
+    var frames: Int = 16
+
+    @Flag(help: "Print the whole report as JSON (symbolicated unless --no-symbolicate).")
+    var json = false
+
+    func validate() throws {
+        if frames < 1 { throw ValidationError("--frames must be at least 1") }
+    }
+
+    func run() throws {
+        let library = ReportLibrary(directory: directory, reading: reading)
+        let path = try library.resolve(report)
+        let hang = try library.load(path)
+        if json {
+            print(String(decoding: try hang.encoded(), as: UTF8.self))
+            return
+        }
+        print(ReportDetail(terminal: library.terminal, maxFrames: frames).render(hang, path: path))
+    }
+}
+
+/// The text of `hangwatch show`.
+struct ReportDetail {
+    let terminal: Terminal
+    let maxFrames: Int
+
+    func render(_ report: HangReport, path: String) -> String {
+        var lines: [String] = []
+        let width = terminal.width
+        /// A labelled line, cut to the terminal's width unless it must be whole (a path to copy).
+        func field(_ name: String, _ value: String, whole: Bool = false) {
+            lines.append(terminal.paint(Text.fit(name, 9), .bold) + " " + (whole ? value : Text.clip(value, width - 10)))
+        }
+        lines.append(terminal.paint("hang \(report.id)", .bold))
+        let thread = [report.thread.name, "tid \(report.thread.tid)", report.thread.isMain ? "main" : nil].compactMap { $0 }
+        field("service", "\(report.service) (pid \(report.pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
+        var timing = "\(ReportTimestamp.format(report.startedAt)), lasted \(Text.duration(report.durationMs))"
+        timing += " (threshold \(Text.duration(report.thresholdMs))), \(report.outcome.rawValue)"
+        field("started", timing)
+        field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
+        let verdict = HangReportSummary.verdictLine(report)
+        field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : .cyan))
+        if let repeats = report.repeats {
+            field("repeats", "\(repeats.count) more, \(Text.duration(repeats.totalDurationMs)) in all, longest \(Text.duration(repeats.maxDurationMs)), last \(ReportTimestamp.format(repeats.lastAt))")
+        }
+        lines.append("")
+
+        if let heaviest = report.heaviestStack {
+            lines.append(terminal.paint("heaviest stack", .bold) + " (\(heaviest.sampleCount) of \(report.samples.count) samples, \(Text.duration(heaviest.weightMs)))")
+            let appFrames = Set(StackSignature.appFrames(heaviest.frames, images: report.images).map(\.address))
+            for (index, frame) in heaviest.frames.prefix(maxFrames).enumerated() {
+                let number = Text.fit("#\(index)", 4)
+                let location = frame.file.map { StackSignature.baseName($0) + (frame.line.map { ":\($0)" } ?? "") } ?? ""
+                let nameWidth = max(20, width - 2 - 4 - (location.isEmpty ? 0 : min(28, location.count) + 1))
+                let nameColumn = location.isEmpty ? width - 6 : nameWidth
+                var name = Text.fit(FrameNaming.fit(FrameNaming.displayName(frame, images: report.images), width: nameColumn), nameColumn)
+                if appFrames.contains(frame.address) { name = terminal.paint(name, .bold) }
+                let tail = location.isEmpty ? "" : " " + terminal.paint(Text.fit(location, min(28, location.count)), .dim)
+                lines.append("  " + number + name + tail)
+            }
+            if heaviest.frames.count > maxFrames {
+                lines.append("  … \(heaviest.frames.count - maxFrames) more frames (--frames \(heaviest.frames.count))")
+            }
+        } else {
+            lines.append("no stack was captured")
+        }
+        lines.append("")
+        lines.append(contentsOf: timeline(report))
+        lines.append("")
+
+        let context = report.context
+        var contextParts: [String] = []
+        if let rss = context.rssBytes { contextParts.append("RSS \(rss >> 20) MiB") }
+        if let load = context.loadAverage { contextParts.append("load " + load.map { String(format: "%.2f", $0) }.joined(separator: " ") + " (\(context.cpuCount) CPUs)") }
+        contextParts.append("watchdog late by \(String(format: "%.1f", context.watchdogOversleepMs)) ms")
+        if context.debuggerAttached { contextParts.append("debugger attached") }
+        if context.processStopped { contextParts.append("process stopped") }
+        field("context", contextParts.joined(separator: ", "))
+        let capture = report.capture
+        var captureParts = ["\(capture.samplesTaken) samples every \(Text.duration(capture.sampleIntervalMs))"]
+        if capture.samplesDropped > 0 { captureParts.append("\(capture.samplesDropped) thinned out") }
+        if let median = capture.pauseMedianUs, let maximum = capture.pauseMaxUs {
+            captureParts.append("pause \(Int(median.rounded())) µs median, \(Int(maximum.rounded())) µs max")
+        }
+        for error in capture.errors { captureParts.append("\(error.kind) ×\(error.count)") }
+        if capture.reportsSuppressed > 0 { captureParts.append("\(capture.reportsSuppressed) earlier hangs not written (rate limit)") }
+        field("capture", captureParts.joined(separator: ", "))
+        field("file", path, whole: true)
+        return lines.map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }.joined(separator: "\n")
+    }
+
+    /// One mark per sample: which stack (by its first app frame and its leaf), and the thread's state.
+    func timeline(_ report: HangReport) -> [String] {
+        guard !report.samples.isEmpty else { return [] }
+        var labels: [String: Character] = [:]
+        var legend: [(Character, String, Int)] = []
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+        var marks = ""
+        var states = ""
+        for sample in report.samples {
+            states.append(sample.state.flatMap(\.first) ?? "?")
+            guard let stackIndex = sample.stack, stackIndex < report.stacks.count else {
+                marks.append("·")
+                continue
+            }
+            let frames = report.stacks[stackIndex].frames.compactMap { $0 < report.frames.count ? report.frames[$0] : nil }
+            let leaf = frames.first.map { FrameNaming.displayName($0, images: report.images) } ?? "?"
+            let app = StackSignature.appFrames(frames, images: report.images).first.map { FrameNaming.displayName($0, images: report.images) }
+            let label = app == nil || app == leaf ? leaf : "\(leaf) < \(app!)"
+            if let known = labels[label] {
+                marks.append(known)
+                if let position = legend.firstIndex(where: { $0.0 == known }) { legend[position].2 += 1 }
+            } else {
+                let mark: Character = legend.count < alphabet.count ? alphabet[legend.count] : "*"
+                labels[label] = mark
+                legend.append((mark, label, 1))
+                marks.append(mark)
+            }
+        }
+        let first = report.samples.first!.offsetMs
+        var lines = [terminal.paint("timeline", .bold) + " (\(report.samples.count) samples from \(Text.duration(first)), a mark each)"]
+        let chunk = max(20, terminal.width - 10)
+        for start in stride(from: 0, to: marks.count, by: chunk) {
+            let end = min(marks.count, start + chunk)
+            lines.append("  stack " + String(Array(marks)[start..<end]))
+            lines.append("  state " + String(Array(states)[start..<end]))
+        }
+        for (mark, label, count) in legend {
+            let prefix = "  \(mark) ×\(count)  "
+            lines.append(prefix + Text.clip(label, max(20, terminal.width - prefix.count)))
+        }
+        let stateNames: [Character: String] = [
+            "R": "running", "S": "sleeping", "D": "uninterruptible", "T": "stopped", "t": "traced", "Z": "zombie", "?": "unknown",
+        ]
+        let present = stateNames.keys.filter { states.contains($0) }.sorted()
+        if !present.isEmpty {
+            lines.append("  state: " + present.map { "\($0) \(stateNames[$0]!)" }.joined(separator: ", "))
+        }
+        let failures = report.samples.compactMap(\.error)
+        if !failures.isEmpty {
+            lines.append("  · no stack: " + Dictionary(grouping: failures, by: { $0 }).map { "\($0.key) ×\($0.value.count)" }.sorted().joined(separator: ", "))
+        }
+        return lines
+    }
+}

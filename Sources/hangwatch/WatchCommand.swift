@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import HangWatchReport
+
+/// `hangwatch watch`: new hangs as they land.
+struct WatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Follow the report directory and print each new hang as it lands.",
+        discussion: """
+            A hang appears when it is detected (marked "ongoing", its duration so far) and again when
+            it ends. Stop with Ctrl-C, or give --timeout.
+
+            Examples:
+              hangwatch watch
+              hangwatch watch --service billing --timeout 600
+            """)
+
+    @OptionGroup var directory: DirectoryOptions
+    @OptionGroup var filters: FilterOptions
+    @OptionGroup var reading: ReadingOptions
+
+    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    var timeout: Double?
+
+    @Option(help: ArgumentHelp("How often to look, in seconds.", valueName: "seconds"))
+    var interval: Double = 0.5
+
+    @Flag(name: .customLong("from-start"), help: "Print the hangs already there first.")
+    var fromStart = false
+
+    func validate() throws {
+        if interval < 0.05 || interval > 60 { throw ValidationError("--interval must be between 0.05 and 60 seconds") }
+        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
+    }
+
+    /// A line, written at once (not held in a buffer while stdout is a pipe).
+    private func emit(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    func run() throws {
+        let library = ReportLibrary(directory: directory, reading: reading)
+        let filter = filters.filter()
+        let catalog = ReportCatalog(directory: library.directory, indexPath: nil)
+        var seen: [String: HangReport.Outcome] = [:]
+        if !fromStart {
+            for entry in (try? catalog.files()) ?? [] {
+                seen[entry.path] = (try? ReportReader().read(path: entry.path))?.outcome ?? .recovered
+            }
+        }
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        emit(library.terminal.paint("watching \(library.directory)", .dim))
+        while deadline.map({ Date() < $0 }) ?? true {
+            for entry in (try? catalog.files()) ?? [] {
+                let previous = seen[entry.path]
+                if let previous, previous != .ongoing { continue }
+                guard let report = try? library.load(entry.path) else { continue }
+                if previous == report.outcome { continue }
+                seen[entry.path] = report.outcome
+                let summary = ReportSummary(report: report, path: entry.path)
+                guard filter.matches(summary) else { continue }
+                let line = ListCommand.table([summary], terminal: library.terminal).split(separator: "\n").last.map(String.init) ?? ""
+                emit(line + (report.outcome == .ongoing ? "  (ongoing)" : ""))
+            }
+            Thread.sleep(forTimeInterval: interval)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import HangWatchExport
+import HangWatchReport
+import Testing
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Collects the `title` texts and `rect` widths of an SVG while checking it is well-formed XML.
+final class SVGReader: NSObject, XMLParserDelegate {
+    var titles: [String] = []
+    var rectangles: [(x: Double, width: Double)] = []
+    var root: String?
+    private var inTitle = false
+    private var text = ""
+
+    static func read(_ svg: String) throws -> SVGReader {
+        let parser = XMLParser(data: Data(svg.utf8))
+        let reader = SVGReader()
+        parser.delegate = reader
+        let parsed = parser.parse()
+        #expect(parsed, "not well-formed XML: \(parser.parserError.map { "\($0)" } ?? "?")")
+        try #require(parsed)
+        return reader
+    }
+
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+        if root == nil { root = name }
+        if name == "title" {
+            inTitle = true
+            text = ""
+        }
+        if name == "rect", let x = attributes["x"].flatMap(Double.init), let width = attributes["width"].flatMap(Double.init) {
+            rectangles.append((x, width))
+        }
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) {
+        if inTitle { text += string }
+    }
+
+    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        if name == "title" {
+            titles.append(text)
+            inTitle = false
+        }
+    }
+}
+
+@Suite struct FlameGraphSVGTests {
+    @Test func aWellFormedSVGWithAHoverTitlePerFrame() throws {
+        let svg = FlameGraphSVG.render([StackReports.twoStacks], title: "billing hangs")
+        let reader = try SVGReader.read(svg)
+        #expect(reader.root == "svg")
+        #expect(reader.titles.contains("all (200 ms, 100.0%)"))
+        #expect(reader.titles.contains("Parser.parse() (150 ms, 75.0%)"))
+        #expect(reader.titles.contains("billing.render(_:) (50 ms, 25.0%)"))
+        #expect(reader.titles.contains("main (200 ms, 100.0%)"))
+        // Nothing outside the drawing area (1200 wide, 10 margin).
+        #expect(reader.rectangles.dropFirst().allSatisfy { $0.x >= 10 && $0.x + $0.width <= 1190.01 })
+        #expect(!svg.contains("<script"))
+    }
+
+    @Test func markupInNamesIsEscaped() throws {
+        let hostile = "Box<T>.op&\"x\"'y </title><script>"
+        let report = StackReports.report(durationMs: 100, samples: [(0, [hostile, "main"]), (50, ["bell\u{07}", "main"])])
+        let reader = try SVGReader.read(FlameGraphSVG.render([report], title: "<&>"))
+        #expect(reader.titles.contains { $0.hasPrefix(hostile + " (") })
+        #expect(reader.titles.contains { $0.hasPrefix("bell ") })
+    }
+
+    @Test func noSamplesStillMakesAValidPicture() throws {
+        let report = StackReports.report(durationMs: 300, samples: [(250, [])])
+        let reader = try SVGReader.read(FlameGraphSVG.render([report], title: "empty"))
+        #expect(reader.root == "svg")
+    }
+}

@@ -1,0 +1,45 @@
+import HangWatchExport
+import HangWatchReport
+import Testing
+
+/// The folded format as flamegraph.pl and inferno read it: per line, frames joined by `;`, one
+/// space, then a whole-number count (the last space of the line separates them).
+@Suite struct FoldedStacksTests {
+    static func parse(_ text: String) throws -> [(frames: [String], count: Int)] {
+        #expect(text.hasSuffix("\n"))
+        return try text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map { line in
+            let space = try #require(line.lastIndex(of: " "), "no count: \(line)")
+            let count = try #require(Int(line[line.index(after: space)...]), "count is not an integer: \(line)")
+            let frames = line[..<space].split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+            #expect(frames.allSatisfy { !$0.isEmpty }, "empty frame in \(line)")
+            #expect(count > 0)
+            return (frames, count)
+        }
+    }
+
+    @Test func oneLinePerStackWeightedBySampledMilliseconds() throws {
+        let lines = try Self.parse(FoldedStacks.render([StackReports.twoStacks]))
+        #expect(lines.count == 2)
+        #expect(lines[0].frames == ["main", "billing.load()", "Parser.parse()"])
+        #expect(lines[0].count == 150)
+        #expect(lines[1].frames == ["main", "billing.render(_:)"])
+        #expect(lines[1].count == 50)
+    }
+
+    @Test func identicalStacksOfSeveralReportsAddUp() throws {
+        let lines = try Self.parse(FoldedStacks.render([StackReports.twoStacks, StackReports.twoStacks]))
+        #expect(lines.map(\.count) == [300, 100])
+    }
+
+    @Test func separatorsAndLineBreaksInNamesCannotBreakTheFormat() throws {
+        let report = StackReports.report(durationMs: 100, samples: [(0, ["a;b\nc d", "main"])])
+        let lines = try Self.parse(FoldedStacks.render([report]))
+        #expect(lines.count == 1)
+        #expect(lines[0].frames == ["main", "a:b c d"])
+    }
+
+    @Test func aReportWithoutStacksGivesNothing() {
+        let report = StackReports.report(durationMs: 300, samples: [(250, [])])
+        #expect(FoldedStacks.render([report]).isEmpty)
+    }
+}

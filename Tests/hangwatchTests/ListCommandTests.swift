@@ -1,0 +1,119 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+@Suite(.serialized) struct ListCommandTests {
+    @Test func aTableNewestFirstThatFitsEightyColumns() throws {
+        let fixture = try Fixture()
+        let reports = try DemoReports.reports().sorted { $0.startedAt > $1.startedAt }
+        let result = try fixture.hangwatch("list")
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.errors.isEmpty)
+        let lines = result.lines
+        try #require(lines.count == reports.count + 1, "\(result.output)")
+        #expect(lines[0].hasPrefix("STARTED"))
+        for column in ["SERVICE", "PID", "DUR", "CPU", "DOING", "TOP FRAME", "SIG"] { #expect(lines[0].contains(column)) }
+        #expect(lines.allSatisfy { $0.count <= 80 }, "\(lines.map(\.count))")
+        // Not a terminal: no colour codes.
+        #expect(!result.output.contains("\u{1b}["))
+        // One row per report, in the same order as their start times, each with its signature.
+        for (line, report) in zip(lines.dropFirst(), reports) {
+            #expect(line.hasSuffix(String(report.signature.prefix(8))), "\(line)")
+            #expect(line.contains(String(report.pid)))
+        }
+        // The lock wait is listed as a futex wait, the sleep as a sleep, the rest as computing.
+        #expect(lines.contains { $0.contains("futex") && $0.contains("waitForCacheLock") })
+        #expect(lines.contains { $0.contains("sleep") && $0.contains("flushAuditLog") })
+        #expect(lines.filter { $0.contains("computing") }.count == 3)
+    }
+
+    @Test func jsonSummariesMatchTheReports() throws {
+        let fixture = try Fixture()
+        let reports = try DemoReports.reports()
+        let result = try fixture.hangwatch("list", "--json")
+        #expect(result.status == 0, "\(result.errors)")
+        let summaries = try HangReport.makeDecoder().decode([ReportSummary].self, from: Data(result.output.utf8))
+        #expect(summaries.count == reports.count)
+        #expect(summaries.map(\.startedAt) == summaries.map(\.startedAt).sorted(by: >))
+        for summary in summaries {
+            let report = try #require(reports.first { $0.id == summary.id })
+            #expect(summary.durationMs == report.durationMs)
+            #expect(summary.signature == report.signature)
+            #expect(summary.verdict == report.context.verdict)
+            #expect(summary.service == "demo")
+        }
+        // Names come from symbolication on the fly: the reports on disk hold raw frames.
+        #expect(reports.allSatisfy { $0.frames.allSatisfy { $0.symbol == nil } })
+        // The first app frame of the heaviest stack is the innermost: the loop recomputePricing calls.
+        let pricing = try #require(summaries.first { $0.stack.contains { $0.contains("recomputePricing") } })
+        #expect(pricing.topFrame == "DemoService.busyCompute(milliseconds:)")
+    }
+
+    @Test func filtersAndLimit() throws {
+        let fixture = try Fixture()
+        let reports = try DemoReports.reports()
+        func ids(_ arguments: String...) throws -> (Int32, Set<String>) {
+            let run = try Hangwatch.run(["list", "--json", "--dir", fixture.directory] + arguments, cache: fixture.cache)
+            let summaries = (try? HangReport.makeDecoder().decode([ReportSummary].self, from: Data(run.output.utf8))) ?? []
+            return (run.status, Set(summaries.map(\.id)))
+        }
+        let longest = try #require(reports.map(\.durationMs).max())
+        let (status, long) = try ids("--min-duration", "\(Int(longest))ms")
+        #expect(status == 0)
+        #expect(long == Set(reports.filter { $0.durationMs >= Double(Int(longest)) }.map(\.id)))
+        #expect(try ids("--limit", "2").1.count == 2)
+        #expect(try ids("--since", "1h").1.count == reports.count)
+        #expect(try ids("--service", "demo").1.count == reports.count)
+        // Nothing matches: exit 1, and the JSON is still an array.
+        let none = try Hangwatch.run(["list", "--json", "--service", "nobody", "--dir", fixture.directory], cache: fixture.cache)
+        #expect(none.status == 1)
+        #expect(try HangReport.makeDecoder().decode([ReportSummary].self, from: Data(none.output.utf8)).isEmpty)
+        // A start time after every hang.
+        let later = ReportTimestamp.format(Date().addingTimeInterval(3600))
+        #expect(try ids("--since", later).0 == 1)
+    }
+
+    @Test func badOptionsAreUsageErrors() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        for arguments in [["--since", "yesterday"], ["--min-duration", "fast"], ["--limit", "0"], ["--no-such-flag"]] {
+            let result = try fixture.hangwatch(["list"] + arguments)
+            #expect(result.status == 2, "\(arguments): \(result.errors)")
+            #expect(!result.errors.isEmpty)
+        }
+    }
+
+    @Test func aMissingDirectoryIsNamed() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let result = try Hangwatch.run(["list", "--dir", fixture.root + "/nowhere"], cache: fixture.cache)
+        #expect(result.status == 3)
+        #expect(result.errors.contains(fixture.root + "/nowhere"))
+    }
+
+    @Test func theDirectoryComesFromTheOptionThenTheEnvironment() throws {
+        let fixture = try Fixture()
+        let empty = try Fixture(withDemoReports: false)
+        let fromEnvironment = try Hangwatch.run(["list", "--json"], cache: fixture.cache, environment: ["HANGWATCH_REPORT_DIR": fixture.directory])
+        #expect(fromEnvironment.status == 0)
+        #expect(fromEnvironment.output.contains("\"service\""))
+        let optionWins = try Hangwatch.run(
+            ["list", "--json", "--dir", empty.directory], cache: fixture.cache, environment: ["HANGWATCH_REPORT_DIR": fixture.directory])
+        #expect(optionWins.status == 1)
+    }
+
+    @Test func colourOnlyWhenAskedOrOnATerminal() throws {
+        let fixture = try Fixture()
+        let always = try fixture.hangwatch("list", "--color", "always")
+        #expect(always.output.contains("\u{1b}["))
+        let never = try fixture.hangwatch("list", "--color", "never")
+        #expect(!never.output.contains("\u{1b}["))
+        let noColor = try fixture.hangwatch("list", environment: ["NO_COLOR": "1"])
+        #expect(!noColor.output.contains("\u{1b}["))
+    }
+}
+
+extension Fixture {
+    @discardableResult
+    func hangwatch(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+        try Hangwatch.run(arguments + ["--dir", directory], cache: cache, environment: environment)
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+@Suite(.serialized) struct ShowCommandTests {
+    @Test func latestExplainsTheNewestHang() throws {
+        let fixture = try Fixture()
+        let newest = try #require(try DemoReports.reports().max { $0.startedAt < $1.startedAt })
+        let result = try fixture.hangwatch("show", "latest")
+        #expect(result.status == 0, "\(result.errors)")
+        let lines = result.lines
+        #expect(lines.first == "hang \(newest.id)")
+        // All but the file's path, which is never cut.
+        #expect(lines.allSatisfy { $0.count <= 80 || $0.hasPrefix("file ") }, "\(lines.filter { $0.count > 80 })")
+        func field(_ name: String) -> String? {
+            lines.first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(10)) }
+        }
+        #expect(field("service")?.hasPrefix("demo (pid \(newest.pid)") == true)
+        #expect(field("started")?.contains("threshold \(Int(newest.thresholdMs))ms") == true)
+        #expect(field("stuck")?.hasPrefix("after \(newest.activity)") == true)
+        // The newest demo hang is the audit-log flush: a sleep.
+        #expect(field("verdict") == "blocked in clock_nanosleep (on CPU \(Int(((newest.context.onCpuRatio ?? 0) * 100).rounded()))%)")
+        #expect(lines.contains { $0.hasPrefix("heaviest stack (") })
+        // Demangled names with file:line, symbolicated on the fly.
+        let frame = try #require(lines.first { $0.contains("DemoService.flushAuditLogSynchronously(milliseconds:)") })
+        #expect(frame.contains("DemoService.swift:"))
+        #expect(lines.contains { $0.hasPrefix("timeline (\(newest.samples.count) samples") })
+        let marks = try #require(lines.first { $0.hasPrefix("  stack ") })
+        #expect(marks.dropFirst(8).count == newest.samples.count)
+        #expect(field("context")?.contains("RSS") == true)
+        #expect(field("file")?.hasSuffix(ReportStore.fileName(forID: newest.id)) == true)
+    }
+
+    @Test func anIdAUniquePrefixAndAPathShowTheSameReport() throws {
+        let fixture = try Fixture()
+        let report = try #require(try DemoReports.reports().first)
+        let byID = try fixture.hangwatch("show", report.id)
+        #expect(byID.status == 0)
+        let byPrefix = try fixture.hangwatch("show", String(report.id.dropLast(2)) + String(report.id.suffix(2)))
+        #expect(byPrefix.output == byID.output)
+        let byPath = try fixture.hangwatch("show", fixture.directory + "/" + ReportStore.fileName(forID: report.id))
+        #expect(byPath.output == byID.output)
+        #expect(byID.lines.first == "hang \(report.id)")
+    }
+
+    @Test func withoutSymbolicationFramesAreImageAndOffset() throws {
+        let fixture = try Fixture()
+        let result = try fixture.hangwatch("show", "latest", "--no-symbolicate")
+        #expect(result.status == 0)
+        #expect(result.output.contains("hangwatch-demo+0x"))
+        #expect(!result.output.contains("flushAuditLogSynchronously"))
+    }
+
+    @Test func jsonIsTheWholeReportSymbolicated() throws {
+        let fixture = try Fixture()
+        let result = try fixture.hangwatch("show", "latest", "--json")
+        #expect(result.status == 0)
+        let report = try HangReport.makeDecoder().decode(HangReport.self, from: Data(result.output.utf8))
+        #expect(report.frames.contains { $0.symbol?.contains("flushAuditLogSynchronously") == true })
+    }
+
+    @Test func unknownAmbiguousAndUnreadableReportsHaveTheirOwnExitCodes() throws {
+        let fixture = try Fixture()
+        let missing = try fixture.hangwatch("show", "19990101T000000000Z-nope")
+        #expect(missing.status == 1)
+        #expect(missing.errors.contains("no report 19990101T000000000Z-nope"))
+        // Every demo report id starts with the same date.
+        let ambiguous = try fixture.hangwatch("show", "2")
+        #expect(ambiguous.status == 2)
+        #expect(ambiguous.errors.contains("matches"))
+        let broken = try fixture.write(Data("{\"schema\":".utf8), name: "hang-20000101T000000000Z-x-1-1.json")
+        let unreadable = try fixture.hangwatch("show", broken)
+        #expect(unreadable.status == 3)
+        #expect(unreadable.errors.contains(broken))
+        let empty = try Fixture(withDemoReports: false)
+        #expect(try empty.hangwatch("show", "latest").status == 1)
+    }
+}
