@@ -43,21 +43,24 @@ struct WatchCommand: ParsableCommand {
         let library = ReportLibrary(directory: directory, reading: reading)
         let filter = filters.filter()
         let catalog = ReportCatalog(directory: library.directory, indexPath: nil)
-        var seen: [String: HangReport.Outcome] = [:]
+        // What each file looked like when last seen (a file is read only when it changes), and
+        // what was printed for it.
+        var looked: [String: (size: UInt64, modified: Int64)] = [:]
+        var printed: [String: HangReport.Outcome] = [:]
         if !fromStart {
             for entry in (try? catalog.files()) ?? [] {
-                seen[entry.path] = (try? ReportReader().read(path: entry.path))?.outcome ?? .recovered
+                looked[entry.path] = (entry.size, entry.modifiedNanoseconds)
             }
         }
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         emit(library.terminal.paint("watching \(library.directory)", .dim))
         while deadline.map({ Date() < $0 }) ?? true {
             for entry in (try? catalog.files()) ?? [] {
-                let previous = seen[entry.path]
-                if let previous, previous != .ongoing { continue }
-                guard let report = try? library.load(entry.path) else { continue }
-                if previous == report.outcome { continue }
-                seen[entry.path] = report.outcome
+                if let previous = looked[entry.path], previous == (entry.size, entry.modifiedNanoseconds) { continue }
+                looked[entry.path] = (entry.size, entry.modifiedNanoseconds)
+                // Unreadable files are skipped here; `hangwatch list` names them.
+                guard let report = try? library.load(entry.path), printed[entry.path] != report.outcome else { continue }
+                printed[entry.path] = report.outcome
                 let summary = ReportSummary(report: report, path: entry.path)
                 guard filter.matches(summary) else { continue }
                 let line = ListCommand.table([summary], terminal: library.terminal).split(separator: "\n").last.map(String.init) ?? ""

@@ -37,7 +37,8 @@ import Testing
         }
 
         deinit {
-            if process.isRunning { process.terminate() }
+            // SIGKILL: a signal mask inherited from the test runner may hold SIGTERM back.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
     }

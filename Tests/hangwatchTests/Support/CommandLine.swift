@@ -49,7 +49,7 @@ enum Hangwatch {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(5_000) }
         if process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         process.waitUntilExit()
