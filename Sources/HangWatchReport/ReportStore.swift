@@ -143,10 +143,9 @@ public struct ReportStore: Sendable {
     /// Only regular files named like reports are listed; symlinks and anything else are skipped.
     public func list() throws -> [StoredFile] {
         var files: [StoredFile] = []
-        for name in try entryNames() where Self.isReportFileName(name) {
+        for name in try DirectoryEntries.names(in: directory) where Self.isReportFileName(name) {
             let path = directory + "/" + name
-            var info = stat()
-            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard let info = DirectoryEntries.status(of: path, ifType: S_IFREG) else { continue }
             files.append(
                 StoredFile(
                     name: name, path: path, size: UInt64(info.st_size),
@@ -154,21 +153,6 @@ public struct ReportStore: Sendable {
                         timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)))
         }
         return files.sorted { $0.name < $1.name }
-    }
-
-    private func entryNames() throws -> [String] {
-        guard let handle = opendir(directory) else {
-            throw ReportStoreError.listFailed(path: directory, reason: Self.errorText(errno))
-        }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
     }
 
     /// Removes report `id` if present.
@@ -196,7 +180,7 @@ public struct ReportStore: Sendable {
     @discardableResult
     public func removeStaleTemporaryFiles(olderThan age: TimeInterval, now: Date = Date()) throws -> Int {
         var removed = 0
-        for name in try entryNames()
+        for name in try DirectoryEntries.names(in: directory)
         where name.hasPrefix(Self.temporaryPrefix) && name.hasSuffix(Self.temporarySuffix) {
             let path = directory + "/" + name
             var info = stat()

@@ -52,21 +52,16 @@ public struct ReportCatalog: Sendable {
     public func files() throws -> [Entry] {
         var entries: [Entry] = []
         var directories = [directory]
-        if let names = try? Self.names(in: directory) {
-            for name in names where !name.hasPrefix(".") {
-                let path = directory + "/" + name
-                var info = stat()
-                if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { directories.append(path) }
-            }
-        } else {
-            throw ReportStoreError.listFailed(path: directory, reason: String(cString: strerror(errno)))
+        for name in try DirectoryEntries.names(in: directory) where !name.hasPrefix(".") {
+            let path = directory + "/" + name
+            if DirectoryEntries.status(of: path, ifType: S_IFDIR) != nil { directories.append(path) }
         }
         for folder in directories {
-            guard let names = try? Self.names(in: folder) else { continue }
+            // A service directory that vanished or cannot be read since: the others still count.
+            guard let names = try? DirectoryEntries.names(in: folder) else { continue }
             for name in names where ReportStore.isReportFileName(name) {
                 let path = folder + "/" + name
-                var info = stat()
-                guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+                guard let info = DirectoryEntries.status(of: path, ifType: S_IFREG) else { continue }
                 entries.append(
                     Entry(
                         path: path, name: name, size: UInt64(info.st_size),
@@ -190,22 +185,5 @@ public struct ReportCatalog: Sendable {
             hash = hash &* 0x0000_0100_0000_01b3
         }
         return String(hash, radix: 16)
-    }
-
-    static func names(in directory: String) throws -> [String] {
-        guard let handle = opendir(directory) else {
-            throw ReportStoreError.listFailed(path: directory, reason: String(cString: strerror(errno)))
-        }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
-                let bytes = Array(raw.prefix(while: { $0 != 0 }))
-                // A name that is not UTF-8 cannot be a report this tool wrote: leave it alone.
-                return String(validating: bytes, as: UTF8.self)
-            }
-            if let name, name != ".", name != ".." { names.append(name) }
-        }
-        return names
     }
 }
