@@ -1,3 +1,5 @@
+import HangWatchReport
+
 extension HangMonitor {
     /// A run-loop activity, as reported to run-loop observers. Raw values are CoreFoundation's
     /// `CFRunLoopActivity` bits.
@@ -9,16 +11,7 @@ extension HangMonitor {
         case afterWaiting = 64
         case exit = 128
 
-        public var description: String {
-            switch self {
-            case .entry: return "entry"
-            case .beforeTimers: return "beforeTimers"
-            case .beforeSources: return "beforeSources"
-            case .beforeWaiting: return "beforeWaiting"
-            case .afterWaiting: return "afterWaiting"
-            case .exit: return "exit"
-            }
-        }
+        public var description: String { RunLoopActivityName.of(rawValue) }
 
         /// Parses the names used in configuration (`beforeSources`, `before-sources`, `before_sources`).
         public init?(name: String) {
@@ -36,7 +29,7 @@ extension HangMonitor {
 
         /// The activity named by a raw observer value, if it is a single known activity.
         static func named(_ raw: UInt8) -> String {
-            Activity(rawValue: raw)?.description ?? "none"
+            RunLoopActivityName.of(raw)
         }
     }
 }

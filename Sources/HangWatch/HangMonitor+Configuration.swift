@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 
 extension HangMonitor {
     /// Everything a `HangMonitor` can be told. Build it in code, or from a config file and
@@ -45,6 +46,13 @@ extension HangMonitor {
         public var repeatWindow: Duration = .seconds(600)
         /// Bytes of alternate signal stack given to each monitored thread that has none. Default 64 KiB.
         public var alternateSignalStackSize: Int = 64 << 10
+        /// The watchdog publishes a heartbeat (`.heartbeat-<pid>` in the report directory, a shared
+        /// mapping) at least this often, so the host agent can tell a stuck watchdog from an idle
+        /// loop. 0 disables the file. Default 10 s (an idle loop's watchdog wakes once per interval).
+        public var heartbeatInterval: Duration = .seconds(10)
+        /// Create the report directory 0770 and reports 0640, for a host agent that reaches them
+        /// through the report root's default ACL (see `ReportStore.Access`). Default false: 0700/0600.
+        public var sharedWithAgent: Bool = false
 
         /// The directory used when none is configured.
         public static let defaultReportDirectory = "/var/lib/hangwatch/reports"
@@ -108,6 +116,9 @@ extension HangMonitor {
             try Self.check(reportBurst, "reportBurst", 1...10_000)
             try Self.check(repeatWindow, "repeatWindow", .zero...(.seconds(86_400)))
             try Self.check(alternateSignalStackSize, "alternateSignalStackSize", 16 << 10...(16 << 20))
+            if heartbeatInterval != .zero {
+                try Self.check(heartbeatInterval, "heartbeatInterval", .seconds(1)...(.seconds(3600)))
+            }
         }
 
         private static func check(_ value: Duration, _ key: String, _ range: ClosedRange<Duration>) throws {

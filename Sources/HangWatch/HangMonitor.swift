@@ -34,6 +34,7 @@ public final class HangMonitor: Sendable {
         var watchdog: Watchdog
         var writer: ReportWriter
         var threadSlot: ThreadSlot
+        var heartbeat: HeartbeatPublisher?
     }
 
     /// Validates `configuration` (throwing `HangMonitorError.invalidConfiguration` naming the bad
@@ -69,7 +70,8 @@ public final class HangMonitor: Sendable {
         }
         try running.withLock { running in
             guard running == nil else { throw HangMonitorError.alreadyRunning }
-            let store = ReportStore(directory: configuration.reportDirectory)
+            let store = ReportStore(
+                directory: configuration.reportDirectory, access: configuration.sharedWithAgent ? .sharedWithAgent : .private)
             do {
                 try store.prepare()
                 try store.removeStaleTemporaryFiles(olderThan: 3600)
@@ -101,6 +103,17 @@ public final class HangMonitor: Sendable {
                 repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow)),
                 enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
                 clock: clock)
+            var heartbeat: HeartbeatPublisher?
+            if configuration.heartbeatInterval != .zero {
+                heartbeat = HeartbeatPublisher(
+                    directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
+                    thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed))
+                if heartbeat == nil {
+                    logger.warning(
+                        "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
+                        metadata: ["hangwatch.directory": "\(configuration.reportDirectory)", "hangwatch.error": "\(String(cString: strerror(errno)))"])
+                }
+            }
             let sampler = LinuxStackSampler(
                 signal: signal, maxFrames: configuration.maxFrames,
                 timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), clock: clock)
@@ -112,7 +125,8 @@ public final class HangMonitor: Sendable {
                     clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
                     serviceName: configuration.serviceName),
                 source: source, control: control, threadSlot: threadSlot, sampler: sampler, clock: clock,
-                writer: writer, images: images, statistics: statisticsStore, logger: logger)
+                writer: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat,
+                heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval))
 
             let attach: @Sendable () -> Void = { [logger, configuration] in
                 let attachment = UnsafeCaptureBridge.attachCurrentThread(
@@ -149,7 +163,7 @@ public final class HangMonitor: Sendable {
                 runLoop.add(timer, forMode: .common)
             }
             watchdog.start()
-            running = Running(source: source, watchdog: watchdog, writer: writer, threadSlot: threadSlot)
+            running = Running(source: source, watchdog: watchdog, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
             logger.info(
                 "hang monitor started",
                 metadata: [
@@ -171,6 +185,7 @@ public final class HangMonitor: Sendable {
         control.stopRequested.store(true, ordering: .releasing)
         current.source.invalidate()
         current.watchdog.join()
+        current.heartbeat?.retire()
         current.writer.flush()
         logger.info("hang monitor stopped", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
     }

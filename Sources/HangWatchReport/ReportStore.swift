@@ -9,17 +9,34 @@ import Glibc
 /// Writes are atomic: the report goes to a temporary file in the same directory (`.hang-*.tmp`,
 /// created with `O_EXCL | O_NOFOLLOW`, mode 0600), is fsync'ed, renamed over its final name, and
 /// the directory is fsync'ed. A reader therefore sees either no file or a whole one.
-/// The directory is created with mode 0700. Nothing here follows a symlink.
+/// The directory is created with mode 0700 (0770 when shared with the agent; see `Access`).
+/// Nothing here follows a symlink.
 public struct ReportStore: Sendable {
     public let directory: String
+    public let access: Access
+
+    /// Who besides the writing user may use the reports.
+    public enum Access: Sendable, Equatable {
+        /// Only this user: directories 0700, reports 0600.
+        case `private`
+        /// Also the host agent, through the report root's default ACL (which gives the agent's user
+        /// `rwx` and the owning group nothing): directories 0770, reports 0640, so that the ACL
+        /// mask lets the agent read, enrich and remove them. Without such an ACL, the directory's
+        /// group gets that access; give services a group of their own.
+        case sharedWithAgent
+
+        var directoryMode: mode_t { self == .private ? 0o700 : 0o770 }
+        var fileMode: mode_t { self == .private ? 0o600 : 0o640 }
+    }
 
     public static let filePrefix = "hang-"
     public static let fileSuffix = ".json"
     static let temporaryPrefix = ".hang-"
     static let temporarySuffix = ".tmp"
 
-    public init(directory: String) {
+    public init(directory: String, access: Access = .private) {
         self.directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        self.access = access
     }
 
     /// The file name of report `id`.
@@ -37,8 +54,9 @@ public struct ReportStore: Sendable {
         directory + "/" + Self.fileName(forID: id)
     }
 
-    /// Creates the directory (and missing parents) if needed, mode 0700, and checks that it is a
-    /// real directory owned by this user that no one else can write into.
+    /// Creates the directory (and missing parents) if needed, mode 0700 (0770 shared with the
+    /// agent), and checks that it is a real directory owned by this user that no one else can
+    /// write into (shared with the agent: that no one outside its group can).
     public func prepare() throws {
         var info = stat()
         if lstat(directory, &info) != 0 {
@@ -57,12 +75,14 @@ public struct ReportStore: Sendable {
             throw ReportStoreError.unsafeDirectory(
                 path: directory, reason: "owned by uid \(info.st_uid), not by this user (uid \(geteuid()))")
         }
-        let writableByOthers = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0
+        let foreignWrite = access == .private ? (S_IWGRP | S_IWOTH) : S_IWOTH
+        let writableByOthers = (info.st_mode & foreignWrite) != 0
         let sticky = (info.st_mode & S_ISVTX) != 0
         if writableByOthers && !sticky {
+            let mode = String(access.directoryMode, radix: 8)
             throw ReportStoreError.unsafeDirectory(
                 path: directory,
-                reason: "writable by group or others without the sticky bit; run chmod 0700 \(directory)")
+                reason: "writable by \(access == .private ? "group or others" : "others") without the sticky bit; run chmod 0\(mode) \(directory)")
         }
     }
 
@@ -74,7 +94,7 @@ public struct ReportStore: Sendable {
                 try createDirectory(parent)
             }
         }
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+        if mkdir(path, access.directoryMode) != 0 && errno != EEXIST {
             throw ReportStoreError.cannotCreateDirectory(path: path, reason: Self.errorText(errno))
         }
     }
@@ -95,7 +115,7 @@ public struct ReportStore: Sendable {
         let temporaryPath =
             directory + "/" + Self.temporaryPrefix + name.dropFirst(Self.filePrefix.count) + "."
             + String(getpid()) + "." + String(Self.temporaryCounter.next()) + Self.temporarySuffix
-        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, access.fileMode)
         guard fd >= 0 else {
             let code = errno
             throw ReportStoreError.writeFailed(path: finalPath, errno: code, reason: Self.errorText(code))

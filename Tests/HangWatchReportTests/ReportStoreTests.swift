@@ -16,6 +16,27 @@ import Testing
         #expect(path.hasSuffix("/hang-20261122T010203123Z-billing-42-1.json"))
     }
 
+    /// Shared with the agent: the group bits carry the ACL mask that lets the agent's user in.
+    @Test func sharedWithTheAgentDirectoriesAre0770AndReports0640() throws {
+        let saved = umask(0o022)
+        defer { umask(saved) }
+        let directory = ReportFixtures.temporaryDirectory() + "/billing"
+        let store = ReportStore(directory: directory, access: .sharedWithAgent)
+        try store.prepare()
+        let path = try store.write(ReportFixtures.report())
+        let directoryMode = try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int
+        let fileMode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        // The umask still applies where the file system has no default ACL.
+        #expect(directoryMode == 0o750)
+        #expect(fileMode == 0o640)
+        // A group-writable directory is fine when shared, a world-writable one never.
+        #expect(chmod(directory, 0o770) == 0)
+        try store.prepare()
+        #expect(chmod(directory, 0o777) == 0)
+        #expect(throws: ReportStoreError.self) { try store.prepare() }
+        #expect(throws: ReportStoreError.self) { try ReportStore(directory: directory).prepare() }
+    }
+
     @Test func writeLeavesNoTemporaryFiles() throws {
         let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
         try store.prepare()

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 @testable import HangWatch
 import Testing
 

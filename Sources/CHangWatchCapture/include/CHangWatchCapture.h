@@ -134,6 +134,39 @@ int hw_capture_wait(uint64_t generation, int64_t timeout_ns, hw_capture_result *
 int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_low, uintptr_t stack_high,
                              uintptr_t *frames, int max_frames, int32_t *flags);
 
+/*
+ * Heartbeat page: what a running monitor publishes for the host agent, in a small shared file
+ * mapping (docs/report-format.md, "Heartbeat file"). One writer (the watchdog thread) updates it
+ * with plain stores between two sequence increments (a seqlock: odd while writing); readers in
+ * other processes retry when the sequence is odd or changed. No system call but clock_gettime.
+ */
+#define HW_HEARTBEAT_MAGIC 0x3130303042485748ULL /* "HWHB0001" in file order (little-endian) */
+#define HW_HEARTBEAT_SIZE 128
+
+struct hw_heartbeat {
+    uint64_t magic;               /*   0 */
+    uint64_t sequence;            /*   8: odd while an update is in progress */
+    uint64_t pid;                 /*  16 */
+    uint64_t start_time_ticks;    /*  24: /proc/<pid>/stat field 22 */
+    uint64_t started_unix_ms;     /*  32: when the monitor started */
+    uint64_t tick_monotonic_ns;   /*  40: CLOCK_MONOTONIC at the watchdog's last tick */
+    uint64_t tick_unix_ms;        /*  48: CLOCK_REALTIME at the same tick */
+    uint64_t interval_ms;         /*  56: the watchdog ticks at least this often while running */
+    uint64_t state;               /*  64: 0 stopped, 1 idle, 2 watching, 3 recording, 4 paused */
+    uint64_t activity_word;       /*  72: the loop's last activity as the watchdog last saw it */
+    uint64_t hangs_detected;      /*  80 */
+    uint64_t threshold_us;        /*  88 */
+    uint64_t reserved[4];         /*  96 */
+};
+
+/** Initializes `page` (HW_HEARTBEAT_SIZE bytes of a shared mapping) for this process. */
+void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_time_ticks, uint64_t interval_ms,
+                       uint64_t threshold_us);
+
+/** Publishes one tick: the clocks are read here. Only one thread may call it for a page. */
+void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activity_word, uint64_t hangs_detected,
+                       uint64_t threshold_us);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 
 extension HangMonitor.Configuration {
     /// The `HANGWATCH_*` keys understood in the environment and in configuration files.
@@ -55,37 +56,18 @@ extension HangMonitor.Configuration {
         case reportBurst = "HANGWATCH_REPORT_BURST"
         case repeatWindow = "HANGWATCH_REPEAT_WINDOW"
         case altStackSize = "HANGWATCH_ALTSTACK_SIZE"
+        case heartbeatInterval = "HANGWATCH_HEARTBEAT_INTERVAL"
+        case agentAccess = "HANGWATCH_AGENT_ACCESS"
     }
 
     typealias Setting = (key: String, value: String, line: Int)
 
     static func readSettingsFile(_ path: String) throws -> [Setting] {
-        let data: Data
         do {
-            data = try SmallFile.read(path, limit: 1 << 20)
-        } catch {
-            throw HangMonitorError.unreadableConfigurationFile(path: path, reason: "\(error)")
+            return try SettingsFile.read(path).map { (key: $0.key, value: $0.value, line: $0.line) }
+        } catch let error as SettingsFile.ReadError {
+            throw HangMonitorError.unreadableConfigurationFile(path: path, reason: error.reason)
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw HangMonitorError.unreadableConfigurationFile(path: path, reason: "not UTF-8 text")
-        }
-        var settings: [Setting] = []
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
-            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
-            guard let equals = line.firstIndex(of: "=") else {
-                throw HangMonitorError.unreadableConfigurationFile(
-                    path: path, reason: "line \(index + 1): expected KEY=VALUE, found \"\(line.prefix(80))\"")
-            }
-            var key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            if key.hasPrefix("export ") { key = String(key.dropFirst(7)).trimmingCharacters(in: .whitespaces) }
-            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
-                value = String(value.dropFirst().dropLast())
-            }
-            settings.append((key: key, value: value, line: index + 1))
-        }
-        return settings
     }
 
     mutating func apply(_ settings: [Setting], origin: String?) throws {
@@ -115,11 +97,11 @@ extension HangMonitor.Configuration {
             case .configFile:
                 break
             case .enabled:
-                switch value.lowercased() {
-                case "1", "true", "yes", "on": isEnabled = true
-                case "0", "false", "no", "off": isEnabled = false
-                default: throw invalid("expected true or false")
-                }
+                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
+                isEnabled = flag
+            case .agentAccess:
+                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
+                sharedWithAgent = flag
             case .service:
                 serviceName = value
             case .threshold:
@@ -167,6 +149,8 @@ extension HangMonitor.Configuration {
                 reportBurst = try integer()
             case .repeatWindow:
                 repeatWindow = try duration()
+            case .heartbeatInterval:
+                heartbeatInterval = try duration()
             case .altStackSize:
                 guard let bytes = ByteCountText.parse(value), bytes <= UInt64(Int.max) else {
                     throw invalid("expected a size such as 64KiB")

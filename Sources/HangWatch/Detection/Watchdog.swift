@@ -38,6 +38,8 @@ final class Watchdog: @unchecked Sendable {
     private let images: ImageRegistry
     private let statistics: MonitorStatistics
     private let logger: Logger
+    private let heartbeat: HeartbeatPublisher?
+    private let heartbeatIntervalMicroseconds: UInt64
     private let finished = DispatchSemaphore(value: 0)
     private var thread: Thread?
     private var hangSequence = 0
@@ -45,8 +47,11 @@ final class Watchdog: @unchecked Sendable {
     init(
         settings: Settings, source: any LoopActivitySource, control: WatchdogControl, threadSlot: ThreadSlot,
         sampler: any StackSampling, clock: SystemMonotonicClock, writer: ReportWriter,
-        images: ImageRegistry, statistics: MonitorStatistics, logger: Logger
+        images: ImageRegistry, statistics: MonitorStatistics, logger: Logger,
+        heartbeat: HeartbeatPublisher? = nil, heartbeatIntervalMicroseconds: UInt64 = 0
     ) {
+        self.heartbeat = heartbeat
+        self.heartbeatIntervalMicroseconds = heartbeatIntervalMicroseconds
         self.settings = settings
         self.source = source
         self.control = control
@@ -97,13 +102,16 @@ final class Watchdog: @unchecked Sendable {
         while !control.isStopping {
             let snapshot = latch.snapshot()
             if control.isPaused {
+                tick(.paused, snapshot)
                 park(whileUnchanged: snapshot)
                 oversleep = 0
                 continue
             }
             let now = clock.microseconds()
             let countFrom = control.countFromMicroseconds.load(ordering: .acquiring)
-            switch detector().evaluate(snapshot, now: now, countFrom: countFrom) {
+            let verdict = detector().evaluate(snapshot, now: now, countFrom: countFrom)
+            if case .idle = verdict { tick(.idle, snapshot) } else { tick(.watching, snapshot) }
+            switch verdict {
             case .idle:
                 park(whileUnchanged: snapshot)
                 oversleep = 0
@@ -151,13 +159,24 @@ final class Watchdog: @unchecked Sendable {
         }
     }
 
-    /// Blocks until the loop leaves idle (or a control call wakes us), unless it already has.
+    /// Blocks until the loop leaves idle (or a control call wakes us), unless it already has. With
+    /// a heartbeat, wakes at least once per heartbeat interval to publish it.
     private func park(whileUnchanged snapshot: ActivitySnapshot) {
         let current = latch.park()
         if current == snapshot && !control.isStopping {
-            latch.wake.wait()
+            if heartbeat != nil {
+                _ = latch.wake.wait(timeout: Self.dispatchTime(clock.microseconds() + heartbeatIntervalMicroseconds))
+            } else {
+                latch.wake.wait()
+            }
         }
         latch.unpark()
+    }
+
+    private func tick(_ state: HeartbeatPublisher.State, _ snapshot: ActivitySnapshot) {
+        heartbeat?.tick(
+            state, activityWord: snapshot.word, hangsDetected: UInt64(statistics.hangsDetected.load(ordering: .relaxed)),
+            thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed))
     }
 
     private func record(startMicroseconds: UInt64, snapshot: ActivitySnapshot, oversleep: UInt64, stopSuspected: Bool) {
@@ -191,6 +210,7 @@ final class Watchdog: @unchecked Sendable {
                 break
             }
             _ = latch.wake.wait(timeout: Self.dispatchTime(nextSample))
+            tick(.recording, snapshot)
             if let end = HangDetector.endOfHang(started: snapshot, latest: latch.snapshot()) {
                 recording.endMicroseconds = max(end, recording.detectedMicroseconds)
                 break

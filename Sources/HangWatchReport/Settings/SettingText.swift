@@ -2,8 +2,8 @@ import Foundation
 
 /// Parses and prints the durations used in configuration: `250ms`, `1.5s`, `2m`, `500us`, `1h`.
 /// A bare number is milliseconds.
-enum DurationText {
-    static func parse(_ text: String) -> Duration? {
+public enum DurationText {
+    public static func parse(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard !trimmed.isEmpty else { return nil }
         let units: [(String, Double)] = [
@@ -23,7 +23,7 @@ enum DurationText {
         return .nanoseconds(Int64((value * scale * 1e9).rounded()))
     }
 
-    static func format(_ duration: Duration) -> String {
+    public static func format(_ duration: Duration) -> String {
         let nanoseconds = Self.nanoseconds(duration)
         if nanoseconds == 0 { return "0s" }
         if nanoseconds % 3_600_000_000_000 == 0 { return "\(nanoseconds / 3_600_000_000_000)h" }
@@ -34,19 +34,19 @@ enum DurationText {
         return "\(nanoseconds)ns"
     }
 
-    static func nanoseconds(_ duration: Duration) -> Int64 {
+    public static func nanoseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
-    static func microseconds(_ duration: Duration) -> UInt64 {
+    public static func microseconds(_ duration: Duration) -> UInt64 {
         UInt64(max(0, nanoseconds(duration) / 1000))
     }
 }
 
 /// Parses byte sizes: `65536`, `64KiB`, `10MiB`, `1GiB`, `10MB`, `512K`.
-enum ByteCountText {
-    static func parse(_ text: String) -> UInt64? {
+public enum ByteCountText {
+    public static func parse(_ text: String) -> UInt64? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(String, Double)] = [
             ("KiB", 1024), ("MiB", 1_048_576), ("GiB", 1_073_741_824), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9),
@@ -59,5 +59,16 @@ enum ByteCountText {
             return UInt64(value * scale)
         }
         return UInt64(trimmed)
+    }
+}
+
+/// Parses the yes/no values of settings: `1 true yes on`, `0 false no off`.
+public enum SettingText {
+    public static func boolean(_ text: String) -> Bool? {
+        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: return nil
+        }
     }
 }

@@ -1,0 +1,64 @@
+/*
+ * The heartbeat page (see CHangWatchCapture.h). A seqlock with one writer: the sequence goes odd,
+ * the fields are stored, the sequence goes even; release ordering keeps the stores inside.
+ */
+#include "CHangWatchCapture.h"
+
+#include <stddef.h>
+#include <time.h>
+
+_Static_assert(sizeof(struct hw_heartbeat) == HW_HEARTBEAT_SIZE, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, tick_monotonic_ns) == 40, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, activity_word) == 72, "heartbeat layout is part of the file format");
+
+static uint64_t clock_ns(clockid_t clock) {
+    struct timespec now;
+    if (clock_gettime(clock, &now) != 0) {
+        return 0;
+    }
+    return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+}
+
+static void store(uint64_t *field, uint64_t value) {
+    __atomic_store_n(field, value, __ATOMIC_RELAXED);
+}
+
+static void begin(struct hw_heartbeat *page) {
+    uint64_t sequence = __atomic_load_n(&page->sequence, __ATOMIC_RELAXED);
+    __atomic_store_n(&page->sequence, sequence | 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void end(struct hw_heartbeat *page) {
+    uint64_t sequence = __atomic_load_n(&page->sequence, __ATOMIC_RELAXED);
+    __atomic_store_n(&page->sequence, (sequence | 1) + 1, __ATOMIC_RELEASE);
+}
+
+void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_time_ticks, uint64_t interval_ms,
+                       uint64_t threshold_us) {
+    begin(page);
+    store(&page->pid, pid);
+    store(&page->start_time_ticks, start_time_ticks);
+    store(&page->started_unix_ms, clock_ns(CLOCK_REALTIME) / 1000000ULL);
+    store(&page->tick_monotonic_ns, clock_ns(CLOCK_MONOTONIC));
+    store(&page->tick_unix_ms, clock_ns(CLOCK_REALTIME) / 1000000ULL);
+    store(&page->interval_ms, interval_ms);
+    store(&page->state, 1);
+    store(&page->activity_word, 0);
+    store(&page->hangs_detected, 0);
+    store(&page->threshold_us, threshold_us);
+    store(&page->magic, HW_HEARTBEAT_MAGIC);
+    end(page);
+}
+
+void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activity_word, uint64_t hangs_detected,
+                       uint64_t threshold_us) {
+    begin(page);
+    store(&page->tick_monotonic_ns, clock_ns(CLOCK_MONOTONIC));
+    store(&page->tick_unix_ms, clock_ns(CLOCK_REALTIME) / 1000000ULL);
+    store(&page->state, state);
+    store(&page->activity_word, activity_word);
+    store(&page->hangs_detected, hangs_detected);
+    store(&page->threshold_us, threshold_us);
+    end(page);
+}

@@ -1,0 +1,159 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a running monitor publishes about itself in `.heartbeat-<pid>` in its report directory:
+/// 128 bytes, little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
+/// seqlock: `sequence` is odd while an update is in progress). Read by the host agent.
+///
+/// | offset | field |
+/// |---|---|
+/// | 0 | magic `HWHB0001` |
+/// | 8 | sequence |
+/// | 16 | pid |
+/// | 24 | process start time, clock ticks after boot (`/proc/<pid>/stat` field 22) |
+/// | 32 | monitor started, Unix ms |
+/// | 40 | last watchdog tick, `CLOCK_MONOTONIC` ns |
+/// | 48 | last watchdog tick, Unix ms |
+/// | 56 | heartbeat interval, ms (the watchdog ticks at least this often) |
+/// | 64 | state: 0 stopped, 1 idle, 2 watching, 3 recording a hang, 4 paused |
+/// | 72 | the loop's last activity as the watchdog last saw it: `time << 8 \| activity`, time in 1024 ns units of `CLOCK_MONOTONIC_COARSE` |
+/// | 80 | hangs detected |
+/// | 88 | threshold, µs |
+public struct MonitorHeartbeat: Sendable, Equatable {
+    public static let size = 128
+    public static let fileNamePrefix = ".heartbeat-"
+    static let magic: UInt64 = 0x3130_3030_4248_5748  // "HWHB0001"
+
+    public enum State: UInt64, Sendable {
+        case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
+    }
+
+    public var pid: Int32
+    public var startTimeTicks: UInt64
+    public var startedUnixMilliseconds: UInt64
+    public var tickMonotonicNanoseconds: UInt64
+    public var tickUnixMilliseconds: UInt64
+    public var intervalMilliseconds: UInt64
+    public var state: State
+    public var activityWord: UInt64
+    public var hangsDetected: UInt64
+    public var thresholdMicroseconds: UInt64
+
+    public init(
+        pid: Int32, startTimeTicks: UInt64, startedUnixMilliseconds: UInt64, tickMonotonicNanoseconds: UInt64,
+        tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
+        hangsDetected: UInt64, thresholdMicroseconds: UInt64
+    ) {
+        self.pid = pid
+        self.startTimeTicks = startTimeTicks
+        self.startedUnixMilliseconds = startedUnixMilliseconds
+        self.tickMonotonicNanoseconds = tickMonotonicNanoseconds
+        self.tickUnixMilliseconds = tickUnixMilliseconds
+        self.intervalMilliseconds = intervalMilliseconds
+        self.state = state
+        self.activityWord = activityWord
+        self.hangsDetected = hangsDetected
+        self.thresholdMicroseconds = thresholdMicroseconds
+    }
+
+    /// The loop's last observed activity (a `CFRunLoopActivity` bit) as of the last tick.
+    public var lastActivity: UInt8 { UInt8(truncatingIfNeeded: activityWord) }
+    /// When it happened, `CLOCK_MONOTONIC_COARSE` ns (0: nothing observed yet).
+    public var lastActivityMonotonicNanoseconds: UInt64 { (activityWord >> 8) &* 1024 }
+
+    public static func fileName(pid: Int32) -> String { fileNamePrefix + String(pid) }
+
+    /// The pid in a heartbeat file name, or nil if `name` is not one.
+    public static func pid(fromFileName name: String) -> Int32? {
+        guard name.hasPrefix(fileNamePrefix) else { return nil }
+        return Int32(name.dropFirst(fileNamePrefix.count)).flatMap { $0 > 0 ? $0 : nil }
+    }
+
+    public enum ReadError: Error, Equatable, CustomStringConvertible {
+        case unreadable(path: String, reason: String)
+        case malformed(path: String, reason: String)
+        case busy(path: String)
+
+        public var description: String {
+            switch self {
+            case .unreadable(let path, let reason): return "\(path): \(reason)"
+            case .malformed(let path, let reason): return "\(path): not a heartbeat: \(reason)"
+            case .busy(let path): return "\(path): always being updated; no consistent read"
+            }
+        }
+    }
+
+    /// Reads a consistent copy of the heartbeat at `path` (a regular file, never through a symlink).
+    public static func read(path: String) throws -> MonitorHeartbeat {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw ReadError.unreadable(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ReadError.unreadable(path: path, reason: "not a regular file")
+        }
+        for _ in 0..<1000 {
+            var bytes = [UInt8](repeating: 0, count: size)
+            let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, size, 0) }
+            guard count == size else { throw ReadError.malformed(path: path, reason: "\(max(count, 0)) of \(size) bytes") }
+            var again: UInt64 = 0
+            guard pread(fd, &again, 8, 8) == 8 else { throw ReadError.malformed(path: path, reason: "short read") }
+            let sequence = field(bytes, 8)
+            if sequence & 1 == 1 || UInt64(littleEndian: again) != sequence {
+                sched_yield()
+                continue
+            }
+            guard let heartbeat = decode(bytes) else { throw ReadError.malformed(path: path, reason: "bad magic or state") }
+            return heartbeat
+        }
+        throw ReadError.busy(path: path)
+    }
+
+    /// The heartbeat in a page's bytes; nil if they are not one.
+    public static func decode(_ bytes: [UInt8]) -> MonitorHeartbeat? {
+        guard bytes.count >= size, field(bytes, 0) == magic, let state = State(rawValue: field(bytes, 64)),
+            let pid = Int32(exactly: field(bytes, 16))
+        else { return nil }
+        return MonitorHeartbeat(
+            pid: pid, startTimeTicks: field(bytes, 24), startedUnixMilliseconds: field(bytes, 32),
+            tickMonotonicNanoseconds: field(bytes, 40), tickUnixMilliseconds: field(bytes, 48),
+            intervalMilliseconds: field(bytes, 56), state: state, activityWord: field(bytes, 72),
+            hangsDetected: field(bytes, 80), thresholdMicroseconds: field(bytes, 88))
+    }
+
+    /// The page for these values (sequence 2): what a monitor's file holds.
+    public func encoded() -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: Self.size)
+        let values: [(Int, UInt64)] = [
+            (0, Self.magic), (8, 2), (16, UInt64(pid)), (24, startTimeTicks), (32, startedUnixMilliseconds),
+            (40, tickMonotonicNanoseconds), (48, tickUnixMilliseconds), (56, intervalMilliseconds), (64, state.rawValue),
+            (72, activityWord), (80, hangsDetected), (88, thresholdMicroseconds),
+        ]
+        for (offset, value) in values {
+            for byte in 0..<8 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+        }
+        return bytes
+    }
+
+    static func field(_ bytes: [UInt8], _ offset: Int) -> UInt64 {
+        (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
+    }
+}
+
+/// Names of run-loop activities (`CFRunLoopActivity` bits), as reports and heartbeats use them.
+public enum RunLoopActivityName {
+    public static func of(_ raw: UInt8) -> String {
+        switch raw {
+        case 1: return "entry"
+        case 2: return "beforeTimers"
+        case 4: return "beforeSources"
+        case 32: return "beforeWaiting"
+        case 64: return "afterWaiting"
+        case 128: return "exit"
+        default: return "none"
+        }
+    }
+}

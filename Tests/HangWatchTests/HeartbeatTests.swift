@@ -1,0 +1,78 @@
+import Foundation
+@testable import HangWatch
+import HangWatchReport
+import Testing
+
+/// The heartbeat file a running monitor keeps for the host agent.
+@Suite(.serialized) struct HeartbeatTests {
+    func heartbeat(_ directory: ReportDirectory) throws -> MonitorHeartbeat {
+        try MonitorHeartbeat.read(path: directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid()))
+    }
+
+    /// Polls until `condition` holds for the heartbeat (or 10 s pass).
+    func waitFor(_ directory: ReportDirectory, _ condition: (MonitorHeartbeat) -> Bool) -> MonitorHeartbeat? {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let beat = try? heartbeat(directory), condition(beat) { return beat }
+            usleep(20_000)
+        }
+        return try? heartbeat(directory)
+    }
+
+    @Test func theWatchdogTicksEveryIntervalWhileTheLoopSleeps() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop { $0.heartbeatInterval = .seconds(1) }
+        defer { loop.stop() }
+        let first = try heartbeat(directory)
+        #expect(first.pid == getpid())
+        #expect(first.startTimeTicks == ProcessSnapshot.processStartTimeTicks())
+        #expect(first.intervalMilliseconds == 1000)
+        #expect(first.thresholdMicroseconds == 250_000)
+        // The loop sleeps; the watchdog is parked, but wakes once a second to say it is alive.
+        let later = waitFor(directory) { $0.tickMonotonicNanoseconds >= first.tickMonotonicNanoseconds + 900_000_000 }
+        #expect(later != nil && later!.tickMonotonicNanoseconds >= first.tickMonotonicNanoseconds + 900_000_000)
+        // The test loop wakes every 250 ms (its run(before:) timeout): idle or watching, never a hang.
+        #expect(later?.state == .idle || later?.state == .watching)
+        #expect(later.map { RunLoopActivityName.of($0.lastActivity) } != "none")
+        monitor.stop()
+        // A stopped monitor leaves no heartbeat behind.
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())))
+    }
+
+    @Test func aHangShowsAsRecordingAndIsCounted() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop { $0.heartbeatInterval = .seconds(1) }
+        defer { loop.stop() }
+        loop.afterDelay(0.05) { _ = hangInTimerCallback(milliseconds: 900) }
+        let recording = waitFor(directory) { $0.state == .recording }
+        #expect(recording?.state == .recording)
+        #expect(recording.map { RunLoopActivityName.of($0.lastActivity) } == "afterWaiting")
+        directory.waitForFinished(1)
+        let after = waitFor(directory) { $0.hangsDetected == 1 && $0.state != .recording }
+        #expect(after?.hangsDetected == 1)
+        monitor.stop()
+    }
+
+    @Test func zeroMeansNoFile() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop { $0.heartbeatInterval = .zero }
+        defer { loop.stop() }
+        #expect(throws: MonitorHeartbeat.ReadError.self) { try heartbeat(directory) }
+        monitor.stop()
+    }
+
+    @Test func thePageRoundTripsThroughTheDocumentedLayout() {
+        let beat = MonitorHeartbeat(
+            pid: 4242, startTimeTicks: 99, startedUnixMilliseconds: 1_795_000_000_000, tickMonotonicNanoseconds: 123_456_789,
+            tickUnixMilliseconds: 1_795_000_001_000, intervalMilliseconds: 10_000, state: .watching,
+            activityWord: 1000 << 8 | 4, hangsDetected: 7, thresholdMicroseconds: 250_000)
+        let bytes = beat.encoded()
+        #expect(MonitorHeartbeat.decode(bytes) == beat)
+        #expect(Array(bytes[0..<8]) == Array("HWHB0001".utf8))
+        #expect(beat.lastActivity == 4)
+        #expect(beat.lastActivityMonotonicNanoseconds == 1000 * 1024)
+        var wrong = bytes
+        wrong[64] = 9
+        #expect(MonitorHeartbeat.decode(wrong) == nil)
+        #expect(MonitorHeartbeat.pid(fromFileName: ".heartbeat-17") == 17)
+        #expect(MonitorHeartbeat.pid(fromFileName: ".heartbeat-x") == nil)
+        #expect(MonitorHeartbeat.pid(fromFileName: "hang-1.json") == nil)
+    }
+}
