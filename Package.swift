@@ -5,6 +5,7 @@
 // Layers point one way:
 //   CHangWatchCapture (C, async-signal-safe) <- HangWatch (the embeddable monitor) -> HangWatchReport
 //   HangWatchSymbolication -> HangWatchReport;  CLI / agent -> HangWatchReport (+ symbolication)
+//   HangWatchAgent -> HangWatch (it watches its own loop), HangWatchSymbolication, ServiceLifecycle
 // The embeddable library depends on swift-log only.
 import PackageDescription
 
@@ -17,12 +18,15 @@ let package = Package(
         .library(name: "HangWatchSymbolication", targets: ["HangWatchSymbolication"]),
         .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
         .executable(name: "hangwatch", targets: ["hangwatch"]),
+        .executable(name: "hangwatchd", targets: ["hangwatchd"]),
         .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // The CLI only; never a dependency of the embeddable library.
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // The agent only.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // Debian: libunwind-dev (libunwind 1.6.2). Only the local unwinder is linked.
@@ -77,6 +81,26 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The host agent's logic: spool, retention, dead hangs, heartbeats, enrichment, systemd.
+        .target(
+            name: "HangWatchAgent",
+            dependencies: [
+                "HangWatch", "HangWatchReport", "HangWatchSymbolication",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // `hangwatchd`: the agent, a systemd service.
+        .executableTarget(
+            name: "hangwatchd",
+            dependencies: [
+                "HangWatchAgent", "HangWatchReport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "hangwatch-demo",
             dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"]
@@ -101,6 +125,14 @@ let package = Package(
         .testTarget(
             name: "hangwatchTests",
             dependencies: ["HangWatchReport"]
+        ),
+        .testTarget(
+            name: "HangWatchAgentTests",
+            dependencies: ["HangWatchAgent", "HangWatchReport", "HangWatch"]
+        ),
+        .testTarget(
+            name: "hangwatchdTests",
+            dependencies: ["HangWatchAgent", "HangWatchReport"]
         ),
         .testTarget(
             name: "HangWatchSymbolicationTests",

@@ -6,10 +6,10 @@ import Glibc
 
 /// Reading a directory without following symlinks: shared by the store (its own directory) and
 /// the catalog (a directory and its service subdirectories).
-enum DirectoryEntries {
+public enum DirectoryEntries {
     /// The names in `directory`, without `.` and `..`. A name that is not UTF-8 cannot be a report
     /// this package wrote, and is left out.
-    static func names(in directory: String) throws -> [String] {
+    public static func names(in directory: String) throws -> [String] {
         guard let handle = opendir(directory) else {
             throw ReportStoreError.listFailed(path: directory, reason: String(cString: strerror(errno)))
         }
@@ -25,7 +25,7 @@ enum DirectoryEntries {
     }
 
     /// The status of `path` itself (a symlink is not followed), if it is of `type` (`S_IFREG`, `S_IFDIR`).
-    static func status(of path: String, ifType type: mode_t) -> stat? {
+    public static func status(of path: String, ifType type: mode_t) -> stat? {
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == type else { return nil }
         return info

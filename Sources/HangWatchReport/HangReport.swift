@@ -47,6 +47,11 @@ public struct HangReport: Codable, Sendable, Equatable {
     public var capture: CaptureSummary
     /// Later hangs with the same signature that were counted here instead of written as copies.
     public var repeats: Repeats?
+    /// Set when names were written into the report after the fact (by `hangwatchd` or
+    /// `hangwatch symbolicate`): when, by what, and what could not be named.
+    public var symbolication: Symbolication?
+    /// Set by the agent when it finished a provisional report whose process had gone.
+    public var processExit: ProcessExit?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,
@@ -117,6 +122,44 @@ extension HangReport {
             self.tid = tid
             self.name = name
             self.isMain = isMain
+        }
+    }
+}
+
+extension HangReport {
+    /// Names written into a report after it was written (`symbolication`).
+    public struct Symbolication: Codable, Sendable, Equatable {
+        public var at: Date
+        /// `hangwatchd` or `hangwatch symbolicate`.
+        public var by: String
+        public var framesNamed: Int
+        public var framesUnnamed: Int
+        /// Images that could not be used, one line each (not found, build-id mismatch, ...).
+        public var problems: [String]
+
+        public init(at: Date, by: String, framesNamed: Int, framesUnnamed: Int, problems: [String]) {
+            self.at = at
+            self.by = by
+            self.framesNamed = framesNamed
+            self.framesUnnamed = framesUnnamed
+            self.problems = problems
+        }
+    }
+
+    /// How the agent found out that the process of a provisional report had gone (`processExit`).
+    public struct ProcessExit: Codable, Sendable, Equatable {
+        /// When the agent noticed.
+        public var noticedAt: Date
+        /// `gone` (no such process) or `pid reused` (another process has the pid now).
+        public var reason: String
+        /// The last time the hang was seen going on (its last sample); the hang lasted at least
+        /// until then, and `endedAt`/`durationMs` say so.
+        public var lastSeenAt: Date
+
+        public init(noticedAt: Date, reason: String, lastSeenAt: Date) {
+            self.noticedAt = noticedAt
+            self.reason = reason
+            self.lastSeenAt = lastSeenAt
         }
     }
 }

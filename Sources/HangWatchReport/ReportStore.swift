@@ -31,8 +31,8 @@ public struct ReportStore: Sendable {
 
     public static let filePrefix = "hang-"
     public static let fileSuffix = ".json"
-    static let temporaryPrefix = ".hang-"
-    static let temporarySuffix = ".tmp"
+    public static let temporaryPrefix = ".hang-"
+    public static let temporarySuffix = ".tmp"
 
     public init(directory: String, access: Access = .private) {
         self.directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory

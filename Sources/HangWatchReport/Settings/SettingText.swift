@@ -1,13 +1,13 @@
 import Foundation
 
-/// Parses and prints the durations used in configuration: `250ms`, `1.5s`, `2m`, `500us`, `1h`.
+/// Parses and prints the durations used in configuration: `250ms`, `1.5s`, `2m`, `500us`, `1h`, `30d`.
 /// A bare number is milliseconds.
 public enum DurationText {
     public static func parse(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard !trimmed.isEmpty else { return nil }
         let units: [(String, Double)] = [
-            ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3600),
+            ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400),
         ]
         var number = Substring(trimmed)
         var scale = 1e-3
@@ -26,6 +26,7 @@ public enum DurationText {
     public static func format(_ duration: Duration) -> String {
         let nanoseconds = Self.nanoseconds(duration)
         if nanoseconds == 0 { return "0s" }
+        if nanoseconds % 86_400_000_000_000 == 0 { return "\(nanoseconds / 86_400_000_000_000)d" }
         if nanoseconds % 3_600_000_000_000 == 0 { return "\(nanoseconds / 3_600_000_000_000)h" }
         if nanoseconds % 60_000_000_000 == 0 && nanoseconds >= 60_000_000_000 { return "\(nanoseconds / 60_000_000_000)m" }
         if nanoseconds % 1_000_000_000 == 0 { return "\(nanoseconds / 1_000_000_000)s" }

@@ -1,0 +1,22 @@
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The agent as a swift-service-lifecycle `Service`: starts, reloads on SIGHUP, and on graceful
+/// shutdown (SIGTERM, SIGINT, handled by the `ServiceGroup`) lets the current work finish.
+public struct AgentService: Service {
+    public let agent: Agent
+
+    public init(agent: Agent) {
+        self.agent = agent
+    }
+
+    public func run() async throws {
+        try await agent.start()
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in hangups.cancelOnGracefulShutdown() {
+            await agent.reload()
+        }
+        await agent.stop()
+    }
+}

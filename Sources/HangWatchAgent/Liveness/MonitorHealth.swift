@@ -1,0 +1,63 @@
+@_spi(HangWatchTools) import HangWatch
+import Foundation
+import HangWatchReport
+
+/// The agent's outside view of one embedded monitor, from its heartbeat file and /proc.
+///
+/// What it can tell: the process is gone (the file is stale), the process is stopped by a signal
+/// or a tracer, the watchdog thread stopped ticking while the process lives (the watchdog itself is
+/// stuck or dead). What it cannot: whether the loop is hung (that is the watchdog's job and its
+/// reports'), whether a live watchdog is making correct decisions, or anything about a monitor
+/// started with `heartbeatInterval` 0. A watchdog is only known to be silent after twice its
+/// interval plus the grace period.
+public enum MonitorHealth: Sendable, Equatable {
+    case healthy
+    /// The monitor stopped (it says so in the page).
+    case stopped
+    /// No such process any more (or the pid belongs to another process): the file is left over.
+    case stale(reason: String)
+    /// The process is stopped (SIGSTOP, job control, a debugger): nothing in it runs.
+    case processStopped
+    /// The watchdog has not ticked for this long while the process runs.
+    case watchdogSilent(seconds: Double)
+
+    /// Assesses `heartbeat` given the process's status and the time (`CLOCK_MONOTONIC`, ns).
+    @_spi(HangWatchTools) public static func assess(
+        _ heartbeat: MonitorHeartbeat, status: ProcessStatus?, nowMonotonicNanoseconds: UInt64, grace: Duration
+    ) -> MonitorHealth {
+        if let reason = HangFinisher.exitReason(pid: heartbeat.pid, startTimeTicks: heartbeat.startTimeTicks, status: status) {
+            return .stale(reason: reason)
+        }
+        if status?.isStopped == true { return .processStopped }
+        if heartbeat.state == .stopped { return .stopped }
+        let allowed = 2 * heartbeat.intervalMilliseconds * 1_000_000 + UInt64(DurationText.nanoseconds(grace))
+        let silent = nowMonotonicNanoseconds > heartbeat.tickMonotonicNanoseconds ? nowMonotonicNanoseconds - heartbeat.tickMonotonicNanoseconds : 0
+        if silent > allowed { return .watchdogSilent(seconds: Double(silent) / 1e9) }
+        return .healthy
+    }
+
+    /// Worth a warning (and a flag in the status line).
+    public var isProblem: Bool {
+        switch self {
+        case .processStopped, .watchdogSilent: return true
+        case .healthy, .stopped, .stale: return false
+        }
+    }
+
+    public var summary: String {
+        switch self {
+        case .healthy: return "healthy"
+        case .stopped: return "monitor stopped"
+        case .stale(let reason): return "process \(reason)"
+        case .processStopped: return "process stopped"
+        case .watchdogSilent(let seconds): return "watchdog silent for \(Int(seconds)) s"
+        }
+    }
+
+    /// `CLOCK_MONOTONIC` now, in nanoseconds: the clock heartbeats are stamped with.
+    public static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import HangWatchReport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The report root the agent manages: one subdirectory per monitored service (reports written
+/// directly into the root count as service ""). The agent reads, rewrites and deletes only regular
+/// files whose names it recognises, never through a symlink.
+public struct Spool: Sendable {
+    public let root: String
+
+    public init(root: String) {
+        self.root = root
+    }
+
+    public enum Problem: Error, Equatable, CustomStringConvertible {
+        case missing(String)
+        case unsafe(path: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .missing(let path): return "\(path): no such directory (create it: systemd-tmpfiles --create hangwatch.conf)"
+            case .unsafe(let path, let reason): return "\(path): refusing an unsafe spool: \(reason)"
+            }
+        }
+    }
+
+    /// Refuses a root that is not a real directory, is owned by someone other than this user (or
+    /// root), or that others may write into without the sticky bit (they could swap files under
+    /// the agent); group-writable with the sticky bit is the intended layout.
+    public func check(effectiveUser: uid_t = geteuid()) throws {
+        var info = stat()
+        guard lstat(root, &info) == 0 else {
+            if errno == ENOENT { throw Problem.missing(root) }
+            throw Problem.unsafe(path: root, reason: String(cString: strerror(errno)))
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw Problem.unsafe(path: root, reason: (info.st_mode & S_IFMT) == S_IFLNK ? "it is a symlink" : "not a directory")
+        }
+        guard info.st_uid == effectiveUser || info.st_uid == 0 else {
+            throw Problem.unsafe(path: root, reason: "owned by uid \(info.st_uid), not by this user (uid \(effectiveUser)) or root")
+        }
+        let sticky = info.st_mode & S_ISVTX != 0
+        if info.st_mode & S_IWOTH != 0 && !sticky {
+            throw Problem.unsafe(path: root, reason: "writable by everyone without the sticky bit (chmod 1770)")
+        }
+        if info.st_mode & S_IWGRP != 0 && !sticky {
+            throw Problem.unsafe(path: root, reason: "group-writable without the sticky bit (chmod 1770)")
+        }
+    }
+
+    /// One file in the spool.
+    public struct File: Sendable, Hashable {
+        /// The service directory's name ("" for the root itself).
+        public var service: String
+        public var name: String
+        public var size: UInt64
+        public var modifiedNanoseconds: Int64
+        public var inode: UInt64
+
+        public init(service: String, name: String, size: UInt64, modifiedNanoseconds: Int64, inode: UInt64) {
+            self.service = service
+            self.name = name
+            self.size = size
+            self.modifiedNanoseconds = modifiedNanoseconds
+            self.inode = inode
+        }
+    }
+
+    public func directory(of service: String) -> String {
+        service.isEmpty ? root : root + "/" + service
+    }
+
+    public func path(of file: File) -> String {
+        directory(of: file.service) + "/" + file.name
+    }
+
+    /// What a scan found.
+    public struct Scan: Sendable {
+        public var services: [String] = []
+        public var reports: [File] = []
+        public var heartbeats: [File] = []
+        /// Temporary files of interrupted writes (`.hang-*.tmp`).
+        public var temporaries: [File] = []
+        /// Service directories left alone, with why.
+        public var skipped: [(directory: String, reason: String)] = []
+    }
+
+    /// Lists the root and every service directory in it (not following symlinks); with `only`,
+    /// just those service directories (and the root's own files).
+    public func scan(only: Set<String>? = nil) throws -> Scan {
+        var result = Scan()
+        var directories: [String] = [""]
+        for name in try DirectoryEntries.names(in: root).sorted() where !name.hasPrefix(".") {
+            if let only, !only.contains(name) { continue }
+            let path = root + "/" + name
+            guard let info = DirectoryEntries.status(of: path, ifType: S_IFDIR) else { continue }
+            if info.st_mode & S_IWOTH != 0 && info.st_mode & S_ISVTX == 0 {
+                result.skipped.append((path, "writable by everyone"))
+                continue
+            }
+            directories.append(name)
+        }
+        for service in directories {
+            if !service.isEmpty { result.services.append(service) }
+            // A directory that vanished or became unreadable since: the others still count.
+            guard let names = try? DirectoryEntries.names(in: directory(of: service)) else { continue }
+            for name in names {
+                let kind: WritableKeyPath<Scan, [File]>
+                if ReportStore.isReportFileName(name) {
+                    kind = \.reports
+                } else if MonitorHeartbeat.pid(fromFileName: name) != nil {
+                    kind = \.heartbeats
+                } else if name.hasPrefix(ReportStore.temporaryPrefix) && name.hasSuffix(ReportStore.temporarySuffix) {
+                    kind = \.temporaries
+                } else {
+                    continue
+                }
+                guard let info = DirectoryEntries.status(of: directory(of: service) + "/" + name, ifType: S_IFREG) else { continue }
+                result[keyPath: kind].append(
+                    File(
+                        service: service, name: name, size: UInt64(info.st_size),
+                        modifiedNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+                        inode: UInt64(info.st_ino)))
+            }
+        }
+        return result
+    }
+
+    /// The file `name` in `service`'s directory as it is now, if it is a regular file.
+    public func file(service: String, name: String) -> File? {
+        guard let info = DirectoryEntries.status(of: directory(of: service) + "/" + name, ifType: S_IFREG) else { return nil }
+        return File(
+            service: service, name: name, size: UInt64(info.st_size),
+            modifiedNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+            inode: UInt64(info.st_ino))
+    }
+
+    /// Why a removal did not happen.
+    public enum RemovalError: Error, Equatable, CustomStringConvertible {
+        case notRecognised(String)
+        case changed(String)
+        case failed(path: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .notRecognised(let path): return "\(path): not a file the agent manages; left alone"
+            case .changed(let path): return "\(path): replaced since it was scanned; left for the next scan"
+            case .failed(let path, let reason): return "\(path): \(reason)"
+            }
+        }
+    }
+
+    /// Deletes `file` if it is still the regular file that was scanned (same inode), opening the
+    /// directories relative to the root without following symlinks.
+    public func remove(_ file: File) throws {
+        let path = self.path(of: file)
+        let recognised =
+            ReportStore.isReportFileName(file.name) || MonitorHeartbeat.pid(fromFileName: file.name) != nil
+            || (file.name.hasPrefix(ReportStore.temporaryPrefix) && file.name.hasSuffix(ReportStore.temporarySuffix))
+        guard recognised, !file.name.contains("/"), !file.service.contains("/"), file.service != "..", file.service != "." else {
+            throw RemovalError.notRecognised(path)
+        }
+        let rootFD = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard rootFD >= 0 else { throw RemovalError.failed(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(rootFD) }
+        var directoryFD = rootFD
+        if !file.service.isEmpty {
+            directoryFD = openat(rootFD, file.service, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard directoryFD >= 0 else { throw RemovalError.failed(path: path, reason: String(cString: strerror(errno))) }
+        }
+        defer { if directoryFD != rootFD { close(directoryFD) } }
+        var info = stat()
+        guard fstatat(directoryFD, file.name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            if errno == ENOENT { return }
+            throw RemovalError.failed(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw RemovalError.notRecognised(path) }
+        guard UInt64(info.st_ino) == file.inode else { throw RemovalError.changed(path) }
+        guard unlinkat(directoryFD, file.name, 0) == 0 || errno == ENOENT else {
+            throw RemovalError.failed(path: path, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    /// Bytes available to unprivileged users on the root's file system.
+    public func freeBytes() -> UInt64? {
+        var info = statvfs()
+        guard statvfs(root, &info) == 0 else { return nil }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+}

@@ -1,0 +1,99 @@
+@_spi(HangWatchTools) import HangWatch
+import Foundation
+import HangWatchReport
+import Logging
+
+/// What the agent knows about the spool: every report (read once per version of the file), every
+/// monitor's health, and the last hang. Confined to the agent's worker queue.
+final class SpoolState {
+    struct Report {
+        var file: Spool.File
+        var startedAt: Date
+        var outcome: HangReport.Outcome
+        var pid: Int32
+        var processStartTicks: UInt64
+        var needsNames: Bool
+        /// Names were tried and the file not rewritten (e.g. it changed meanwhile): not before this.
+        var retryNamesAfter: Date?
+    }
+
+    struct Key: Hashable {
+        var service: String
+        var name: String
+    }
+
+    var reports: [Key: Report] = [:]
+    /// Files that could not be read, with why (kept so they are not re-read until they change).
+    var unreadable: [Key: (file: Spool.File, reason: String)] = [:]
+    var services: [String] = []
+    var monitors: [Key: (heartbeat: MonitorHeartbeat?, health: MonitorHealth)] = [:]
+    var heartbeatFiles: [Key: Spool.File] = [:]
+    var lastHang: (service: String, startedAt: Date)?
+    var finishedHangs = 0
+    var enrichedReports = 0
+    var deletedReports = 0
+
+    var totalBytes: UInt64 { reports.values.reduce(0) { $0 + $1.file.size } }
+
+    /// Brings the index up to date with `scan` (which covered `services`, nil: all): reads new
+    /// and changed reports, forgets vanished ones.
+    func update(with scan: Spool.Scan, covering services: Set<String>?, spool: Spool, logger: Logger) {
+        func covered(_ service: String) -> Bool { services.map { $0.contains(service) || service.isEmpty } ?? true }
+        if services == nil { self.services = scan.services } else {
+            self.services = Array(Set(self.services).union(scan.services)).sorted()
+        }
+        var seen = Set<Key>()
+        for file in scan.reports {
+            let key = Key(service: file.service, name: file.name)
+            seen.insert(key)
+            if let known = reports[key], known.file == file { continue }
+            if let bad = unreadable[key], bad.file == file { continue }
+            do {
+                let report = try ReportReader().read(path: spool.path(of: file))
+                unreadable[key] = nil
+                reports[key] = Report(
+                    file: file, startedAt: report.startedAt, outcome: report.outcome, pid: report.pid,
+                    processStartTicks: report.process.startTimeTicks, needsNames: ReportEnrichment.needsNames(report))
+                if lastHang.map({ report.startedAt > $0.startedAt }) ?? true {
+                    lastHang = (report.service, report.startedAt)
+                }
+            } catch {
+                reports[key] = nil
+                if unreadable[key] == nil {
+                    logger.warning("unreadable report left alone", metadata: ["path": "\(spool.path(of: file))", "error": "\(error)"])
+                }
+                unreadable[key] = (file, "\(error)")
+            }
+        }
+        for key in Array(reports.keys) where covered(key.service) && !seen.contains(key) { reports[key] = nil }
+        for key in Array(unreadable.keys) where covered(key.service) && !seen.contains(key) { unreadable[key] = nil }
+        var beats = Set<Key>()
+        for file in scan.heartbeats {
+            let key = Key(service: file.service, name: file.name)
+            beats.insert(key)
+            heartbeatFiles[key] = file
+        }
+        for key in Array(heartbeatFiles.keys) where covered(key.service) && !beats.contains(key) {
+            heartbeatFiles[key] = nil
+            monitors[key] = nil
+        }
+    }
+
+    /// The one-line summary for systemd's `STATUS=`.
+    func statusLine() -> String {
+        let megabytes = Double(totalBytes) / 1_048_576
+        var parts = [
+            "\(services.count) service\(services.count == 1 ? "" : "s")",
+            "\(reports.count) report\(reports.count == 1 ? "" : "s") (\(String(format: "%.1f", megabytes)) MiB)",
+        ]
+        if let lastHang {
+            parts.append("last hang \(lastHang.service.isEmpty ? "(root)" : lastHang.service) \(ReportTimestamp.format(lastHang.startedAt))")
+        }
+        let flagged = monitors.filter { $0.value.health.isProblem }
+        if !flagged.isEmpty {
+            let names = flagged.map { "\($0.key.service.isEmpty ? "(root)" : $0.key.service): \($0.value.health.summary)" }.sorted()
+            parts.append("\(flagged.count) monitor\(flagged.count == 1 ? "" : "s") flagged (\(names.prefix(3).joined(separator: "; ")))")
+        }
+        return parts.joined(separator: ", ")
+    }
+}

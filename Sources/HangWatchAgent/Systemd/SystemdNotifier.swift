@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The sd_notify protocol, spoken directly: newline-separated `KEY=VALUE` assignments in one
+/// datagram to the `AF_UNIX` socket named by `$NOTIFY_SOCKET` (a path, or `@name` for the abstract
+/// namespace). Without `$NOTIFY_SOCKET` (not started by systemd) every call does nothing.
+public final class SystemdNotifier: Sendable {
+    /// The socket address; nil when not under systemd.
+    public let socketPath: String?
+    private let descriptor = Mutex<Int32>(-1)
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let path = environment["NOTIFY_SOCKET"] ?? ""
+        socketPath = (path.hasPrefix("/") || path.hasPrefix("@")) && path.utf8.count < 108 ? path : nil
+    }
+
+    deinit {
+        descriptor.withLock { if $0 >= 0 { close($0) } }
+    }
+
+    public var isEnabled: Bool { socketPath != nil }
+
+    /// Sends `fields` (e.g. `["READY": "1", "STATUS": "…"]`) in one datagram, in the given order.
+    /// Returns false when there is no socket or the send failed (systemd gone: nothing to do).
+    @discardableResult
+    public func notify(_ fields: KeyValuePairs<String, String>) -> Bool {
+        notify(fields.map { "\($0.key)=\($0.value.replacingOccurrences(of: "\n", with: " "))" }.joined(separator: "\n"))
+    }
+
+    @discardableResult
+    public func notify(_ message: String) -> Bool {
+        guard let socketPath else { return false }
+        return descriptor.withLock { fd in
+            if fd < 0 { fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+            guard fd >= 0 else { return false }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            var bytes = Array(socketPath.utf8)
+            if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
+            withUnsafeMutableBytes(of: &address.sun_path) { path in
+                for (index, byte) in bytes.enumerated() { path[index] = byte }
+            }
+            let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (bytes.first == 0 ? 0 : 1))
+            let payload = Array(message.utf8)
+            let sent = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                    payload.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, length) }
+                }
+            }
+            return sent == payload.count
+        }
+    }
+
+    /// How often to send `WATCHDOG=1`: half of `$WATCHDOG_USEC`, if the watchdog is meant for this
+    /// process (`$WATCHDOG_PID` unset or equal to `pid`); nil if there is no watchdog.
+    public static func watchdogInterval(
+        environment: [String: String] = ProcessInfo.processInfo.environment, pid: Int32 = getpid()
+    ) -> Duration? {
+        guard let text = environment["WATCHDOG_USEC"], let microseconds = UInt64(text), microseconds > 0 else { return nil }
+        if let owner = environment["WATCHDOG_PID"], !owner.isEmpty, Int32(owner) != pid { return nil }
+        return .microseconds(Int64(microseconds / 2))
+    }
+
+    /// `CLOCK_MONOTONIC` in microseconds, for `MONOTONIC_USEC=` next to `RELOADING=1`.
+    public static func monotonicMicroseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+    }
+}

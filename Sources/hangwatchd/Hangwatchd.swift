@@ -1,0 +1,110 @@
+import ArgumentParser
+import Foundation
+import HangWatchReport
+import HangWatchAgent
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hangwatchd`: the host agent, run by systemd (`Type=notify`).
+@main
+struct Hangwatchd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hangwatchd",
+        abstract: "The HangWatch host agent: keeps the report spool healthy, finishes hangs whose process died, watches the monitors' heartbeats and names new reports.",
+        discussion: """
+            Settings come from the configuration file (default \(AgentConfiguration.defaultFile); a
+            missing default file means all defaults), then --report-root and --set, which override it.
+            SIGHUP reloads the file; an invalid one is rejected and the running configuration kept.
+            SIGTERM finishes the work in progress (at most HANGWATCHD_SHUTDOWN_TIMEOUT) and exits.
+
+            Exit status: 0 stopped, 1 failed while running, 2 invalid configuration or usage,
+            3 the spool is missing or unsafe.
+
+            Examples:
+              hangwatchd --check-config
+              hangwatchd --report-root /tmp/reports --set HANGWATCHD_MAX_USE=64MiB
+            """,
+        version: "0.1.0")
+
+    @Option(name: .customLong("config"), help: ArgumentHelp("The configuration file.", valueName: "path"))
+    var configFile: String?
+
+    @Option(name: .customLong("report-root"), help: ArgumentHelp("The spool (overrides HANGWATCHD_REPORT_ROOT).", valueName: "dir"))
+    var reportRoot: String?
+
+    @Option(name: .customLong("set"), help: ArgumentHelp("Override one setting (repeatable).", valueName: "KEY=VALUE"))
+    var settings: [String] = []
+
+    @Flag(name: .customLong("check-config"), help: "Check the configuration, print it, and exit.")
+    var checkConfig = false
+
+    var overrides: [String] { (reportRoot.map { ["HANGWATCHD_REPORT_ROOT=\($0)"] } ?? []) + settings }
+
+    func run() throws {
+        let configuration: AgentConfiguration
+        do {
+            configuration = try AgentConfiguration.load(file: configFile, overrides: overrides)
+        } catch {
+            FileHandle.standardError.write(Data("hangwatchd: invalid configuration: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        if checkConfig {
+            print(Self.describe(configuration))
+            return
+        }
+        // A parent may have left these blocked (a test runner, a shell script): the agent's shutdown
+        // and reload depend on them.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+
+        let levels = JournalLogHandler.LevelBox(configuration.logLevel)
+        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: levels) }
+        let logger = Logger(label: "hangwatchd")
+        let agent = Agent(
+            configuration: configuration, configurationFile: configFile, overrides: overrides, logger: logger, levels: levels)
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: [.init(service: AgentService(agent: agent))], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // After the agent's own deadline, a little slack before the group gives up on it.
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(2)
+        let group = ServiceGroup(configuration: groupConfiguration)
+        Task.detached {
+            do {
+                try await group.run()
+                Foundation.exit(0)
+            } catch let problem as Spool.Problem {
+                logger.critical("\(problem)")
+                Foundation.exit(3)
+            } catch {
+                logger.critical("hangwatchd failed", metadata: ["error": "\(error)"])
+                Foundation.exit(1)
+            }
+        }
+        // The main run loop keeps the agent's time; the agent watches it for hangs of its own.
+        RunLoop.main.run()
+    }
+
+    static func describe(_ configuration: AgentConfiguration) -> String {
+        """
+        HANGWATCHD_REPORT_ROOT=\(configuration.reportRoot)
+        HANGWATCHD_MAX_USE=\(configuration.maxUse)
+        HANGWATCHD_KEEP_FREE=\(configuration.keepFree)
+        HANGWATCHD_MAX_AGE=\(DurationText.format(configuration.maxAge))
+        HANGWATCHD_MAX_REPORTS_PER_SERVICE=\(configuration.maxReportsPerService)
+        HANGWATCHD_SCAN_INTERVAL=\(DurationText.format(configuration.scanInterval))
+        HANGWATCHD_CHECK_INTERVAL=\(DurationText.format(configuration.checkInterval))
+        HANGWATCHD_ENRICH=\(configuration.enrich ? "yes" : "no")
+        HANGWATCHD_ENRICH_DELAY=\(DurationText.format(configuration.enrichDelay))
+        HANGWATCHD_DEBUG_DIRS=\(configuration.debugDirectories.joined(separator: ":"))
+        HANGWATCHD_HEARTBEAT_GRACE=\(DurationText.format(configuration.heartbeatGrace))
+        HANGWATCHD_SELF_THRESHOLD=\(DurationText.format(configuration.selfThreshold))
+        HANGWATCHD_SHUTDOWN_TIMEOUT=\(DurationText.format(configuration.shutdownTimeout))
+        HANGWATCHD_LOG_LEVEL=\(configuration.logLevel.rawValue)
+        """
+    }
+}
