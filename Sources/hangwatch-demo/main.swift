@@ -7,12 +7,18 @@ import HangWatchSymbolication
 // with HangWatch watching, then prints a summary of every report it wrote.
 //
 //   hangwatch-demo [--reports DIR]    (default ./hangwatch-reports)
+//   hangwatch-demo --reports DIR --hang-forever
+//       hangs once, computing, until the process is killed: a fatal hang, as a systemd watchdog
+//       kill or the OOM killer would end it (the agent then finishes its provisional report).
 
-func parseReportDirectory() -> String {
+func parseArguments() -> (reportDirectory: String, hangForever: Bool) {
     var directory = "./hangwatch-reports"
+    var hangForever = false
     var arguments = CommandLine.arguments.dropFirst()
     while let argument = arguments.popFirst() {
         switch argument {
+        case "--hang-forever":
+            hangForever = true
         case "--reports":
             guard let value = arguments.popFirst() else {
                 FileHandle.standardError.write(Data("hangwatch-demo: --reports needs a directory\n".utf8))
@@ -20,16 +26,16 @@ func parseReportDirectory() -> String {
             }
             directory = value
         case "-h", "--help":
-            print("usage: hangwatch-demo [--reports DIR]")
+            print("usage: hangwatch-demo [--reports DIR] [--hang-forever]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("hangwatch-demo: unknown argument \(argument)\n".utf8))
             exit(2)
         }
     }
-    return directory
+    return (directory, hangForever)
 }
-let reportDirectory = parseReportDirectory()
+let (reportDirectory, hangForever) = parseArguments()
 
 /// The scenarios, in order, each with the delay before it starts.
 struct Scenario {
@@ -74,7 +80,7 @@ let scenarios: [Scenario] = [
     },
 ]
 
-try? FileManager.default.removeItem(atPath: reportDirectory)
+if !hangForever { try? FileManager.default.removeItem(atPath: reportDirectory) }
 let configuration = HangMonitor.Configuration(
     serviceName: "demo", threshold: .milliseconds(250), reportDirectory: reportDirectory)
 let monitor: HangMonitor
@@ -84,6 +90,14 @@ do {
 } catch {
     FileHandle.standardError.write(Data("hangwatch-demo: \(error)\n".utf8))
     exit(1)
+}
+
+if hangForever {
+    print("HangWatch demo: hanging until killed (pid \(getpid())), reports in \(reportDirectory)")
+    _ = Timer.scheduledTimer(withTimeInterval: 0.1, repeats: false) { _ in
+        while true { _ = DemoService.recomputePricing(milliseconds: 1000) }
+    }
+    RunLoop.main.run()
 }
 
 print("HangWatch demo: watching RunLoop.main, threshold 250 ms, reports in \(reportDirectory)")

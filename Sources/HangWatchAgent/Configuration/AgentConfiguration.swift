@@ -71,7 +71,7 @@ public struct AgentConfiguration: Sendable, Equatable {
 
     /// Defaults, then the file (`path`; the default file may be missing, a named one may not), then
     /// `overrides` (`KEY=VALUE`, from the command line).
-    public static func load(file path: String?, overrides: [String]) throws -> AgentConfiguration {
+    public static func load(file path: String?, overrides: [String], defaultFile: String = AgentConfiguration.defaultFile) throws -> AgentConfiguration {
         var configuration = AgentConfiguration()
         let file = path ?? defaultFile
         if path != nil || FileManager.default.fileExists(atPath: file) {

@@ -1,0 +1,67 @@
+import Foundation
+import HangWatchAgent
+import Testing
+
+@Suite struct AgentConfigurationTests {
+    func file(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.path + "/hangwatchd-\(getpid())-\(UUID().uuidString.prefix(6)).env"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func theShippedFileIsTheDefaults() throws {
+        // config/hangwatchd.env documents every setting with its default, commented out.
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/hangwatchd.env").path
+        let text = try String(contentsOfFile: shipped, encoding: .utf8)
+        for key in AgentConfiguration.keys { #expect(text.contains("#\(key)="), "\(key) is not documented") }
+        let uncommented = text.split(separator: "\n").map { $0.hasPrefix("#HANGWATCHD_") ? String($0.dropFirst()) : "" }.joined(separator: "\n")
+        let parsed = try AgentConfiguration.load(file: try file(uncommented), overrides: [])
+        #expect(parsed == AgentConfiguration())
+    }
+
+    @Test func fileThenCommandLine() throws {
+        let path = try file("HANGWATCHD_MAX_USE=64MiB\nHANGWATCHD_MAX_AGE=7d\n# comment\nHANGWATCHD_ENRICH=no\n")
+        let configuration = try AgentConfiguration.load(file: path, overrides: ["HANGWATCHD_MAX_USE=128MiB", "HANGWATCHD_DEBUG_DIRS=/a:/b"])
+        #expect(configuration.maxUse == 128 << 20)
+        #expect(configuration.maxAge == .seconds(7 * 86_400))
+        #expect(configuration.enrich == false)
+        #expect(configuration.debugDirectories == ["/a", "/b"])
+    }
+
+    @Test(arguments: [
+        ("HANGWATCHD_MAX_USE=12", "between 1048576 and"),
+        ("HANGWATCHD_MAX_AGE=5s", "0 or between 1m and 3650d"),
+        ("HANGWATCHD_MAX_AGE=forever", "expected a duration"),
+        ("HANGWATCHD_MAX_REPORTS_PER_SERVICE=0", "between 1 and 1000000"),
+        ("HANGWATCHD_CHECK_INTERVAL=10ms", "between 100ms and 1h"),
+        ("HANGWATCHD_ENRICH=maybe", "expected yes or no"),
+        ("HANGWATCHD_REPORT_ROOT=relative/path", "absolute directory path"),
+        ("HANGWATCHD_DEBUG_DIRS=/ok:relative", "absolute paths"),
+        ("HANGWATCHD_LOG_LEVEL=loud", "one of trace, debug"),
+        ("HANGWATCHD_TYPO=1", "unknown setting"),
+    ])
+    func everyBadValueIsNamedWithItsPlaceAndRange(_ line: String, _ reason: String) throws {
+        let path = try file("# first line\n" + line + "\n")
+        do {
+            _ = try AgentConfiguration.load(file: path, overrides: [])
+            Issue.record("accepted \(line)")
+        } catch let error as AgentConfiguration.Invalid {
+            let key = String(line.prefix { $0 != "=" })
+            #expect(error.key == key)
+            #expect(error.origin == "\(path):2")
+            #expect("\(error)".contains(reason), "\(error)")
+        }
+    }
+
+    @Test func settingsThatContradictEachOtherAreRejected() {
+        #expect(throws: AgentConfiguration.Invalid.self) {
+            try AgentConfiguration.load(file: nil, overrides: ["HANGWATCHD_SCAN_INTERVAL=10s", "HANGWATCHD_CHECK_INTERVAL=20s"], defaultFile: "/nonexistent")
+        }
+    }
+
+    @Test func aMissingDefaultFileMeansDefaultsButANamedOneMustExist() throws {
+        #expect(try AgentConfiguration.load(file: nil, overrides: [], defaultFile: "/nonexistent/hangwatchd.env") == AgentConfiguration())
+        #expect(throws: AgentConfiguration.Invalid.self) { try AgentConfiguration.load(file: "/nonexistent/hangwatchd.env", overrides: []) }
+        #expect(throws: AgentConfiguration.Invalid.self) { try AgentConfiguration.load(file: nil, overrides: ["no equals sign"], defaultFile: "/x") }
+    }
+}

@@ -1,0 +1,65 @@
+@_spi(HangWatchTools) import HangWatch
+@_spi(HangWatchTools) import HangWatchAgent
+import Foundation
+import HangWatchReport
+import Testing
+
+@Suite struct MonitorHealthTests {
+    let own = ProcessStatus.read(pid: getpid())!
+
+    func beat(tickSecondsAgo: Double, interval: UInt64 = 10_000, state: MonitorHeartbeat.State = .idle, startTicks: UInt64? = nil) -> MonitorHeartbeat {
+        let now = MonitorHealth.monotonicNanoseconds()
+        return MonitorHeartbeat(
+            pid: getpid(), startTimeTicks: startTicks ?? own.startTimeTicks, startedUnixMilliseconds: 0,
+            tickMonotonicNanoseconds: now - UInt64(tickSecondsAgo * 1e9), tickUnixMilliseconds: 0, intervalMilliseconds: interval,
+            state: state, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000)
+    }
+
+    func assess(_ heartbeat: MonitorHeartbeat, status: ProcessStatus?) -> MonitorHealth {
+        MonitorHealth.assess(heartbeat, status: status, nowMonotonicNanoseconds: MonitorHealth.monotonicNanoseconds(), grace: .seconds(5))
+    }
+
+    @Test func aTickingWatchdogIsHealthyEvenWhenTheLoopIsIdle() {
+        #expect(assess(beat(tickSecondsAgo: 3), status: own) == .healthy)
+        // Within twice the interval plus the grace period.
+        #expect(assess(beat(tickSecondsAgo: 24), status: own) == .healthy)
+    }
+
+    @Test func aSilentWatchdogInALiveProcessIsFlagged() {
+        guard case .watchdogSilent(let seconds) = assess(beat(tickSecondsAgo: 26), status: own) else {
+            Issue.record("not flagged")
+            return
+        }
+        #expect(seconds >= 26 && seconds < 30)
+        #expect(assess(beat(tickSecondsAgo: 26), status: own).isProblem)
+    }
+
+    @Test func aStoppedProcessIsFlaggedAsStoppedNotAsASilentWatchdog() {
+        #expect(assess(beat(tickSecondsAgo: 100), status: ProcessStatus(state: "T", startTimeTicks: own.startTimeTicks)) == .processStopped)
+    }
+
+    @Test func aGoneProcessLeavesAStaleFile() {
+        #expect(assess(beat(tickSecondsAgo: 1), status: nil) == .stale(reason: "gone"))
+        #expect(assess(beat(tickSecondsAgo: 1, startTicks: own.startTimeTicks + 7), status: own) == .stale(reason: "pid reused"))
+        #expect(!assess(beat(tickSecondsAgo: 1), status: nil).isProblem)
+    }
+
+    @Test func aStoppedMonitorIsNotAProblem() {
+        #expect(assess(beat(tickSecondsAgo: 500, state: .stopped), status: own) == .stopped)
+    }
+
+    @Test func aHeartbeatFileIsReadThroughItsSeqlock() throws {
+        let fixture = try SpoolFixture()
+        let path = fixture.root + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let heartbeat = beat(tickSecondsAgo: 1)
+        try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: path))
+        #expect(try MonitorHeartbeat.read(path: path) == heartbeat)
+        // Mid-update (odd sequence) forever: the reader gives up instead of returning a torn copy.
+        var busy = heartbeat.encoded()
+        busy[8] = 3
+        try Data(busy).write(to: URL(fileURLWithPath: path))
+        #expect(throws: MonitorHeartbeat.ReadError.busy(path: path)) { try MonitorHeartbeat.read(path: path) }
+        try Data(count: 16).write(to: URL(fileURLWithPath: path))
+        #expect(throws: MonitorHeartbeat.ReadError.self) { try MonitorHeartbeat.read(path: path) }
+    }
+}
