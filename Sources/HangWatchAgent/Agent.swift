@@ -68,7 +68,10 @@ public final class Agent: @unchecked Sendable {
                 "enrich": "\(configuration.enrich)",
             ])
         startSelfMonitor(configuration)
-        await runPass(.full)
+        // Ready once the spool is indexed, dead hangs finished and retention applied; naming the
+        // backlog comes after.
+        await onWorker { self.performPass(.full, enrich: false) }
+        guard !stopping.load(ordering: .acquiring) else { return }
         await onMain { self.startTimers(configuration) }
         let services = await onWorker { self.state.services }
         await onMain {
@@ -79,6 +82,13 @@ public final class Agent: @unchecked Sendable {
         let status = await onWorker { self.state.statusLine() }
         notifier.notify(["READY": "1", "STATUS": status])
         logger.info("hangwatchd ready", metadata: ["status": "\(status)"])
+        enqueue(.liveness)
+    }
+
+    /// Called as soon as shutdown begins (from a signal handler's task): work in progress stops at
+    /// the next report boundary.
+    public func beginStopping() {
+        stopping.store(true, ordering: .releasing)
     }
 
     /// Stops taking work, lets the current pass finish (at most `shutdownTimeout`), then stops.
@@ -214,7 +224,7 @@ public final class Agent: @unchecked Sendable {
         await onWorker { self.performPass(pass) }
     }
 
-    private func performPass(_ pass: Pass) {
+    private func performPass(_ pass: Pass, enrich: Bool = true) {
         guard !stopping.load(ordering: .acquiring) else { return }
         busySince.store(MonitorHealth.monotonicNanoseconds(), ordering: .releasing)
         defer { busySince.store(0, ordering: .releasing) }
@@ -237,7 +247,7 @@ public final class Agent: @unchecked Sendable {
         finishOrphanedHangs(now: now)
         checkMonitors(configuration)
         applyRetention(configuration, now: now)
-        if configuration.enrich { enrichDueReports(configuration, now: now) }
+        if enrich && configuration.enrich { enrichDueReports(configuration, now: now) }
         publishStatus()
     }
 

@@ -12,10 +12,14 @@ public struct AgentService: Service {
     }
 
     public func run() async throws {
-        try await agent.start()
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        for await _ in hangups.cancelOnGracefulShutdown() {
-            await agent.reload()
+        try await withGracefulShutdownHandler {
+            try await agent.start()
+            for await _ in hangups.cancelOnGracefulShutdown() {
+                await agent.reload()
+            }
+        } onGracefulShutdown: {
+            agent.beginStopping()
         }
         await agent.stop()
     }

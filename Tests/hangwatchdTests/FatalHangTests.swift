@@ -1,0 +1,47 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+/// A process killed in the middle of a hang (as a systemd watchdog kill or the OOM killer would)
+/// leaves a provisional report; the agent finishes it. A live process's is left alone.
+@Suite(.serialized) struct FatalHangTests {
+    @Test func aProvisionalReportOfAKilledProcessBecomesAFatalHang() throws {
+        let root = try SpoolRoot()
+        let agent = try AgentProcess(root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0", "--set", "HANGWATCHD_ENRICH=no"])
+        try agent.waitUntilReady()
+
+        let demo = Process()
+        demo.executableURL = URL(fileURLWithPath: AgentProcess.executable("hangwatch-demo"))
+        demo.arguments = ["--reports", root.path + "/demo", "--hang-forever"]
+        demo.standardOutput = FileHandle.nullDevice
+        demo.standardError = FileHandle.nullDevice
+        try demo.run()
+        defer {
+            if demo.isRunning { kill(demo.processIdentifier, SIGKILL) }
+            demo.waitUntilExit()
+        }
+        #expect(eventually { root.reports("demo").first?.outcome == .ongoing })
+        // Alive and hanging: the agent leaves the provisional report alone, and the monitor's
+        // watchdog, busy sampling, is not flagged.
+        usleep(1_000_000)
+        #expect(root.reports("demo").first?.outcome == .ongoing)
+        #expect(root.names("demo").contains(".heartbeat-\(demo.processIdentifier)"))
+        #expect(!agent.log.contains("stopped ticking"))
+
+        kill(demo.processIdentifier, SIGKILL)
+        demo.waitUntilExit()
+        #expect(eventually { root.reports("demo").first?.outcome == .processExited }, "\(agent.log)")
+        let report = try #require(root.reports("demo").first)
+        #expect(report.processExit?.reason == "gone")
+        #expect(report.durationMs >= 1000)
+        #expect(report.endedAt == report.processExit?.lastSeenAt)
+        #expect(ReportValidator().problems(report).isEmpty)
+        #expect(agent.log.contains("<4>fatal hang: the process exited during a hang"))
+        // The dead monitor's heartbeat file is cleaned up.
+        #expect(eventually { !root.names("demo").contains { $0.hasPrefix(".heartbeat-") } })
+        // And the CLI shows it for what it was.
+        #expect(report.id.contains("-demo-\(demo.processIdentifier)-"))
+        agent.signal(SIGTERM)
+        #expect(agent.waitForExit() == 0)
+    }
+}

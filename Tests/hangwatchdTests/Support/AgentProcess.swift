@@ -1,0 +1,143 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+/// The built `hangwatchd`, started the way systemd starts it: with a notify socket the test owns,
+/// optionally a watchdog, and its log (standard error) in a file.
+final class AgentProcess {
+    let process = Process()
+    let notify: NotifySocket
+    let logPath: String
+    private(set) var messages: [String] = []
+
+    static func executable(_ name: String) -> String {
+        let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return (bundle as NSString).deletingLastPathComponent + "/" + name
+    }
+
+    init(
+        root: String, arguments: [String] = [], config: String? = nil, watchdogMicroseconds: UInt64? = nil,
+        abstractSocket: Bool = false
+    ) throws {
+        notify = try NotifySocket(abstract: abstractSocket)
+        logPath = root + ".log"
+        // An empty configuration file: every setting comes from the defaults and the arguments.
+        let config = config ?? root + ".empty.env"
+        if !FileManager.default.fileExists(atPath: config) { _ = FileManager.default.createFile(atPath: config, contents: Data()) }
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: Self.executable("hangwatchd"))
+        process.arguments = ["--report-root", root, "--config", config, "--set", "HANGWATCHD_CHECK_INTERVAL=200ms"] + arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = notify.address
+        if let watchdogMicroseconds { environment["WATCHDOG_USEC"] = String(watchdogMicroseconds) }
+        process.environment = environment
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: logPath)
+        try? FileManager.default.removeItem(atPath: (logPath as NSString).deletingPathExtension + ".empty.env")
+    }
+
+    var log: String { String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self) }
+
+    /// Collects notify messages until one, from message number `since` on, satisfies `condition`
+    /// (or `timeout` passes); returns it.
+    @discardableResult
+    func waitForMessage(since: Int = 0, timeout: Double = 20, _ condition: (String) -> Bool) -> String? {
+        if let known = messages.dropFirst(since).first(where: condition) { return known }
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            guard let message = notify.receive(timeout: min(0.25, max(0.01, deadline.timeIntervalSinceNow))) else {
+                // Nothing more will come from a process that has exited.
+                if !process.isRunning, notify.receive(timeout: 0.05) == nil { break }
+                continue
+            }
+            messages.append(message)
+            if condition(message) { return message }
+        }
+        return nil
+    }
+
+    func waitUntilReady() throws {
+        try #require(waitForMessage { $0.contains("READY=1") } != nil, "not ready: \(log)")
+    }
+
+    func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    /// Waits for the process to exit (at most `timeout`); its status, or nil if it is still running.
+    func waitForExit(timeout: Double = 30) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        guard !process.isRunning else { return nil }
+        return process.terminationStatus
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}
+
+/// A spool root for one test (mode 1770, like the installed one).
+final class SpoolRoot {
+    let path: String
+
+    init(_ name: String = #function) throws {
+        path = FileManager.default.temporaryDirectory.path + "/hangwatchd-e2e-\(getpid())-" + name.filter { $0.isLetter }.prefix(40)
+            + "-" + UUID().uuidString.prefix(6)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        chmod(path, 0o1770)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func reports(_ service: String) -> [HangReport] {
+        ((try? ReportStore(directory: path + "/" + service).list()) ?? []).compactMap { try? ReportReader().read(path: $0.path) }
+    }
+
+    func names(_ service: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path + "/" + service)) ?? []).sorted()
+    }
+}
+
+/// Real reports of the demo service, made once per test run (five hangs, raw frames).
+enum DemoReports {
+    static let directory: String? = {
+        let path = FileManager.default.temporaryDirectory.path + "/hangwatchd-e2e-demo-\(getpid())"
+        let demo = Process()
+        demo.executableURL = URL(fileURLWithPath: AgentProcess.executable("hangwatch-demo"))
+        demo.arguments = ["--reports", path]
+        demo.standardOutput = FileHandle.nullDevice
+        demo.standardError = FileHandle.nullDevice
+        guard (try? demo.run()) != nil else { return nil }
+        demo.waitUntilExit()
+        return demo.terminationStatus == 0 ? path : nil
+    }()
+
+    /// Copies the demo's reports into `service` of `root`, `copies` times each (distinct ids).
+    static func copy(into root: String, service: String, copies: Int = 1) throws {
+        let source = try #require(directory, "the demo did not run")
+        let store = ReportStore(directory: root + "/" + service, access: .sharedWithAgent)
+        try store.prepare()
+        for file in try ReportStore(directory: source).list() {
+            let report = try ReportReader().read(path: file.path)
+            for copy in 0..<copies {
+                var duplicate = report
+                if copy > 0 { duplicate.id += "-\(copy)" }
+                try store.write(duplicate)
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+/// hangwatchd speaks sd_notify to a socket the test opens, as systemd would.
+@Suite(.serialized) struct SystemdProtocolTests {
+    @Test(arguments: [false, true])
+    func readyStatusWatchdogThenStopping(abstractSocket: Bool) throws {
+        let root = try SpoolRoot()
+        try DemoReports.copy(into: root.path, service: "demo")
+        // WATCHDOG_USEC 400 ms: a ping every 200 ms.
+        let agent = try AgentProcess(
+            root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0", "--set", "HANGWATCHD_ENRICH=no"],
+            watchdogMicroseconds: 400_000, abstractSocket: abstractSocket)
+        try agent.waitUntilReady()
+        // Ready only once the spool is indexed: the status says what is there.
+        let ready = try #require(agent.messages.first { $0.contains("READY=1") })
+        #expect(ready.contains("STATUS=1 service, 5 reports"), "\(ready)")
+        #expect(ready.contains("last hang demo "))
+
+        // Pings at half of WATCHDOG_USEC, from the agent's main loop.
+        var pings: [Date] = []
+        let window = Date().addingTimeInterval(1.6)
+        while Date() < window {
+            if let message = agent.notify.receive(timeout: max(0.01, window.timeIntervalSinceNow)), message == "WATCHDOG=1" {
+                pings.append(Date())
+            }
+        }
+        #expect(pings.count >= 5 && pings.count <= 12, "\(pings.count) pings in 1.6 s")
+        let gaps = zip(pings.dropFirst(), pings).map { $0.timeIntervalSince($1) }
+        #expect(gaps.allSatisfy { $0 > 0.05 && $0 < 0.6 }, "\(gaps)")
+
+        agent.signal(SIGTERM)
+        #expect(agent.waitForMessage { $0.hasPrefix("STOPPING=1") } != nil)
+        #expect(agent.waitForExit() == 0, "\(agent.log)")
+        #expect(agent.log.contains("<6>hangwatchd stopped"))
+    }
+
+    @Test func noWatchdogPingsWithoutWatchdogUsec() throws {
+        let root = try SpoolRoot()
+        let agent = try AgentProcess(root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0"])
+        try agent.waitUntilReady()
+        #expect(agent.waitForMessage(timeout: 1) { $0.contains("WATCHDOG=1") } == nil)
+        agent.signal(SIGINT)
+        #expect(agent.waitForExit() == 0)
+    }
+
+    @Test func aMissingOrUnsafeSpoolIsExitThree() throws {
+        let root = try SpoolRoot()
+        chmod(root.path, 0o777)
+        let unsafe = try AgentProcess(root: root.path)
+        #expect(unsafe.waitForExit() == 3)
+        #expect(unsafe.log.contains("refusing an unsafe spool: writable by everyone without the sticky bit"), "\(unsafe.log)")
+        let missing = try AgentProcess(root: root.path + "/none")
+        #expect(missing.waitForExit() == 3)
+        #expect(missing.log.contains("no such directory"))
+    }
+
+    @Test func anInvalidConfigurationIsExitTwoWithTheKey() throws {
+        let root = try SpoolRoot()
+        let agent = try AgentProcess(root: root.path, arguments: ["--set", "HANGWATCHD_MAX_AGE=soon"])
+        #expect(agent.waitForExit() == 2)
+        #expect(agent.log.contains("HANGWATCHD_MAX_AGE (command line)=\"soon\": expected a duration"), "\(agent.log)")
+    }
+}
