@@ -44,16 +44,28 @@ bench: deps
 	$(SWIFT) build -c release --product hangwatch
 	"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"
 
-# The embedded library is a Swift package dependency; what a host gets is the `hangwatch` CLI (and
-# its bash completion), the default settings file (also usable as a systemd EnvironmentFile) and
-# the example drop-in for a monitored service.
+# The embedded library is a Swift package dependency. What a host gets: the `hangwatch` CLI (and
+# its bash completion), the `hangwatchd` agent with its unit, tmpfiles and sysusers entries, the
+# configuration files, and the example drop-in for a monitored service. Honours PREFIX and DESTDIR;
+# the unit's paths follow PREFIX. Then: systemd-sysusers, systemd-tmpfiles --create, enable --now.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 install: deps
 	$(SWIFT) build -c release --product hangwatch
+	$(SWIFT) build -c release --product hangwatchd
 	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
 	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/hangwatch" "$(DESTDIR)$(PREFIX)/bin/hangwatch"
+	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/hangwatchd" "$(DESTDIR)$(PREFIX)/bin/hangwatchd"
 	"$(DESTDIR)$(PREFIX)/bin/hangwatch" --generate-completion-script bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/hangwatch"
 	install -d "$(DESTDIR)$(SYSCONFDIR)/hangwatch"
 	install -m 0644 config/hangwatch.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatch.env"
+	install -m 0644 config/hangwatchd.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatchd.env"
+	install -d "$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(TMPFILESDIR)" "$(DESTDIR)$(SYSUSERSDIR)"
+	sed -e 's#/usr/local/bin/#$(PREFIX)/bin/#' -e 's#/etc/hangwatch/#$(SYSCONFDIR)/hangwatch/#' systemd/hangwatchd.service > "$(DESTDIR)$(UNITDIR)/hangwatchd.service"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/hangwatchd.service"
+	install -m 0644 systemd/hangwatch.tmpfiles "$(DESTDIR)$(TMPFILESDIR)/hangwatch.conf"
+	install -m 0644 systemd/hangwatch.sysusers "$(DESTDIR)$(SYSUSERSDIR)/hangwatch.conf"
 	install -d "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/examples"
 	install -m 0644 systemd/hangwatch-monitored-service.conf "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/examples/"
 	install -m 0644 docs/*.md README.md "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/"

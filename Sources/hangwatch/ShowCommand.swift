@@ -61,12 +61,16 @@ struct ReportDetail {
         lines.append(terminal.paint("hang \(report.id)", .bold))
         let thread = [report.thread.name, "tid \(report.thread.tid)", report.thread.isMain ? "main" : nil].compactMap { $0 }
         field("service", "\(report.service) (pid \(report.pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
-        var timing = "\(ReportTimestamp.format(report.startedAt)), lasted \(Text.duration(report.durationMs))"
-        timing += " (threshold \(Text.duration(report.thresholdMs))), \(report.outcome.rawValue)"
+        let timing = "\(ReportTimestamp.format(report.startedAt)), lasted \(Text.duration(report.durationMs))"
+            + (report.outcome == .ongoing ? " so far" : "") + " (threshold \(Text.duration(report.thresholdMs)))"
         field("started", timing)
+        field("outcome", report.outcome.rawValue)
         field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
         let verdict = HangReportSummary.verdictLine(report)
         field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : .cyan))
+        if let exit = report.processExit {
+            field("exit", "the process \(exit.reason == "gone" ? "died" : "was replaced (pid reused)") mid-hang, last seen \(ReportTimestamp.format(exit.lastSeenAt))")
+        }
         if let repeats = report.repeats {
             field("repeats", "\(repeats.count) more, \(Text.duration(repeats.totalDurationMs)) in all, longest \(Text.duration(repeats.maxDurationMs)), last \(ReportTimestamp.format(repeats.lastAt))")
         }
@@ -112,6 +116,11 @@ struct ReportDetail {
         for error in capture.errors { captureParts.append("\(error.kind) ×\(error.count)") }
         if capture.reportsSuppressed > 0 { captureParts.append("\(capture.reportsSuppressed) earlier hangs not written (rate limit)") }
         field("capture", captureParts.joined(separator: ", "))
+        if let names = report.symbolication {
+            var text = "by \(names.by) at \(ReportTimestamp.format(names.at)): \(names.framesNamed) frames named, \(names.framesUnnamed) not"
+            if !names.problems.isEmpty { text += "; " + names.problems.joined(separator: "; ") }
+            field("names", text)
+        }
         field("file", path, whole: true)
         return lines.map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }.joined(separator: "\n")
     }

@@ -35,6 +35,9 @@ struct SymbolicateCommand: ParsableCommand {
         let path = try library.resolve(report)
         var hang = try library.load(path)
         let summary = Symbolicator(debugDirectories: debugDirectories).symbolicate(&hang)
+        hang.symbolication = HangReport.Symbolication(
+            at: Date(), by: "hangwatch symbolicate", framesNamed: summary.framesResolved,
+            framesUnnamed: summary.framesUnresolved, problems: summary.imageErrors.values.map { "\($0)" }.sorted())
         for (_, error) in summary.imageErrors.sorted(by: { $0.key < $1.key }) {
             Terminal.warn("hangwatch: warning: \(error)")
         }

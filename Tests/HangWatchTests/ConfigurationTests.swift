@@ -4,6 +4,24 @@ import HangWatchReport
 import Testing
 
 @Suite struct ConfigurationTests {
+    /// config/hangwatch.env documents every key with its default, commented out.
+    @Test func theShippedSettingsFileDocumentsEveryKeyWithItsDefault() throws {
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/hangwatch.env").path
+        let text = try String(contentsOfFile: shipped, encoding: .utf8)
+        for key in HangMonitor.Configuration.environmentKeys where key != "HANGWATCH_CONFIG" {
+            #expect(text.contains("#\(key)="), "\(key) is not documented")
+        }
+        let uncommented = text.split(separator: "\n").filter { $0.hasPrefix("#HANGWATCH_") && !$0.hasPrefix("#HANGWATCH_SERVICE=") }
+            .map { String($0.dropFirst()) }.joined(separator: "\n")
+        let path = FileManager.default.temporaryDirectory.path + "/hangwatch-shipped-\(getpid()).env"
+        try uncommented.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { unlink(path) }
+        let loaded = try HangMonitor.Configuration.load(serviceName: "svc", configFile: path, environment: [:])
+        var expected = HangMonitor.Configuration(serviceName: "svc")
+        expected.captureSignal = loaded.captureSignal
+        #expect(loaded == expected)
+    }
+
     @Test func defaultsAreValid() throws {
         let configuration = HangMonitor.Configuration(serviceName: "billing")
         try configuration.validate()

@@ -29,6 +29,8 @@ import Testing
         #expect(!appFrames.isEmpty && appFrames.allSatisfy { $0.symbol != nil }, "\(appFrames)")
         #expect(named.heaviestStack?.frames.contains { $0.symbol?.contains("waitForCacheLock") == true } == true)
         #expect(named.frames.contains { $0.file?.hasSuffix("DemoService.swift") == true && $0.line != nil })
+        #expect(named.symbolication?.by == "hangwatch symbolicate")
+        #expect((named.symbolication?.framesNamed ?? 0) > 0)
         // Everything else is as it was; the file is still private and valid.
         #expect(named.samples == original.samples && named.durationMs == original.durationMs && named.signature == original.signature)
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)

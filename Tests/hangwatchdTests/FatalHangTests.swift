@@ -40,7 +40,18 @@ import Testing
         // The dead monitor's heartbeat file is cleaned up.
         #expect(eventually { !root.names("demo").contains { $0.hasPrefix(".heartbeat-") } })
         // And the CLI shows it for what it was.
-        #expect(report.id.contains("-demo-\(demo.processIdentifier)-"))
+        let show = Process()
+        show.executableURL = URL(fileURLWithPath: AgentProcess.executable("hangwatch"))
+        show.arguments = ["show", "latest", "--dir", root.path, "--no-symbolicate"]
+        show.environment = ["XDG_CACHE_HOME": root.path + ".cache"]
+        let pipe = Pipe()
+        show.standardOutput = pipe
+        try show.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        show.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: root.path + ".cache")
+        #expect(text.contains("outcome   process exited during hang"), "\(text)")
+        #expect(text.contains("exit      the process died mid-hang, last seen "), "\(text)")
         agent.signal(SIGTERM)
         #expect(agent.waitForExit() == 0)
     }
