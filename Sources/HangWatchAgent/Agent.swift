@@ -70,16 +70,17 @@ public final class Agent: @unchecked Sendable {
         startSelfMonitor(configuration)
         // Ready once the spool is indexed, dead hangs finished and retention applied; naming the
         // backlog comes after.
-        await onWorker { self.performPass(.full, enrich: false) }
+        let (status, services) = await onWorker { () -> (String, [String]) in
+            self.performPass(.full, enrich: false)
+            return (self.state.statusLine(), self.state.services)
+        }
         guard !stopping.load(ordering: .acquiring) else { return }
-        await onMain { self.startTimers(configuration) }
-        let services = await onWorker { self.state.services }
         await onMain {
+            self.startTimers(configuration)
             self.watcher = SpoolWatcher(spool: self.spool, queue: .main) { [weak self] changed in self?.servicesChanged(changed) }
             self.watcher?.start(services: services)
             if self.watcher == nil { self.logger.warning("no inotify: changes are seen at the next scan") }
         }
-        let status = await onWorker { self.state.statusLine() }
         notifier.notify(["READY": "1", "STATUS": status])
         logger.info("hangwatchd ready", metadata: ["status": "\(status)"])
         enqueue(.liveness)

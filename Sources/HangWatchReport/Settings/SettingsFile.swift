@@ -28,6 +28,8 @@ public enum SettingsFile {
         let data: Data
         do {
             data = try ReportReader(maxBytes: 1 << 20).readData(path: path)
+        } catch ReportReadError.notFound {
+            throw ReadError(path: path, reason: "no such file")
         } catch let error as ReportReadError {
             throw ReadError(path: path, reason: "\(error)".replacingOccurrences(of: path + ": ", with: ""))
         }
