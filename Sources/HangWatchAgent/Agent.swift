@@ -32,6 +32,10 @@ public final class Agent: @unchecked Sendable {
     private var pendingServices: Set<String>? = []
     private var flushScheduled = false
     private var selfMonitor: HangMonitor?
+    /// Metrics and OTLP (nil: nothing leaves the host). Told about hangs on the worker queue.
+    public let export: FleetExport?
+    /// Worker state: the first scan takes what is in the spool as already seen.
+    private var baselineTaken = false
 
     /// A pass running longer than this stops the systemd watchdog ping.
     public static let maxPassDuration: UInt64 = 120_000_000_000
@@ -40,8 +44,9 @@ public final class Agent: @unchecked Sendable {
 
     public init(
         configuration: AgentConfiguration, configurationFile: String?, overrides: [String], logger: Logger,
-        levels: JournalLogHandler.LevelBox, notifier: SystemdNotifier = SystemdNotifier()
+        levels: JournalLogHandler.LevelBox, notifier: SystemdNotifier = SystemdNotifier(), export: FleetExport? = nil
     ) {
+        self.export = export
         spool = Spool(root: configuration.reportRoot)
         settings = Mutex(configuration)
         configurationSource = (configurationFile, overrides)
@@ -113,6 +118,7 @@ public final class Agent: @unchecked Sendable {
         }
         if !drained { logger.warning("work still running at the shutdown deadline; exiting anyway (writes are atomic)") }
         selfMonitor?.stop()
+        export?.shutdown()
         logger.info("hangwatchd stopped")
     }
 
@@ -122,6 +128,9 @@ public final class Agent: @unchecked Sendable {
         let old = configuration
         do {
             var new = try AgentConfiguration.load(file: configurationSource.file, overrides: configurationSource.overrides)
+            if new.exportSettingsDiffer(from: old) {
+                logger.warning("metrics and OTLP settings take effect at the next start")
+            }
             if new.reportRoot != old.reportRoot {
                 logger.warning(
                     "HANGWATCHD_REPORT_ROOT changes take effect at the next start", metadata: ["root": "\(old.reportRoot)"])
@@ -237,7 +246,13 @@ public final class Agent: @unchecked Sendable {
             if case .services(let services) = pass { covering = services }
             do {
                 let scan = try spool.scan(only: covering)
-                state.update(with: scan, covering: covering, spool: spool, logger: logger)
+                let export = self.export
+                let finished = state.update(
+                    with: scan, covering: covering, spool: spool, logger: logger, baseline: !baselineTaken,
+                    severeAfter: configuration.severeAfter, newlyUnreadable: { export?.metrics.dropped(.unreadable, count: $0) })
+                baselineTaken = true
+                for hang in finished { hangFinished(hang, needsNames: configuration.enrich) }
+                for service in scan.services { export?.metrics.serviceSeen(service) }
                 removeLeftoverTemporaries(scan.temporaries, now: now)
             } catch {
                 logger.error("cannot scan the spool", metadata: ["root": "\(spool.root)", "error": "\(error)"])
@@ -245,14 +260,15 @@ public final class Agent: @unchecked Sendable {
         case .liveness:
             break
         }
-        finishOrphanedHangs(now: now)
+        finishOrphanedHangs(now: now, configuration: configuration)
         checkMonitors(configuration)
         applyRetention(configuration, now: now)
         if enrich && configuration.enrich { enrichDueReports(configuration, now: now) }
         publishStatus()
+        publishGauges()
     }
 
-    private func finishOrphanedHangs(now: Date) {
+    private func finishOrphanedHangs(now: Date, configuration: AgentConfiguration) {
         let finisher = HangFinisher(spool: spool)
         for (key, entry) in state.reports where entry.outcome == .ongoing {
             if stopping.load(ordering: .relaxed) { return }
@@ -268,6 +284,14 @@ public final class Agent: @unchecked Sendable {
                             "lasted_at_least_ms": "\(Int(report.durationMs))", "reason": "\(report.processExit?.reason ?? "")",
                         ])
                     refresh(key, outcome: report.outcome, needsNames: ReportEnrichment.needsNames(report))
+                    let counted = state.reports[key]?.countedHangs ?? 0
+                    if let hang = FinishedHang.newHangs(
+                        in: report, service: key.service, alreadyCounted: counted, path: spool.path(of: entry.file),
+                        severeAfter: configuration.severeAfter)
+                    {
+                        state.reports[key]?.countedHangs = counted + hang.count
+                        hangFinished(hang, needsNames: configuration.enrich)
+                    }
                 }
             } catch {
                 logger.warning("cannot finish a provisional report", metadata: ["path": "\(spool.path(of: entry.file))", "error": "\(error)"])
@@ -337,6 +361,7 @@ public final class Agent: @unchecked Sendable {
                 try spool.remove(file)
                 state.reports[SpoolState.Key(service: file.service, name: file.name)] = nil
                 state.deletedReports += 1
+                export?.metrics.dropped(.retention)
                 logger.info("report deleted", metadata: ["path": "\(spool.path(of: file))", "reason": "\(reason.rawValue)"])
             } catch {
                 logger.warning("report not deleted", metadata: ["error": "\(error)"])
@@ -370,7 +395,8 @@ public final class Agent: @unchecked Sendable {
                 return
             }
             do {
-                if let record = try enrichment.enrich(entry.file, now: now) {
+                if let (record, report) = try enrichment.enrich(entry.file, now: now) {
+                    sendHeldLog(key, named: report)
                     state.enrichedReports += 1
                     logger.info(
                         "report named",
@@ -381,11 +407,49 @@ public final class Agent: @unchecked Sendable {
                     for problem in record.problems { logger.debug("symbolication problem", metadata: ["problem": "\(problem)"]) }
                 }
                 refresh(key, outcome: entry.outcome, needsNames: false)
+                sendHeldLog(key, named: nil)
             } catch {
                 state.reports[key]?.retryNamesAfter = now.addingTimeInterval(60)
+                sendHeldLog(key, named: nil)
                 logger.debug("report not named yet", metadata: ["path": "\(spool.path(of: entry.file))", "error": "\(error)"])
             }
         }
+    }
+
+    /// Counts a hang at once; its log record waits for names when the agent will name the report
+    /// (a record with raw addresses helps no one), and goes out as it is when naming fails.
+    private func hangFinished(_ hang: FinishedHang, needsNames: Bool) {
+        guard let export else { return }
+        export.count(hang)
+        guard export.logsHangs else { return }
+        let key = SpoolState.Key(service: hang.service, name: (hang.reportPath as NSString).lastPathComponent)
+        if needsNames, state.reports[key]?.needsNames == true {
+            state.reports[key]?.unsentLog = hang
+        } else {
+            export.log(hang)
+        }
+    }
+
+    /// Sends the log record a report's naming held back (`report`: the named report, if any).
+    private func sendHeldLog(_ key: SpoolState.Key, named report: HangReport?) {
+        guard let hang = state.reports[key]?.unsentLog else { return }
+        state.reports[key]?.unsentLog = nil
+        export?.log(report.map { hang.renamed(from: $0) } ?? hang)
+    }
+
+    private func publishGauges() {
+        guard let metrics = export?.metrics else { return }
+        metrics.spool(reports: state.reports.count, bytes: state.totalBytes)
+        var counts: [AgentMetrics.MonitorState: Int] = [:]
+        for (_, monitor) in state.monitors {
+            switch monitor.health {
+            case .healthy: counts[.alive, default: 0] += 1
+            case .watchdogSilent: counts[.watchdogStuck, default: 0] += 1
+            case .processStopped: counts[.processStopped, default: 0] += 1
+            case .stopped, .stale: break
+            }
+        }
+        metrics.monitors(counts)
     }
 
     private func publishStatus() {

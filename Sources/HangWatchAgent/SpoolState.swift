@@ -15,6 +15,10 @@ final class SpoolState {
         var needsNames: Bool
         /// Names were tried and the file not rewritten (e.g. it changed meanwhile): not before this.
         var retryNamesAfter: Date?
+        /// Hangs in this report already counted for export (itself and its folded repeats).
+        var countedHangs = 0
+        /// A hang whose log record waits until the agent has named the report's frames.
+        var unsentLog: FinishedHang?
     }
 
     struct Key: Hashable {
@@ -36,8 +40,16 @@ final class SpoolState {
     var totalBytes: UInt64 { reports.values.reduce(0) { $0 + $1.file.size } }
 
     /// Brings the index up to date with `scan` (which covered `services`, nil: all): reads new
-    /// and changed reports, forgets vanished ones.
-    func update(with scan: Spool.Scan, covering services: Set<String>?, spool: Spool, logger: Logger) {
+    /// and changed reports, forgets vanished ones. Returns the hangs that finished (or repeated)
+    /// since the last look; with `baseline`, what is already there is taken as seen and counted.
+    @discardableResult
+    func update(
+        with scan: Spool.Scan, covering services: Set<String>?, spool: Spool, logger: Logger, baseline: Bool = false,
+        severeAfter: Duration = .seconds(2), newlyUnreadable: ((Int) -> Void)? = nil
+    ) -> [FinishedHang] {
+        var finished: [FinishedHang] = []
+        var unreadableCount = 0
+        defer { if unreadableCount > 0 { newlyUnreadable?(unreadableCount) } }
         func covered(_ service: String) -> Bool { services.map { $0.contains(service) || service.isEmpty } ?? true }
         if services == nil { self.services = scan.services } else {
             self.services = Array(Set(self.services).union(scan.services)).sorted()
@@ -49,11 +61,22 @@ final class SpoolState {
             if let known = reports[key], known.file == file { continue }
             if let bad = unreadable[key], bad.file == file { continue }
             do {
-                let report = try ReportReader().read(path: spool.path(of: file))
+                let path = spool.path(of: file)
+                let report = try ReportReader().read(path: path)
                 unreadable[key] = nil
+                var counted = reports[key]?.countedHangs ?? 0
+                if baseline {
+                    counted = FinishedHang.counts(report) ? FinishedHang.hangCount(report) : 0
+                } else if let hang = FinishedHang.newHangs(
+                    in: report, service: file.service, alreadyCounted: counted, path: path, severeAfter: severeAfter)
+                {
+                    finished.append(hang)
+                    counted += hang.count
+                }
                 reports[key] = Report(
                     file: file, startedAt: report.startedAt, outcome: report.outcome, pid: report.pid,
-                    processStartTicks: report.process.startTimeTicks, needsNames: ReportEnrichment.needsNames(report))
+                    processStartTicks: report.process.startTimeTicks, needsNames: ReportEnrichment.needsNames(report),
+                    countedHangs: counted, unsentLog: reports[key]?.unsentLog)
                 if lastHang.map({ report.startedAt > $0.startedAt }) ?? true {
                     lastHang = (report.service, report.startedAt)
                 }
@@ -61,6 +84,7 @@ final class SpoolState {
                 reports[key] = nil
                 if unreadable[key] == nil {
                     logger.warning("unreadable report left alone", metadata: ["path": "\(spool.path(of: file))", "error": "\(error)"])
+                    unreadableCount += 1
                 }
                 unreadable[key] = (file, "\(error)")
             }
@@ -77,6 +101,7 @@ final class SpoolState {
             heartbeatFiles[key] = nil
             monitors[key] = nil
         }
+        return finished
     }
 
     /// The one-line summary for systemd's `STATUS=`.

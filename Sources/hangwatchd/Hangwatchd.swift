@@ -66,10 +66,22 @@ struct Hangwatchd: ParsableCommand {
         let levels = JournalLogHandler.LevelBox(configuration.logLevel)
         LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: levels) }
         let logger = Logger(label: "hangwatchd")
+        let export: FleetExport
+        do {
+            export = try FleetExport(configuration: configuration, logger: logger)
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
         let agent = Agent(
-            configuration: configuration, configurationFile: configFile, overrides: overrides, logger: logger, levels: levels)
+            configuration: configuration, configurationFile: configFile, overrides: overrides, logger: logger, levels: levels,
+            export: export)
+        // The agent first, so it is the last to stop: hangs found while stopping still reach the
+        // exporters, which flush on their way out.
+        let services = [ServiceGroupConfiguration.ServiceConfiguration(service: AgentService(agent: agent))]
+            + export.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [.init(service: AgentService(agent: agent))], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // After the agent's own deadline, a little slack before the group gives up on it.
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(2)
         let group = ServiceGroup(configuration: groupConfiguration)
@@ -105,6 +117,13 @@ struct Hangwatchd: ParsableCommand {
         HANGWATCHD_SELF_THRESHOLD=\(DurationText.format(configuration.selfThreshold))
         HANGWATCHD_SHUTDOWN_TIMEOUT=\(DurationText.format(configuration.shutdownTimeout))
         HANGWATCHD_LOG_LEVEL=\(configuration.logLevel.rawValue)
+        HANGWATCHD_METRICS_LISTEN=\(configuration.metricsListen.map { "\($0)" } ?? "off")
+        HANGWATCHD_SEVERE_AFTER=\(DurationText.format(configuration.severeAfter))
+        HANGWATCHD_OTLP_ENDPOINT=\(configuration.otlpEndpoint ?? "off")
+        HANGWATCHD_OTLP_PROTOCOL=\(configuration.otlpProtocol.rawValue)
+        HANGWATCHD_OTLP_HEADERS=\(configuration.otlpHeaders.map { "\($0.name)=<\($0.value.count) characters>" }.joined(separator: ","))
+        HANGWATCHD_OTLP_QUEUE_SIZE=\(configuration.otlpQueueSize)
+        HANGWATCHD_OTLP_METRICS_INTERVAL=\(DurationText.format(configuration.otlpMetricsInterval))
         """
     }
 }

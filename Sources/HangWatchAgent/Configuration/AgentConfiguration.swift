@@ -35,7 +35,77 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var shutdownTimeout: Duration = .seconds(10)
     public var logLevel: Logger.Level = .info
 
+    // Fleet export (docs/fleet.md).
+    /// Where the Prometheus endpoint (`/metrics`) listens; nil: no endpoint. Loopback by default:
+    /// another host can scrape only when this names a non-loopback address.
+    public var metricsListen: ListenAddress? = ListenAddress(host: "127.0.0.1", port: 9466)
+    /// A hang at least this long is `severity="severe"` (shorter ones are `moderate`; a hang the
+    /// process did not survive is `fatal`).
+    public var severeAfter: Duration = .seconds(2)
+    /// The OpenTelemetry collector's OTLP/HTTP base URL (`/v1/logs` and `/v1/metrics` are added);
+    /// nil: no OTLP export.
+    public var otlpEndpoint: String?
+    public var otlpProtocol: OTLPProtocol = .protobuf
+    /// Extra request headers (e.g. an authorization token).
+    public var otlpHeaders: [Header] = []
+    /// Hang log records waiting to be exported, at most; beyond this the oldest are dropped (and
+    /// counted in `hangwatch_reports_dropped_total{reason="export"}`).
+    public var otlpQueueSize = 1000
+    /// How often metrics are pushed over OTLP.
+    public var otlpMetricsInterval: Duration = .seconds(30)
+
     public init() {}
+
+    /// `host:port` (`[v6]:port` for IPv6).
+    public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        public var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+
+        /// Parses `127.0.0.1:9466`, `[::1]:9466`, `0.0.0.0:9466`, `localhost:9466` (port 0: any free port).
+        public static func parse(_ text: String) -> ListenAddress? {
+            let text = text.trimmingCharacters(in: .whitespaces)
+            var host: Substring
+            var port: Substring
+            if text.hasPrefix("[") {
+                guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+                host = text[text.index(after: text.startIndex)..<close]
+                port = text[text.index(close, offsetBy: 2)...]
+            } else {
+                guard let colon = text.lastIndex(of: ":") else { return nil }
+                host = text[..<colon]
+                port = text[text.index(after: colon)...]
+                if host.contains(":") { return nil }
+            }
+            guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || ".:-".contains($0) }),
+                let number = Int(port), (0...65_535).contains(number)
+            else { return nil }
+            return ListenAddress(host: String(host), port: number)
+        }
+    }
+
+    public enum OTLPProtocol: String, Sendable, Equatable {
+        case protobuf = "http/protobuf"
+        case json = "http/json"
+    }
+
+    /// One extra OTLP request header.
+    public struct Header: Sendable, Equatable {
+        public var name: String
+        public var value: String
+    }
+
+    /// Whether the settings that shape the export pipeline (fixed from start to stop) differ.
+    public func exportSettingsDiffer(from other: AgentConfiguration) -> Bool {
+        metricsListen != other.metricsListen || otlpEndpoint != other.otlpEndpoint || otlpProtocol != other.otlpProtocol
+            || otlpHeaders != other.otlpHeaders || otlpQueueSize != other.otlpQueueSize
+            || otlpMetricsInterval != other.otlpMetricsInterval
+    }
 
     public static let defaultFile = "/etc/hangwatch/hangwatchd.env"
 
@@ -65,6 +135,13 @@ public struct AgentConfiguration: Sendable, Equatable {
         case selfThreshold = "HANGWATCHD_SELF_THRESHOLD"
         case shutdownTimeout = "HANGWATCHD_SHUTDOWN_TIMEOUT"
         case logLevel = "HANGWATCHD_LOG_LEVEL"
+        case metricsListen = "HANGWATCHD_METRICS_LISTEN"
+        case severeAfter = "HANGWATCHD_SEVERE_AFTER"
+        case otlpEndpoint = "HANGWATCHD_OTLP_ENDPOINT"
+        case otlpProtocol = "HANGWATCHD_OTLP_PROTOCOL"
+        case otlpHeaders = "HANGWATCHD_OTLP_HEADERS"
+        case otlpQueueSize = "HANGWATCHD_OTLP_QUEUE_SIZE"
+        case otlpMetricsInterval = "HANGWATCHD_OTLP_METRICS_INTERVAL"
     }
 
     public static var keys: [String] { Key.allCases.map(\.rawValue) }
@@ -156,6 +233,51 @@ public struct AgentConfiguration: Sendable, Equatable {
                 throw invalid("one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             logLevel = level
+        case .metricsListen:
+            if SettingText.boolean(value) == false || value.trimmingCharacters(in: .whitespaces).isEmpty {
+                metricsListen = nil
+            } else {
+                guard let address = ListenAddress.parse(value) else {
+                    throw invalid("expected host:port (127.0.0.1:9466, [::1]:9466, 0.0.0.0:9466) or off")
+                }
+                metricsListen = address
+            }
+        case .severeAfter:
+            severeAfter = try duration(.milliseconds(1)...(.seconds(3600)))
+        case .otlpEndpoint:
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || SettingText.boolean(trimmed) == false {
+                otlpEndpoint = nil
+            } else {
+                guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                    let host = url.host, !host.isEmpty, url.query == nil
+                else { throw invalid("expected an http:// or https:// URL such as http://127.0.0.1:4318, or off") }
+                otlpEndpoint = trimmed.hasSuffix("/") ? String(trimmed.dropLast()) : trimmed
+            }
+        case .otlpProtocol:
+            guard let chosen = OTLPProtocol(rawValue: value.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                throw invalid("one of http/protobuf, http/json (gRPC is not built in)")
+            }
+            otlpProtocol = chosen
+        case .otlpHeaders:
+            var headers: [Header] = []
+            for pair in value.split(separator: ",") where !pair.trimmingCharacters(in: .whitespaces).isEmpty {
+                guard let equals = pair.firstIndex(of: "=") else { throw invalid("expected name=value pairs separated by commas") }
+                let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
+                let headerValue = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }),
+                    !headerValue.contains(where: { $0 == "\r" || $0 == "\n" })
+                else { throw invalid("a header name is letters, digits, - and _; values have no line breaks") }
+                headers.append(Header(name: name, value: headerValue))
+            }
+            otlpHeaders = headers
+        case .otlpQueueSize:
+            guard let count = Int(value.trimmingCharacters(in: .whitespaces)), (1...100_000).contains(count) else {
+                throw invalid("must be a whole number between 1 and 100000")
+            }
+            otlpQueueSize = count
+        case .otlpMetricsInterval:
+            otlpMetricsInterval = try duration(.seconds(1)...(.seconds(3600)))
         }
     }
 

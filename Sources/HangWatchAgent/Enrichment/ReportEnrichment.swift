@@ -20,7 +20,7 @@ public struct ReportEnrichment: Sendable {
     }
 
     /// Names the report in `file` and rewrites it; nil if it did not need it.
-    public func enrich(_ file: Spool.File, now: Date = Date()) throws -> HangReport.Symbolication? {
+    public func enrich(_ file: Spool.File, now: Date = Date()) throws -> (record: HangReport.Symbolication, report: HangReport)? {
         var report = try ReportReader().read(path: spool.path(of: file))
         guard Self.needsNames(report) else { return nil }
         let summary = symbolicator.symbolicate(&report)
@@ -29,6 +29,6 @@ public struct ReportEnrichment: Sendable {
             problems: summary.imageErrors.values.map { "\($0)" }.sorted())
         report.symbolication = record
         try ReportRewriter(spool: spool).replace(file, with: report)
-        return record
+        return (record, report)
     }
 }

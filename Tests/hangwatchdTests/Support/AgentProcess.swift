@@ -26,7 +26,10 @@ final class AgentProcess {
         if !FileManager.default.fileExists(atPath: config) { _ = FileManager.default.createFile(atPath: config, contents: Data()) }
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: Self.executable("hangwatchd"))
-        process.arguments = ["--report-root", root, "--config", config, "--set", "HANGWATCHD_CHECK_INTERVAL=200ms"] + arguments
+        process.arguments = ["--report-root", root, "--config", config, "--set", "HANGWATCHD_CHECK_INTERVAL=200ms",
+            // Any free port: tests run agents side by side.
+            "--set", "HANGWATCHD_METRICS_LISTEN=127.0.0.1:0",
+        ] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.address
         if let watchdogMicroseconds { environment["WATCHDOG_USEC"] = String(watchdogMicroseconds) }
@@ -61,6 +64,12 @@ final class AgentProcess {
             if condition(message) { return message }
         }
         return nil
+    }
+
+    /// The metrics endpoint's port, from the agent's log.
+    var metricsPort: Int? {
+        guard let range = log.range(of: #"address=http://127\.0\.0\.1:(\d+)/metrics"#, options: .regularExpression) else { return nil }
+        return Int(log[range].split(separator: ":").last?.split(separator: "/").first ?? "")
     }
 
     func waitUntilReady() throws {

@@ -1,0 +1,90 @@
+import Foundation
+import HangWatchReport
+
+/// A hang the agent has just seen finish (or repeat): what the metrics count and the OTLP log
+/// record carries. Built from the report once, so exporters never read files.
+public struct FinishedHang: Sendable, Equatable {
+    public enum Severity: String, Sendable, CaseIterable {
+        /// Shorter than `HANGWATCHD_SEVERE_AFTER`.
+        case moderate
+        /// At least `HANGWATCHD_SEVERE_AFTER`.
+        case severe
+        /// The process exited (or was killed) during the hang.
+        case fatal
+    }
+
+    /// The spool directory the report is in: the metrics' `service` label (a directory exists
+    /// only when an administrator made it, so the label's values stay few).
+    public var service: String
+    /// The service name the monitor wrote into the report (the log record's `service.name`).
+    public var reportedService: String
+    public var severity: Severity
+    /// How many hangs this stands for: 1, or the repeats a monitor folded into the report since
+    /// the agent last looked.
+    public var count: Int
+    /// Each hang's duration (for folded repeats, their mean: the report keeps only the total).
+    public var durationSeconds: Double
+    public var onCpuRatio: Double?
+    public var verdict: String
+    public var signature: String
+    public var topFrames: [String]
+    /// The first frame of the service's own code on the heaviest stack (what `hangwatch list` shows).
+    public var culprit: String?
+    public var reportPath: String
+    public var reportID: String
+    public var pid: Int32
+    public var thresholdMs: Double
+    public var startedAt: Date
+
+    /// Whether `report` counts as a hang at all: a finished one, not a debugger's pause.
+    public static func counts(_ report: HangReport) -> Bool {
+        report.outcome != .ongoing && report.context.verdict != .debugger
+    }
+
+    /// How many hangs `report` stands for (itself and its folded repeats).
+    public static func hangCount(_ report: HangReport) -> Int { 1 + (report.repeats?.count ?? 0) }
+
+    /// The hangs in `report` not yet counted (`alreadyCounted` of them were), or nil.
+    public static func newHangs(
+        in report: HangReport, service: String, alreadyCounted: Int, path: String, severeAfter: Duration
+    ) -> FinishedHang? {
+        guard counts(report) else { return nil }
+        let total = hangCount(report)
+        guard total > alreadyCounted else { return nil }
+        let added = total - alreadyCounted
+        let repeatsMs = report.repeats?.totalDurationMs ?? 0
+        let durationMs: Double
+        if alreadyCounted == 0 {
+            durationMs = (report.durationMs + repeatsMs) / Double(added)
+        } else {
+            // Only repeats are new; the report keeps their total, not each one.
+            durationMs = repeatsMs / Double(max(1, report.repeats?.count ?? 1))
+        }
+        let severe = DurationText.nanoseconds(severeAfter)
+        let severity: Severity =
+            report.outcome == .processExited ? .fatal : (durationMs * 1e6 >= Double(severe) ? .severe : .moderate)
+        let summary = ReportSummary(report: report, path: path)
+        return FinishedHang(
+            service: service, reportedService: report.service, severity: severity, count: added, durationSeconds: durationMs / 1000,
+            onCpuRatio: report.context.onCpuRatio, verdict: HangReportSummary.verdictLine(report), signature: report.signature,
+            topFrames: Array(summary.stack.prefix(5)), culprit: summary.topFrame, reportPath: path, reportID: report.id, pid: report.pid,
+            thresholdMs: report.thresholdMs, startedAt: report.startedAt)
+    }
+
+    /// The same hang with the names and verdict of `report` (after the agent named its frames).
+    public func renamed(from report: HangReport) -> FinishedHang {
+        var hang = self
+        let summary = ReportSummary(report: report, path: reportPath)
+        hang.topFrames = Array(summary.stack.prefix(5))
+        hang.culprit = summary.topFrame
+        hang.verdict = HangReportSummary.verdictLine(report)
+        return hang
+    }
+
+    /// The log record's body: what a person reads first in the log view.
+    public var headline: String {
+        let milliseconds = Int((durationSeconds * 1000).rounded())
+        let culprit = (self.culprit ?? topFrames.first).map { " in \($0)" } ?? ""
+        return "\(reportedService.isEmpty ? "(unnamed service)" : reportedService) hung \(milliseconds) ms\(culprit): \(verdict)"
+    }
+}
