@@ -10,6 +10,7 @@
 _Static_assert(sizeof(struct hw_heartbeat) == HW_HEARTBEAT_SIZE, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, tick_monotonic_ns) == 40, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, activity_word) == 72, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, loop_counts) == 112, "heartbeat layout is part of the file format");
 
 static uint64_t clock_ns(clockid_t clock) {
     struct timespec now;
@@ -47,12 +48,17 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
     store(&page->activity_word, 0);
     store(&page->hangs_detected, 0);
     store(&page->threshold_us, threshold_us);
+    store(&page->loop_buckets, 0);
+    store(&page->loop_busy_total_ns, 0);
+    for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
+        store(&page->loop_counts[bucket], 0);
+    }
     store(&page->magic, HW_HEARTBEAT_MAGIC);
     end(page);
 }
 
 void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activity_word, uint64_t hangs_detected,
-                       uint64_t threshold_us) {
+                       uint64_t threshold_us, const struct hw_loop_histogram *loop) {
     begin(page);
     store(&page->tick_monotonic_ns, clock_ns(CLOCK_MONOTONIC));
     store(&page->tick_unix_ms, clock_ns(CLOCK_REALTIME) / 1000000ULL);
@@ -60,5 +66,12 @@ void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activ
     store(&page->activity_word, activity_word);
     store(&page->hangs_detected, hangs_detected);
     store(&page->threshold_us, threshold_us);
+    if (loop != NULL) {
+        store(&page->loop_buckets, HW_LOOP_BUCKETS);
+        store(&page->loop_busy_total_ns, __atomic_load_n(&loop->total_ns, __ATOMIC_RELAXED));
+        for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
+            store(&page->loop_counts[bucket], __atomic_load_n(&loop->counts[bucket], __ATOMIC_RELAXED));
+        }
+    }
     end(page);
 }

@@ -53,6 +53,10 @@ extension HangMonitor {
         /// Create the report directory 0770 and reports 0640, for a host agent that reaches them
         /// through the report root's default ACL (see `ReportStore.Access`). Default false: 0700/0600.
         public var sharedWithAgent: Bool = false
+        /// Keep a histogram of every loop iteration's busy time and publish it in the heartbeat
+        /// (the agent exports it as `hangwatch_loop_busy_seconds`), so lag below the threshold is
+        /// visible too. Costs two clock reads per iteration. Needs the heartbeat. Default false.
+        public var loopHistogram: Bool = false
 
         /// The directory used when none is configured.
         public static let defaultReportDirectory = "/var/lib/hangwatch/reports"
@@ -118,6 +122,8 @@ extension HangMonitor {
             try Self.check(alternateSignalStackSize, "alternateSignalStackSize", 16 << 10...(16 << 20))
             if heartbeatInterval != .zero {
                 try Self.check(heartbeatInterval, "heartbeatInterval", .seconds(1)...(.seconds(3600)))
+            } else if loopHistogram {
+                throw fail("loopHistogram", "true", "the loop histogram is published in the heartbeat; set a heartbeatInterval")
             }
         }
 

@@ -86,7 +86,9 @@ public final class HangMonitor: Sendable {
             control.countFromMicroseconds.store(
                 clock.microseconds() + DurationText.microseconds(configuration.startupGracePeriod), ordering: .releasing)
 
-            let latch = ActivityLatch(busyActivities: configuration.busyActivities)
+            let latch = ActivityLatch(
+                busyActivities: configuration.busyActivities,
+                loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero)
             let source = RunLoopActivitySource(latch: latch, busyActivities: configuration.busyActivities)
             let threadSlot = ThreadSlot()
             let images = ImageRegistry(logger: logger)

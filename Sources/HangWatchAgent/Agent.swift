@@ -343,6 +343,9 @@ public final class Agent: @unchecked Sendable {
             case .healthy, .stopped:
                 if previous?.isProblem == true { logger.info("a flagged monitor is healthy again", metadata: metadata) }
             }
+            if let loop = heartbeat.loopBusy, let metrics = export?.metrics {
+                metrics.loopBusy(service: key.service, added: loop.since(state.monitors[key]?.heartbeat?.loopBusy))
+            }
             state.monitors[key] = (heartbeat, health)
         }
     }

@@ -75,4 +75,49 @@ import Testing
         #expect(MonitorHeartbeat.pid(fromFileName: ".heartbeat-x") == nil)
         #expect(MonitorHeartbeat.pid(fromFileName: "hang-1.json") == nil)
     }
+
+    @Test func theLoopHistogramCountsEachIterationInItsBucket() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop {
+            $0.heartbeatInterval = .seconds(1)
+            $0.loopHistogram = true
+        }
+        defer { loop.stop() }
+        let before = try #require(try heartbeat(directory).loopBusy, "a monitor with the histogram publishes it")
+        // 20 iterations busy about 3 ms each: the (2.5 ms, 5 ms] bucket, far under the threshold.
+        let bucket = LoopBusyHistogram.bucket(3_000_000)
+        for _ in 0..<20 {
+            loop.perform { usleep(3_000) }
+            usleep(20_000)
+        }
+        let after = waitFor(directory) { ($0.loopBusy?.buckets[bucket] ?? 0) >= before.buckets[bucket] + 20 }
+        let added = try #require(after?.loopBusy).since(before)
+        #expect(added.buckets[bucket] >= 20, "\(added)")
+        // Nothing that long anywhere above: the iterations were not lumped together.
+        #expect(added.buckets[(bucket + 2)...].allSatisfy { $0 == 0 }, "\(added)")
+        #expect(added.totalNanoseconds >= 20 * 3_000_000)
+        monitor.stop()
+    }
+
+    @Test func withoutTheOptionThereIsNoHistogram() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop { $0.heartbeatInterval = .seconds(1) }
+        defer { loop.stop() }
+        #expect(try heartbeat(directory).loopBusy == nil)
+        monitor.stop()
+        var configuration = HangMonitor.Configuration(serviceName: "x", reportDirectory: directory.path)
+        configuration.heartbeatInterval = .zero
+        configuration.loopHistogram = true
+        #expect(throws: HangMonitorError.self) { try HangMonitor(configuration: configuration) }
+    }
+
+    @Test func aPageWithTheHistogramRoundTrips() {
+        let counts = LoopBusyHistogram.Counts(buckets: (0..<UInt64(LoopBusyHistogram.bucketCount)).map { $0 * 3 }, totalNanoseconds: 77)
+        let beat = MonitorHeartbeat(
+            pid: 1, startTimeTicks: 2, startedUnixMilliseconds: 3, tickMonotonicNanoseconds: 4, tickUnixMilliseconds: 5,
+            intervalMilliseconds: 6, state: .idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1, loopBusy: counts)
+        #expect(MonitorHeartbeat.decode(beat.encoded()) == beat)
+        // A page from before the histogram (128 bytes) still reads.
+        var old = beat
+        old.loopBusy = nil
+        #expect(MonitorHeartbeat.decode(Array(old.encoded().prefix(MonitorHeartbeat.minimumSize))) == old)
+    }
 }

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -141,7 +142,42 @@ int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_low, ui
  * other processes retry when the sequence is odd or changed. No system call but clock_gettime.
  */
 #define HW_HEARTBEAT_MAGIC 0x3130303042485748ULL /* "HWHB0001" in file order (little-endian) */
-#define HW_HEARTBEAT_SIZE 128
+#define HW_HEARTBEAT_SIZE 256
+#define HW_LOOP_BUCKETS 15
+
+/*
+ * Loop-busy histogram (optional, HANGWATCH_LOOP_HISTOGRAM): iterations per busy-time bucket, kept
+ * by the loop's thread (the only writer; relaxed stores so the watchdog's copies never tear) and
+ * copied into the heartbeat page at each tick. Bucket upper bounds: LoopBusyHistogram.bounds.
+ */
+struct hw_loop_histogram {
+    uint64_t total_ns;
+    uint64_t counts[HW_LOOP_BUCKETS];
+};
+
+static const uint64_t hw_loop_bounds_ns[HW_LOOP_BUCKETS - 1] = {
+    100000ULL, 250000ULL, 500000ULL, 1000000ULL, 2500000ULL, 5000000ULL, 10000000ULL, 25000000ULL,
+    50000000ULL, 100000000ULL, 250000000ULL, 500000000ULL, 1000000000ULL, 2500000000ULL,
+};
+
+/** CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
+static inline uint64_t hw_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+}
+
+/** Adds one iteration that was busy for `busy_ns`. Only the loop's thread calls it. */
+static inline void hw_loop_histogram_add(struct hw_loop_histogram *histogram, uint64_t busy_ns) {
+    int bucket = 0;
+    while (bucket < HW_LOOP_BUCKETS - 1 && busy_ns > hw_loop_bounds_ns[bucket]) {
+        bucket++;
+    }
+    uint64_t count = __atomic_load_n(&histogram->counts[bucket], __ATOMIC_RELAXED);
+    __atomic_store_n(&histogram->counts[bucket], count + 1, __ATOMIC_RELAXED);
+    uint64_t total = __atomic_load_n(&histogram->total_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&histogram->total_ns, total + busy_ns, __ATOMIC_RELAXED);
+}
 
 struct hw_heartbeat {
     uint64_t magic;               /*   0 */
@@ -156,16 +192,22 @@ struct hw_heartbeat {
     uint64_t activity_word;       /*  72: the loop's last activity as the watchdog last saw it */
     uint64_t hangs_detected;      /*  80 */
     uint64_t threshold_us;        /*  88 */
-    uint64_t reserved[4];         /*  96 */
+    uint64_t loop_buckets;        /*  96: buckets in the loop-busy histogram; 0: not published */
+    uint64_t loop_busy_total_ns;  /* 104 */
+    uint64_t loop_counts[HW_LOOP_BUCKETS]; /* 112 */
+    uint64_t reserved[3];         /* 232 */
 };
 
 /** Initializes `page` (HW_HEARTBEAT_SIZE bytes of a shared mapping) for this process. */
 void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_time_ticks, uint64_t interval_ms,
                        uint64_t threshold_us);
 
-/** Publishes one tick: the clocks are read here. Only one thread may call it for a page. */
+/**
+ * Publishes one tick: the clocks are read here, and `loop` (may be NULL) copied. Only one thread
+ * may call it for a page.
+ */
 void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activity_word, uint64_t hangs_detected,
-                       uint64_t threshold_us);
+                       uint64_t threshold_us, const struct hw_loop_histogram *loop);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+import CHangWatchCapture
 import Dispatch
 import Synchronization
 
@@ -30,13 +31,22 @@ final class ActivityLatch: @unchecked Sendable {
     /// calls (stop, threshold changes, resume) that need the watchdog to look again.
     var wake: DispatchSemaphore { storage.pointee.wake }
 
-    init(busyActivities: Set<HangMonitor.Activity>) {
+    init(busyActivities: Set<HangMonitor.Activity>, loopHistogram: Bool = false) {
         storage = .allocate(capacity: 1)
         storage.initialize(to: UnsafeLatchStorage(idleMask: ~HangMonitor.Activity.mask(busyActivities)))
         storage.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        if loopHistogram {
+            let histogram = UnsafeMutablePointer<hw_loop_histogram>.allocate(capacity: 1)
+            histogram.initialize(to: hw_loop_histogram())
+            storage.pointee.loopHistogram = histogram
+        }
     }
 
+    /// The loop-busy histogram, if kept (the watchdog copies it into the heartbeat).
+    var loopHistogram: UnsafePointer<hw_loop_histogram>? { storage.pointee.loopHistogram.map { UnsafePointer($0) } }
+
     deinit {
+        storage.pointee.loopHistogram?.deallocate()
         storage.deinitialize(count: 1)
         storage.deallocate()
     }
@@ -102,6 +112,11 @@ struct UnsafeLatchStorage: ~Copyable {
     var owner: UnsafeMutableRawPointer?
     /// The loop thread's buffer for `clock_gettime`.
     var now = timespec()
+    /// The loop-busy histogram, when the monitor keeps one (`loopHistogram`); written only by the
+    /// loop's thread, read by the watchdog for the heartbeat.
+    var loopHistogram: UnsafeMutablePointer<hw_loop_histogram>?
+    /// When the current busy stretch began (`CLOCK_MONOTONIC` ns; 0: idle). Loop thread only.
+    var busySince: UInt64 = 0
 
     init(idleMask: UInt8) {
         self.idleMask = idleMask
@@ -124,7 +139,17 @@ struct UnsafeLatchStorage: ~Copyable {
             let units = (UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)) >> 10
             value = units << 8 | UInt64(activity)
         }
-        if isIdle(UInt8(truncatingIfNeeded: previousWord), idleMask: idleMask) && !idle {
+        let wasIdle = isIdle(UInt8(truncatingIfNeeded: previousWord), idleMask: idleMask)
+        if let histogram = storage.pointee.loopHistogram, wasIdle != idle {
+            let now = hw_monotonic_ns()
+            if !idle {
+                storage.pointee.busySince = now
+            } else if storage.pointee.busySince != 0 {
+                hw_loop_histogram_add(histogram, now &- storage.pointee.busySince)
+                storage.pointee.busySince = 0
+            }
+        }
+        if wasIdle && !idle {
             storage.pointee.word.store(value, ordering: .sequentiallyConsistent)
             if storage.pointee.parked.load(ordering: .sequentiallyConsistent) {
                 if storage.pointee.parked.exchange(false, ordering: .sequentiallyConsistent) {

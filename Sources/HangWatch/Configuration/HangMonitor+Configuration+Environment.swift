@@ -58,6 +58,7 @@ extension HangMonitor.Configuration {
         case altStackSize = "HANGWATCH_ALTSTACK_SIZE"
         case heartbeatInterval = "HANGWATCH_HEARTBEAT_INTERVAL"
         case agentAccess = "HANGWATCH_AGENT_ACCESS"
+        case loopHistogram = "HANGWATCH_LOOP_HISTOGRAM"
     }
 
     typealias Setting = (key: String, value: String, line: Int)
@@ -102,6 +103,9 @@ extension HangMonitor.Configuration {
             case .agentAccess:
                 guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
                 sharedWithAgent = flag
+            case .loopHistogram:
+                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
+                loopHistogram = flag
             case .service:
                 serviceName = value
             case .threshold:

@@ -176,7 +176,7 @@ final class Watchdog: @unchecked Sendable {
     private func tick(_ state: HeartbeatPublisher.State, _ snapshot: ActivitySnapshot) {
         heartbeat?.tick(
             state, activityWord: snapshot.word, hangsDetected: UInt64(statistics.hangsDetected.load(ordering: .relaxed)),
-            thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed))
+            thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
     }
 
     private func record(startMicroseconds: UInt64, snapshot: ActivitySnapshot, oversleep: UInt64, stopSuspected: Bool) {

@@ -6,7 +6,7 @@ import HangWatchReport
 import Glibc
 #endif
 
-/// The monitor's heartbeat file, `.heartbeat-<pid>` in its report directory: a 128-byte shared
+/// The monitor's heartbeat file, `.heartbeat-<pid>` in its report directory: a 256-byte shared
 /// mapping the watchdog thread updates on every wake-up (plain stores and `clock_gettime`, no
 /// other system call), so the host agent can see that the watchdog is alive, what it last saw the
 /// loop do, and how many hangs it found. The layout is `MonitorHeartbeat` in HangWatchReport.
@@ -44,13 +44,16 @@ final class HeartbeatPublisher: @unchecked Sendable {
         munmap(page, Int(HW_HEARTBEAT_SIZE))
     }
 
-    func tick(_ state: State, activityWord: UInt64, hangsDetected: UInt64, thresholdMicroseconds: UInt64) {
-        hw_heartbeat_tick(page, state.rawValue, activityWord, hangsDetected, thresholdMicroseconds)
+    func tick(
+        _ state: State, activityWord: UInt64, hangsDetected: UInt64, thresholdMicroseconds: UInt64,
+        loopHistogram: UnsafePointer<hw_loop_histogram>? = nil
+    ) {
+        hw_heartbeat_tick(page, state.rawValue, activityWord, hangsDetected, thresholdMicroseconds, loopHistogram)
     }
 
     /// The monitor stopped: say so, and remove the file.
     func retire() {
-        hw_heartbeat_tick(page, State.stopped.rawValue, 0, 0, 0)
+        hw_heartbeat_tick(page, State.stopped.rawValue, 0, 0, 0, nil)
         unlink(path)
     }
 }

@@ -78,7 +78,8 @@ public final class OTLPExport: Sendable {
     /// One hang as one log record: WARN, the headline as body, the facts as attributes.
     static func log(_ hang: FinishedHang, to logger: Logger) {
         var attributes: Logger.Metadata = [
-            "service.name": "\(hang.service)",
+            "service.name": "\(hang.reportedService)",
+            "hangwatch.spool.service": "\(hang.service)",
             "hangwatch.hang.duration_ms": "\(Int((hang.durationSeconds * 1000).rounded()))",
             "hangwatch.hang.threshold_ms": "\(Int(hang.thresholdMs.rounded()))",
             "hangwatch.hang.severity": "\(hang.severity.rawValue)",

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// What a running monitor publishes about itself in `.heartbeat-<pid>` in its report directory:
-/// 128 bytes, little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
+/// 256 bytes (128 before the loop histogram; both are read), little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
 /// seqlock: `sequence` is odd while an update is in progress). Read by the host agent.
 ///
 /// | offset | field |
@@ -22,8 +22,13 @@ import Glibc
 /// | 72 | the loop's last activity as the watchdog last saw it: `time << 8 \| activity`, time in 1024 ns units of `CLOCK_MONOTONIC_COARSE` |
 /// | 80 | hangs detected |
 /// | 88 | threshold, µs |
+/// | 96 | loop-busy histogram buckets (15), or 0 when the monitor keeps none |
+/// | 104 | loop busy time in all, ns |
+/// | 112 | iterations per bucket (`LoopBusyHistogram.bounds`), 15 fields |
 public struct MonitorHeartbeat: Sendable, Equatable {
-    public static let size = 128
+    public static let size = 256
+    /// The size of a page written before the loop histogram existed.
+    public static let minimumSize = 128
     public static let fileNamePrefix = ".heartbeat-"
     static let magic: UInt64 = 0x3130_3030_4248_5748  // "HWHB0001"
 
@@ -41,12 +46,15 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public var activityWord: UInt64
     public var hangsDetected: UInt64
     public var thresholdMicroseconds: UInt64
+    /// The loop-busy histogram, when the monitor keeps one (`HANGWATCH_LOOP_HISTOGRAM`).
+    public var loopBusy: LoopBusyHistogram.Counts?
 
     public init(
         pid: Int32, startTimeTicks: UInt64, startedUnixMilliseconds: UInt64, tickMonotonicNanoseconds: UInt64,
         tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
-        hangsDetected: UInt64, thresholdMicroseconds: UInt64
+        hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil
     ) {
+        self.loopBusy = loopBusy
         self.pid = pid
         self.startTimeTicks = startTimeTicks
         self.startedUnixMilliseconds = startedUnixMilliseconds
@@ -98,7 +106,8 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         for _ in 0..<1000 {
             var bytes = [UInt8](repeating: 0, count: size)
             let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, size, 0) }
-            guard count == size else { throw ReadError.malformed(path: path, reason: "\(max(count, 0)) of \(size) bytes") }
+            guard count >= minimumSize else { throw ReadError.malformed(path: path, reason: "\(max(count, 0)) of \(size) bytes") }
+            bytes.removeLast(size - count)
             var again: UInt64 = 0
             guard pread(fd, &again, 8, 8) == 8 else { throw ReadError.malformed(path: path, reason: "short read") }
             let sequence = field(bytes, 8)
@@ -114,24 +123,34 @@ public struct MonitorHeartbeat: Sendable, Equatable {
 
     /// The heartbeat in a page's bytes; nil if they are not one.
     public static func decode(_ bytes: [UInt8]) -> MonitorHeartbeat? {
-        guard bytes.count >= size, field(bytes, 0) == magic, let state = State(rawValue: field(bytes, 64)),
+        guard bytes.count >= minimumSize, field(bytes, 0) == magic, let state = State(rawValue: field(bytes, 64)),
             let pid = Int32(exactly: field(bytes, 16))
         else { return nil }
         return MonitorHeartbeat(
             pid: pid, startTimeTicks: field(bytes, 24), startedUnixMilliseconds: field(bytes, 32),
             tickMonotonicNanoseconds: field(bytes, 40), tickUnixMilliseconds: field(bytes, 48),
             intervalMilliseconds: field(bytes, 56), state: state, activityWord: field(bytes, 72),
-            hangsDetected: field(bytes, 80), thresholdMicroseconds: field(bytes, 88))
+            hangsDetected: field(bytes, 80), thresholdMicroseconds: field(bytes, 88), loopBusy: loopBusy(bytes))
+    }
+
+    static func loopBusy(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
+        let buckets = LoopBusyHistogram.bucketCount
+        guard bytes.count >= 112 + 8 * buckets, field(bytes, 96) == UInt64(buckets) else { return nil }
+        return LoopBusyHistogram.Counts(buckets: (0..<buckets).map { field(bytes, 112 + 8 * $0) }, totalNanoseconds: field(bytes, 104))
     }
 
     /// The page for these values (sequence 2): what a monitor's file holds.
     public func encoded() -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: Self.size)
-        let values: [(Int, UInt64)] = [
+        var values: [(Int, UInt64)] = [
             (0, Self.magic), (8, 2), (16, UInt64(pid)), (24, startTimeTicks), (32, startedUnixMilliseconds),
             (40, tickMonotonicNanoseconds), (48, tickUnixMilliseconds), (56, intervalMilliseconds), (64, state.rawValue),
             (72, activityWord), (80, hangsDetected), (88, thresholdMicroseconds),
         ]
+        if let loopBusy {
+            values += [(96, UInt64(loopBusy.buckets.count)), (104, loopBusy.totalNanoseconds)]
+            values += loopBusy.buckets.enumerated().map { (112 + 8 * $0.offset, $0.element) }
+        }
         for (offset, value) in values {
             for byte in 0..<8 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
         }
