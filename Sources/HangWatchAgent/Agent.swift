@@ -252,6 +252,8 @@ public final class Agent: @unchecked Sendable {
                     severeAfter: configuration.severeAfter, newlyUnreadable: { export?.metrics.dropped(.unreadable, count: $0) })
                 baselineTaken = true
                 for hang in finished { hangFinished(hang, needsNames: configuration.enrich) }
+                for hang in state.logsOfVanishedReports { export?.log(hang) }
+                state.logsOfVanishedReports = []
                 for service in scan.services { export?.metrics.serviceSeen(service) }
                 removeLeftoverTemporaries(scan.temporaries, now: now)
             } catch {
@@ -362,7 +364,10 @@ public final class Agent: @unchecked Sendable {
         for (file, reason) in plan.deletions {
             do {
                 try spool.remove(file)
-                state.reports[SpoolState.Key(service: file.service, name: file.name)] = nil
+                let key = SpoolState.Key(service: file.service, name: file.name)
+                // A log record still waiting for names goes out as it is: the hang happened.
+                if let held = state.reports[key]?.unsentLog { export?.log(held) }
+                state.reports[key] = nil
                 state.deletedReports += 1
                 export?.metrics.dropped(.retention)
                 logger.info("report deleted", metadata: ["path": "\(spool.path(of: file))", "reason": "\(reason.rawValue)"])

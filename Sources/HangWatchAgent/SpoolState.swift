@@ -34,6 +34,8 @@ final class SpoolState {
     var heartbeatFiles: [Key: Spool.File] = [:]
     var lastHang: (service: String, startedAt: Date)?
     var finishedHangs = 0
+    /// Log records held for naming whose report went away first: sent as they are.
+    var logsOfVanishedReports: [FinishedHang] = []
     var enrichedReports = 0
     var deletedReports = 0
 
@@ -89,7 +91,10 @@ final class SpoolState {
                 unreadable[key] = (file, "\(error)")
             }
         }
-        for key in Array(reports.keys) where covered(key.service) && !seen.contains(key) { reports[key] = nil }
+        for key in Array(reports.keys) where covered(key.service) && !seen.contains(key) {
+            if let held = reports[key]?.unsentLog { logsOfVanishedReports.append(held) }
+            reports[key] = nil
+        }
         for key in Array(unreadable.keys) where covered(key.service) && !seen.contains(key) { unreadable[key] = nil }
         var beats = Set<Key>()
         for file in scan.heartbeats {

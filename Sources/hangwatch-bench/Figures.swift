@@ -14,6 +14,11 @@ struct FigureResult {
 
 enum Variant: String, CaseIterable {
     case none, floor, naive, hangwatch
+    /// HangWatch with the loop-busy histogram (`HANGWATCH_LOOP_HISTOGRAM`).
+    case histogram = "hangwatch+histogram"
+
+    /// The variants of the main comparison (figures 1, 2, 2c, 4).
+    static let compared: [Variant] = [.none, .floor, .naive, .hangwatch]
 }
 
 /// Throughput and CPU of trivial (or light) iterations, each variant measured in turn in every
@@ -42,7 +47,7 @@ struct ThroughputFigure {
         var cpuRatioToFloor: [Variant: Double]
     }
 
-    func measure(variants: [Variant] = Variant.allCases) throws -> Outcome {
+    func measure(variants: [Variant] = Variant.compared) throws -> Outcome {
         let loop = BenchLoop()
         defer { loop.stop() }
         // The measured loop thread stays on one CPU; watchdogs and everything else use the other.
@@ -59,9 +64,13 @@ struct ThroughputFigure {
             }
         }
         let hangWatch = try HangWatchVariant(name: "throughput")
-        defer { hangWatch.removeReports() }
+        let withHistogram = try HangWatchVariant(name: "histogram", loopHistogram: true)
+        defer {
+            hangWatch.removeReports()
+            withHistogram.removeReports()
+        }
         let baselines: [Variant: Baseline?] = [
-            .none: nil, .floor: FloorObserver(), .naive: NaiveMonitor(), .hangwatch: hangWatch,
+            .none: nil, .floor: FloorObserver(), .naive: NaiveMonitor(), .hangwatch: hangWatch, .histogram: withHistogram,
         ]
         var perIteration: [Variant: [Double]] = [:]
         var timeRatios: [Variant: [Double]] = [:], cpuRatios: [Variant: [Double]] = [:]

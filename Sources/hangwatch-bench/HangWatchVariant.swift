@@ -8,7 +8,7 @@ final class HangWatchVariant: Baseline {
     let monitor: HangMonitor
     let directory: String
 
-    init(threshold: Duration = .milliseconds(250), name: String = "bench") throws {
+    init(threshold: Duration = .milliseconds(250), name: String = "bench", loopHistogram: Bool = false) throws {
         directory = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid())-\(name)"
         try? FileManager.default.removeItem(atPath: directory)
         var configuration = HangMonitor.Configuration(serviceName: "bench", threshold: threshold, reportDirectory: directory)
@@ -17,6 +17,7 @@ final class HangWatchVariant: Baseline {
         configuration.reportsPerMinute = 10_000
         configuration.maxReports = 100_000
         configuration.maxReportBytes = 1 << 30
+        configuration.loopHistogram = loopHistogram
         monitor = try HangMonitor(configuration: configuration)
     }
 

@@ -103,6 +103,7 @@ struct ValgrindFigure {
             case .floor: FloorObserver()
             case .naive: NaiveMonitor()
             case .hangwatch: try HangWatchVariant(threshold: .seconds(10), name: "valgrind-\(getpid())")
+            case .histogram: try HangWatchVariant(threshold: .seconds(10), name: "valgrind-\(getpid())", loopHistogram: true)
             }
         baseline?.attach(to: loop)
         _ = loop.run(iterations: iterations, workNanoseconds: 0)

@@ -49,7 +49,7 @@ print("hangwatch-bench: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(
 if wanted("1") {
     for workload in [ThroughputFigure.Workload.blocks, .mainQueue] {
         let outcome = try ThroughputFigure(iterations: iterations, rounds: rounds, workNanoseconds: 0, workload: workload).measure()
-        let perIteration = Variant.allCases.map { "\($0.rawValue) \(format(outcome.nanosecondsPerIteration[$0]!, 0))" }
+        let perIteration = Variant.compared.map { "\($0.rawValue) \(format(outcome.nanosecondsPerIteration[$0]!, 0))" }
         add("1", "\(workload.rawValue): ns per iteration", perIteration.joined(separator: ", "))
         let time = outcome.timeRatio, cpu = outcome.cpuRatio
         add("1", "\(workload.rawValue), time: HangWatch / none", format(time[.hangwatch]!), "<= 1.10", time[.hangwatch]! <= 1.10)
@@ -71,9 +71,9 @@ if wanted("2b") {
 
 // 2c, 4: exact counts under valgrind.
 if wanted("4") {
-    if let counts = try ValgrindFigure(iterations: quick ? 2_000 : 20_000).measure(variants: Variant.allCases) {
+    if let counts = try ValgrindFigure(iterations: quick ? 2_000 : 20_000).measure(variants: Variant.compared) {
         let instructions = counts.instructionsPerIteration
-        add("2c", "instructions per iteration (valgrind)", Variant.allCases.map { "\($0.rawValue) \(format(instructions[$0]!, 0))" }.joined(separator: ", "))
+        add("2c", "instructions per iteration (valgrind)", Variant.compared.map { "\($0.rawValue) \(format(instructions[$0]!, 0))" }.joined(separator: ", "))
         // CoreFoundation's observer dispatch costs more instructions than time: the floor itself is
         // ~1.3 x none here. What HangWatch adds over the floor is its own cost.
         add("2c", "instructions: HangWatch / none (floor / none: \(format(ratio(instructions[.floor], instructions[.none]))))", format(ratio(instructions[.hangwatch], instructions[.none])), "(reference)")
@@ -155,6 +155,18 @@ if wanted("9") {
 }
 
 // Scaling: overhead against iteration rate.
+// 10: the optional loop-busy histogram's cost, side by side with HangWatch without it.
+if wanted("10") {
+    let outcome = try ThroughputFigure(iterations: iterations, rounds: rounds, workNanoseconds: 0).measure(variants: [.none, .hangwatch, .histogram])
+    let time = outcome.timeRatio, cpu = outcome.cpuRatio
+    add("10", "loop histogram, trivial iterations: ns per iteration", [Variant.none, .hangwatch, .histogram].map { "\($0.rawValue) \(format(outcome.nanosecondsPerIteration[$0]!, 0))" }.joined(separator: ", "))
+    add("10", "loop histogram, time: (HangWatch+histogram) / HangWatch", format(time[.histogram]! / time[.hangwatch]!), "(documented cost)")
+    add("10", "loop histogram, time: (HangWatch+histogram) / none", format(time[.histogram]!), "(reference)")
+    add("10", "loop histogram, CPU: (HangWatch+histogram) / HangWatch", format(cpu[.histogram]! / cpu[.hangwatch]!), "(documented cost)")
+    let light = try ThroughputFigure(iterations: iterations / 10, rounds: rounds, workNanoseconds: 20_000).measure(variants: [.none, .hangwatch, .histogram])
+    add("10", "loop histogram, 20 us iterations, time: (HangWatch+histogram) / none", format(light.timeRatio[.histogram]!), "(reference)")
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))
