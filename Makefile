@@ -7,7 +7,7 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 REPORTS ?= ./hangwatch-reports
 
-.PHONY: all deps build demo test bench install clean
+.PHONY: all deps test-deps build demo test bench install clean
 
 all: build
 
@@ -23,6 +23,19 @@ deps:
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
 	fi
 
+# What only the tests need: a real Prometheus and promtool (Debian's prometheus package) and the
+# official OpenTelemetry protobuf definitions for the test's OTLP receiver (PyPI).
+test-deps:
+	@if [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/promtool ]; then \
+		echo "installing: prometheus"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends prometheus; \
+	fi
+	@python3 -c "import opentelemetry.proto.collector.logs.v1.logs_service_pb2" 2>/dev/null || { \
+		echo "installing: opentelemetry-proto (pip)"; \
+		python3 -m pip install --quiet opentelemetry-proto protobuf 2>/dev/null \
+		|| python3 -m pip install --quiet --break-system-packages opentelemetry-proto protobuf; }
+
 build: deps
 	$(SWIFT) build
 
@@ -35,7 +48,7 @@ demo: build
 	@"$$($(SWIFT) build --show-bin-path)/hangwatch" show latest --dir "$(REPORTS)"
 
 # Tests share two CPUs with hangs they inject on purpose: run them one at a time.
-test: deps
+test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
 

@@ -223,4 +223,33 @@ import FoundationNetworking
         #expect(receiver.logs.count == queue)
         #expect(Self.value(Self.scrape(port), "hangwatch_reports_dropped_total", dropped) == Double(produced - queue))
     }
+
+    /// docs/fleet.md's scrape config and alert rules, as written, pass promtool.
+    @Test func theDocumentedScrapeConfigAndAlertRulesAreValid() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/fleet.md").path
+        let text = try String(contentsOfFile: docs, encoding: .utf8)
+        func block(after marker: String) throws -> String {
+            let start = try #require(text.range(of: marker), "\(marker) not in docs/fleet.md")
+            let open = try #require(text.range(of: "```yaml\n", range: start.upperBound..<text.endIndex))
+            let close = try #require(text.range(of: "```", range: open.upperBound..<text.endIndex))
+            return String(text[open.upperBound..<close.lowerBound])
+        }
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-fleet-docs-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for (marker, file, command) in [("Scrape config", "prometheus.yml", "config"), ("Alert rules", "rules.yml", "rules")] {
+            let path = directory + "/" + file
+            try block(after: marker).write(toFile: path, atomically: true, encoding: .utf8)
+            let promtool = Process()
+            promtool.executableURL = URL(fileURLWithPath: try Self.tool("promtool"))
+            promtool.arguments = ["check", command, path]
+            let output = Pipe()
+            promtool.standardOutput = output
+            promtool.standardError = output
+            try promtool.run()
+            promtool.waitUntilExit()
+            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(promtool.terminationStatus == 0, "\(file): \(said)")
+        }
+    }
 }
