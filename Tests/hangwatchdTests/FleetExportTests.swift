@@ -54,6 +54,24 @@ import FoundationNetworking
         return path
     }
 
+    /// Runs promtool with `arguments` (and `input` on its standard input): its status and output.
+    static func promtool(_ arguments: [String], input: String = "") throws -> (status: Int32, output: String) {
+        let promtool = Process()
+        promtool.executableURL = URL(fileURLWithPath: try tool("promtool"))
+        promtool.arguments = arguments
+        let stdin = Pipe()
+        let output = Pipe()
+        promtool.standardInput = stdin
+        promtool.standardOutput = output
+        promtool.standardError = output
+        try promtool.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        promtool.waitUntilExit()
+        return (promtool.terminationStatus, said)
+    }
+
     @Test func metricsCountOnlyHangsThatAppearAfterStartAndPassPromtool() throws {
         let root = try SpoolRoot()
         try DemoReports.copy(into: root.path, service: "old")
@@ -69,20 +87,8 @@ import FoundationNetworking
         #expect(Self.value(text, "hangwatch_spool_reports") == expected * 2 + 0)
         #expect(Self.value(text, "hangwatch_monitors", #"state="alive""#) == 1)  // the agent's own
 
-        let promtool = Process()
-        promtool.executableURL = URL(fileURLWithPath: try Self.tool("promtool"))
-        promtool.arguments = ["check", "metrics"]
-        let input = Pipe()
-        let output = Pipe()
-        promtool.standardInput = input
-        promtool.standardOutput = output
-        promtool.standardError = output
-        try promtool.run()
-        input.fileHandleForWriting.write(Data(text.utf8))
-        try input.fileHandleForWriting.close()
-        promtool.waitUntilExit()
-        let verdict = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(promtool.terminationStatus == 0, "promtool: \(verdict)")
+        let (status, verdict) = try Self.promtool(["check", "metrics"], input: text)
+        #expect(status == 0, "promtool: \(verdict)")
     }
 
     @Test func prometheusSeesTheHangCountGoUpByTheHangsProduced() throws {
@@ -240,16 +246,8 @@ import FoundationNetworking
         for (marker, file, command) in [("Scrape config", "prometheus.yml", "config"), ("Alert rules", "rules.yml", "rules")] {
             let path = directory + "/" + file
             try block(after: marker).write(toFile: path, atomically: true, encoding: .utf8)
-            let promtool = Process()
-            promtool.executableURL = URL(fileURLWithPath: try Self.tool("promtool"))
-            promtool.arguments = ["check", command, path]
-            let output = Pipe()
-            promtool.standardOutput = output
-            promtool.standardError = output
-            try promtool.run()
-            promtool.waitUntilExit()
-            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(promtool.terminationStatus == 0, "\(file): \(said)")
+            let (status, said) = try Self.promtool(["check", command, path])
+            #expect(status == 0, "\(file): \(said)")
         }
     }
 }
