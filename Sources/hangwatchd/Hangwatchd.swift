@@ -76,10 +76,10 @@ struct Hangwatchd: ParsableCommand {
         let agent = Agent(
             configuration: configuration, configurationFile: configFile, overrides: overrides, logger: logger, levels: levels,
             export: export)
-        // The agent first, so it is the last to stop: hangs found while stopping still reach the
-        // exporters, which flush on their way out.
-        let services = [ServiceGroupConfiguration.ServiceConfiguration(service: AgentService(agent: agent))]
-            + export.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
+        // A group stops its services in reverse order: the agent, last here, stops first, so the
+        // exporters still run while it finishes its pass and then flush on their way out.
+        let services = export.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
+            + [ServiceGroupConfiguration.ServiceConfiguration(service: AgentService(agent: agent))]
         var groupConfiguration = ServiceGroupConfiguration(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // After the agent's own deadline, a little slack before the group gives up on it.
