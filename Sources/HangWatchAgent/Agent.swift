@@ -177,7 +177,8 @@ public final class Agent: @unchecked Sendable {
         timers = []
         func every(_ interval: Duration, _ action: @escaping @Sendable () -> Void) {
             let seconds = Double(DurationText.nanoseconds(interval)) / 1e9
-            let timer = Timer(timeInterval: seconds, repeats: true) { _ in action() }
+            // Not Timer(timeInterval:): on Linux (swift-corelibs-foundation) it fires at once.
+            let timer = Timer(fire: Date(timeIntervalSinceNow: seconds), interval: seconds, repeats: true) { _ in action() }
             timer.tolerance = seconds / 10
             RunLoop.main.add(timer, forMode: .common)
             timers.append(timer)

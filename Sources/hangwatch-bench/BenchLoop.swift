@@ -22,7 +22,7 @@ final class BenchLoop: @unchecked Sendable {
             // /proc/thread-self -> "<pid>/task/<tid>"
             tid = Int32((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"))?
                 .split(separator: "/").last ?? "") ?? 0
-            let keepAlive = Timer(timeInterval: 3600, repeats: true) { _ in }
+            let keepAlive = Timer(fire: .distantFuture, interval: 3600, repeats: true) { _ in }
             RunLoop.current.add(keepAlive, forMode: .default)
             ready.signal()
             while !stopRequested.load(ordering: .relaxed) {

@@ -33,7 +33,7 @@ enum DemoService {
     @inline(never)
     static func runModalSession(idleMilliseconds: Int, hangMilliseconds: Int) {
         let mode = RunLoop.Mode("DemoModalMode")
-        let timer = Timer(timeInterval: Double(idleMilliseconds) / 1000, repeats: false) { _ in
+        let timer = Timer(fire: Date(timeIntervalSinceNow: Double(idleMilliseconds) / 1000), interval: 0, repeats: false) { _ in
             _ = renderModalFrame(milliseconds: hangMilliseconds)
         }
         RunLoop.current.add(timer, forMode: mode)

@@ -78,7 +78,7 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         defer { loop.stop() }
         loop.perform {
             // A nested run of the same mode: idle for a while, then one of its timers hangs.
-            let timer = Timer(timeInterval: 0.3, repeats: false) { _ in _ = hangInNestedRun(milliseconds: 600) }
+            let timer = Timer(fire: Date(timeIntervalSinceNow: 0.3), interval: 0, repeats: false) { _ in _ = hangInNestedRun(milliseconds: 600) }
             RunLoop.current.add(timer, forMode: .default)
             _ = RunLoop.current.run(mode: .default, before: Date().addingTimeInterval(1.2))
         }
@@ -96,7 +96,7 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         defer { loop.stop() }
         loop.perform {
             let mode = RunLoop.Mode("TestModalMode")
-            let timer = Timer(timeInterval: 0.4, repeats: false) { _ in _ = hangInCustomMode(milliseconds: 600) }
+            let timer = Timer(fire: Date(timeIntervalSinceNow: 0.4), interval: 0, repeats: false) { _ in _ = hangInCustomMode(milliseconds: 600) }
             RunLoop.current.add(timer, forMode: mode)
             let end = Date().addingTimeInterval(1.3)
             while Date() < end && RunLoop.current.run(mode: mode, before: end) {}

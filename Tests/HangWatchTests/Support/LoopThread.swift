@@ -16,7 +16,7 @@ final class LoopThread: @unchecked Sendable {
             runLoop = RunLoop.current
             cfRunLoop = CFRunLoopGetCurrent()
             // A repeating timer keeps the loop from finishing when it has nothing else to do.
-            let keepAlive = Timer(timeInterval: 3600, repeats: true) { _ in }
+            let keepAlive = Timer(fire: .distantFuture, interval: 3600, repeats: true) { _ in }
             RunLoop.current.add(keepAlive, forMode: .default)
             ready.signal()
             while !stopRequested.load(ordering: .relaxed) {
@@ -37,10 +37,11 @@ final class LoopThread: @unchecked Sendable {
         CFRunLoopWakeUp(cfRunLoop)
     }
 
-    /// Runs `block` from a timer on the loop (busy after `afterWaiting`).
+    /// Runs `block` from a timer on the loop (busy after `afterWaiting`), `seconds` from now. (Not
+    /// `Timer(timeInterval:)`: swift-corelibs-foundation fires that one at once.)
     func afterDelay(_ seconds: Double, _ block: @escaping @Sendable () -> Void) {
         perform {
-            let timer = Timer(timeInterval: seconds, repeats: false) { _ in block() }
+            let timer = Timer(fire: Date(timeIntervalSinceNow: seconds), interval: 0, repeats: false) { _ in block() }
             RunLoop.current.add(timer, forMode: .default)
         }
     }
