@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "HangWatchReport", targets: ["HangWatchReport"]),
         .library(name: "HangWatchSymbolication", targets: ["HangWatchSymbolication"]),
         .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
+        // SwiftNIO event loops; a separate product so the core never depends on swift-nio.
+        .library(name: "HangWatchNIO", targets: ["HangWatchNIO"]),
         .executable(name: "hangwatch", targets: ["hangwatch"]),
         .executable(name: "hangwatchd", targets: ["hangwatchd"]),
         .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
@@ -72,6 +74,11 @@ let package = Package(
             dependencies: ["CLibdw", "HangWatchReport"],
             // __cxa_demangle, for C++ frames.
             linkerSettings: [.linkedLibrary("stdc++")]
+        ),
+        // Watching SwiftNIO event loops (one monitor per loop, pinged with `execute`).
+        .target(
+            name: "HangWatchNIO",
+            dependencies: ["HangWatch", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")]
         ),
         // Folded stacks, speedscope files and SVG flame graphs from reports.
         .target(
@@ -144,6 +151,14 @@ let package = Package(
         .testTarget(
             name: "hangwatchdTests",
             dependencies: ["HangWatchAgent", "HangWatchReport"]
+        ),
+        .testTarget(
+            name: "HangWatchNIOTests",
+            dependencies: [
+                "HangWatchNIO", "HangWatch", "HangWatchReport", "HangWatchSymbolication",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "HangWatchSymbolicationTests",

@@ -36,7 +36,7 @@ static void end(struct hw_heartbeat *page) {
 }
 
 void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_time_ticks, uint64_t interval_ms,
-                       uint64_t threshold_us) {
+                       uint64_t threshold_us, const struct hw_loop_histogram *loop) {
     begin(page);
     store(&page->pid, pid);
     store(&page->start_time_ticks, start_time_ticks);
@@ -48,10 +48,10 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
     store(&page->activity_word, 0);
     store(&page->hangs_detected, 0);
     store(&page->threshold_us, threshold_us);
-    store(&page->loop_buckets, 0);
-    store(&page->loop_busy_total_ns, 0);
+    store(&page->loop_buckets, loop != NULL ? HW_LOOP_BUCKETS : 0);
+    store(&page->loop_busy_total_ns, loop != NULL ? __atomic_load_n(&loop->total_ns, __ATOMIC_RELAXED) : 0);
     for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
-        store(&page->loop_counts[bucket], 0);
+        store(&page->loop_counts[bucket], loop != NULL ? __atomic_load_n(&loop->counts[bucket], __ATOMIC_RELAXED) : 0);
     }
     store(&page->magic, HW_HEARTBEAT_MAGIC);
     end(page);

@@ -30,7 +30,7 @@ public final class HangMonitor: Sendable {
     private let running = Mutex<Running?>(nil)
 
     private struct Running: Sendable {
-        var source: RunLoopActivitySource
+        var source: any LoopActivitySource
         var watchdog: Watchdog
         var writer: ReportWriter
         var threadSlot: ThreadSlot
@@ -64,6 +64,116 @@ public final class HangMonitor: Sendable {
     /// Starts watching `runLoop`, the run loop of some thread. From another thread, the loop's
     /// thread attaches (alternate signal stack, unwinder warm-up) the next time the loop runs.
     public func start(runLoop: RunLoop) throws {
+        try launch(.runLoop) { latch, attach in
+            let source = RunLoopActivitySource(latch: latch, busyActivities: configuration.busyActivities)
+            let modes = configuration.additionalModes
+            if RunLoopActivitySource.isCurrent(runLoop) {
+                source.bindCurrentLoop()
+                source.install(additionalModes: modes)
+                attach()
+            } else if RunLoopActivitySource.isMain(runLoop) {
+                source.bindMainLoop()
+                source.install(additionalModes: modes)
+                source.perform(attach)
+            } else {
+                // Another thread's loop: find it from that thread. A timer due now, added from
+                // here, also wakes the loop if it sleeps (RunLoop.perform would wait for its next wake).
+                let timer = Timer(timeInterval: 0, repeats: false) { _ in
+                    source.bindCurrentLoop()
+                    source.install(additionalModes: modes)
+                    attach()
+                }
+                runLoop.add(timer, forMode: .common)
+            }
+            return source
+        }
+    }
+
+    /// Starts watching work the calling thread declares: `enterWork()` / `leaveWork()` or
+    /// `watch(deadline:_:)`, for a thread that runs a loop of its own (no CFRunLoop). Work that
+    /// stays inside a scope past the threshold (or the scope's deadline) is a hang, captured and
+    /// reported like a run loop's, with `source` `scope`. Calls from other threads are ignored.
+    public func startWatchingScopes() throws {
+        try launch(.scope) { latch, attach in
+            attach()
+            return ScopeActivitySource(latch: latch, thread: pthread_self())
+        }
+    }
+
+    /// Starts watching the main queue by pinging it, for services that never run `RunLoop.main`:
+    /// `dispatchMain()`, an `async` `@main`, MainActor work. A ping enqueued once per threshold
+    /// that the queue does not run within the threshold is a hang; the thread draining the queue
+    /// is captured (on Linux a libdispatch worker once `dispatchMain()` ran). See docs/sources.md
+    /// for what the ping can and cannot see.
+    public func startWatchingMainQueue() throws {
+        try start(queue: .main, kind: .dispatchMain)
+    }
+
+    /// Starts watching a serial `DispatchQueue` the same way (reports say `dispatch-queue`).
+    public func start(queue: DispatchQueue) throws {
+        try start(queue: queue, kind: queue === DispatchQueue.main ? .dispatchMain : .dispatchQueue)
+    }
+
+    private func start(queue: DispatchQueue, kind: ActivitySourceKind) throws {
+        try startPinging(kind: kind) { block in queue.async(execute: block) }
+    }
+
+    /// Starts watching anything that runs closures in order on one thread at a time by pinging it
+    /// through `enqueue` (for HangWatchNIO's event loops; reports say `nio-eventloop`).
+    @_spi(HangWatchSources)
+    public func startPinging(eventLoop enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
+        try startPinging(kind: .nioEventLoop, enqueue: enqueue)
+    }
+
+    private func startPinging(kind: ActivitySourceKind, enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
+        let period = DurationText.microseconds(configuration.threshold)
+        try launch(kind) { latch, attach in
+            let source = QueueActivitySource(latch: latch, kind: kind, periodMicroseconds: period, enqueue: enqueue, attach: attach)
+            source.start()
+            return source
+        }
+    }
+
+    /// Marks the start of work on the thread that called `startWatchingScopes()`. Scopes nest:
+    /// only the outermost counts. Costs a lock and one atomic store.
+    public func enterWork() {
+        scopeSource()?.enter()
+    }
+
+    /// Marks the end of the work `enterWork()` began.
+    public func leaveWork() {
+        scopeSource()?.leave()
+    }
+
+    /// Runs `body` as one scope of work; with a `deadline` (10 ms ... 1 h), that is its threshold
+    /// instead of the configured one (restored afterwards; the outermost scope's deadline wins).
+    public func watch<T>(deadline: Duration? = nil, _ body: () throws -> T) rethrows -> T {
+        guard let source = scopeSource() else { return try body() }
+        var restore: UInt64?
+        if let deadline, !source.isBusy {
+            let limited = min(max(DurationText.microseconds(deadline), 10_000), 3_600_000_000)
+            restore = control.thresholdMicroseconds.exchange(limited, ordering: .relaxed)
+        }
+        source.enter()
+        defer {
+            source.leave()
+            if let restore { control.thresholdMicroseconds.store(restore, ordering: .relaxed) }
+        }
+        return try body()
+    }
+
+    /// The scope source, when scopes are watched and the caller is their thread.
+    private func scopeSource() -> ScopeActivitySource? {
+        guard let source = running.withLock({ $0?.source as? ScopeActivitySource }), source.isOwnThread else { return nil }
+        return source
+    }
+
+    /// Builds the monitor around a source: `connect` makes the source for `latch` and arranges for
+    /// `attach` to run on the watched thread.
+    private func launch(
+        _ kind: ActivitySourceKind,
+        connect: (ActivityLatch, @escaping @Sendable () -> Void) -> any LoopActivitySource
+    ) throws {
         guard configuration.isEnabled else {
             logger.info("hang monitor disabled by configuration", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
             return
@@ -89,7 +199,6 @@ public final class HangMonitor: Sendable {
             let latch = ActivityLatch(
                 busyActivities: configuration.busyActivities,
                 loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero)
-            let source = RunLoopActivitySource(latch: latch, busyActivities: configuration.busyActivities)
             let threadSlot = ThreadSlot()
             let images = ImageRegistry(logger: logger)
             let builder = ReportBuilder(
@@ -97,7 +206,7 @@ public final class HangMonitor: Sendable {
                 process: HangReport.Process(
                     executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
                 signal: signal, maxFrames: configuration.maxFrames,
-                wallClock: { clock.date(ofMicroseconds: $0) })
+                wallClock: { clock.date(ofMicroseconds: $0) }, source: kind)
             let writer = ReportWriter(
                 store: store,
                 retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
@@ -109,7 +218,7 @@ public final class HangMonitor: Sendable {
             if configuration.heartbeatInterval != .zero {
                 heartbeat = HeartbeatPublisher(
                     directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
-                    thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed))
+                    thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
                 if heartbeat == nil {
                     logger.warning(
                         "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
@@ -119,16 +228,6 @@ public final class HangMonitor: Sendable {
             let sampler = LinuxStackSampler(
                 signal: signal, maxFrames: configuration.maxFrames,
                 timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), clock: clock)
-            let watchdog = Watchdog(
-                settings: Watchdog.Settings(
-                    busyMask: Activity.mask(configuration.busyActivities),
-                    sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
-                    maxSamples: configuration.maxSamplesPerHang,
-                    clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
-                    serviceName: configuration.serviceName),
-                source: source, control: control, threadSlot: threadSlot, sampler: sampler, clock: clock,
-                writer: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat,
-                heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval))
 
             let attach: @Sendable () -> Void = { [logger, configuration] in
                 let attachment = UnsafeCaptureBridge.attachCurrentThread(
@@ -145,25 +244,17 @@ public final class HangMonitor: Sendable {
                         metadata: ["hangwatch.error": "\(String(cString: strerror(error)))"])
                 }
             }
-            let modes = configuration.additionalModes
-            if RunLoopActivitySource.isCurrent(runLoop) {
-                source.bindCurrentLoop()
-                source.install(additionalModes: modes)
-                attach()
-            } else if RunLoopActivitySource.isMain(runLoop) {
-                source.bindMainLoop()
-                source.install(additionalModes: modes)
-                source.perform(attach)
-            } else {
-                // Another thread's loop: find it from that thread. A timer due now, added from
-                // here, also wakes the loop if it sleeps (RunLoop.perform would wait for its next wake).
-                let timer = Timer(timeInterval: 0, repeats: false) { _ in
-                    source.bindCurrentLoop()
-                    source.install(additionalModes: modes)
-                    attach()
-                }
-                runLoop.add(timer, forMode: .common)
-            }
+            let source = connect(latch, attach)
+            let watchdog = Watchdog(
+                settings: Watchdog.Settings(
+                    busyMask: Activity.mask(configuration.busyActivities),
+                    sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
+                    maxSamples: configuration.maxSamplesPerHang,
+                    clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
+                    serviceName: configuration.serviceName),
+                source: source, control: control, threadSlot: threadSlot, sampler: sampler, clock: clock,
+                writer: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat,
+                heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval))
             watchdog.start()
             running = Running(source: source, watchdog: watchdog, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
             logger.info(

@@ -167,6 +167,20 @@ if wanted("10") {
     add("10", "loop histogram, 20 us iterations, time: (HangWatch+histogram) / none", format(light.timeRatio[.histogram]!), "(reference)")
 }
 
+// 11: scopes (enterWork / leaveWork around each work item) against the same loop unwatched.
+if wanted("11") {
+    let ratios = try ScopeFigure(iterations: iterations * 4, rounds: rounds).measure()
+    add("11", "scopes, ns per 0.3 us work item: none / inside enterWork+leaveWork", "\(format(ratios.noneNanoseconds, 0)) / \(format(ratios.scopeNanoseconds, 0))")
+    add("11", "scopes, time: with scopes / none (work items of ~0.3 us)", format(ratios.ratio), "(documented cost)")
+}
+
+// 12: a serial queue watched by pinging (the main-queue source works the same way).
+if wanted("12") {
+    let queue = try QueueFigure(blocks: iterations * 4, rounds: rounds).measure()
+    add("12", "serial queue, ns per 0.3 us block: unwatched / watched by ping", "\(format(queue.noneNanoseconds, 0)) / \(format(queue.watchedNanoseconds, 0))")
+    add("12", "serial queue, time: watched / unwatched", format(queue.ratio), "<= 1.02", queue.ratio <= 1.02)
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))

@@ -10,15 +10,21 @@ import HangWatchSymbolication
 //   hangwatch-demo --reports DIR --hang-forever
 //       hangs once, computing, until the process is killed: a fatal hang, as a systemd watchdog
 //       kill or the OOM killer would end it (the agent then finishes its provisional report).
+//   hangwatch-demo --reports DIR --main-queue
+//       the same service shape without a run loop: dispatchMain(), the main queue watched by
+//       pinging it (as an `async` @main service would be); one 800 ms hang, then exits.
 
-func parseArguments() -> (reportDirectory: String, hangForever: Bool) {
+func parseArguments() -> (reportDirectory: String, hangForever: Bool, mainQueue: Bool) {
     var directory = "./hangwatch-reports"
     var hangForever = false
+    var mainQueue = false
     var arguments = CommandLine.arguments.dropFirst()
     while let argument = arguments.popFirst() {
         switch argument {
         case "--hang-forever":
             hangForever = true
+        case "--main-queue":
+            mainQueue = true
         case "--reports":
             guard let value = arguments.popFirst() else {
                 FileHandle.standardError.write(Data("hangwatch-demo: --reports needs a directory\n".utf8))
@@ -26,16 +32,16 @@ func parseArguments() -> (reportDirectory: String, hangForever: Bool) {
             }
             directory = value
         case "-h", "--help":
-            print("usage: hangwatch-demo [--reports DIR] [--hang-forever]")
+            print("usage: hangwatch-demo [--reports DIR] [--hang-forever | --main-queue]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("hangwatch-demo: unknown argument \(argument)\n".utf8))
             exit(2)
         }
     }
-    return (directory, hangForever)
+    return (directory, hangForever, mainQueue)
 }
-let (reportDirectory, hangForever) = parseArguments()
+let (reportDirectory, hangForever, mainQueue) = parseArguments()
 
 /// The scenarios, in order, each with the delay before it starts.
 struct Scenario {
@@ -86,7 +92,11 @@ let configuration = HangMonitor.Configuration(
 let monitor: HangMonitor
 do {
     monitor = try HangMonitor(configuration: configuration)
-    try monitor.start()
+    if mainQueue {
+        try monitor.startWatchingMainQueue()
+    } else {
+        try monitor.start()
+    }
 } catch {
     FileHandle.standardError.write(Data("hangwatch-demo: \(error)\n".utf8))
     exit(1)
@@ -98,6 +108,19 @@ if hangForever {
         while true { _ = DemoService.recomputePricing(milliseconds: 1000) }
     }
     RunLoop.main.run()
+}
+
+if mainQueue {
+    print("HangWatch demo: watching the main queue under dispatchMain(), threshold 250 ms, reports in \(reportDirectory)")
+    DispatchQueue.main.asyncAfter(deadline: .now() + 0.5) {
+        print("  1. slow main-queue block (800 ms computing)")
+        _ = DemoService.recomputePricing(milliseconds: 800)
+        DispatchQueue.main.asyncAfter(deadline: .now() + 1.0) {
+            monitor.stop()
+            summarize(directory: reportDirectory, expected: 1)
+        }
+    }
+    dispatchMain()
 }
 
 print("HangWatch demo: watching RunLoop.main, threshold 250 ms, reports in \(reportDirectory)")

@@ -11,6 +11,31 @@ import Testing
         return (executable as NSString).deletingLastPathComponent + "/hangwatch-demo"
     }
 
+    /// The same service under `dispatchMain()` (as an `async` @main service runs): no run loop, the
+    /// main queue drained by a libdispatch worker. The ping finds the stall and captures that worker.
+    @Test func aMainQueueServiceUnderDispatchMainGetsItsHangReported() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
+        let directory = ReportDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.demoBinary)
+        process.arguments = ["--reports", directory.path, "--main-queue"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        let reports = directory.reports()
+        #expect(reports.count == 1, "\(text)")
+        let report = try #require(reports.first)
+        #expect(report.source == "dispatch-main")
+        #expect(report.heaviestStackContains("recomputePricing"), "\(report.heaviestSymbols)")
+        // A lower bound: seen from the first ping after the 800 ms block began.
+        #expect(report.durationMs >= 250 && report.durationMs <= 900, "\(report.durationMs)")
+        #expect(report.context.verdict == .computing)
+    }
+
     @Test func theDemoReportsEveryHangWithItsCulprit() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
         let directory = ReportDirectory()

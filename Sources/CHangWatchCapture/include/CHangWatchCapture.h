@@ -198,9 +198,10 @@ struct hw_heartbeat {
     uint64_t reserved[3];         /* 232 */
 };
 
-/** Initializes `page` (HW_HEARTBEAT_SIZE bytes of a shared mapping) for this process. */
+/** Initializes `page` (HW_HEARTBEAT_SIZE bytes of a shared mapping) for this process; `loop`
+ * (may be NULL) is the histogram the monitor keeps, published from the start. */
 void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_time_ticks, uint64_t interval_ms,
-                       uint64_t threshold_us);
+                       uint64_t threshold_us, const struct hw_loop_histogram *loop);
 
 /**
  * Publishes one tick: the clocks are read here, and `loop` (may be NULL) copied. Only one thread

@@ -1,3 +1,4 @@
+import Synchronization
 import Dispatch
 import Foundation
 import HangWatchReport
@@ -11,6 +12,8 @@ protocol LoopActivitySource: Sendable {
     var currentMode: String? { get }
     /// Start observing the loop's current mode if it is not observed yet; true if it was not.
     @discardableResult func observeCurrentMode() -> Bool
+    /// Stops feeding the latch (safe from any thread).
+    func invalidate()
 }
 
 extension RunLoopActivitySource: LoopActivitySource {}
@@ -42,7 +45,9 @@ final class Watchdog: @unchecked Sendable {
     private let heartbeatIntervalMicroseconds: UInt64
     private let finished = DispatchSemaphore(value: 0)
     private var thread: Thread?
-    private var hangSequence = 0
+    /// Numbers hangs across every monitor in the process, so report ids (and file names) of
+    /// monitors sharing a directory never collide.
+    private static let hangSequence = Atomic<Int>(0)
 
     init(
         settings: Settings, source: any LoopActivitySource, control: WatchdogControl, threadSlot: ThreadSlot,
@@ -183,11 +188,11 @@ final class Watchdog: @unchecked Sendable {
         latch.setRecordingHang(true)
         defer { latch.setRecordingHang(false) }
         statistics.hangsDetected.add(1, ordering: .relaxed)
-        hangSequence += 1
+        let sequence = Self.hangSequence.add(1, ordering: .relaxed).newValue
         let detected = clock.microseconds()
         let thread = threadSlot.thread
         let id = ReportTimestamp.compact(clock.date(ofMicroseconds: startMicroseconds)) + "-" + settings.serviceName + "-"
-            + String(getpid()) + "-" + String(hangSequence)
+            + String(getpid()) + "-" + String(sequence)
         var recording = HangRecording(
             id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
             mode: source.currentMode, thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed),

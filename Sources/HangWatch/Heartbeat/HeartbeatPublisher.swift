@@ -22,7 +22,10 @@ final class HeartbeatPublisher: @unchecked Sendable {
     }
 
     /// Creates (or takes over) the file and maps it; nil when that fails (the monitor runs without).
-    init?(directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64) {
+    init?(
+        directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64,
+        loopHistogram: UnsafePointer<hw_loop_histogram>? = nil
+    ) {
         path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
         let mode: mode_t = access == .private ? 0o600 : 0o640
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode)
@@ -37,7 +40,7 @@ final class HeartbeatPublisher: @unchecked Sendable {
         page = mapping.bindMemory(to: hw_heartbeat.self, capacity: 1)
         hw_heartbeat_init(
             page, UInt64(getpid()), ProcessSnapshot.processStartTimeTicks(),
-            UInt64(DurationText.nanoseconds(interval) / 1_000_000), thresholdMicroseconds)
+            UInt64(DurationText.nanoseconds(interval) / 1_000_000), thresholdMicroseconds, loopHistogram)
     }
 
     deinit {

@@ -12,6 +12,8 @@ struct ReportBuilder: Sendable {
     var maxFrames: Int
     /// Wall-clock time of a monotonic instant (microseconds).
     var wallClock: @Sendable (UInt64) -> Date
+    /// What kind of loop the monitor watches (the report's `source`): `runloop` or `scope`.
+    var source = ActivitySourceKind.runLoop
 
     func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
         var frames: [HangReport.Frame] = []
@@ -94,11 +96,12 @@ struct ReportBuilder: Sendable {
             id: recording.id, service: service, host: host, pid: pid, process: process,
             thread: HangReport.ThreadInfo(
                 tid: recording.thread?.tid ?? 0, name: recording.thread?.name, isMain: recording.thread?.isMain ?? false),
-            startedAt: wallClock(start), detectedAt: wallClock(recording.detectedMicroseconds),
+            source: source.rawValue, startedAt: wallClock(start), detectedAt: wallClock(recording.detectedMicroseconds),
             endedAt: recording.endMicroseconds.map { _ in wallClock(end) },
             durationMs: Self.milliseconds(Int64(end) - Int64(start)),
             thresholdMs: Self.milliseconds(Int64(recording.thresholdMicroseconds)), outcome: outcome,
-            activity: HangMonitor.Activity.named(recording.activity), mode: recording.mode, samples: reportSamples,
+            activity: source.activityName ?? HangMonitor.Activity.named(recording.activity),
+            mode: source == .runLoop ? recording.mode : nil, samples: reportSamples,
             stacks: stacks, heaviestStack: heaviest, frames: frames, images: reportImages, signature: signature,
             context: context(recording), capture: capture(recording))
     }

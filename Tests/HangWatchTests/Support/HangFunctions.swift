@@ -60,3 +60,13 @@ func hangInSleep(milliseconds: Int) -> Double {
     usleep(useconds_t(milliseconds * 1000))
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
 }
+
+@inline(never)
+func hangInDeclaredScope(milliseconds: Int) -> UInt64 {
+    spinInTestHang(milliseconds: milliseconds)
+}
+
+@inline(never)
+func hangInQueuedBlock(milliseconds: Int) -> UInt64 {
+    spinInTestHang(milliseconds: milliseconds)
+}

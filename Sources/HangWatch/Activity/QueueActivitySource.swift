@@ -1,0 +1,83 @@
+import Dispatch
+import Synchronization
+
+/// A queue as a source of activity, by pinging it (a dispatch queue, or anything that runs
+/// closures in order: a SwiftNIO event loop): once per period (the threshold) a timer enqueues a
+/// small block and marks the queue busy; the block, when the queue runs it,
+/// marks the queue idle again. A block that blocks the queue keeps the ping from running, and the
+/// watchdog sees a busy stretch longer than the threshold, exactly as for a run loop.
+///
+/// The thread to capture is whichever thread ran the last ping: the one draining the queue. (On
+/// Linux, after `dispatchMain()` — and so for an `async` `@main` and the MainActor — that is a
+/// libdispatch worker, not the process's main thread.) The ping block attaches each new draining
+/// thread (alternate signal stack) the first time it runs there.
+///
+/// Measurement limits: a stall is seen from the ping's enqueueing, so a report's duration is a
+/// lower bound (the stall began up to one period earlier) and detection comes 1 to 2 thresholds
+/// after the stall began. Idle cost: one timer wake-up and one tiny block per period.
+final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
+    let latch: ActivityLatch
+    let kind: ActivitySourceKind
+    private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let timerQueue = DispatchQueue(label: "hangwatch.queue-ping", qos: .utility)
+    private let timer: any DispatchSourceTimer
+    private let outstanding = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    /// The draining thread the capture side is attached to (only the ping block touches it).
+    private let attachedThread = Mutex<pthread_t?>(nil)
+    private let attach: @Sendable () -> Void
+
+    static let enter = HangMonitor.Activity.afterWaiting.rawValue
+    static let leave = HangMonitor.Activity.beforeWaiting.rawValue
+
+    init(
+        latch: ActivityLatch, kind: ActivitySourceKind, periodMicroseconds: UInt64,
+        enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void, attach: @escaping @Sendable () -> Void
+    ) {
+        self.latch = latch
+        self.enqueue = enqueue
+        self.kind = kind
+        self.attach = attach
+        timer = DispatchSource.makeTimerSource(queue: timerQueue)
+        let period = DispatchTimeInterval.microseconds(Int(max(10_000, periodMicroseconds)))
+        // Leeway a tenth of the period: the kernel may batch the wake-up with others.
+        timer.schedule(deadline: .now(), repeating: period, leeway: .microseconds(Int(max(1_000, periodMicroseconds / 10))))
+        timer.setEventHandler { [weak self] in self?.ping() }
+    }
+
+    func start() {
+        timer.resume()
+    }
+
+    /// On the timer queue: enqueue a ping unless one is still waiting (a stalled queue gets one).
+    private func ping() {
+        guard !stopped.load(ordering: .relaxed), !outstanding.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        latch.record(Self.enter)
+        enqueue { [self] in
+            guard !stopped.load(ordering: .relaxed) else { return }
+            let current = pthread_self()
+            let isNew = attachedThread.withLock { attached -> Bool in
+                if let attached, pthread_equal(attached, current) != 0 { return false }
+                attached = current
+                return true
+            }
+            if isNew { attach() }
+            latch.record(Self.leave)
+            outstanding.store(false, ordering: .releasing)
+        }
+    }
+
+    var isWaiting: Bool { false }
+    /// Never nil: an outstanding ping is work the queue has not reached.
+    var currentMode: String? { kind.rawValue }
+    func observeCurrentMode() -> Bool { false }
+
+    func invalidate() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        timer.cancel()
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,52 @@
+import Foundation
+import HangWatch
+
+/// What watching a serial queue by pinging costs its work: `blocks` blocks of about 0.3 µs
+/// drained (enqueued while the queue is suspended, timed from resume), with the queue unwatched and watched (threshold 250 ms), alternating in
+/// every round; median of per-round ratios. The ping's cost is per threshold, not per block.
+struct QueueFigure {
+    var blocks: Int
+    var rounds: Int
+
+    func measure() throws -> (noneNanoseconds: Double, watchedNanoseconds: Double, ratio: Double) {
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid())-queue"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let queue = DispatchQueue(label: "bench.serial")
+        func drain() -> Double {
+            // Enqueued while suspended, then timed from resume: the drain alone, not the enqueuing.
+            let done = DispatchSemaphore(value: 0)
+            queue.suspend()
+            for index in 0..<blocks {
+                queue.async { _ = ScopeFigure.workItem(UInt64(index)) }
+            }
+            queue.async { done.signal() }
+            let start = DispatchTime.now().uptimeNanoseconds
+            queue.resume()
+            done.wait()
+            return Double(DispatchTime.now().uptimeNanoseconds - start) / Double(blocks)
+        }
+        var none: [Double] = [], watched: [Double] = [], ratios: [Double] = []
+        _ = drain()
+        for round in 0..<rounds {
+            func watchedRun() throws -> Double {
+                let monitor = try HangMonitor(
+                    configuration: HangMonitor.Configuration(serviceName: "bench", threshold: .milliseconds(250), reportDirectory: directory))
+                try monitor.start(queue: queue)
+                defer { monitor.stop() }
+                return drain()
+            }
+            let (bare, withMonitor): (Double, Double)
+            if round % 2 == 0 {
+                bare = drain()
+                withMonitor = try watchedRun()
+            } else {
+                withMonitor = try watchedRun()
+                bare = drain()
+            }
+            none.append(bare)
+            watched.append(withMonitor)
+            ratios.append(withMonitor / bare)
+        }
+        return (Statistics.median(none), Statistics.median(watched), Statistics.median(ratios))
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import HangWatch
+import HangWatchReport
+import Synchronization
+import Testing
+
+/// Scopes: a thread with a loop of its own declares its work; the same watchdog, capture and
+/// reports as a run loop's.
+@Suite(.serialized) struct ScopeTests {
+    /// Runs `body` on a new thread that first starts watching scopes with `monitor`; waits for it.
+    static func onOwnThread(_ monitor: HangMonitor, _ body: @escaping @Sendable (HangMonitor) -> Void) throws {
+        let done = DispatchSemaphore(value: 0)
+        let started = Mutex<(any Error)?>(nil)
+        let thread = Thread {
+            // Named here: Foundation names a Thread's pthread lazily on Linux.
+            Thread.current.name = "scope-loop"
+            do {
+                try monitor.startWatchingScopes()
+                body(monitor)
+            } catch {
+                started.withLock { $0 = error }
+            }
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        if let error = started.withLock({ $0 }) { throw error }
+    }
+
+    @Test func aScopeThatOverrunsIsReportedOnceWithTheCulprit() throws {
+        let directory = ReportDirectory()
+        let monitor = try HangMonitor(configuration: directory.configuration(threshold: .milliseconds(200)))
+        defer { monitor.stop() }
+        try Self.onOwnThread(monitor) { monitor in
+            // A loop of short work items, then one that takes too long.
+            for _ in 0..<50 {
+                monitor.enterWork()
+                usleep(1_000)
+                monitor.leaveWork()
+            }
+            monitor.enterWork()
+            _ = hangInDeclaredScope(milliseconds: 600)
+            monitor.leaveWork()
+            usleep(300_000)  // idle between scopes is not a hang
+        }
+        let reports = directory.waitForFinished(1)
+        #expect(reports.count == 1)
+        let report = try #require(reports.first)
+        #expect(report.source == "scope")
+        #expect(report.activity == "work")
+        #expect(report.thread.name == "scope-loop")
+        #expect(report.durationMs >= 550 && report.durationMs < 2000, "\(report.durationMs)")
+        #expect(report.heaviestStackContains("hangInDeclaredScope"), "\(report.heaviestSymbols)")
+    }
+
+    @Test func aDeadlineIsTheScopesThresholdAndNestedScopesAreOneStretch() throws {
+        let directory = ReportDirectory()
+        let monitor = try HangMonitor(configuration: directory.configuration(threshold: .seconds(5)))
+        defer { monitor.stop() }
+        try Self.onOwnThread(monitor) { monitor in
+            monitor.watch(deadline: .milliseconds(100)) {
+                monitor.watch {
+                    _ = hangInDeclaredScope(milliseconds: 200)
+                }
+                _ = hangInDeclaredScope(milliseconds: 200)
+            }
+            // Back to the configured 5 s: 300 ms is fine.
+            monitor.watch { _ = hangInDeclaredScope(milliseconds: 300) }
+        }
+        let reports = directory.waitForFinished(1)
+        usleep(500_000)
+        #expect(directory.reports().count == 1)
+        let report = try #require(reports.first)
+        #expect(report.thresholdMs == 100)
+        // One stretch: the inner scope's end did not end the hang.
+        #expect(report.durationMs >= 350, "\(report.durationMs)")
+        #expect(monitor.threshold == .seconds(5))
+    }
+
+    @Test func callsFromAnotherThreadAreIgnored() throws {
+        let directory = ReportDirectory()
+        let monitor = try HangMonitor(configuration: directory.configuration(threshold: .milliseconds(100)))
+        defer { monitor.stop() }
+        try Self.onOwnThread(monitor) { _ in }
+        // This thread is not the scope thread: its long "work" is not watched.
+        monitor.enterWork()
+        _ = hangInDeclaredScope(milliseconds: 400)
+        monitor.leaveWork()
+        usleep(300_000)
+        #expect(directory.reports().isEmpty)
+    }
+}
