@@ -23,13 +23,17 @@ deps:
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
 	fi
 
-# What only the tests need: a real Prometheus and promtool (Debian's prometheus package) and the
-# official OpenTelemetry protobuf definitions for the test's OTLP receiver (PyPI).
+# What only the tests (and the bench) need: a real Prometheus and promtool (Debian's prometheus
+# package), wrk for load on loopback, and the official OpenTelemetry protobuf definitions for the
+# test's OTLP receiver (PyPI).
 test-deps:
-	@if [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/promtool ]; then \
-		echo "installing: prometheus"; \
+	@missing=""; \
+	{ [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ]; } || missing="$$missing prometheus"; \
+	[ -x /usr/bin/wrk ] || missing="$$missing wrk"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
-		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends prometheus; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 	@python3 -c "import opentelemetry.proto.collector.logs.v1.logs_service_pb2" 2>/dev/null || { \
 		echo "installing: opentelemetry-proto (pip)"; \
@@ -52,7 +56,7 @@ test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
 
-bench: deps
+bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench
 	$(SWIFT) build -c release --product hangwatch
 	"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"

@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "hangwatch", targets: ["hangwatch"]),
         .executable(name: "hangwatchd", targets: ["hangwatchd"]),
         .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
+        .executable(name: "hangwatch-async-demo", targets: ["hangwatch-async-demo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -124,9 +125,18 @@ let package = Package(
             dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"]
         ),
         // Benchmarks: baselines (bare observers, the naive design) live here, not in the product.
+        // An `async` @main service with no run loop (the main-queue source, end to end).
+        .executableTarget(
+            name: "hangwatch-async-demo",
+            dependencies: ["HangWatch", "HangWatchReport"]
+        ),
         .executableTarget(
             name: "hangwatch-bench",
-            dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"]
+            dependencies: [
+                "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchNIO",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "HangWatchTests",

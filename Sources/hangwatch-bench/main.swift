@@ -181,6 +181,16 @@ if wanted("12") {
     add("12", "serial queue, time: watched / unwatched", format(queue.ratio), "<= 1.02", queue.ratio <= 1.02)
 }
 
+// 13: a SwiftNIO HTTP server under wrk, its event loop unwatched and watched.
+if wanted("13") {
+    if let nio = try NIOFigure(rounds: quick ? 2 : 6, seconds: quick ? 2 : 3).measure() {
+        add("13", "NIO HTTP server under wrk, requests/s: unwatched / watched", "\(format(nio.unwatched, 0)) / \(format(nio.watched, 0))")
+        add("13", "NIO HTTP server, throughput: watched / unwatched", format(nio.ratio), ">= 0.97", nio.ratio >= 0.97)
+    } else {
+        add("13", "NIO HTTP server under wrk", "skipped: wrk not installed")
+    }
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))

@@ -6,6 +6,7 @@ import HangWatchSymbolication
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -18,14 +19,40 @@ func lookUpCustomerSynchronously(milliseconds: Int) {
     usleep(useconds_t(milliseconds * 1000))
 }
 
-/// `GET /` answers at once; `GET /block` blocks its event loop for 300 ms first.
+/// Requests that blocked their loop under load: at most one per `spacing` (so each is its own hang).
+final class BlockingPolicy: Sendable {
+    let spacing: UInt64
+    private let last = Mutex<UInt64>(0)
+    let blocked = Mutex(0)
+    init(spacingNanoseconds: UInt64) { spacing = spacingNanoseconds }
+
+    func shouldBlock() -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return last.withLock { last in
+            guard now - last >= spacing else { return false }
+            last = now
+            blocked.withLock { $0 += 1 }
+            return true
+        }
+    }
+}
+
+/// `GET /` answers at once; `GET /block` blocks its event loop for 300 ms first; `GET /sometimes`
+/// blocks for 300 ms when `policy` says so (a small share of requests under load).
 final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
+    let policy: BlockingPolicy
+
+    init(policy: BlockingPolicy = BlockingPolicy(spacingNanoseconds: 900_000_000)) {
+        self.policy = policy
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(let head) = unwrapInboundIn(data) else { return }
-        if head.uri == "/block" { lookUpCustomerSynchronously(milliseconds: 300) }
+        if head.uri == "/block" || (head.uri == "/sometimes" && policy.shouldBlock()) {
+            lookUpCustomerSynchronously(milliseconds: 300)
+        }
         var headers = HTTPHeaders()
         headers.add(name: "Content-Length", value: "3")
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
@@ -93,5 +120,53 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
             #expect(report.durationMs >= 100 && report.durationMs <= 400, "\(report.durationMs)")
         }
         #expect(watch.hangsDetected == 2)
+    }
+
+    /// Under load from `wrk` (Debian's package) on loopback, requests that block their loop now and
+    /// then are each reported with the blocking function.
+    @Test func underLoadEveryBlockingRequestIsReported() throws {
+        let wrk = "/usr/bin/wrk"
+        try #require(FileManager.default.isExecutableFile(atPath: wrk), "\(wrk) is missing: apt-get install wrk (make test-deps)")
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-load-\(getpid())-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
+        configuration.repeatWindow = .zero
+        configuration.reportBurst = 100
+        let watch = try HangMonitor.watch(group, configuration: configuration)
+        defer { watch.stop() }
+        let policy = BlockingPolicy(spacingNanoseconds: 900_000_000)
+        let channel = try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(TestHTTPHandler(policy: policy)) }
+            }
+            .bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? channel.close().wait() }
+        let port = try #require(channel.localAddress?.port)
+
+        let load = Process()
+        load.executableURL = URL(fileURLWithPath: wrk)
+        load.arguments = ["-t1", "-c8", "-d4s", "http://127.0.0.1:\(port)/sometimes"]
+        let output = Pipe()
+        load.standardOutput = output
+        load.standardError = output
+        try load.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        load.waitUntilExit()
+        #expect(load.terminationStatus == 0, "\(text)")
+        let blocked = policy.blocked.withLock { $0 }
+        #expect(blocked >= 3, "\(text)")
+        let deadline = Date().addingTimeInterval(10)
+        var reports = Self.reports(directory)
+        while (reports.count < blocked || reports.contains { $0.outcome == .ongoing }) && Date() < deadline {
+            usleep(50_000)
+            reports = Self.reports(directory)
+        }
+        #expect(reports.count == blocked, "\(blocked) blocking requests, \(reports.count) reports")
+        for report in reports {
+            let symbols = report.heaviestStack?.frames.compactMap(\.symbol) ?? []
+            #expect(symbols.contains { $0.contains("lookUpCustomerSynchronously") }, "\(symbols)")
+        }
     }
 }

@@ -36,6 +36,27 @@ import Testing
         #expect(report.context.verdict == .computing)
     }
 
+    /// An `async` @main service: MainActor work that takes 800 ms is reported with its function.
+    @Test func anAsyncMainServiceGetsItsMainActorHangReported() throws {
+        let binary = (Self.demoBinary as NSString).deletingLastPathComponent + "/hangwatch-async-demo"
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "build it first: swift build")
+        let directory = ReportDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--reports", directory.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        let report = try #require(directory.reports().first, "\(text)")
+        #expect(report.source == "dispatch-main")
+        #expect(report.heaviestStackContains("rebuildSearchIndex"), "\(report.heaviestSymbols)")
+        #expect(report.context.verdict == .computing)
+    }
+
     @Test func theDemoReportsEveryHangWithItsCulprit() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
         let directory = ReportDirectory()
