@@ -50,3 +50,33 @@ struct QueueFigure {
         return (Statistics.median(none), Statistics.median(watched), Statistics.median(ratios))
     }
 }
+
+/// Idle cost of a pinged queue: context switches of every thread of this process over `seconds`
+/// with an idle serial queue watched (threshold 250 ms), minus the same without the monitor.
+struct PingIdleFigure {
+    var seconds: Double
+
+    static func allSwitches() -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { Int32($0) }.compactMap(ProcessThreads.contextSwitches).reduce(0, +)
+    }
+
+    func measure() throws -> (withMonitor: Int, without: Int) {
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid())-ping-idle"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let queue = DispatchQueue(label: "bench.idle")
+        func count(_ watched: Bool) throws -> Int {
+            let monitor = try HangMonitor(
+                configuration: HangMonitor.Configuration(serviceName: "bench", threshold: .milliseconds(250), reportDirectory: directory))
+            if watched { try monitor.start(queue: queue) }
+            defer { monitor.stop() }
+            usleep(600_000)  // settle
+            let before = Self.allSwitches()
+            usleep(useconds_t(seconds * 1_000_000))
+            return Self.allSwitches() - before
+        }
+        let without = try count(false)
+        let with = try count(true)
+        return (with, without)
+    }
+}

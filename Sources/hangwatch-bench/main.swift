@@ -179,6 +179,9 @@ if wanted("12") {
     let queue = try QueueFigure(blocks: iterations * 4, rounds: rounds).measure()
     add("12", "serial queue, ns per 0.3 us block: unwatched / watched by ping", "\(format(queue.noneNanoseconds, 0)) / \(format(queue.watchedNanoseconds, 0))")
     add("12", "serial queue, time: watched / unwatched", format(queue.ratio), "<= 1.02", queue.ratio <= 1.02)
+    let idle = try PingIdleFigure(seconds: quick ? 2 : 10).measure()
+    let perPeriod = Double(idle.withMonitor - idle.without) / ((quick ? 2 : 10) / 0.25)
+    add("12", "idle queue pinged every 250 ms: context switches per period added (process-wide)", format(perPeriod, 1), "(documented)")
 }
 
 // 13: a SwiftNIO HTTP server under wrk, its event loop unwatched and watched.
