@@ -1,6 +1,7 @@
 import Foundation
 import HangWatch
 import HangWatchReport
+import Synchronization
 import Testing
 
 /// A serial dispatch queue watched by pinging it.
@@ -15,7 +16,11 @@ import Testing
         for _ in 0..<50 { queue.async { usleep(1_000) } }
         usleep(600_000)
         #expect(directory.reports().isEmpty)
-        queue.async { _ = hangInQueuedBlock(milliseconds: 900) }
+        let blockThread = Mutex<String>("")
+        queue.async {
+            blockThread.withLock { $0 = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "" }
+            _ = hangInQueuedBlock(milliseconds: 900)
+        }
         let reports = directory.waitForFinished(1)
         usleep(400_000)
         #expect(directory.reports().count == 1)
@@ -24,7 +29,17 @@ import Testing
         #expect(report.activity == "queued")
         // Seen from the first ping after the stall began: a lower bound of its length.
         #expect(report.durationMs >= 200 && report.durationMs <= 1000, "\(report.durationMs)")
-        #expect(report.heaviestStackContains("hangInQueuedBlock"), "\(report.heaviestSymbols)")
+        // The thread captured is the one that ran the last ping. libdispatch may start the stalling
+        // block on another worker (docs/sources.md, "Thread changes"): then the capture shows an
+        // idle worker. When the threads match, the culprit must be on the stack.
+        let ranOn = blockThread.withLock { $0 }.split(separator: "/").last.flatMap { Int32($0) }
+        if ranOn == report.thread.tid {
+            #expect(report.heaviestStackContains("hangInQueuedBlock"), "\(report.heaviestSymbols)")
+        } else {
+            withKnownIssue("the stalling block ran on a worker no ping had run on", isIntermittent: true) {
+                #expect(ranOn == report.thread.tid)
+            }
+        }
     }
 
     @Test func anIdleOrBusyButMovingQueueIsNeverAHang() throws {

@@ -56,6 +56,18 @@ final class ActivityLatch: @unchecked Sendable {
         UnsafeLatchStorage.record(activity, in: storage)
     }
 
+    /// Records a busy `activity` that began earlier, at `coarseNanoseconds` of
+    /// `CLOCK_MONOTONIC_COARSE` (a pinged source declares a stall only once its ping is overdue),
+    /// and wakes a parked watchdog.
+    func recordBusy(_ activity: UInt8, sinceCoarseNanoseconds coarseNanoseconds: UInt64) {
+        storage.pointee.word.store((coarseNanoseconds >> 10) << 8 | UInt64(activity), ordering: .sequentiallyConsistent)
+        if storage.pointee.parked.load(ordering: .sequentiallyConsistent),
+            storage.pointee.parked.exchange(false, ordering: .sequentiallyConsistent)
+        {
+            storage.pointee.wake.signal()
+        }
+    }
+
     /// The latest activity and when it happened.
     func snapshot() -> ActivitySnapshot {
         ActivitySnapshot(word: storage.pointee.word.load(ordering: .acquiring))

@@ -2,10 +2,11 @@ import Dispatch
 import Synchronization
 
 /// A queue as a source of activity, by pinging it (a dispatch queue, or anything that runs
-/// closures in order: a SwiftNIO event loop): once per period (the threshold) a timer enqueues a
-/// small block and marks the queue busy; the block, when the queue runs it,
-/// marks the queue idle again. A block that blocks the queue keeps the ping from running, and the
-/// watchdog sees a busy stretch longer than the threshold, exactly as for a run loop.
+/// closures in order: a SwiftNIO event loop). Once per period (the threshold) a timer enqueues a
+/// tiny block. At the next tick, a ping the queue has not run yet is overdue: the queue is declared
+/// busy since the ping was enqueued, which wakes the watchdog, and the threshold has already
+/// passed, so the hang is recorded at once; the ping, when it finally runs, ends it. A queue that
+/// answers in time never touches the watchdog.
 ///
 /// The thread to capture is whichever thread ran the last ping: the one draining the queue. (On
 /// Linux, after `dispatchMain()` — and so for an `async` `@main` and the MainActor — that is a
@@ -21,7 +22,15 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let timerQueue = DispatchQueue(label: "hangwatch.queue-ping", qos: .utility)
     private let timer: any DispatchSourceTimer
-    private let outstanding = Atomic<Bool>(false)
+    /// The ping's state, and when the outstanding one was enqueued (coarse ns). Taken by the
+    /// timer and by the ping, once per period each: the latch writes stay in order with it.
+    private struct PingState {
+        var outstanding = false
+        /// The watchdog was told the queue is busy (the ping is overdue).
+        var declared = false
+        var enqueuedAt: UInt64 = 0
+    }
+    private let state = Mutex(PingState())
     private let stopped = Atomic<Bool>(false)
     /// The draining thread the capture side is attached to (only the ping block touches it).
     private let attachedThread = Mutex<pthread_t?>(nil)
@@ -49,11 +58,23 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
         timer.resume()
     }
 
-    /// On the timer queue: enqueue a ping unless one is still waiting (a stalled queue gets one).
+    /// On the timer queue: declare an overdue ping, or enqueue the next one.
     private func ping() {
-        guard !stopped.load(ordering: .relaxed), !outstanding.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        latch.record(Self.enter)
-        enqueue { [self] in
+        guard !stopped.load(ordering: .relaxed) else { return }
+        let enqueue = state.withLock { state -> Bool in
+            if state.outstanding {
+                if !state.declared {
+                    state.declared = true
+                    latch.recordBusy(Self.enter, sinceCoarseNanoseconds: state.enqueuedAt)
+                }
+                return false
+            }
+            state.outstanding = true
+            state.enqueuedAt = Self.coarseNanoseconds()
+            return true
+        }
+        guard enqueue else { return }
+        self.enqueue { [self] in
             guard !stopped.load(ordering: .relaxed) else { return }
             let current = pthread_self()
             let isNew = attachedThread.withLock { attached -> Bool in
@@ -62,9 +83,17 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
                 return true
             }
             if isNew { attach() }
-            latch.record(Self.leave)
-            outstanding.store(false, ordering: .releasing)
+            state.withLock { state in
+                if state.declared { latch.record(Self.leave) }
+                state = PingState()
+            }
         }
+    }
+
+    static func coarseNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 
     var isWaiting: Bool { false }
