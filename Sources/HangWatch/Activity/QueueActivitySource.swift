@@ -1,9 +1,10 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 /// A queue as a source of activity, by pinging it (a dispatch queue, or anything that runs
-/// closures in order: a SwiftNIO event loop). Once per period (the threshold) a timer enqueues a
-/// tiny block. At the next tick, a ping the queue has not run yet is overdue: the queue is declared
+/// closures in order: a SwiftNIO event loop). Once per period (the threshold) a thread enqueues a
+/// tiny block. A period later, a ping the queue has not run yet is overdue: the queue is declared
 /// busy since the ping was enqueued, which wakes the watchdog, and the threshold has already
 /// passed, so the hang is recorded at once; the ping, when it finally runs, ends it. A queue that
 /// answers in time never touches the watchdog.
@@ -15,15 +16,16 @@ import Synchronization
 ///
 /// Measurement limits: a stall is seen from the ping's enqueueing, so a report's duration is a
 /// lower bound (the stall began up to one period earlier) and detection comes 1 to 2 thresholds
-/// after the stall began. Idle cost: one timer wake-up and one tiny block per period.
+/// after the stall began. Idle cost: one wake-up of the pinging thread and one tiny block per period.
 final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
     let latch: ActivityLatch
     let kind: ActivitySourceKind
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
-    private let timerQueue = DispatchQueue(label: "hangwatch.queue-ping", qos: .utility)
-    private let timer: any DispatchSourceTimer
+    /// The pinging thread sleeps on this between pings; `invalidate()` signals it to finish.
+    private let sleeper = DispatchSemaphore(value: 0)
+    private let periodNanoseconds: Int
     /// The ping's state, and when the outstanding one was enqueued (coarse ns). Taken by the
-    /// timer and by the ping, once per period each: the latch writes stay in order with it.
+    /// pinging thread and by the ping, once per period each: the latch writes stay in order with it.
     private struct PingState {
         var outstanding = false
         /// The watchdog was told the queue is busy (the ping is overdue).
@@ -47,18 +49,24 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
         self.enqueue = enqueue
         self.kind = kind
         self.attach = attach
-        timer = DispatchSource.makeTimerSource(queue: timerQueue)
-        let period = DispatchTimeInterval.microseconds(Int(max(10_000, periodMicroseconds)))
-        // Leeway a tenth of the period: the kernel may batch the wake-up with others.
-        timer.schedule(deadline: .now(), repeating: period, leeway: .microseconds(Int(max(1_000, periodMicroseconds / 10))))
-        timer.setEventHandler { [weak self] in self?.ping() }
+        periodNanoseconds = Int(max(10_000, periodMicroseconds)) * 1000
     }
 
+    /// Starts the pinging thread: one thread that sleeps a period between pings (a libdispatch
+    /// timer would wake its timer thread and a worker each period as well).
     func start() {
-        timer.resume()
+        let thread = Thread { [self] in
+            Thread.current.name = "hangwatch-ping"
+            while !stopped.load(ordering: .relaxed) {
+                ping()
+                _ = sleeper.wait(timeout: .now() + .nanoseconds(periodNanoseconds))
+            }
+        }
+        thread.stackSize = 256 << 10
+        thread.start()
     }
 
-    /// On the timer queue: declare an overdue ping, or enqueue the next one.
+    /// On the pinging thread: declare an overdue ping, or enqueue the next one.
     private func ping() {
         guard !stopped.load(ordering: .relaxed) else { return }
         let enqueue = state.withLock { state -> Bool in
@@ -103,7 +111,7 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
 
     func invalidate() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        timer.cancel()
+        sleeper.signal()
     }
 }
 
