@@ -44,7 +44,7 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     typealias OutboundOut = HTTPServerResponsePart
     let policy: BlockingPolicy
 
-    init(policy: BlockingPolicy = BlockingPolicy(spacingNanoseconds: 900_000_000)) {
+    init(policy: BlockingPolicy) {
         self.policy = policy
     }
 
@@ -71,6 +71,15 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         }
     }
 
+    /// An HTTP/1 server on loopback (any port) answering with `TestHTTPHandler`.
+    static func serve(_ group: any EventLoopGroup, policy: BlockingPolicy) throws -> any Channel {
+        try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(TestHTTPHandler(policy: policy)) }
+            }
+            .bind(host: "127.0.0.1", port: 0).wait()
+    }
+
     static func get(_ port: Int, _ path: String) -> Bool {
         guard let url = URL(string: "http://127.0.0.1:\(port)\(path)") else { return false }
         return (try? Data(contentsOf: url)) != nil
@@ -86,11 +95,7 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         let watch = try HangMonitor.watch(group, configuration: configuration)
         defer { watch.stop() }
         #expect(watch.monitors.count == 2)
-        let channel = try ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(TestHTTPHandler()) }
-            }
-            .bind(host: "127.0.0.1", port: 0).wait()
+        let channel = try Self.serve(group, policy: BlockingPolicy(spacingNanoseconds: 900_000_000))
         defer { try? channel.close().wait() }
         let port = try #require(channel.localAddress?.port)
 
@@ -137,11 +142,7 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         let watch = try HangMonitor.watch(group, configuration: configuration)
         defer { watch.stop() }
         let policy = BlockingPolicy(spacingNanoseconds: 900_000_000)
-        let channel = try ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(TestHTTPHandler(policy: policy)) }
-            }
-            .bind(host: "127.0.0.1", port: 0).wait()
+        let channel = try Self.serve(group, policy: policy)
         defer { try? channel.close().wait() }
         let port = try #require(channel.localAddress?.port)
 

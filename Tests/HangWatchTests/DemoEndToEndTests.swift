@@ -6,6 +6,20 @@ import Testing
 /// a lock wait, a nested run in a custom mode and a sleep. Every hang must be reported once, with
 /// the function that hung in its heaviest stack.
 @Suite(.serialized) struct DemoEndToEndTests {
+    /// Runs `binary` with `arguments` to the end: its exit status and everything it printed.
+    static func run(_ binary: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
     static var demoBinary: String {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
         return (executable as NSString).deletingLastPathComponent + "/hangwatch-demo"
@@ -16,16 +30,8 @@ import Testing
     @Test func aMainQueueServiceUnderDispatchMainGetsItsHangReported() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
         let directory = ReportDirectory()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.demoBinary)
-        process.arguments = ["--reports", directory.path, "--main-queue"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (status, text) = try Self.run(Self.demoBinary, ["--reports", directory.path, "--main-queue"])
+        #expect(status == 0, "\(text)")
         let reports = directory.reports()
         #expect(reports.count == 1, "\(text)")
         let report = try #require(reports.first)
@@ -41,16 +47,8 @@ import Testing
         let binary = (Self.demoBinary as NSString).deletingLastPathComponent + "/hangwatch-async-demo"
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build it first: swift build")
         let directory = ReportDirectory()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--reports", directory.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (status, text) = try Self.run(binary, ["--reports", directory.path])
+        #expect(status == 0, "\(text)")
         let report = try #require(directory.reports().first, "\(text)")
         #expect(report.source == "dispatch-main")
         #expect(report.heaviestStackContains("rebuildSearchIndex"), "\(report.heaviestSymbols)")
@@ -60,16 +58,8 @@ import Testing
     @Test func theDemoReportsEveryHangWithItsCulprit() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
         let directory = ReportDirectory()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.demoBinary)
-        process.arguments = ["--reports", directory.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (status, text) = try Self.run(Self.demoBinary, ["--reports", directory.path])
+        #expect(status == 0, "\(text)")
         let reports = directory.reports()
         #expect(reports.count == 5)
         let expectations: [(function: String, verdict: HangReport.Verdict?)] = [
