@@ -51,6 +51,30 @@ import Testing
         }
     }
 
+    /// Hostile JSON within the size limit: nesting 100,000 deep, NaN, duplicate keys, a 10 MB
+    /// string, a million-element array. Each is refused with an error naming the file; none crashes
+    /// the reader (a recursive parser could overflow the stack on the deep one).
+    @Test(arguments: [
+        ("deep", String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)),
+        ("nan", #"{"schema": NaN}"#),
+        ("duplicate", #"{"schema":"hangwatch.hang/1","schema":"other"}"#),
+        ("huge-string", #"{"schema":""# + String(repeating: "x", count: 10_000_000) + #""}"#),
+        ("million-frames", #"{"schema":"hangwatch.hang/1","frames":["# + Array(repeating: "{}", count: 1_000_000).joined(separator: ",") + "]}"),
+    ])
+    func refusesHostileJSONWithAnErrorNotACrash(_ name: String, _ text: String) throws {
+        let path = try directory() + "/hang-\(name).json"
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        do {
+            _ = try ReportReader().read(path: path)
+            Issue.record("read a hostile report: \(name)")
+        } catch {
+            let message = "\(error)"
+            #expect(message.contains(path), "\(name): \(message.prefix(300))")
+            // Error messages quote at most a little of what they refuse.
+            #expect(message.count < 2_000, "\(name): \(message.count) characters")
+        }
+    }
+
     @Test func reportsAMissingFile() {
         #expect(throws: ReportReadError.notFound("/nonexistent/hang-x.json")) {
             try ReportReader().read(path: "/nonexistent/hang-x.json")
