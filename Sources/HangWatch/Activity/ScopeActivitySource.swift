@@ -1,27 +1,3 @@
-/// The kinds of activity source a monitor can watch; a report names its source.
-enum ActivitySourceKind: String, Sendable {
-    /// A CFRunLoop, through observers (`start()`, `start(runLoop:)`).
-    case runLoop = "runloop"
-    /// Work a thread declares itself (`startWatchingScopes()`, `enterWork()` / `leaveWork()`,
-    /// `watch(deadline:)`), for threads that run their own loop.
-    case scope
-    /// The main queue, pinged (`startWatchingMainQueue()`): `dispatchMain()`, `async` `@main`, MainActor.
-    case dispatchMain = "dispatch-main"
-    /// A serial dispatch queue, pinged (`start(queue:)`).
-    case dispatchQueue = "dispatch-queue"
-    /// A SwiftNIO event loop, pinged (HangWatchNIO).
-    case nioEventLoop = "nio-eventloop"
-
-    /// The report's `activity` for a stall of this source (run loops name the CF activity).
-    var activityName: String? {
-        switch self {
-        case .runLoop: return nil
-        case .scope: return "work"
-        case .dispatchMain, .dispatchQueue, .nioEventLoop: return "queued"
-        }
-    }
-}
-
 /// A thread that runs its own loop and declares its work: `enterWork()` is the loop becoming
 /// busy, `leaveWork()` it going idle. The same latch and watchdog as a run loop's; there is no
 /// loop to ask whether it sleeps, so between scopes it is idle by definition.

@@ -16,7 +16,6 @@ public final class OTLPExport: Sendable {
     /// The background services (batch processor, exporters, metric reader) to run.
     public let services: [any Service]
     public let outbox: HangLogOutbox
-    private let hangLogger: Logger
 
     /// The OTLP settings for `endpoint`, as the agent uses them (exposed for `--check-config`).
     static func configuration(_ agent: AgentConfiguration, endpoint: String, diagnostics: Logger) -> OTel.Configuration {
@@ -62,7 +61,6 @@ public final class OTLPExport: Sendable {
         let logs = try OTel.makeLoggingBackend(configuration: configuration)
         let metrics = try OTel.makeMetricsBackend(configuration: configuration)
         let hangLogger = Logger(label: "hangwatch.hang", factory: logs.factory)
-        self.hangLogger = hangLogger
         outbox = HangLogOutbox(
             settings: .init(capacity: agent.otlpQueueSize, maxInFlight: agent.otlpQueueSize),
             emit: { hang in Self.log(hang, to: hangLogger) }, onDrop: onDrop)
