@@ -1,3 +1,4 @@
+import CHangWatchCapture
 import Foundation
 @testable import HangWatch
 import HangWatchReport
@@ -107,6 +108,13 @@ import Testing
         configuration.heartbeatInterval = .zero
         configuration.loopHistogram = true
         #expect(throws: HangMonitorError.self) { try HangMonitor(configuration: configuration) }
+    }
+
+    /// The loop thread counts with the C bounds; the agent reads with the Swift ones.
+    @Test func theCAndSwiftBucketBoundsAgree() {
+        let cBounds = withUnsafeBytes(of: hw_loop_bounds_ns) { Array($0.bindMemory(to: UInt64.self)) }
+        #expect(cBounds == LoopBusyHistogram.bounds)
+        #expect(Int(HW_LOOP_BUCKETS) == LoopBusyHistogram.bucketCount)
     }
 
     @Test func aPageWithTheHistogramRoundTrips() {
