@@ -138,6 +138,11 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // A service that misbehaves on request, run by the fault-injection tests (not a product).
+        .executableTarget(
+            name: "hangwatch-faults",
+            dependencies: ["HangWatch", "HangWatchReport"]
+        ),
         .testTarget(
             name: "HangWatchTests",
             dependencies: ["HangWatch", "HangWatchReport", "CHangWatchCapture", "HangWatchSymbolication"]

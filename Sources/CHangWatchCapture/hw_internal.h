@@ -37,6 +37,12 @@ int hw_libunwind_walk(ucontext_t *uc, size_t uc_size, int signal_frame, uintptr_
 int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
                   int *count, int max_frames, int32_t *flags, uintptr_t *last_sp);
 
+/* Whether the published table has call-frame information covering `lookup_ip` (the interrupted
+ * address of an exact frame, the return address less one of a caller). Reads through the session
+ * keyed by `arg`. Only for such an address may libunwind be asked to step: for any other, its
+ * local unwinder would call dl_iterate_phdr. Async-signal-safe. */
+int hw_unwind_info_covers(uintptr_t lookup_ip, void *arg);
+
 /* Whether `address` lies in a published executable segment just after a call instruction. */
 int hw_is_return_address(uintptr_t address);
 

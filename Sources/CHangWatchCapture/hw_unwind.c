@@ -9,8 +9,13 @@
  *   - libunwind: unw_init_local2, unw_step and unw_get_reg are documented async-signal-safe for
  *     local unwinding; the locks inside libunwind are taken with every signal blocked, so the
  *     thread holding one can never be interrupted by our signal. The one unsafe part of libunwind's
- *     local unwinder, dl_iterate_phdr() in its default find_proc_info (it takes the loader lock that
- *     a thread inside dlopen holds), is replaced below by a lookup in our own published table.
+ *     local unwinder is its lookup of unwind tables with dl_iterate_phdr(): it takes the loader's
+ *     lock, which the interrupted thread may be holding (inside dl_iterate_phdr, or in a C++
+ *     unwinder's callback under it) - a self-deadlock. libunwind 1.6 has no hook for that lookup
+ *     (its local unwinder ignores the find_proc_info accessor), but it consults its list of
+ *     dynamically registered unwind tables first: every published segment is registered there
+ *     (hw_images_publish), and libunwind is only ever asked to step from an address our table
+ *     covers (hw_unwind_info_covers), so its dl_iterate_phdr path is never reached.
  *   - Every memory read libunwind makes on our behalf is range-checked first (target stack, the
  *     signal context, the loaded images' segments): a corrupt frame pointer ends the walk with a
  *     truncated stack instead of a fault.
@@ -45,16 +50,34 @@ typedef struct hw_table {
 
 static hw_table g_tables[2];
 static _Atomic int g_active_table;
+/* The same segments, registered with libunwind as dynamic unwind tables (one list per table). */
+static unw_dyn_info_t g_dynamic[2][HW_MAX_SEGMENTS];
+static size_t g_dynamic_count[2];
+static pthread_mutex_t g_publish_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int g_walks_in_flight;
 /* Bumped on every publication: rules cached for addresses of the previous table are stale. */
 static _Atomic uint32_t g_table_epoch = 1;
+
+static void hw_dynamic_info_fill(unw_dyn_info_t *di, const hw_unwind_segment *segment) {
+    memset(di, 0, sizeof(*di));
+    di->start_ip = segment->start;
+    di->end_ip = segment->end;
+    di->gp = segment->gp;
+    di->format = UNW_INFO_FORMAT_REMOTE_TABLE;
+    di->u.rti.name_ptr = 0;
+    di->u.rti.segbase = segment->eh_frame_hdr;
+    di->u.rti.table_data = segment->table_data;
+    di->u.rti.table_len = segment->table_words;
+}
 
 int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
                       const hw_address_range *ranges, size_t range_count) {
     if (segment_count > HW_MAX_SEGMENTS || range_count > HW_MAX_RANGES) {
         return E2BIG;
     }
+    pthread_mutex_lock(&g_publish_lock);
     if (atomic_load(&g_walks_in_flight) != 0) {
+        pthread_mutex_unlock(&g_publish_lock);
         return EAGAIN;
     }
     int idle = 1 - atomic_load(&g_active_table);
@@ -63,10 +86,22 @@ int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
     memcpy(table->ranges, ranges, range_count * sizeof(hw_address_range));
     table->segment_count = segment_count;
     table->range_count = range_count;
+    /* Register the new segments before the old ones go: a lookup always finds one of them. */
+    for (size_t i = 0; i < segment_count; i++) {
+        hw_dynamic_info_fill(&g_dynamic[idle][i], &segments[i]);
+        _U_dyn_register(&g_dynamic[idle][i]);
+    }
+    g_dynamic_count[idle] = segment_count;
     atomic_store(&g_active_table, idle);
+    const int retired = 1 - idle;
+    for (size_t i = 0; i < g_dynamic_count[retired]; i++) {
+        _U_dyn_cancel(&g_dynamic[retired][i]);
+    }
+    g_dynamic_count[retired] = 0;
     /* Cached unwind rules are keyed by address; an unloaded image's addresses may be reused. */
     atomic_fetch_add(&g_table_epoch, 1);
     unw_flush_cache(unw_local_addr_space, 0, 0);
+    pthread_mutex_unlock(&g_publish_lock);
     return 0;
 }
 
@@ -166,27 +201,18 @@ static int hw_session_may_read(hw_session *s, uintptr_t address) {
 
 /* ---- the accessors that replace libunwind's defaults -------------------------------------- */
 
-static int hw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
-                             int need_unwind_info, void *arg) {
-    hw_session *s = hw_session_for(arg);
-    if (s == NULL) {
-        return g_original_accessors.find_proc_info(as, ip, pi, need_unwind_info, arg);
-    }
-    const hw_unwind_segment *segment = hw_find_segment(s->table, ip);
+int hw_unwind_info_covers(uintptr_t lookup_ip, void *arg) {
+    const hw_table *table = &g_tables[atomic_load(&g_active_table)];
+    const hw_unwind_segment *segment = hw_find_segment(table, lookup_ip);
     if (segment == NULL) {
-        return -UNW_ENOINFO;
+        return 0;
     }
     unw_dyn_info_t di;
-    memset(&di, 0, sizeof(di));
-    di.start_ip = segment->start;
-    di.end_ip = segment->end;
-    di.gp = segment->gp;
-    di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-    di.u.rti.name_ptr = 0;
-    di.u.rti.segbase = segment->eh_frame_hdr;
-    di.u.rti.table_data = segment->table_data;
-    di.u.rti.table_len = segment->table_words;
-    return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, arg);
+    hw_dynamic_info_fill(&di, segment);
+    unw_proc_info_t info;
+    memset(&info, 0, sizeof(info));
+    /* The search libunwind's dynamic lookup makes, without the unwind information (no allocation). */
+    return UNW_OBJ(dwarf_search_unwind_table)(unw_local_addr_space, lookup_ip, &di, &info, 0, arg) == 0;
 }
 
 static int hw_access_mem(unw_addr_space_t as, unw_word_t address, unw_word_t *value, int write,
@@ -212,8 +238,8 @@ static void hw_prepare_once(void) {
         return;
     }
     g_original_accessors = *accessors;
-    /* Word-sized stores; a walk that is in flight on another thread sees either pointer, both work. */
-    accessors->find_proc_info = hw_find_proc_info;
+    /* A word-sized store; a walk in flight on another thread sees either pointer, both work. (The
+     * find_proc_info accessor is not patched: libunwind's local unwinder never calls it.) */
     accessors->access_mem = hw_access_mem;
     atomic_store(&g_prepared, 1);
 }
@@ -331,6 +357,7 @@ static void hw_libunwind_steps(ucontext_t *uc, int signal_frame, uintptr_t *fram
             *flags |= HW_UNWIND_NO_PROGRESS;
             return;
         }
+        const int exact = first && signal_frame;
         first = 0;
         frames[(*count)++] = (uintptr_t)ip;
         *last_sp = (uintptr_t)sp;
@@ -338,6 +365,11 @@ static void hw_libunwind_steps(ucontext_t *uc, int signal_frame, uintptr_t *fram
         previous_ip = ip;
         if (*count >= max_frames) {
             *flags |= HW_UNWIND_TRUNCATED;
+            return;
+        }
+        /* Outside our table libunwind would look the address up with dl_iterate_phdr: stop here. */
+        if (!hw_unwind_info_covers((uintptr_t)(exact ? ip : ip - 1), uc)) {
+            *flags |= HW_UNWIND_ERROR;
             return;
         }
         int step = unw_step(&cursor);

@@ -135,6 +135,11 @@ static hw_step_result hw_libunwind_step(uintptr_t ip, uintptr_t sp, uintptr_t fp
     if (session == NULL) {
         return result;
     }
+    /* Without information in our table, libunwind would look the address up with dl_iterate_phdr. */
+    if (!hw_unwind_info_covers(exact ? ip : ip - 1, &uc)) {
+        hw_session_close(session);
+        return result;
+    }
     unw_cursor_t cursor;
     if (unw_init_local2(&cursor, (unw_context_t *)&uc, exact ? UNW_INIT_SIGNAL_FRAME : 0) == 0) {
         int step = unw_step(&cursor);
@@ -202,9 +207,7 @@ static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exac
 
 /* Whether any unwind table entry covers `ip` (a function with call-frame information). */
 static int hw_has_unwind_info(uintptr_t ip, const ucontext_t *session_context) {
-    unw_proc_info_t info;
-    memset(&info, 0, sizeof(info));
-    return unw_get_proc_info_by_ip(unw_local_addr_space, ip, &info, (void *)session_context) == 0;
+    return hw_unwind_info_covers(ip, (void *)session_context);
 }
 
 /* The rule for an interrupted instruction in code without call-frame information. Such code is

@@ -16,8 +16,9 @@ struct HangRecording: Sendable {
     let baseline: ProcTask.SchedStat?
     /// How late the watchdog woke for this detection; large values mean a stopped or starved process.
     let watchdogOversleepMicroseconds: UInt64
-    /// The watchdog's own lateness looked like the process had been stopped, not starved.
-    let stopSuspected: Bool
+    /// The watchdog's own lateness looked like the process had been stopped, not starved (before
+    /// the detection, or while sampling).
+    var stopSuspected: Bool
     let maxSamples: Int
     let baseSampleIntervalMicroseconds: UInt64
 

@@ -158,7 +158,8 @@ final class Watchdog: @unchecked Sendable {
                     }
                 }
                 record(
-                    startMicroseconds: start, snapshot: snapshot, oversleep: oversleep, stopSuspected: late && stopSuspected)
+                    startMicroseconds: start, snapshot: snapshot, oversleep: oversleep, stopSuspected: late && stopSuspected,
+                    ownTask: ownTask)
                 oversleep = 0
             }
         }
@@ -184,15 +185,35 @@ final class Watchdog: @unchecked Sendable {
             thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
     }
 
-    private func record(startMicroseconds: UInt64, snapshot: ActivitySnapshot, oversleep: UInt64, stopSuspected: Bool) {
+    /// The last time put into a report id, in milliseconds since 1970 (process-wide).
+    private static let lastNamingMilliseconds = Atomic<Int64>(0)
+
+    /// The time a report id starts with: the hang's start on the wall clock, but never earlier than
+    /// the previous id's. Ids sort oldest first, and retention removes the first ones: after the
+    /// wall clock is set back, a new report must not pass for an old one.
+    static func namingTime(_ start: Date) -> Date {
+        let wanted = Int64((start.timeIntervalSince1970 * 1000).rounded(.down))
+        var previous = lastNamingMilliseconds.load(ordering: .relaxed)
+        while true {
+            let chosen = max(wanted, previous + 1)
+            let (exchanged, original) = lastNamingMilliseconds.compareExchange(
+                expected: previous, desired: chosen, ordering: .relaxed)
+            if exchanged { return Date(timeIntervalSince1970: Double(chosen) / 1000) }
+            previous = original
+        }
+    }
+
+    private func record(
+        startMicroseconds: UInt64, snapshot: ActivitySnapshot, oversleep: UInt64, stopSuspected: Bool, ownTask: ProcTaskFiles?
+    ) {
         latch.setRecordingHang(true)
         defer { latch.setRecordingHang(false) }
         statistics.hangsDetected.add(1, ordering: .relaxed)
         let sequence = Self.hangSequence.add(1, ordering: .relaxed).newValue
         let detected = clock.microseconds()
         let thread = threadSlot.thread
-        let id = ReportTimestamp.compact(clock.date(ofMicroseconds: startMicroseconds)) + "-" + settings.serviceName + "-"
-            + String(getpid()) + "-" + String(sequence)
+        let id = ReportTimestamp.compact(Self.namingTime(clock.date(ofMicroseconds: startMicroseconds))) + "-"
+            + settings.serviceName + "-" + String(getpid()) + "-" + String(sequence)
         var recording = HangRecording(
             id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
             mode: source.currentMode, thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed),
@@ -214,7 +235,18 @@ final class Watchdog: @unchecked Sendable {
                 outcome = .monitorStopped
                 break
             }
-            _ = latch.wake.wait(timeout: Self.dispatchTime(nextSample))
+            let before = ownTask?.readSchedStat()
+            if latch.wake.wait(timeout: Self.dispatchTime(nextSample)) == .timedOut, !recording.stopSuspected {
+                // Woke far too late, and not for want of a CPU: the process was stopped (SIGSTOP,
+                // a debugger) while hung. That time is not the code's.
+                let late = clock.microseconds() &- nextSample
+                if late < UInt64(Int64.max), late > max(100_000, 4 * recording.sampleIntervalMicroseconds),
+                    let before, let after = ownTask?.readSchedStat()
+                {
+                    let queued = (after.runQueueNanoseconds &- before.runQueueNanoseconds) / 1000
+                    recording.stopSuspected = queued * 2 < late
+                }
+            }
             tick(.recording, snapshot)
             if let end = HangDetector.endOfHang(started: snapshot, latest: latch.snapshot()) {
                 recording.endMicroseconds = max(end, recording.detectedMicroseconds)

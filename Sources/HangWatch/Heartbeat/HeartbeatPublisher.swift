@@ -33,10 +33,16 @@ final class HeartbeatPublisher: @unchecked Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
-            ftruncate(fd, off_t(HW_HEARTBEAT_SIZE)) == 0,
+            // Blocks allocated now, not at the first store into the mapping: on a full disk a store
+            // into a sparse page is a SIGBUS that would kill the service. Fails with ENOSPC instead.
+            posix_fallocate(fd, 0, off_t(HW_HEARTBEAT_SIZE)) == 0,
             let mapping = mmap(nil, Int(HW_HEARTBEAT_SIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
             mapping != MAP_FAILED
-        else { return nil }
+        else {
+            // Nothing half-made left behind (on a full disk, an empty file).
+            unlink(path)
+            return nil
+        }
         page = mapping.bindMemory(to: hw_heartbeat.self, capacity: 1)
         hw_heartbeat_init(
             page, UInt64(getpid()), ProcessSnapshot.processStartTimeTicks(),

@@ -1,0 +1,161 @@
+import Foundation
+import HangWatch
+import HangWatchReport
+
+// hangwatch-faults: a service that misbehaves on request, for the fault-injection tests. Each
+// scenario runs in a child process the test can kill, stop, starve, run out of disk, or run with
+// an allocator interposed; none is part of the product.
+//
+//   hangwatch-faults loop --reports DIR --library PATH --function NAME --seconds S
+//       HangMonitor on RunLoop.main (1 ms samples); a timer calls NAME(stop, progress) from the
+//       shared library PATH, which loops until `stop` is set S seconds later: one hang. Exits 0
+//       once the report is written and the monitor stopped.
+//   hangwatch-faults spin --reports DIR --seconds S [--count N] [--gap-ms G]
+//       N hangs of S seconds computing, G ms apart (default 1, 200). Exits 0 after printing the
+//       monitor's statistics as one JSON line.
+//   hangwatch-faults write-reports --reports DIR --template REPORT
+//       rewrites the report REPORT under new ids, as fast as it can, until killed.
+//
+// Exit codes: 0 done, 2 bad arguments, 3 the monitor could not start.
+
+struct Options {
+    var scenario = ""
+    var reports = ""
+    var library = ""
+    var function = ""
+    var template = ""
+    var seconds = 1.0
+    var count = 1
+    var gapMilliseconds = 200
+}
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("hangwatch-faults: \(message)\n".utf8))
+    exit(code)
+}
+
+func parseOptions() -> Options {
+    var options = Options()
+    var arguments = CommandLine.arguments.dropFirst()
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports --reports DIR ...") }
+    options.scenario = scenario
+    while let name = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
+        switch name {
+        case "--reports": options.reports = value
+        case "--library": options.library = value
+        case "--function": options.function = value
+        case "--template": options.template = value
+        case "--seconds": options.seconds = Double(value) ?? -1
+        case "--count": options.count = Int(value) ?? -1
+        case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
+        default: fail("unknown option \(name)")
+        }
+    }
+    guard !options.reports.isEmpty else { fail("--reports is required") }
+    guard options.seconds >= 0, options.count >= 1, options.gapMilliseconds >= 0 else { fail("bad number") }
+    return options
+}
+
+func startMonitor(_ options: Options, sampleInterval: Duration) -> HangMonitor {
+    var configuration = HangMonitor.Configuration(
+        serviceName: "faults", threshold: .milliseconds(200), reportDirectory: options.reports)
+    configuration.sampleInterval = sampleInterval
+    configuration.repeatWindow = .zero
+    configuration.reportsPerMinute = 1000
+    configuration.reportBurst = 1000
+    do {
+        let monitor = try HangMonitor(configuration: configuration)
+        try monitor.start()
+        return monitor
+    } catch {
+        fail("the monitor did not start: \(error)", code: 3)
+    }
+}
+
+/// Waits (running the loop) until the monitor has written `count` reports, up to `seconds`.
+func waitForReports(_ monitor: HangMonitor, count: Int, seconds: Double = 20) {
+    let deadline = Date().addingTimeInterval(seconds)
+    while monitor.statistics.reportsWritten + monitor.statistics.writeFailures < count && Date() < deadline {
+        RunLoop.main.run(until: Date().addingTimeInterval(0.02))
+    }
+}
+
+typealias LoopFunction = @convention(c) (UnsafeMutablePointer<Int32>, UnsafeMutablePointer<Int>) -> Void
+
+func runLibraryLoop(_ options: Options) -> Never {
+    guard let handle = dlopen(options.library, RTLD_NOW) else { fail("dlopen \(options.library): \(String(cString: dlerror()))") }
+    guard let symbol = dlsym(handle, options.function) else { fail("no function \(options.function) in \(options.library)") }
+    let loop = unsafeBitCast(symbol, to: LoopFunction.self)
+    let monitor = startMonitor(options, sampleInterval: .milliseconds(1))
+    let stop = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+    let progress = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+    stop.initialize(to: 0)
+    progress.initialize(to: 0)
+    nonisolated(unsafe) let flag = stop
+    nonisolated(unsafe) let counter = progress
+    let seconds = options.seconds
+    Thread {
+        usleep(UInt32(seconds * 1_000_000))
+        flag.pointee = 1
+    }.start()
+    RunLoop.main.add(Timer(fire: Date().addingTimeInterval(0.05), interval: 0, repeats: false) { _ in loop(flag, counter) }, forMode: .default)
+    RunLoop.main.run(until: Date().addingTimeInterval(0.1))
+    waitForReports(monitor, count: 1)
+    monitor.stop()
+    print("{\"iterations\":\(progress.pointee),\"reportsWritten\":\(monitor.statistics.reportsWritten)}")
+    exit(0)
+}
+
+@inline(never)
+func spinComputing(seconds: Double) -> UInt64 {
+    // Monotonic: the tests change the wall clock under this process.
+    let end = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
+    var x: UInt64 = 1
+    while DispatchTime.now().uptimeNanoseconds < end {
+        for _ in 0..<1000 { x = x &* 6364136223846793005 &+ 1 }
+    }
+    return x
+}
+
+func runSpins(_ options: Options) -> Never {
+    let monitor = startMonitor(options, sampleInterval: .milliseconds(20))
+    nonisolated(unsafe) var sink: UInt64 = 0
+    for index in 0..<options.count {
+        RunLoop.main.run(until: Date().addingTimeInterval(Double(options.gapMilliseconds) / 1000))
+        RunLoop.main.add(Timer(fire: Date(), interval: 0, repeats: false) { _ in sink &+= spinComputing(seconds: options.seconds) }, forMode: .default)
+        RunLoop.main.run(until: Date().addingTimeInterval(0.01))
+        waitForReports(monitor, count: index + 1, seconds: 5)
+    }
+    monitor.stop()
+    let statistics = monitor.statistics
+    print(
+        "{\"hangsDetected\":\(statistics.hangsDetected),\"reportsWritten\":\(statistics.reportsWritten),"
+            + "\"writeFailures\":\(statistics.writeFailures),\"sink\":\(sink % 2)}")
+    exit(0)
+}
+
+func runReportWrites(_ options: Options) -> Never {
+    var report: HangReport
+    do {
+        report = try ReportReader().read(path: options.template)
+    } catch {
+        fail("cannot read the template report: \(error)")
+    }
+    let store = ReportStore(directory: options.reports)
+    do { try store.prepare() } catch { fail("cannot prepare \(options.reports): \(error)", code: 3) }
+    var serial = 0
+    while true {
+        serial += 1
+        report.id = "fault-\(getpid())-\(serial)"
+        _ = try? store.write(report)
+    }
+}
+
+let options = parseOptions()
+switch options.scenario {
+case "loop": runLibraryLoop(options)
+case "spin": runSpins(options)
+case "write-reports": runReportWrites(options)
+default: fail("unknown scenario \(options.scenario)")
+}
