@@ -84,7 +84,9 @@ public enum FlameGraphSVG {
     }
 
     static func format(_ value: Double) -> String {
-        value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value)
+        // Weights come from report files: 1e308 is a valid one, and has no Int.
+        if value == value.rounded(), let whole = Int(exactly: value) { return String(whole) }
+        return String(format: "%.2f", value)
     }
 
     static func escape(_ text: String) -> String {

@@ -75,4 +75,11 @@ final class SVGReader: NSObject, XMLParserDelegate {
         let reader = try SVGReader.read(FlameGraphSVG.render([report], title: "empty"))
         #expect(reader.root == "svg")
     }
+
+    /// A report file's weights may be 1e300: the hover titles say so instead of trapping.
+    @Test func aWeightTooLargeForAnIntIsShownNotTrappedOn() throws {
+        let report = StackReports.report(durationMs: 1e300, samples: [(0, ["main", "f"])])
+        let svg = FlameGraphSVG.render([report], title: "t")
+        #expect(svg.contains("<title>f (1000000000000000052504760"), "\(svg.prefix(2_000))")
+    }
 }
