@@ -3,8 +3,12 @@ import HangWatchReport
 
 /// A self-contained SVG flame graph: the root at the bottom, each frame as wide as the sampled time
 /// spent in it and its callees. Hovering a frame shows its name, time and share (an SVG `title`);
-/// no script, no external file.
+/// no script, no external file. Stacks are drawn up to `maxDepth` frames from the root.
 public enum FlameGraphSVG {
+    /// Deeper frames are left out: the drawing, and the tree behind it, are recursive, and a report
+    /// file may hold a stack of a million frames (the monitor captures 128 by default).
+    public static let maxDepth = 512
+
     final class Node {
         var name: String
         var weight = 0.0
@@ -27,7 +31,7 @@ public enum FlameGraphSVG {
             for stack in SampledStacks.of(report) where stack.weightMs > 0 {
                 root.weight += stack.weightMs
                 var node = root
-                for frame in stack.frames {
+                for frame in stack.frames.prefix(maxDepth) {
                     node = node.child(frame)
                     node.weight += stack.weightMs
                 }
