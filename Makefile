@@ -89,3 +89,10 @@ install: deps
 
 clean:
 	rm -rf .build "$(REPORTS)"
+
+# The report parser under libFuzzer and AddressSanitizer for FUZZ_SECONDS (120) seconds, seeded with
+# Fuzz/Corpus (new inputs go to Fuzz/.build/fuzz-work); `Fuzz/run --replay` replays the corpus only.
+# A crash, a hang or running out of memory fails with the path of the saved input.
+.PHONY: stress-fuzz
+stress-fuzz:
+	FUZZ_SECONDS="$${FUZZ_SECONDS:-120}" SWIFT="$(SWIFT)" Fuzz/run

@@ -3,8 +3,12 @@ import HangWatchReport
 
 /// A self-contained SVG flame graph: the root at the bottom, each frame as wide as the sampled time
 /// spent in it and its callees. Hovering a frame shows its name, time and share (an SVG `title`);
-/// no script, no external file.
+/// no script, no external file. Stacks are drawn up to `maxDepth` frames from the root.
 public enum FlameGraphSVG {
+    /// Deeper frames are left out: the drawing, and the tree behind it, are recursive, and a report
+    /// file may hold a stack of a million frames (the monitor captures 128 by default).
+    public static let maxDepth = 512
+
     final class Node {
         var name: String
         var weight = 0.0
@@ -27,7 +31,7 @@ public enum FlameGraphSVG {
             for stack in SampledStacks.of(report) where stack.weightMs > 0 {
                 root.weight += stack.weightMs
                 var node = root
-                for frame in stack.frames {
+                for frame in stack.frames.prefix(maxDepth) {
                     node = node.child(frame)
                     node.weight += stack.weightMs
                 }
@@ -84,7 +88,9 @@ public enum FlameGraphSVG {
     }
 
     static func format(_ value: Double) -> String {
-        value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value)
+        // Weights come from report files: 1e308 is a valid one, and has no Int.
+        if value == value.rounded(), let whole = Int(exactly: value) { return String(whole) }
+        return String(format: "%.2f", value)
     }
 
     static func escape(_ text: String) -> String {

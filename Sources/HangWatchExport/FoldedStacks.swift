@@ -13,7 +13,8 @@ public enum FoldedStacks {
                 weights[line, default: 0] += stack.weightMs
             }
         }
-        return order.map { "\($0) \(max(1, Int(weights[$0]!.rounded())))\n" }.joined()
+        // Weights come from report files: one too large for an Int is written as the largest.
+        return order.map { "\($0) \(Int(exactly: weights[$0]!.rounded()).map { max(1, $0) } ?? Int.max)\n" }.joined()
     }
 
     /// Frame names may not contain the separator or a line break.

@@ -45,15 +45,26 @@ public enum SpeedscopeExport {
                     frameIndex[frame] = frames.count - 1
                     return frames.count - 1
                 })
-                weights.append((stack.weightMs * 1000).rounded() / 1000)
+                weights.append(finite((stack.weightMs * 1000).rounded() / 1000))
             }
             profiles.append(
                 Profile(
-                    name: "\(report.service) \(ReportTimestamp.format(report.startedAt)) (\(Int(report.durationMs.rounded())) ms)",
-                    startValue: 0, endValue: (weights.reduce(0, +) * 1000).rounded() / 1000, samples: samples, weights: weights))
+                    name: "\(report.service) \(ReportTimestamp.format(report.startedAt)) (\(wholeMilliseconds(report.durationMs)) ms)",
+                    startValue: 0, endValue: finite((weights.reduce(0, +) * 1000).rounded() / 1000), samples: samples, weights: weights))
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(File(shared: Shared(frames: frames), profiles: profiles, name: name))
+    }
+
+    /// Weights past what JSON holds (two samples 1.7e308 ms apart in a report file) as the largest
+    /// it holds: one report must not make a whole export fail.
+    static func finite(_ value: Double) -> Double {
+        value.isFinite ? value : .greatestFiniteMagnitude
+    }
+
+    /// A report file's duration may be any JSON number, 1e308 included, which has no Int.
+    static func wholeMilliseconds(_ value: Double) -> String {
+        Int(exactly: value.rounded()).map(String.init) ?? String(format: "%.0f", value)
     }
 }

@@ -115,3 +115,25 @@ extension HangReport {
         }
     }
 }
+
+// A report is read from a file: its indices are not trusted. Every lookup by index goes through
+// these, which answer nil (or skip) for an index out of range, negative ones included.
+extension HangReport {
+    /// The stack at `index`; nil when there is none.
+    public func stack(at index: Int) -> Stack? {
+        stacks.indices.contains(index) ? stacks[index] : nil
+    }
+
+    /// The frames of `stack`, innermost first; indices that point at no frame are skipped.
+    public func frames(of stack: Stack) -> [Frame] {
+        stack.frames.compactMap { frames.indices.contains($0) ? frames[$0] : nil }
+    }
+}
+
+extension HangReport.Frame {
+    /// The image this frame is in; nil when it has none, or its index points at no image.
+    public func image(in images: [HangReport.Image]) -> HangReport.Image? {
+        guard let image, images.indices.contains(image) else { return nil }
+        return images[image]
+    }
+}

@@ -48,14 +48,14 @@ public struct HangReportSummary: Sendable {
     /// One line that explains the hang: computing, blocked in a call, starved, stopped.
     public static func verdictLine(_ report: HangReport) -> String {
         let context = report.context
-        let onCPU = context.onCpuRatio.map { " (on CPU \(Int(($0 * 100).rounded()))%)" } ?? ""
+        let onCPU = context.onCpuRatio.map { " (on CPU \(percent($0)))" } ?? ""
         switch context.verdict {
         case .computing:
             return "computing" + onCPU
         case .blocked:
             return "blocked" + (context.blockedIn.map { " in \($0)" } ?? "") + onCPU
         case .starved:
-            let queue = context.runQueueRatio.map { ", waiting for a CPU \(Int(($0 * 100).rounded()))% of the time" } ?? ""
+            let queue = context.runQueueRatio.map { ", waiting for a CPU \(percent($0)) of the time" } ?? ""
             return "starved of CPU" + queue
         case .stopped:
             return "process stopped (watchdog woke \(milliseconds(context.watchdogOversleepMs)) late)"
@@ -71,8 +71,8 @@ public struct HangReportSummary: Sendable {
         var text: String
         if let symbol = frame.symbol {
             text = SymbolName.short(symbol)
-        } else if let image = frame.image, image < images.count {
-            text = StackSignature.baseName(images[image].path) + "+" + (frame.offset ?? frame.address)
+        } else if let image = frame.image(in: images) {
+            text = StackSignature.baseName(image.path) + "+" + (frame.offset ?? frame.address)
         } else {
             text = frame.address
         }
@@ -85,7 +85,14 @@ public struct HangReportSummary: Sendable {
         return number + text
     }
 
+    // A report is read from a file: its numbers may be anything JSON allows (1e308, -1e308), and
+    // converting those to Int would trap.
     static func milliseconds(_ value: Double) -> String {
-        value >= 10_000 ? String(format: "%.1f s", value / 1000) : "\(Int(value.rounded())) ms"
+        value.magnitude >= 10_000 ? String(format: "%.1f s", value / 1000) : "\(Int(value.rounded())) ms"
+    }
+
+    static func percent(_ ratio: Double) -> String {
+        let value = (ratio * 100).rounded()
+        return value.magnitude < 1_000_000 ? "\(Int(value))%" : String(format: "%.3g%%", value)
     }
 }

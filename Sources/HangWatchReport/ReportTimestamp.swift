@@ -8,7 +8,11 @@ import Glibc
 public enum ReportTimestamp {
     /// Formats `date` as RFC 3339 UTC with milliseconds.
     public static func format(_ date: Date) -> String {
-        let totalMilliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        // Down to the millisecond, but a time a hair under one (a microsecond, or a few units of
+        // the Double's last place) is that one: `…00.183Z` may read as 0.18299999…, and must be
+        // written back as `.183Z`, or every rewrite of a report moves its times.
+        let exact = date.timeIntervalSince1970 * 1000
+        let totalMilliseconds = (exact + max(0.001, 8 * exact.ulp)).rounded(.down)
         var seconds = time_t(floor(totalMilliseconds / 1000))
         let milliseconds = Int(totalMilliseconds - Double(seconds) * 1000)
         var parts = tm()
@@ -23,7 +27,8 @@ public enum ReportTimestamp {
         format(date).filter { $0 != "-" && $0 != ":" && $0 != "." }
     }
 
-    /// Parses RFC 3339 (`Z` or a numeric offset, optional fraction). Nil when malformed.
+    /// Parses RFC 3339 (`Z` or a numeric offset, optional fraction). Nil when malformed, or outside
+    /// the years 0000 to 9999 once in UTC.
     public static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         func number(_ start: Int, _ count: Int) -> Int? {
@@ -79,7 +84,13 @@ public enum ReportTimestamp {
         parts.tm_hour = Int32(hour)
         parts.tm_min = Int32(minute)
         parts.tm_sec = Int32(second)
-        let epochSeconds = timegm(&parts)
-        return Date(timeIntervalSince1970: Double(epochSeconds - offsetSeconds) + fraction)
+        let seconds = timegm(&parts) - offsetSeconds
+        // Only what `format` can write back: a report that was read can be rewritten and read again.
+        guard (earliestSecond...latestSecond).contains(seconds) else { return nil }
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
     }
+
+    /// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the years `format` writes in four digits.
+    static let earliestSecond: time_t = -62_167_219_200
+    static let latestSecond: time_t = 253_402_300_799
 }

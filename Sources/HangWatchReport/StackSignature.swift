@@ -16,8 +16,8 @@ public enum StackSignature {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for frame in source {
             let key: String
-            if let imageIndex = frame.image, imageIndex < images.count, let offset = frame.functionOffset ?? frame.offset {
-                key = baseName(images[imageIndex].path) + "+" + offset
+            if let image = frame.image(in: images), let offset = frame.functionOffset ?? frame.offset {
+                key = baseName(image.path) + "+" + offset
             } else {
                 key = frame.address
             }
@@ -33,7 +33,7 @@ public enum StackSignature {
     public static func appFrames(_ frames: [HangReport.Frame], images: [HangReport.Image]) -> [HangReport.Frame] {
         var isSystem: [Int: Bool] = [:]
         return frames.filter { frame in
-            guard let imageIndex = frame.image, imageIndex < images.count else { return false }
+            guard let imageIndex = frame.image, images.indices.contains(imageIndex) else { return false }
             if let known = isSystem[imageIndex] { return !known }
             let system = isSystemImage(images[imageIndex].path)
             isSystem[imageIndex] = system

@@ -49,13 +49,12 @@ public final class Symbolicator: HangReportEnricher, Sendable {
         let innermost = Set(report.stacks.compactMap(\.frames.first))
         let resolved = report.frames.enumerated().map { index, frame -> HangReport.Frame in
             var frame = frame
-            guard let imageIndex = frame.image, imageIndex < report.images.count,
-                let offsetText = frame.offset, let offset = Self.parseHex(offsetText)
+            guard let image = frame.image(in: report.images), let offsetText = frame.offset,
+                let offset = Self.parseHex(offsetText)
             else {
                 summary.framesUnresolved += 1
                 return frame
             }
-            let image = report.images[imageIndex]
             // The vDSO ("linux-vdso.so.1") is not a file: its frames keep their image+offset.
             guard image.path.hasPrefix("/") else {
                 summary.framesUnresolved += 1
@@ -79,8 +78,8 @@ public final class Symbolicator: HangReportEnricher, Sendable {
             return frame
         }
         report.frames = resolved
-        if var heaviest = report.heaviestStack, heaviest.stack < report.stacks.count {
-            heaviest.frames = report.stacks[heaviest.stack].frames.compactMap { $0 < resolved.count ? resolved[$0] : nil }
+        if var heaviest = report.heaviestStack, let stack = report.stack(at: heaviest.stack) {
+            heaviest.frames = report.frames(of: stack)
             report.heaviestStack = heaviest
         }
         return summary

@@ -111,7 +111,7 @@ struct ReportDetail {
         var captureParts = ["\(capture.samplesTaken) samples every \(Text.duration(capture.sampleIntervalMs))"]
         if capture.samplesDropped > 0 { captureParts.append("\(capture.samplesDropped) thinned out") }
         if let median = capture.pauseMedianUs, let maximum = capture.pauseMaxUs {
-            captureParts.append("pause \(Int(median.rounded())) µs median, \(Int(maximum.rounded())) µs max")
+            captureParts.append("pause \(Text.whole(median)) µs median, \(Text.whole(maximum)) µs max")
         }
         for error in capture.errors { captureParts.append("\(error.kind) ×\(error.count)") }
         if capture.reportsSuppressed > 0 { captureParts.append("\(capture.reportsSuppressed) earlier hangs not written (rate limit)") }
@@ -135,11 +135,11 @@ struct ReportDetail {
         var states = ""
         for sample in report.samples {
             states.append(sample.state.flatMap(\.first) ?? "?")
-            guard let stackIndex = sample.stack, stackIndex < report.stacks.count else {
+            guard let stack = sample.stack.flatMap(report.stack(at:)) else {
                 marks.append("·")
                 continue
             }
-            let frames = report.stacks[stackIndex].frames.compactMap { $0 < report.frames.count ? report.frames[$0] : nil }
+            let frames = report.frames(of: stack)
             let leaf = frames.first.map { FrameNaming.displayName($0, images: report.images) } ?? "?"
             let app = StackSignature.appFrames(frames, images: report.images).first.map { FrameNaming.displayName($0, images: report.images) }
             let label = app == nil || app == leaf ? leaf : "\(leaf) < \(app!)"

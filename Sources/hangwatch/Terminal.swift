@@ -86,11 +86,18 @@ enum Text {
         if milliseconds >= 60_000 { return String(format: "%.1fm", milliseconds / 60_000) }
         if milliseconds >= 10_000 { return String(format: "%.0fs", milliseconds / 1000) }
         if milliseconds >= 1000 { return String(format: "%.1fs", milliseconds / 1000) }
+        // Report files may hold any JSON number: a huge negative one has no Int.
+        if milliseconds <= -1000 { return String(format: "%.3gms", milliseconds) }
         return "\(Int(milliseconds.rounded()))ms"
     }
 
     static func percent(_ ratio: Double?) -> String {
-        ratio.map { "\(Int(($0 * 100).rounded()))%" } ?? "-"
+        ratio.map { whole($0 * 100) + "%" } ?? "-"
+    }
+
+    /// `value` rounded, as an integer when it has one (a report's 1e308 has none).
+    static func whole(_ value: Double) -> String {
+        Int(exactly: value.rounded()).map(String.init) ?? String(format: "%.3g", value)
     }
 
     /// `11-22 02:01:03` in local time.

@@ -70,6 +70,20 @@ import Testing
         #expect(later.count == 2)
         #expect(FinishedHang.newHangs(in: report, service: "s", alreadyCounted: 4, path: "/p", severeAfter: .seconds(2)) == nil)
     }
+
+    /// A report file may say anything JSON allows: Int.max repeats, a duration of 1.7e308, a
+    /// negative count. None of it may trap the agent (its counts are summed over the spool).
+    @Test func absurdCountsAndDurationsFromAFileDoNotTrapTheAgent() throws {
+        let huge = try Self.report(durationMs: 1.7e308, repeats: HangReport.Repeats(count: Int.max, lastAt: Date(), totalDurationMs: 0, maxDurationMs: 0))
+        #expect(FinishedHang.hangCount(huge) == 1 + FinishedHang.maxRepeats)
+        #expect(Int.max / FinishedHang.hangCount(huge) > 1_000_000, "a million such reports still add up")
+        let hang = try #require(FinishedHang.newHangs(in: huge, service: "s", alreadyCounted: 0, path: "/p", severeAfter: .seconds(2)))
+        #expect(hang.count == FinishedHang.hangCount(huge))
+        #expect(hang.headline.contains(" hung 1.55e+296 ms"), "\(hang.headline)")
+        let negative = try Self.report(durationMs: 300, repeats: HangReport.Repeats(count: -5, lastAt: Date(), totalDurationMs: 0, maxDurationMs: 0))
+        #expect(FinishedHang.hangCount(negative) == 1)
+        #expect(FinishedHang.whole(-1e300) == "-1e+300" && FinishedHang.whole(712.5) == "713")
+    }
 }
 
 @Suite struct HangLogOutboxTests {

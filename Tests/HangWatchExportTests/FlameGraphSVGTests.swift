@@ -75,4 +75,21 @@ final class SVGReader: NSObject, XMLParserDelegate {
         let reader = try SVGReader.read(FlameGraphSVG.render([report], title: "empty"))
         #expect(reader.root == "svg")
     }
+
+    /// A report file's weights may be 1e300: the hover titles say so instead of trapping.
+    @Test func aWeightTooLargeForAnIntIsShownNotTrappedOn() throws {
+        let report = StackReports.report(durationMs: 1e300, samples: [(0, ["main", "f"])])
+        let svg = FlameGraphSVG.render([report], title: "t")
+        #expect(svg.contains("<title>f (1000000000000000052504760"), "\(svg.prefix(2_000))")
+    }
+
+    /// A report file may hold a stack of 300,000 frames (600 KB, well under the reader's limit);
+    /// drawn whole, its recursion overflowed the stack of `hangwatch flamegraph`.
+    @Test func aStackDeeperThanTheLimitIsDrawnToTheLimit() throws {
+        let deep = Array(repeating: "f", count: 300_000) + ["main"]
+        let report = StackReports.report(durationMs: 100, samples: [(0, deep)])
+        let reader = try SVGReader.read(FlameGraphSVG.render([report], title: "deep"))
+        #expect(reader.titles.contains { $0.hasPrefix("main (") })
+        #expect(reader.rectangles.count == FlameGraphSVG.maxDepth + 1, "the root's and one per level")
+    }
 }

@@ -42,4 +42,12 @@ import Testing
         let report = StackReports.report(durationMs: 300, samples: [(250, [])])
         #expect(FoldedStacks.render([report]).isEmpty)
     }
+
+    /// A report file's numbers may be anything JSON allows: a weight too large for an Int is
+    /// written as Int.max, not trapped on.
+    @Test func aWeightTooLargeForAnIntIsWrittenAsTheLargest() throws {
+        let report = StackReports.report(durationMs: 1e300, samples: [(0, ["main", "f"])])
+        let lines = try Self.parse(FoldedStacks.render([report]))
+        #expect(lines.map(\.count) == [Int.max])
+    }
 }

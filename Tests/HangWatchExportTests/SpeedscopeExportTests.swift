@@ -30,4 +30,12 @@ import Testing
         #expect(profiles[0]["weights"] as? [Double] == [50, 100, 50])
         #expect(profiles[1]["weights"] as? [Double] == [50])
     }
+
+    /// A report file's duration may be 1e300: the profile's name says so instead of trapping.
+    @Test func aDurationTooLargeForAnIntIsNamedNotTrappedOn() throws {
+        let report = StackReports.report(durationMs: 1e300, samples: [(0, ["main", "f"])])
+        let file = try #require(try JSONSerialization.jsonObject(with: SpeedscopeExport.render([report])) as? [String: Any])
+        let name = try #require((file["profiles"] as? [[String: Any]])?.first?["name"] as? String)
+        #expect(name.hasSuffix(" ms)") && name.contains(" (1000000000000000052504760"), "\(name)")
+    }
 }

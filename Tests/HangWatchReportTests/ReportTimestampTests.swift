@@ -31,4 +31,29 @@ import Testing
     func rejectsMalformedTimestamps(_ text: String) {
         #expect(ReportTimestamp.parse(text) == nil)
     }
+
+    /// Found by the fuzzer: `1970-01-01T00:00:00.183Z` was read as a hair under .183 and written
+    /// back as `.182Z`, so each rewrite of a report (by the agent, by `hangwatch symbolicate`)
+    /// moved its times by a millisecond. Every millisecond of a second, near 1970, before it, and
+    /// now, reads back as written.
+    @Test(arguments: [0, -86_400, 1_795_000_000, 253_402_300_000])
+    func whatIsReadIsWrittenBackUnchanged(_ second: Int) throws {
+        for millisecond in 0..<1000 {
+            let text = ReportTimestamp.format(Date(timeIntervalSince1970: Double(second)))
+                .replacingOccurrences(of: ".000Z", with: "." + String(millisecond + 1000).dropFirst() + "Z")
+            let parsed = try #require(ReportTimestamp.parse(text), "\(text)")
+            #expect(ReportTimestamp.format(parsed) == text)
+        }
+    }
+
+    /// Found by the fuzzer: a time zone offset could put a timestamp past 9999-12-31T23:59:59Z,
+    /// which `format` writes with a five-digit year that does not read back. Refused when read.
+    @Test func refusesWhatCannotBeWrittenBackInFourDigitYears() throws {
+        #expect(ReportTimestamp.parse("9999-12-31T23:59:60.999-23:59") == nil)
+        #expect(ReportTimestamp.parse("0000-01-01T00:00:00.000+00:01") == nil)
+        let last = try #require(ReportTimestamp.parse("9999-12-31T23:59:59.999Z"))
+        #expect(ReportTimestamp.format(last) == "9999-12-31T23:59:59.999Z")
+        let first = try #require(ReportTimestamp.parse("0000-01-01T00:00:00.000Z"))
+        #expect(ReportTimestamp.format(first) == "0000-01-01T00:00:00.000Z")
+    }
 }

@@ -96,4 +96,32 @@ import Testing
         #expect(show.status == 3)
         #expect(show.errors.contains("not a regular file"))
     }
+
+    /// Reports that read but hold absurd values (indices below zero or past the end, numbers of
+    /// 1e308, Int.max repeats; files of the fuzz corpus) next to the demo's: every command lists,
+    /// groups, shows, exports and symbolicates them without trapping.
+    @Test func reportsWithAbsurdValuesAreHandledByEveryCommand() throws {
+        let fixture = try Fixture()
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/report-parser")
+        var paths: [String] = []
+        for (index, name) in ["negative-indices.json", "huge-numbers.json", "indices-out-of-range.json", "negative-duration.json"].enumerated() {
+            let bytes = try Data(contentsOf: corpus.appendingPathComponent(name))
+            paths.append(try fixture.write(bytes, name: "hang-20000101T000000000Z-absurd-1-\(index + 1).json"))
+        }
+        for arguments in [
+            ["list"], ["list", "--json"], ["top"], ["top", "--json"], ["export", "--all", "--format", "folded"],
+            ["export", "--all", "--format", "speedscope"], ["flamegraph", "--all", "-o", fixture.root + "/all.svg"],
+        ] {
+            let result = try fixture.hangwatch(arguments)
+            #expect(result.status == 0, "\(arguments): \(result.errors)")
+            #expect(result.errorLines.isEmpty, "\(arguments): \(result.errorLines)")
+        }
+        for path in paths {
+            for command in ["show", "symbolicate"] {
+                let result = try fixture.hangwatch(command, path)
+                #expect(result.status == 0, "\(command) \(path): \(result.errors)")
+            }
+        }
+    }
 }

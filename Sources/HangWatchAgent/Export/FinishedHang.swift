@@ -41,8 +41,15 @@ public struct FinishedHang: Sendable, Equatable {
         report.outcome != .ongoing && report.context.verdict != .debugger
     }
 
-    /// How many hangs `report` stands for (itself and its folded repeats).
-    public static func hangCount(_ report: HangReport) -> Int { 1 + (report.repeats?.count ?? 0) }
+    /// How many hangs `report` stands for (itself and its folded repeats). The count comes from a
+    /// file: a negative one counts as none, and one over `maxRepeats` as `maxRepeats`, so that sums
+    /// over a whole spool (and the metrics' counters) never overflow.
+    public static func hangCount(_ report: HangReport) -> Int {
+        1 + min(max(0, report.repeats?.count ?? 0), maxRepeats)
+    }
+
+    /// More repeats than a monitor's rate limit lets it fold in a thousand years.
+    static let maxRepeats = 1 << 40
 
     /// The hangs in `report` not yet counted (`alreadyCounted` of them were), or nil.
     public static func newHangs(
@@ -83,8 +90,14 @@ public struct FinishedHang: Sendable, Equatable {
 
     /// The log record's body: what a person reads first in the log view.
     public var headline: String {
-        let milliseconds = Int((durationSeconds * 1000).rounded())
+        let milliseconds = Self.whole(durationSeconds * 1000)
         let culprit = (self.culprit ?? topFrames.first).map { " in \($0)" } ?? ""
         return "\(reportedService.isEmpty ? "(unnamed service)" : reportedService) hung \(milliseconds) ms\(culprit): \(verdict)"
+    }
+
+    /// `value` rounded, as an integer when it has one: a report file's 1e308 has none, and must not
+    /// bring the agent down.
+    static func whole(_ value: Double) -> String {
+        Int(exactly: value.rounded()).map(String.init) ?? String(format: "%.3g", value)
     }
 }

@@ -78,8 +78,8 @@ public final class OTLPExport: Sendable {
         var attributes: Logger.Metadata = [
             "service.name": "\(hang.reportedService)",
             "hangwatch.spool.service": "\(hang.service)",
-            "hangwatch.hang.duration_ms": "\(Int((hang.durationSeconds * 1000).rounded()))",
-            "hangwatch.hang.threshold_ms": "\(Int(hang.thresholdMs.rounded()))",
+            "hangwatch.hang.duration_ms": "\(FinishedHang.whole(hang.durationSeconds * 1000))",
+            "hangwatch.hang.threshold_ms": "\(FinishedHang.whole(hang.thresholdMs))",
             "hangwatch.hang.severity": "\(hang.severity.rawValue)",
             "hangwatch.hang.count": "\(hang.count)",
             "hangwatch.hang.verdict": "\(hang.verdict)",

@@ -8,8 +8,8 @@ public enum FrameNaming {
         if let symbol = frame.symbol {
             return dropModule(SymbolName.short(symbol))
         }
-        if let image = frame.image, image < images.count {
-            return StackSignature.baseName(images[image].path) + "+" + (frame.offset ?? frame.address)
+        if let image = frame.image(in: images) {
+            return StackSignature.baseName(image.path) + "+" + (frame.offset ?? frame.address)
         }
         return frame.address
     }

@@ -26,18 +26,33 @@ public struct HangGroup: Sendable, Equatable {
                 total += member.durationMs
             }
             // Repeats are counted in their report; their individual durations are not kept.
-            let folded = members.reduce(0) { $0 + $1.repeats }
+            let folded = saturatingSum(members.map(\.repeats))
             let sorted = durations.sorted()
             func percentile(_ fraction: Double) -> Double {
                 sorted[min(sorted.count - 1, Int((fraction * Double(sorted.count - 1)).rounded()))]
             }
             let representative = members.max { ($0.durationMs, $1.path) < ($1.durationMs, $0.path) }!
             return HangGroup(
-                signature: signature, count: members.count + folded,
-                totalMs: total + members.reduce(0.0) { $0 + Double($1.repeats) * $1.durationMs },
+                signature: signature, count: saturatingSum([members.count, folded]),
+                totalMs: finite(total + members.reduce(0.0) { $0 + Double($1.repeats) * $1.durationMs }),
                 p50Ms: percentile(0.5), p95Ms: percentile(0.95), maxMs: sorted.last ?? 0,
                 firstSeen: members.map(\.startedAt).min()!, lastSeen: members.map(\.startedAt).max()!,
                 services: Array(Set(members.map(\.service))).sorted(), representative: representative)
         }.sorted { ($0.totalMs, $1.signature) > ($1.totalMs, $0.signature) }
+    }
+
+    /// `value`, held within what JSON can write (`hangwatch top --json`): durations from report
+    /// files may be 1e308, and a few of them add up past it.
+    static func finite(_ value: Double) -> Double {
+        value.isNaN ? 0 : min(max(value, -.greatestFiniteMagnitude), .greatestFiniteMagnitude)
+    }
+
+    /// The sum, held at Int.max (or Int.min) instead of trapping: repeat counts come from report
+    /// files, and two reports that say Int.max must not bring `hangwatch top` down.
+    static func saturatingSum(_ values: [Int]) -> Int {
+        values.reduce(0) { total, value in
+            let (sum, overflow) = total.addingReportingOverflow(value)
+            return overflow ? (value > 0 ? Int.max : Int.min) : sum
+        }
     }
 }
