@@ -10,9 +10,10 @@ import HangWatchReport
 //       HangMonitor on RunLoop.main (1 ms samples); a timer calls NAME(stop, progress) from the
 //       shared library PATH, which loops until `stop` is set S seconds later: one hang. Exits 0
 //       once the report is written and the monitor stopped.
-//   hangwatch-faults spin --reports DIR --seconds S [--count N] [--gap-ms G]
+//   hangwatch-faults spin --reports DIR --seconds S [--count N] [--gap-ms G] [--limits default]
 //       N hangs of S seconds computing, G ms apart (default 1, 200). Exits 0 after printing the
-//       monitor's statistics as one JSON line.
+//       monitor's statistics and its peak RSS as one JSON line. The rate limit and repeat folding
+//       are off unless `--limits default`.
 //   hangwatch-faults write-reports --reports DIR --template REPORT
 //       rewrites the report REPORT under new ids, as fast as it can, until killed.
 //
@@ -27,6 +28,7 @@ struct Options {
     var seconds = 1.0
     var count = 1
     var gapMilliseconds = 200
+    var defaultLimits = false
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -49,6 +51,9 @@ func parseOptions() -> Options {
         case "--seconds": options.seconds = Double(value) ?? -1
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
+        case "--limits":
+            guard value == "default" else { fail("--limits takes only `default`") }
+            options.defaultLimits = true
         default: fail("unknown option \(name)")
         }
     }
@@ -61,9 +66,11 @@ func startMonitor(_ options: Options, sampleInterval: Duration) -> HangMonitor {
     var configuration = HangMonitor.Configuration(
         serviceName: "faults", threshold: .milliseconds(200), reportDirectory: options.reports)
     configuration.sampleInterval = sampleInterval
-    configuration.repeatWindow = .zero
-    configuration.reportsPerMinute = 1000
-    configuration.reportBurst = 1000
+    if !options.defaultLimits {
+        configuration.repeatWindow = .zero
+        configuration.reportsPerMinute = 1000
+        configuration.reportBurst = 1000
+    }
     do {
         let monitor = try HangMonitor(configuration: configuration)
         try monitor.start()
@@ -125,13 +132,20 @@ func runSpins(_ options: Options) -> Never {
         RunLoop.main.run(until: Date().addingTimeInterval(Double(options.gapMilliseconds) / 1000))
         RunLoop.main.add(Timer(fire: Date(), interval: 0, repeats: false) { _ in sink &+= spinComputing(seconds: options.seconds) }, forMode: .default)
         RunLoop.main.run(until: Date().addingTimeInterval(0.01))
-        waitForReports(monitor, count: index + 1, seconds: 5)
+        let deadline = Date().addingTimeInterval(5)
+        while monitor.statistics.hangsDetected < index + 1 && Date() < deadline {
+            RunLoop.main.run(until: Date().addingTimeInterval(0.02))
+        }
     }
+    RunLoop.main.run(until: Date().addingTimeInterval(0.1))
     monitor.stop()
     let statistics = monitor.statistics
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
     print(
         "{\"hangsDetected\":\(statistics.hangsDetected),\"reportsWritten\":\(statistics.reportsWritten),"
-            + "\"writeFailures\":\(statistics.writeFailures),\"sink\":\(sink % 2)}")
+            + "\"writeFailures\":\(statistics.writeFailures),\"hangsFolded\":\(statistics.hangsFolded),"
+            + "\"hangsSuppressed\":\(statistics.hangsSuppressed),\"maxRSSKiB\":\(usage.ru_maxrss),\"sink\":\(sink % 2)}")
     exit(0)
 }
 

@@ -157,6 +157,44 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.hasPrefix(ReportStore.temporaryPrefix) })
     }
 
+    /// Case 14: one service hangs again and again (250 ms hangs, 100 ms apart) with the default
+    /// limits, next to another service's reports. The rate limit and repeat folding bound its
+    /// files, its memory stays bounded, and the other service's reports are untouched.
+    /// (`make stress` runs it for a minute.)
+    @Test func aServiceThatHangsOverAndOverKeepsDiskAndMemoryBounded() throws {
+        let seconds = Double(ProcessInfo.processInfo.environment["HANGWATCH_STRESS_SOAK_SECONDS"] ?? "") ?? 5
+        let spool = ReportDirectory()
+        let noisy = spool.path + "/noisy"
+        let quiet = ReportStore(directory: spool.path + "/quiet")
+        try quiet.prepare()
+        let template = try ReportReader().read(path: try #require(Self.templateReport()))
+        var before: [String: Data] = [:]
+        for index in 1...3 {
+            var report = template
+            report.id = "quiet-\(index)"
+            let path = try quiet.write(report)
+            before[path] = try Data(contentsOf: URL(fileURLWithPath: path))
+        }
+        let hangs = max(10, Int(seconds / 0.35))
+        let host = try FaultHost([
+            "spin", "--reports", noisy, "--seconds", "0.25", "--count", String(hangs), "--gap-ms", "100", "--limits", "default",
+        ])
+        let outcome = host.finish(within: seconds * 3 + 60)
+        #expect(outcome.status == 0, "\(outcome.standardError.suffix(2000))")
+        let statistics = try #require(Self.statistics(outcome.standardOutput))
+        let detected = statistics["hangsDetected"] ?? 0
+        #expect(detected >= hangs * 8 / 10, "\(statistics)")
+        let files = try ReportStore(directory: noisy).list()
+        let minutes = (seconds / 60).rounded(.up)
+        #expect(Double(files.count) <= 10 + 6 * minutes, "\(files.count) files for \(detected) hangs")
+        #expect((statistics["hangsFolded"] ?? 0) + (statistics["hangsSuppressed"] ?? 0) >= detected - files.count, "\(statistics)")
+        #expect(statistics["maxRSSKiB"] ?? .max < 200 << 10, "\(statistics)")
+        for (path, data) in before {
+            #expect((try? Data(contentsOf: URL(fileURLWithPath: path))) == data, "\(path) changed")
+        }
+        #expect(try quiet.list().count == 3)
+    }
+
     static var killRounds: Int { Int(ProcessInfo.processInfo.environment["HANGWATCH_STRESS_KILLS"] ?? "") ?? 25 }
 
     /// A real report, written by a monitor in a child, padded to a few hundred KiB so that each
