@@ -89,3 +89,11 @@ install: deps
 
 clean:
 	rm -rf .build "$(REPORTS)"
+
+# The tests under ThreadSanitizer, then AddressSanitizer, each in its own scratch path
+# (.build-tsan, .build-asan): scripts/sanitize says what each skips and why, and fails on any
+# report from any process the tests start.
+.PHONY: stress-sanitizers
+stress-sanitizers: deps test-deps
+	scripts/sanitize thread
+	scripts/sanitize address
