@@ -92,8 +92,10 @@ clean:
 
 # The tests under ThreadSanitizer, then AddressSanitizer, each in its own scratch path
 # (.build-tsan, .build-asan): scripts/sanitize says what each skips and why, and fails on any
-# report from any process the tests start.
+# report from any process the tests start. Both run; either failing fails the target.
 .PHONY: stress-sanitizers
 stress-sanitizers: deps test-deps
-	scripts/sanitize thread
-	scripts/sanitize address
+	@status=0; \
+	scripts/sanitize thread || status=1; \
+	scripts/sanitize address || status=1; \
+	exit $$status
