@@ -90,9 +90,33 @@ install: deps
 clean:
 	rm -rf .build "$(REPORTS)"
 
+# The fault-injection suite, longer (docs/reliability.md): a service hanging every 100 ms for a
+# minute and 500 kills mid-write, then the report parser fuzzed for FUZZ_SECONDS (120), then the
+# tests under ThreadSanitizer and AddressSanitizer. Bounded (about 25 minutes on 2 CPUs once the
+# sanitizer builds exist, 45 the first time); stops by itself; every part runs, any failure fails.
+.PHONY: stress
+stress: deps test-deps
+	$(SWIFT) build --build-tests
+	@status=0; \
+	HANGWATCH_STRESS_SOAK_SECONDS=60 HANGWATCH_STRESS_KILLS=500 \
+		$(SWIFT) test --skip-build --no-parallel --filter 'ProcessFaultTests|MonitorFaultTests|CaptureFaultTests' || status=1; \
+	$(MAKE) stress-fuzz || status=1; \
+	$(MAKE) stress-sanitizers || status=1; \
+	exit $$status
+
 # The report parser under libFuzzer and AddressSanitizer for FUZZ_SECONDS (120) seconds, seeded with
 # Fuzz/Corpus (new inputs go to Fuzz/.build/fuzz-work); `Fuzz/run --replay` replays the corpus only.
 # A crash, a hang or running out of memory fails with the path of the saved input.
 .PHONY: stress-fuzz
 stress-fuzz:
 	FUZZ_SECONDS="$${FUZZ_SECONDS:-120}" SWIFT="$(SWIFT)" Fuzz/run
+
+# The tests under ThreadSanitizer, then AddressSanitizer, each in its own scratch path
+# (.build-tsan, .build-asan): scripts/sanitize says what each skips and why, and fails on any
+# report from any process the tests start. Both run; either failing fails the target.
+.PHONY: stress-sanitizers
+stress-sanitizers: deps test-deps
+	@status=0; \
+	scripts/sanitize thread || status=1; \
+	scripts/sanitize address || status=1; \
+	exit $$status

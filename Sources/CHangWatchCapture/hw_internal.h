@@ -69,6 +69,16 @@ static inline uintptr_t hw_stack_floor(uintptr_t sp, uintptr_t stack_low) {
     return floor > stack_low ? floor : stack_low;
 }
 
+/*
+ * For the few functions that read stack words on an unwinder's behalf (hw_access_mem,
+ * hw_session_read, the frame-record scan). They read a thread's stack on purpose, after the range
+ * check: saved registers, return addresses, and, while a rule is derived or a frame record is
+ * looked for, words that belong to no variable. Under AddressSanitizer those words may be the
+ * redzones it keeps between a frame's variables; such a read is by design, not an overflow.
+ * Everything else in the target stays instrumented.
+ */
+#define HW_READS_FOREIGN_STACK __attribute__((no_sanitize("address")))
+
 /* CLOCK_MONOTONIC in nanoseconds. Async-signal-safe. */
 int64_t hw_now_ns(void);
 

@@ -20,6 +20,8 @@
  *     signal context, the loaded images' segments): a corrupt frame pointer ends the walk with a
  *     truncated stack instead of a fault.
  *   - memset/memcpy are on POSIX's async-signal-safe list.
+ *   - The functions that read stack words for the unwinder are HW_READS_FOREIGN_STACK
+ *     (hw_internal.h): AddressSanitizer does not check those reads, everything else it does.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -215,6 +217,7 @@ int hw_unwind_info_covers(uintptr_t lookup_ip, void *arg) {
     return UNW_OBJ(dwarf_search_unwind_table)(unw_local_addr_space, lookup_ip, &di, &info, 0, arg) == 0;
 }
 
+HW_READS_FOREIGN_STACK
 static int hw_access_mem(unw_addr_space_t as, unw_word_t address, unw_word_t *value, int write,
                          void *arg) {
     hw_session *s = hw_session_for(arg);
@@ -319,6 +322,7 @@ int hw_session_close(void *session) {
     return rejected;
 }
 
+HW_READS_FOREIGN_STACK
 int hw_session_read(void *session, uintptr_t address, uintptr_t *value) {
     hw_session *s = session;
     if (!hw_session_may_read(s, address)) {
@@ -471,6 +475,7 @@ int hw_is_return_address(uintptr_t address) {
 /* First address at or above `sp` that looks like a frame record: {saved frame pointer, return
  * address}, where the return address follows a call in a known image and the saved frame pointer
  * is zero or points further up the same stack. */
+HW_READS_FOREIGN_STACK
 static uintptr_t hw_scan_for_frame_record(uintptr_t sp, uintptr_t stack_high) {
     const hw_table *table = &g_tables[atomic_load(&g_active_table)];
     const uintptr_t limit = sp + 64 * 1024;

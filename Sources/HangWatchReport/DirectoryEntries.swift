@@ -16,12 +16,17 @@ public enum DirectoryEntries {
         defer { closedir(handle) }
         var names: [String] = []
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
-                String(validating: Array(raw.prefix(while: { $0 != 0 })), as: UTF8.self)
-            }
-            if let name, name != ".", name != ".." { names.append(name) }
+            if let name = name(of: entry), name != ".", name != ".." { names.append(name) }
         }
         return names
+    }
+
+    /// The name in a `readdir` entry. Read up to its terminating zero only: the entry is as long as
+    /// its name (`d_reclen`), not `sizeof(struct dirent)`, so copying the whole `d_name` array reads
+    /// past the last entry of the directory stream's buffer.
+    static func name(of entry: UnsafePointer<dirent>) -> String? {
+        let offset = MemoryLayout<dirent>.offset(of: \.d_name)!
+        return String(validatingCString: (UnsafeRawPointer(entry) + offset).assumingMemoryBound(to: CChar.self))
     }
 
     /// The status of `path` itself (a symlink is not followed), if it is of `type` (`S_IFREG`, `S_IFDIR`).

@@ -140,12 +140,13 @@ func runSpins(_ options: Options) -> Never {
     RunLoop.main.run(until: Date().addingTimeInterval(0.1))
     monitor.stop()
     let statistics = monitor.statistics
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
+    // VmHWM, not getrusage's ru_maxrss: a child spawned with vfork keeps its parent's peak.
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }?.split(separator: " ").dropFirst().first ?? "-1"
     print(
         "{\"hangsDetected\":\(statistics.hangsDetected),\"reportsWritten\":\(statistics.reportsWritten),"
             + "\"writeFailures\":\(statistics.writeFailures),\"hangsFolded\":\(statistics.hangsFolded),"
-            + "\"hangsSuppressed\":\(statistics.hangsSuppressed),\"maxRSSKiB\":\(usage.ru_maxrss),\"sink\":\(sink % 2)}")
+            + "\"hangsSuppressed\":\(statistics.hangsSuppressed),\"maxRSSKiB\":\(peak),\"sink\":\(sink % 2)}")
     exit(0)
 }
 

@@ -69,8 +69,11 @@ import Testing
         Thread {
             attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
             spinThroughLeaf(leaf, flags: flags) { addresses in
-                // The first of our own return addresses lies in spinOnDispatchNow.
-                caller = addresses.first { map.images[map.imageIndex(containing: $0) ?? 0].isMainExecutable }
+                // The first of our own return addresses after Foundation's lies in spinThroughLeaf.
+                // (Not simply the first of our own: a sanitizer's runtime is linked into the test
+                // executable, and its `backtrace` interceptor comes before Foundation.)
+                let own = addresses.map { map.images[map.imageIndex(containing: $0) ?? 0].isMainExecutable }
+                caller = addresses.indices.first { $0 > 0 && own[$0] && !own[$0 - 1] }.map { addresses[$0] }
                 ready.signal()
             }
             finished.signal()

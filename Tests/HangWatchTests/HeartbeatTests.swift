@@ -90,9 +90,15 @@ import Testing
             loop.perform { usleep(3_000) }
             usleep(20_000)
         }
-        let after = waitFor(directory) { ($0.loopBusy?.buckets[bucket] ?? 0) >= before.buckets[bucket] + 20 }
+        // A 3 ms sleep can overrun by 2 ms on a loaded machine (or a sanitized build): an iteration
+        // may land in the next bucket up, never further.
+        let after = waitFor(directory) {
+            guard let counts = $0.loopBusy?.buckets else { return false }
+            return counts[bucket] + counts[bucket + 1] >= before.buckets[bucket] + before.buckets[bucket + 1] + 20
+        }
         let added = try #require(after?.loopBusy).since(before)
-        #expect(added.buckets[bucket] >= 20, "\(added)")
+        #expect(added.buckets[bucket] + added.buckets[bucket + 1] >= 20, "\(added)")
+        #expect(added.buckets[bucket] >= 15, "most iterations are in their own bucket: \(added)")
         // Nothing that long anywhere above: the iterations were not lumped together.
         #expect(added.buckets[(bucket + 2)...].allSatisfy { $0 == 0 }, "\(added)")
         #expect(added.totalNanoseconds >= 20 * 3_000_000)
