@@ -72,6 +72,10 @@ public final class Agent: @unchecked Sendable {
                 "max_age": "\(DurationText.format(configuration.maxAge))", "per_service": "\(configuration.maxReportsPerService)",
                 "enrich": "\(configuration.enrich)",
             ])
+        if let ignored = SystemdNotifier.watchdogSettingsIgnored() {
+            let value = ProcessInfo.processInfo.environment["WATCHDOG_USEC"]?.prefix(40) ?? ""
+            logger.warning("systemd watchdog settings ignored", metadata: ["reason": "\(ignored)", "watchdog_usec": "\(value)"])
+        }
         startSelfMonitor(configuration)
         // Ready once the spool is indexed, dead hangs finished and retention applied; naming the
         // backlog comes after.
@@ -86,7 +90,10 @@ public final class Agent: @unchecked Sendable {
             self.watcher?.start(services: services)
             if self.watcher == nil { self.logger.warning("no inotify: changes are seen at the next scan") }
         }
-        notifier.notify(["READY": "1", "STATUS": status])
+        if !notifier.notify(["READY": "1", "STATUS": status]), let socket = notifier.socketPath {
+            // systemd would time the start out; outside systemd this is only a note.
+            logger.warning("cannot notify systemd", metadata: ["notify_socket": "\(socket.prefix(108))"])
+        }
         logger.info("hangwatchd ready", metadata: ["status": "\(status)"])
         enqueue(.liveness)
     }
