@@ -6,7 +6,8 @@ extension HangMonitor {
     /// `HANGWATCH_*` environment variables with `Configuration.load(serviceName:)`; see
     /// docs/configuration.md for every key, its default and its accepted range.
     public struct Configuration: Sendable, Equatable {
-        /// Names the service in reports and report ids: 1-64 of `A-Z a-z 0-9 . _ -`.
+        /// Names the service in reports and report ids: 1-64 of `A-Z a-z 0-9 . _ -`, not starting
+        /// with a dot, without `..`.
         public var serviceName: String
         /// A loop that stays busy this long is hung. 10 ms ... 1 h. Default 250 ms.
         public var threshold: Duration
@@ -78,11 +79,11 @@ extension HangMonitor {
             let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
             if serviceName.isEmpty || serviceName.count > 64
                 || serviceName.unicodeScalars.contains(where: { !allowed.contains($0) })
-                || serviceName.hasPrefix(".")
+                || serviceName.hasPrefix(".") || serviceName.contains("..")
             {
                 throw fail(
                     "serviceName", serviceName,
-                    "use 1-64 characters from A-Z a-z 0-9 . _ - (not starting with a dot)")
+                    "use 1-64 characters from A-Z a-z 0-9 . _ - (not starting with a dot, no \"..\")")
             }
             try Self.check(threshold, "threshold", .milliseconds(10)...(.seconds(3600)))
             if reportDirectory.isEmpty || reportDirectory.utf8.contains(0) {

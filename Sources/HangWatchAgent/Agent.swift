@@ -36,6 +36,8 @@ public final class Agent: @unchecked Sendable {
     public let export: FleetExport?
     /// Worker state: the first scan takes what is in the spool as already seen.
     private var baselineTaken = false
+    /// Worker state: the root failed its check (replaced by a symlink, say); passes do nothing.
+    private var rootRefused = false
 
     /// A pass running longer than this stops the systemd watchdog ping.
     public static let maxPassDuration: UInt64 = 120_000_000_000
@@ -72,6 +74,10 @@ public final class Agent: @unchecked Sendable {
                 "max_age": "\(DurationText.format(configuration.maxAge))", "per_service": "\(configuration.maxReportsPerService)",
                 "enrich": "\(configuration.enrich)",
             ])
+        if let ignored = SystemdNotifier.watchdogSettingsIgnored() {
+            let value = ProcessInfo.processInfo.environment["WATCHDOG_USEC"]?.prefix(40) ?? ""
+            logger.warning("systemd watchdog settings ignored", metadata: ["reason": "\(ignored)", "watchdog_usec": "\(value)"])
+        }
         startSelfMonitor(configuration)
         // Ready once the spool is indexed, dead hangs finished and retention applied; naming the
         // backlog comes after.
@@ -86,7 +92,10 @@ public final class Agent: @unchecked Sendable {
             self.watcher?.start(services: services)
             if self.watcher == nil { self.logger.warning("no inotify: changes are seen at the next scan") }
         }
-        notifier.notify(["READY": "1", "STATUS": status])
+        if !notifier.notify(["READY": "1", "STATUS": status]), let socket = notifier.socketPath {
+            // systemd would time the start out; outside systemd this is only a note.
+            logger.warning("cannot notify systemd", metadata: ["notify_socket": "\(socket.prefix(108))"])
+        }
         logger.info("hangwatchd ready", metadata: ["status": "\(status)"])
         enqueue(.liveness)
     }
@@ -239,6 +248,7 @@ public final class Agent: @unchecked Sendable {
         guard !stopping.load(ordering: .acquiring) else { return }
         busySince.store(MonitorHealth.monotonicNanoseconds(), ordering: .releasing)
         defer { busySince.store(0, ordering: .releasing) }
+        guard rootIsSafe() else { return }
         let configuration = self.configuration
         let now = Date()
         switch pass {
@@ -252,6 +262,7 @@ public final class Agent: @unchecked Sendable {
                     with: scan, covering: covering, spool: spool, logger: logger, baseline: !baselineTaken,
                     severeAfter: configuration.severeAfter, newlyUnreadable: { export?.metrics.dropped(.unreadable, count: $0) })
                 baselineTaken = true
+                logSkipped(scan.skipped, fullScan: covering == nil)
                 for hang in finished { hangFinished(hang, needsNames: configuration.enrich) }
                 for hang in state.logsOfVanishedReports { export?.log(hang) }
                 state.logsOfVanishedReports = []
@@ -269,6 +280,40 @@ public final class Agent: @unchecked Sendable {
         if enrich && configuration.enrich { enrichDueReports(configuration, now: now) }
         publishStatus()
         publishGauges()
+    }
+
+    /// Checks the root again before a pass (as at start): a root replaced by a symlink, or made
+    /// unsafe, is left alone (nothing read, rewritten or deleted through it) until it is restored.
+    private func rootIsSafe() -> Bool {
+        do {
+            try spool.check()
+        } catch {
+            if !rootRefused {
+                rootRefused = true
+                logger.error("the spool root is unsafe; leaving it alone until it is restored", metadata: ["error": "\(error)"])
+                let status = "spool unsafe, nothing done: \(error)"
+                lastStatus.withLock { $0 = status }
+                notifier.notify(["STATUS": status])
+            }
+            return false
+        }
+        if rootRefused {
+            rootRefused = false
+            logger.notice("the spool root is safe again", metadata: ["root": "\(spool.root)"])
+        }
+        return true
+    }
+
+    /// Logs each entry the scan left alone once (again if its reason changes).
+    private func logSkipped(_ skipped: [(path: String, reason: String)], fullScan: Bool) {
+        var current: [String: String] = fullScan ? [:] : state.skippedEntries
+        for (path, reason) in skipped {
+            if state.skippedEntries[path] != reason {
+                logger.warning("spool entry left alone", metadata: ["path": "\(path)", "reason": "\(reason)"])
+            }
+            current[path] = reason
+        }
+        state.skippedEntries = current
     }
 
     private func finishOrphanedHangs(now: Date, configuration: AgentConfiguration) {

@@ -30,6 +30,8 @@ final class SpoolState {
     /// Files that could not be read, with why (kept so they are not re-read until they change).
     var unreadable: [Key: (file: Spool.File, reason: String)] = [:]
     var services: [String] = []
+    /// Entries the scans left alone (path to why), each logged once.
+    var skippedEntries: [String: String] = [:]
     var monitors: [Key: (heartbeat: MonitorHeartbeat?, health: MonitorHealth)] = [:]
     var heartbeatFiles: [Key: Spool.File] = [:]
     var lastHang: (service: String, startedAt: Date)?

@@ -2,6 +2,8 @@
 public enum ReportReadError: Error, Equatable, CustomStringConvertible {
     case notFound(String)
     case notRegularFile(String)
+    /// A regular file with more than one name: a hard link to a file that may live elsewhere.
+    case hardLinked(path: String, names: UInt64)
     case tooLarge(path: String, size: UInt64, limit: UInt64)
     case unreadable(path: String, errno: Int32, reason: String)
     case malformed(String)
@@ -14,6 +16,8 @@ public enum ReportReadError: Error, Equatable, CustomStringConvertible {
             return "\(path): no such report"
         case .notRegularFile(let path):
             return "\(path): not a regular file (symlinks, FIFOs and devices are never read)"
+        case .hardLinked(let path, let names):
+            return "\(path): a hard link (\(names) names for one file; a report has one), never read"
         case .tooLarge(let path, let size, let limit):
             return "\(path): \(size) bytes is over the \(limit)-byte limit for a report"
         case .unreadable(let path, _, let reason):

@@ -5,15 +5,20 @@ import Glibc
 #endif
 
 /// Reads report files defensively: never follows a symlink, never blocks on a FIFO, refuses files
-/// over `maxBytes`, and turns every problem into a `ReportReadError` that names the file.
+/// over `maxBytes` (by their size, before reading a byte) and reports with more than one name (a
+/// hard link: a report is written under one name only), and turns every problem into a
+/// `ReportReadError` that names the file.
 public struct ReportReader: Sendable {
     /// Larger files are refused without being read.
     public var maxBytes: UInt64
+    /// Whether a file with several names (hard links) is refused.
+    public var refusesHardLinks: Bool
 
     public static let defaultMaxBytes: UInt64 = 16 << 20
 
-    public init(maxBytes: UInt64 = ReportReader.defaultMaxBytes) {
+    public init(maxBytes: UInt64 = ReportReader.defaultMaxBytes, refusesHardLinks: Bool = true) {
         self.maxBytes = maxBytes
+        self.refusesHardLinks = refusesHardLinks
     }
 
     /// The bytes of the report at `path`.
@@ -34,6 +39,7 @@ public struct ReportReader: Sendable {
             throw ReportReadError.unreadable(path: path, errno: code, reason: String(cString: strerror(code)))
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw ReportReadError.notRegularFile(path) }
+        if refusesHardLinks && info.st_nlink > 1 { throw ReportReadError.hardLinked(path: path, names: UInt64(info.st_nlink)) }
         let size = UInt64(info.st_size)
         guard size <= maxBytes else { throw ReportReadError.tooLarge(path: path, size: size, limit: maxBytes) }
         var data = Data(count: Int(size))

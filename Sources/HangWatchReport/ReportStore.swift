@@ -44,10 +44,10 @@ public struct ReportStore: Sendable {
         filePrefix + id + fileSuffix
     }
 
-    /// Whether `name` is a report file name this store writes.
+    /// Whether `name` is a report file name this store writes (service names never hold `..`).
     public static func isReportFileName(_ name: String) -> Bool {
         name.hasPrefix(filePrefix) && name.hasSuffix(fileSuffix) && name.count > filePrefix.count + fileSuffix.count
-            && !name.contains("/")
+            && !name.contains("/") && !name.contains("..")
     }
 
     public func path(forID id: String) -> String {

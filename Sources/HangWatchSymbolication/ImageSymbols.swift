@@ -55,9 +55,12 @@ final class ImageSymbols {
 
     /// Opens the file at `path`, refusing it unless its build-id is `expectedBuildID` (when given).
     init(path: String, expectedBuildID: String?, debugDirectories: [String]) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw ImageSymbolsError.fileNotFound(path)
+        // Only a regular file is opened: the path comes from a report, and a FIFO there would
+        // block the open for good, a device would be read from.
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw ImageSymbolsError.fileNotFound(path) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ImageSymbolsError.unreadable(path: path, reason: "not a regular file")
         }
         let directories = debugDirectories + ["/usr/lib/debug"]
         // A leading "-" disables CRC checks of .gnu_debuglink files (build-ids are checked instead).

@@ -51,8 +51,46 @@ import Testing
         #expect(!scan.reports.contains { $0.service == "cart" && $0.name.contains("cart-1-9") })
         #expect(scan.heartbeats.map(\.name) == [".heartbeat-77"])
         #expect(scan.temporaries.count == 1)
-        #expect(scan.skipped.map(\.directory) == [fixture.root + "/open"])
+        #expect(scan.skipped.map(\.path) == [fixture.root + "/open", fixture.root + "/cart/hang-20260101T000000000Z-cart-1-9.json"])
+        #expect(scan.skipped.map(\.reason) == ["a service directory writable by everyone", "a symlink"])
         #expect(try fixture.spool.scan(only: ["cart"]).reports.map(\.service).sorted() == ["", "cart"])
+    }
+
+    @Test func scanLeavesAloneEveryEntryThatIsNotAPlainFileOfItsDirectorysOwner() throws {
+        let fixture = try SpoolFixture()
+        let good = try fixture.report(service: "billing", minutesAgo: 1, sequence: 1)
+        let directory = fixture.root + "/billing/"
+        func name(_ sequence: Int) -> String { "hang-20260101T000000000Z-billing-1-\(sequence).json" }
+        #expect(mkfifo(directory + name(2), 0o600) == 0)
+        #expect(mknod(directory + name(3), S_IFSOCK | 0o600, 0) == 0)
+        let device = mknod(directory + name(4), S_IFCHR | 0o600, dev_t(1 << 8 | 3)) == 0
+        try fixture.write("{}", to: "outside.json")
+        #expect(link(fixture.root + "/outside.json", directory + name(5)) == 0)
+        try fixture.write("{}", to: "billing/" + name(6))
+        #expect(chown(directory + name(6), 12345, 12345) == 0)
+        try fixture.write("{}", to: "billing/" + name(7))
+        #expect(chmod(directory + name(7), 0o666) == 0)
+        try fixture.write("x", to: "billing/.heartbeat-88")
+        #expect(chown(directory + ".heartbeat-88", 12345, 12345) == 0)
+        try FileManager.default.createDirectory(atPath: directory + name(8), withIntermediateDirectories: false)
+        // Named with "..": not a name any monitor writes, so not the agent's at all.
+        try fixture.write("{}", to: "billing/hang-20260101T000000000Z-..-1-9.json")
+
+        let scan = try fixture.spool.scan()
+        #expect(scan.reports == [good])
+        #expect(scan.heartbeats.isEmpty)
+        let reasons = Dictionary(uniqueKeysWithValues: scan.skipped.map { (($0.path as NSString).lastPathComponent, $0.reason) })
+        var expected = [
+            name(2): "a FIFO", name(3): "a socket", name(5): "a hard link (2 names for one file)",
+            name(6): "owned by uid 12345, not by its directory's owner (uid 0)", name(7): "writable by everyone",
+            ".heartbeat-88": "owned by uid 12345, not by its directory's owner (uid 0)", name(8): "a directory",
+        ]
+        if device { expected[name(4)] = "a device node" }
+        #expect(reasons == expected)
+        // The same file owned by the agent's own user is its own (it rewrote it).
+        #expect(chown(directory + name(6), 12345, 12345) == 0)
+        let asOwner = try fixture.spool.scan(effectiveUser: 12345)
+        #expect(asOwner.reports.map(\.name).sorted() == [good.name, name(6)].sorted(), "\(asOwner.reports.map(\.name)) \(asOwner.skipped)")
     }
 
     @Test func removesOnlyTheScannedRegularFile() throws {

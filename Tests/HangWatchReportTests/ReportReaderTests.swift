@@ -29,6 +29,22 @@ import Testing
         }
     }
 
+    @Test func refusesAHardLinkedReportButNotItsOnlyName() throws {
+        let base = try directory()
+        let data = try ReportFixtures.report().encoded()
+        FileManager.default.createFile(atPath: base + "/outside.json", contents: data)
+        #expect(try ReportReader().read(path: base + "/outside.json").id == ReportFixtures.report().id)
+        #expect(link(base + "/outside.json", base + "/hang-linked.json") == 0)
+        #expect(throws: ReportReadError.hardLinked(path: base + "/hang-linked.json", names: 2)) {
+            try ReportReader().read(path: base + "/hang-linked.json")
+        }
+        // Either name: the file has two.
+        #expect(throws: ReportReadError.hardLinked(path: base + "/outside.json", names: 2)) {
+            try ReportReader().read(path: base + "/outside.json")
+        }
+        #expect(try ReportReader(refusesHardLinks: false).readData(path: base + "/hang-linked.json") == data)
+    }
+
     @Test func refusesTextThatIsNotUTF8AndSaysWhere() throws {
         var data = try ReportFixtures.report(service: "caf\u{e9}").encoded()
         let position = try #require(data.firstRange(of: Data("\"service\"".utf8))).upperBound + 2

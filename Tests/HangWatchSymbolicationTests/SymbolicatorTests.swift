@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HangWatchReport
 @testable import HangWatchSymbolication
 import Testing
@@ -134,6 +135,34 @@ func report(addresses: [UInt], image: HangReport.Image, bias: UInt) -> HangRepor
             return
         }
         #expect(expected == buildID)
+    }
+
+    @Test func anImagePathThatIsAFIFOOrADirectoryIsNeverOpened() throws {
+        let base = FileManager.default.temporaryDirectory.path + "/hangwatch-sym-\(getpid())-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        #expect(mkfifo(base + "/app", 0o600) == 0)
+        // A FIFO would block an open() for good: the symbolicator answers at once instead.
+        let image = HangReport.Image(path: base + "/app", buildId: "aa", base: "0x0", size: 0, isMainExecutable: true)
+        let answer = Mutex<ImageSymbolsError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            var hang = report(addresses: [0x1234], image: image, bias: 0)
+            let summary = Symbolicator().symbolicate(&hang)
+            answer.withLock { $0 = summary.imageErrors[base + "/app"] }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + 10) == .timedOut {
+            // Blocked opening the FIFO: a writer lets it go, and the test fails instead of hanging.
+            let writer = open(base + "/app", O_WRONLY)
+            close(writer)
+            done.wait()
+            Issue.record("symbolication blocked on a FIFO")
+        }
+        #expect(answer.withLock { $0 } == .unreadable(path: base + "/app", reason: "not a regular file"))
+        let directory = HangReport.Image(path: base, buildId: "aa", base: "0x0", size: 0, isMainExecutable: true)
+        var second = report(addresses: [0x1234], image: directory, bias: 0)
+        #expect(Symbolicator().symbolicate(&second).imageErrors[base] == .unreadable(path: base, reason: "not a regular file"))
     }
 
     @Test func aMissingBinaryIsNamed() {

@@ -75,6 +75,8 @@ import Testing
         ("HANGWATCH_BUSY_ACTIVITIES", "sometimes", "unknown activity"),
         ("HANGWATCH_CAPTURE_SIGNAL", "9", "real-time signal"),
         ("HANGWATCH_SERVICE", "bad/name", "use 1-64 characters"),
+        // Its reports' names would hold "..", which no reader takes for a report.
+        ("HANGWATCH_SERVICE", "a..b", "no \"..\""),
         ("HANGWATCH_TRESHOLD", "250ms", "unknown setting"),
         ("HANGWATCH_MAX_REPORT_BYTES", "1KiB", "at least 64 KiB"),
         ("HANGWATCH_ENABLED", "maybe", "expected true or false"),

@@ -83,6 +83,71 @@ import Testing
         }
     }
 
+    @Test func hostileEntriesAreSkippedWithoutBlockingAndLeftAsTheyWere() throws {
+        let fixture = try Fixture()
+        let good = try DemoReports.reports()
+        let report = try Data(contentsOf: URL(fileURLWithPath: try #require(fixture.reportPaths.first)))
+        func path(_ sequence: Int) -> String { fixture.directory + "/hang-20000101T000000000Z-bad-1-\(sequence).json" }
+        let outside = fixture.root + "/outside.json"
+        #expect(FileManager.default.createFile(atPath: outside, contents: report))
+        try FileManager.default.createSymbolicLink(atPath: path(1), withDestinationPath: outside)
+        #expect(link(outside, path(2)) == 0)
+        #expect(mkfifo(path(3), 0o600) == 0)
+        #expect(mknod(path(4), S_IFSOCK | 0o600, 0) == 0)
+        _ = mknod(path(5), S_IFCHR | 0o600, dev_t(1 << 8 | 3))  // 1:3, /dev/null; skipped where not allowed
+        try fixture.write(report, name: "hang-20000101T000000000Z-..-1-6.json")
+        let notUTF8 = Array(fixture.directory.utf8) + Array("/hang-20000101T000000000Z-".utf8) + [0xff] + Array("-1-7.json".utf8) + [0]
+        let created = notUTF8.withUnsafeBufferPointer {
+            $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT, 0o600) }
+        }
+        #expect(created >= 0)
+        if created >= 0 { _ = report.withUnsafeBytes { write(created, $0.baseAddress, $0.count) }; close(created) }
+        defer { _ = notUTF8.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { unlink($0.baseAddress!) } } }
+        // A sparse gigabyte: refused by its size, never read into memory.
+        let huge = path(8)
+        let fd = open(huge, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        try #require(fd >= 0)
+        #expect(ftruncate(fd, 1 << 30) == 0)
+        close(fd)
+        var before: [String: stat] = [:]
+        for sequence in 1...8 {
+            var info = stat()
+            if lstat(path(sequence), &info) == 0 { before[path(sequence)] = info }
+        }
+
+        let list = try fixture.hangwatch("list", "--json")
+        #expect(list.status == 0, "\(list.errors)")
+        let summaries = try HangReport.makeDecoder().decode([ReportSummary].self, from: Data(list.output.utf8))
+        #expect(Set(summaries.map(\.id)) == Set(good.map(\.id)))
+        // Only regular files named like reports are opened: the hard link and the huge file,
+        // each refused with one line naming it; the rest are not reports at all.
+        #expect(list.errorLines.count == 2, "\(list.errorLines)")
+        #expect(list.errorLines.contains { $0.contains(path(2)) && $0.contains("a hard link (2 names for one file") })
+        #expect(list.errorLines.contains { $0.contains(huge) && $0.contains("1073741824 bytes is over the") })
+        let top = try fixture.hangwatch("top")
+        #expect(top.status == 0)
+        #expect(top.errorLines.count == 2)
+        let validate = try fixture.hangwatch("validate", fixture.directory, withDirectory: false)
+        #expect(validate.status == 3)
+        #expect(validate.lines.last == "\(good.count) valid, 2 invalid", "\(validate.output)")
+        for blocked in [path(2), path(3), huge] {
+            let show = try fixture.hangwatch("show", blocked, "--no-symbolicate")
+            #expect(show.status == 3, "\(blocked): \(show.errors)")
+            #expect(show.errors.contains(blocked))
+        }
+        // The reading never grew past a small bound (getrusage keeps the largest child's peak).
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+        #expect(usage.ru_maxrss < 200 * 1024, "peak \(usage.ru_maxrss) KiB")
+        // Everything is where it was, as it was, and so is the file outside.
+        for (entry, info) in before {
+            var now = stat()
+            #expect(lstat(entry, &now) == 0, "\(entry)")
+            #expect(now.st_ino == info.st_ino && now.st_mode == info.st_mode && now.st_size == info.st_size, "\(entry)")
+        }
+        #expect(FileManager.default.contents(atPath: outside) == report)
+    }
+
     @Test func symlinksAndDirectoriesNamedLikeReportsAreNotFollowed() throws {
         let fixture = try Fixture()
         let outside = fixture.root + "/secret.json"

@@ -45,6 +45,42 @@ import Testing
         #expect(agent.waitForExit() == 0)
     }
 
+    @Test func aNotifySocketThatIsNotSystemdsNeverStopsTheAgent() throws {
+        let root = try SpoolRoot()
+        let file = root.path + ".not-a-socket"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        defer { unlink(file) }
+        for value in [nil, "@hangwatch-nobody-listens-\(getpid())", root.path + ".missing.sock", file, "garbage", "@"] as [String?] {
+            let agent = try AgentProcess(
+                root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0"], environment: ["NOTIFY_SOCKET": value])
+            #expect(eventually { agent.log.contains("<6>hangwatchd ready") }, "\(value ?? "unset"): \(agent.log)")
+            // Only a socket systemd is meant to listen on is worth a warning.
+            let warned = agent.log.contains("<4>cannot notify systemd")
+            #expect(warned == (value.map { $0.hasPrefix("/") || $0.hasPrefix("@") } ?? false), "\(value ?? "unset"): \(agent.log)")
+            agent.signal(SIGTERM)
+            #expect(agent.waitForExit() == 0, "\(value ?? "unset"): \(agent.log)")
+        }
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "x")
+    }
+
+    @Test func watchdogSettingsNotForThisAgentAreIgnoredWithAWarning() throws {
+        let root = try SpoolRoot()
+        for (settings, pings) in [
+            (["WATCHDOG_USEC": "18446744073709551615"], true),  // the largest: a ping at start, then hourly
+            (["WATCHDOG_USEC": "1"], true),
+            (["WATCHDOG_USEC": "400000", "WATCHDOG_PID": "1"], false),
+            (["WATCHDOG_USEC": "0"], false),
+            (["WATCHDOG_USEC": "soon"], false),
+        ] as [([String: String?], Bool)] {
+            let agent = try AgentProcess(root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0"], environment: settings)
+            try agent.waitUntilReady()
+            #expect((agent.waitForMessage(timeout: 1) { $0.contains("WATCHDOG=1") } != nil) == pings, "\(settings): \(agent.log)")
+            #expect(agent.log.contains("<4>systemd watchdog settings ignored") == !pings, "\(settings): \(agent.log)")
+            agent.signal(SIGTERM)
+            #expect(agent.waitForExit() == 0, "\(settings): \(agent.log)")
+        }
+    }
+
     @Test func aMissingOrUnsafeSpoolIsExitThree() throws {
         let root = try SpoolRoot()
         chmod(root.path, 0o777)

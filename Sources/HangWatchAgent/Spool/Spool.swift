@@ -84,26 +84,32 @@ public struct Spool: Sendable {
         public var heartbeats: [File] = []
         /// Temporary files of interrupted writes (`.hang-*.tmp`).
         public var temporaries: [File] = []
-        /// Service directories left alone, with why.
-        public var skipped: [(directory: String, reason: String)] = []
+        /// Service directories, and entries named like the agent's files, left alone, with why:
+        /// never read, rewritten or deleted.
+        public var skipped: [(path: String, reason: String)] = []
     }
 
     /// Lists the root and every service directory in it (not following symlinks); with `only`,
-    /// just those service directories (and the root's own files).
-    public func scan(only: Set<String>? = nil) throws -> Scan {
+    /// just those service directories (and the root's own files). An entry named like a report, a
+    /// heartbeat or a temporary file is skipped unless it is a regular file with one name, owned by
+    /// its directory's owner, this user or root, and not writable by everyone.
+    public func scan(only: Set<String>? = nil, effectiveUser: uid_t = geteuid()) throws -> Scan {
         var result = Scan()
-        var directories: [String] = [""]
+        guard let rootInfo = DirectoryEntries.status(of: root, ifType: S_IFDIR) else {
+            throw Problem.unsafe(path: root, reason: "no longer a directory")
+        }
+        var directories: [(service: String, owner: uid_t)] = [("", rootInfo.st_uid)]
         for name in try DirectoryEntries.names(in: root).sorted() where !name.hasPrefix(".") {
             if let only, !only.contains(name) { continue }
             let path = root + "/" + name
             guard let info = DirectoryEntries.status(of: path, ifType: S_IFDIR) else { continue }
             if info.st_mode & S_IWOTH != 0 && info.st_mode & S_ISVTX == 0 {
-                result.skipped.append((path, "writable by everyone"))
+                result.skipped.append((path, "a service directory writable by everyone"))
                 continue
             }
-            directories.append(name)
+            directories.append((name, info.st_uid))
         }
-        for service in directories {
+        for (service, owner) in directories {
             if !service.isEmpty { result.services.append(service) }
             // A directory that vanished or became unreadable since: the others still count.
             guard let names = try? DirectoryEntries.names(in: directory(of: service)) else { continue }
@@ -118,7 +124,13 @@ public struct Spool: Sendable {
                 } else {
                     continue
                 }
-                guard let info = DirectoryEntries.status(of: directory(of: service) + "/" + name, ifType: S_IFREG) else { continue }
+                let path = directory(of: service) + "/" + name
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                if let reason = Self.refusal(info, directoryOwner: owner, effectiveUser: effectiveUser) {
+                    result.skipped.append((path, reason))
+                    continue
+                }
                 result[keyPath: kind].append(
                     File(
                         service: service, name: name, size: UInt64(info.st_size),
@@ -127,6 +139,25 @@ public struct Spool: Sendable {
             }
         }
         return result
+    }
+
+    /// Why the agent leaves an entry named like one of its files alone, or nil if it may use it.
+    static func refusal(_ info: stat, directoryOwner: uid_t, effectiveUser: uid_t) -> String? {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFLNK: return "a symlink"
+        case S_IFIFO: return "a FIFO"
+        case S_IFSOCK: return "a socket"
+        case S_IFCHR, S_IFBLK: return "a device node"
+        case S_IFDIR: return "a directory"
+        default: return "not a regular file"
+        }
+        if info.st_nlink > 1 { return "a hard link (\(info.st_nlink) names for one file)" }
+        if info.st_uid != directoryOwner && info.st_uid != effectiveUser && info.st_uid != 0 {
+            return "owned by uid \(info.st_uid), not by its directory's owner (uid \(directoryOwner))"
+        }
+        if info.st_mode & S_IWOTH != 0 { return "writable by everyone" }
+        return nil
     }
 
     /// The file `name` in `service`'s directory as it is now, if it is a regular file.

@@ -56,13 +56,34 @@ public final class SystemdNotifier: Sendable {
     }
 
     /// How often to send `WATCHDOG=1`: half of `$WATCHDOG_USEC`, if the watchdog is meant for this
-    /// process (`$WATCHDOG_PID` unset or equal to `pid`); nil if there is no watchdog.
+    /// process (`$WATCHDOG_PID` unset or equal to `pid`); nil if there is no watchdog. Kept between
+    /// `minimumPingInterval` and `maximumPingInterval` (pinging more often than needed is harmless;
+    /// a huge timeout must not overflow a timer).
     public static func watchdogInterval(
         environment: [String: String] = ProcessInfo.processInfo.environment, pid: Int32 = getpid()
     ) -> Duration? {
         guard let text = environment["WATCHDOG_USEC"], let microseconds = UInt64(text), microseconds > 0 else { return nil }
         if let owner = environment["WATCHDOG_PID"], !owner.isEmpty, Int32(owner) != pid { return nil }
-        return .microseconds(Int64(microseconds / 2))
+        let half = Duration.microseconds(Int64(clamping: microseconds / 2))
+        return min(max(half, minimumPingInterval), maximumPingInterval)
+    }
+
+    public static let minimumPingInterval: Duration = .milliseconds(10)
+    public static let maximumPingInterval: Duration = .seconds(3600)
+
+    /// Why the watchdog settings in `environment` are not used, when they are set but not for this
+    /// process or not a number of microseconds; nil when they are used or absent.
+    public static func watchdogSettingsIgnored(
+        environment: [String: String] = ProcessInfo.processInfo.environment, pid: Int32 = getpid()
+    ) -> String? {
+        guard let text = environment["WATCHDOG_USEC"] else { return nil }
+        guard let microseconds = UInt64(text), microseconds > 0 else {
+            return "WATCHDOG_USEC is not a positive number of microseconds"
+        }
+        if let owner = environment["WATCHDOG_PID"], !owner.isEmpty, Int32(owner) != pid {
+            return "WATCHDOG_PID names another process"
+        }
+        return nil
     }
 
     /// `CLOCK_MONOTONIC` in microseconds, for `MONOTONIC_USEC=` next to `RELOADING=1`.

@@ -159,7 +159,7 @@ public struct ReportCatalog: Sendable {
     static let indexVersion = 3
 
     func loadIndex() -> [String: IndexEntry] {
-        guard let indexPath, let data = try? ReportReader(maxBytes: 256 << 20).readData(path: indexPath),
+        guard let indexPath, let data = try? ReportReader(maxBytes: 256 << 20, refusesHardLinks: false).readData(path: indexPath),
             let file = try? JSONDecoder().decode(ReportIndexFile.self, from: data),
             file.version == Self.indexVersion, file.directory == directory, let entries = file.entries()
         else { return [:] }

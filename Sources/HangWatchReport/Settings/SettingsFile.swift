@@ -27,7 +27,7 @@ public enum SettingsFile {
     public static func read(_ path: String) throws -> [Setting] {
         let data: Data
         do {
-            data = try ReportReader(maxBytes: 1 << 20).readData(path: path)
+            data = try ReportReader(maxBytes: 1 << 20, refusesHardLinks: false).readData(path: path)
         } catch ReportReadError.notFound {
             throw ReadError(path: path, reason: "no such file")
         } catch let error as ReportReadError {

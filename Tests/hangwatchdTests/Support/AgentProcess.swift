@@ -17,7 +17,7 @@ final class AgentProcess {
 
     init(
         root: String, arguments: [String] = [], config: String? = nil, watchdogMicroseconds: UInt64? = nil,
-        abstractSocket: Bool = false
+        abstractSocket: Bool = false, environment overrides: [String: String?] = [:]
     ) throws {
         notify = try NotifySocket(abstract: abstractSocket)
         logPath = root + ".log"
@@ -33,6 +33,8 @@ final class AgentProcess {
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.address
         if let watchdogMicroseconds { environment["WATCHDOG_USEC"] = String(watchdogMicroseconds) }
+        // nil removes a variable.
+        for (key, value) in overrides { environment[key] = value }
         process.environment = environment
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardOutput = FileHandle.nullDevice
