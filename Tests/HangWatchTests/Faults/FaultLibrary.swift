@@ -45,6 +45,18 @@ struct FaultLibrary {
 
     static let shared: Result<FaultLibrary, any Error> = Result { try FaultLibrary() }
 
+    /// Sends `signal` to the calling thread (unblocked first: test threads come from libdispatch,
+    /// which blocks signals) and tells whether the handler `installAfter` put in counted it.
+    func lateHandlerGetsItsOwnSignal(_ signal: Int32) -> Bool {
+        let before = afterHandlerCount()
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, signal)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        pthread_kill(pthread_self(), signal)
+        return afterHandlerCount() == before + 1
+    }
+
     private init() throws {
         // The frame-pointer function has no unwind information (as hand-written assembly often
         // has not): the unwinder must fall back and must not trust what it finds.

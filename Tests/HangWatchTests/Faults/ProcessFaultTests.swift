@@ -216,9 +216,7 @@ import Testing
     @Test(.enabled(if: isRoot)) func aFullDiskIsCountedAndLoggedOnceAndLeavesNothingPartial() throws {
         let mount = try SmallFilesystem(bytes: 256 << 10)
         defer { mount.remove() }
-        let directory = mount.path + "/reports"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        chmod(directory, 0o700)
+        let directory = try mount.reportDirectory()
         let filler = mount.path + "/filler"
         mount.fill(filler)
         let full = try FaultHost(["spin", "--reports", directory, "--seconds", "0.4", "--count", "3"])
@@ -243,9 +241,7 @@ import Testing
     @Test(.enabled(if: isRoot)) func aReadOnlyFilesystemIsCountedAndLoggedOnce() throws {
         let mount = try SmallFilesystem(bytes: 1 << 20)
         defer { mount.remove() }
-        let directory = mount.path + "/reports"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        chmod(directory, 0o700)
+        let directory = try mount.reportDirectory()
         try mount.remountReadOnly()
         let host = try FaultHost(["spin", "--reports", directory, "--seconds", "0.4", "--count", "2"])
         let outcome = host.finish(within: 60)
@@ -272,6 +268,14 @@ struct SmallFilesystem {
         path = FileManager.default.temporaryDirectory.path + "/hangwatch-fs-\(getpid())-\(UUID().uuidString.prefix(6))"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         try Self.run(["mount", "-t", "tmpfs", "-o", "size=\(bytes)", "tmpfs", path])
+    }
+
+    /// A private (0700) report directory on it.
+    func reportDirectory() throws -> String {
+        let directory = path + "/reports"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o700)
+        return directory
     }
 
     /// Writes `file` until the filesystem is full.
