@@ -92,8 +92,8 @@ clean:
 
 # The fault-injection suite, longer (docs/reliability.md): a service hanging every 100 ms for a
 # minute and 500 kills mid-write, then the report parser fuzzed for FUZZ_SECONDS (120), then the
-# tests under ThreadSanitizer and AddressSanitizer. Bounded (about 25 minutes on 2 CPUs once the
-# sanitizer builds exist, 45 the first time); stops by itself; every part runs, any failure fails.
+# tests under ThreadSanitizer and AddressSanitizer. Bounded (about 15 minutes on 2 CPUs once the
+# sanitizer builds exist, 40 the first time); stops by itself; every part runs, any failure fails.
 .PHONY: stress
 stress: deps test-deps
 	$(SWIFT) build --build-tests
