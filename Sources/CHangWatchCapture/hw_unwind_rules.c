@@ -205,11 +205,6 @@ static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exac
     return rule;
 }
 
-/* Whether any unwind table entry covers `ip` (a function with call-frame information). */
-static int hw_has_unwind_info(uintptr_t ip, const ucontext_t *session_context) {
-    return hw_unwind_info_covers(ip, (void *)session_context);
-}
-
 /* The rule for an interrupted instruction in code without call-frame information. Such code is
  * mostly small leaf functions (getters, tail-call stubs) that push nothing: the return address is
  * on top of the stack. libunwind's fallback would follow the frame-pointer chain instead and skip
@@ -248,7 +243,7 @@ int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t
         }
         const uintptr_t key = ip << 1 | (uintptr_t)exact;
         hw_rule rule;
-        if (exact && !hw_has_unwind_info(ip, uc)) {
+        if (exact && !hw_unwind_info_covers(ip, uc)) {
             /* Not cached: which way such a frame goes depends on the stack, not the address. */
             rule = hw_leaf_rule(session, sp);
         } else if (!hw_rule_lookup(key, epoch, &rule)) {

@@ -126,10 +126,7 @@ final class Watchdog: @unchecked Sendable {
                     let woke = clock.microseconds()
                     oversleep = woke > deadline ? woke - deadline : 0
                     if oversleep > 0, let before, let after = ownTask?.readSchedStat() {
-                        // Late because starved: the time was spent runnable on a run queue. Late
-                        // without queueing: the process was stopped (SIGSTOP, a debugger).
-                        let queued = (after.runQueueNanoseconds &- before.runQueueNanoseconds) / 1000
-                        stopSuspected = queued * 2 < oversleep
+                        stopSuspected = Self.lateBecauseStopped(late: oversleep, before: before, after: after)
                     }
                 }
             case .hang(let start):
@@ -243,8 +240,7 @@ final class Watchdog: @unchecked Sendable {
                 if late < UInt64(Int64.max), late > max(100_000, 4 * recording.sampleIntervalMicroseconds),
                     let before, let after = ownTask?.readSchedStat()
                 {
-                    let queued = (after.runQueueNanoseconds &- before.runQueueNanoseconds) / 1000
-                    recording.stopSuspected = queued * 2 < late
+                    recording.stopSuspected = Self.lateBecauseStopped(late: late, before: before, after: after)
                 }
             }
             tick(.recording, snapshot)
@@ -289,6 +285,14 @@ final class Watchdog: @unchecked Sendable {
             statistics.captureFailures.add(1, ordering: .relaxed)
         }
         recording.add(sample)
+    }
+
+    /// Whether the watchdog, `late` microseconds late out of a wait, was stopped rather than starved.
+    /// Starved, the time was spent runnable on a run queue (its own schedstat from `before` to
+    /// `after` shows it); stopped (SIGSTOP, a debugger), it was not.
+    static func lateBecauseStopped(late: UInt64, before: ProcTask.SchedStat, after: ProcTask.SchedStat) -> Bool {
+        let queued = (after.runQueueNanoseconds &- before.runQueueNanoseconds) / 1000
+        return queued * 2 < late
     }
 
     /// A long hang's provisional report is rewritten at least this often.
