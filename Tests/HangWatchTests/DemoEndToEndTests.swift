@@ -20,10 +20,7 @@ import Testing
         return (process.terminationStatus, text)
     }
 
-    static var demoBinary: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        return (executable as NSString).deletingLastPathComponent + "/hangwatch-demo"
-    }
+    static var demoBinary: String { BuiltExecutable.path("hangwatch-demo") }
 
     /// The same service under `dispatchMain()` (as an `async` @main service runs): no run loop, the
     /// main queue drained by a libdispatch worker. The ping finds the stall and captures that worker.
@@ -44,7 +41,7 @@ import Testing
 
     /// An `async` @main service: MainActor work that takes 800 ms is reported with its function.
     @Test func anAsyncMainServiceGetsItsMainActorHangReported() throws {
-        let binary = (Self.demoBinary as NSString).deletingLastPathComponent + "/hangwatch-async-demo"
+        let binary = BuiltExecutable.path("hangwatch-async-demo")
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build it first: swift build")
         let directory = ReportDirectory()
         let (status, text) = try Self.run(binary, ["--reports", directory.path])

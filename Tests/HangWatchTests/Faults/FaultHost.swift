@@ -5,10 +5,7 @@ import HangWatchReport
 /// can stop, kill, starve or run with an interposed allocator or a faked wall clock. Its output is
 /// collected as it comes; `finish(within:)` kills it when it overstays.
 final class FaultHost: @unchecked Sendable {
-    static var binary: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        return (executable as NSString).deletingLastPathComponent + "/hangwatch-faults"
-    }
+    static var binary: String { BuiltExecutable.path("hangwatch-faults") }
 
     struct Outcome {
         /// Nil when the process had to be killed.
