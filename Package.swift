@@ -138,6 +138,19 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // The differential test of the blocked-thread unwinder (not a product): blocks its main thread
+        // in each kind of system call and compares the blocked-thread stack with the thread's own.
+        .executableTarget(
+            name: "hangwatch-stackcorpus",
+            dependencies: ["HangWatch", "HangWatchSymbolication", "CStackCorpus"],
+            // Each chain function stays itself in a release build (not merged with its look-alikes).
+            swiftSettings: [.unsafeFlags(["-Xfrontend", "-disable-llvm-merge-functions-pass"])]
+        ),
+        // C callers for the corpus, built as C libraries are (optimised, no frame pointer).
+        .target(
+            name: "CStackCorpus",
+            cSettings: [.unsafeFlags(["-O2", "-fomit-frame-pointer"])]
+        ),
         // A service that misbehaves on request, run by the fault-injection tests (not a product).
         .executableTarget(
             name: "hangwatch-faults",

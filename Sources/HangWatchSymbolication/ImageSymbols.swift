@@ -8,7 +8,7 @@ import Foundation
 /// business: the binary at the report's path, or a copy or debug file found by build-id. Separate
 /// debug files for an opened binary are also found by build-id. A file whose build-id differs from
 /// the expected one is never used. Not thread-safe; `Symbolicator` serializes.
-final class ImageSymbols {
+package final class ImageSymbols {
     private let session: OpaquePointer
     private let module: OpaquePointer
     private let searchPath: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
@@ -29,7 +29,7 @@ final class ImageSymbols {
     /// its build-id differs: the binary was replaced since the hang) a file found by build-id in
     /// each debug directory (`DIR/.build-id/xx/yyyy.debug`, `DIR/.build-id/xx/yyyy`) or by name
     /// (`DIR/<file name>`), then in `/usr/lib/debug/.build-id/`.
-    static func open(path: String, expectedBuildID: String?, debugDirectories: [String]) throws -> ImageSymbols {
+    package static func open(path: String, expectedBuildID: String?, debugDirectories: [String]) throws -> ImageSymbols {
         var candidates = [path]
         let buildID = expectedBuildID?.lowercased() ?? ""
         let directories = debugDirectories + ["/usr/lib/debug"]
@@ -116,7 +116,7 @@ final class ImageSymbols {
     }
 
     /// The function (and line, if known) at file-relative address `offset`.
-    func lookup(offset: UInt64) -> SymbolicatedFrame? {
+    package func lookup(offset: UInt64) -> SymbolicatedFrame? {
         if let known = answers[offset] { return known }
         let answer = resolve(offset: offset)
         if answers.count >= Self.answerLimit { answers.removeAll(keepingCapacity: true) }

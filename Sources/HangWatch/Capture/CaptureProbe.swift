@@ -1,0 +1,94 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The watchdog's capture paths, callable on any attached thread, for this package's own tools
+/// (the stack corpus, the benchmarks). Not public: services use `HangMonitor`.
+package enum CaptureProbe {
+    /// A thread prepared for captures (alternate signal stack, capture signal unblocked).
+    package struct Target: Sendable {
+        let thread: MonitoredThread
+        package var tid: Int32 { thread.tid }
+    }
+
+    /// One look at a thread, as the watchdog takes it.
+    package struct Sample: Sendable {
+        /// `signal`, `syscall` or `unchanged`; nil when no stack was taken.
+        package var method: String?
+        package var frames: [UInt]
+        package var truncated: Bool
+        /// Why the walk stopped early, when it did (report wording).
+        package var truncation: String?
+        /// How the frame pointer of a blocked thread was found, when it had to be (report wording).
+        package var framePointer: String?
+        /// The system call the thread was blocked in, by number.
+        package var syscall: Int?
+        package var failure: String?
+    }
+
+    /// The capture signal monitors use unless configured otherwise.
+    package static var defaultSignal: Int32 { CaptureSignal.defaultSignal }
+
+    package static func install(signal: Int32) throws {
+        try UnsafeCaptureBridge.install(signal: signal)
+        _ = UnsafeCaptureBridge.publish(UnsafeImageMapReader.read())
+    }
+
+    /// Prepares the calling thread.
+    package static func attachCurrentThread(signal: Int32) -> Target {
+        let attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
+        let task = ProcTask(tid: attachment.tid)
+        return Target(
+            thread: MonitoredThread(
+                tid: attachment.tid, startTimeTicks: task.stat()?.startTimeTicks ?? 0, stackLow: attachment.stackLow,
+                stackHigh: attachment.stackHigh, name: task.name(), isMain: attachment.tid == getpid()))
+    }
+
+    /// Samples `target` the way the watchdog does: a signal if it runs, no signal if it is blocked
+    /// in a system call.
+    package static func sample(_ target: Target, signal: Int32) -> Sample {
+        let sampler = LinuxStackSampler(
+            signal: signal, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 200_000_000,
+            clock: SystemMonotonicClock())
+        let sample = sampler.sample(target.thread, previous: nil, signalAllowed: true)
+        return Sample(
+            method: sample.method?.rawValue, frames: sample.frames, truncated: sample.truncated,
+            truncation: nil, framePointer: nil, syscall: sample.syscall,
+            failure: sample.failure?.rawValue)
+    }
+
+    /// A signal capture whatever the thread is doing, even blocked in a system call (which the
+    /// signal may cut short: only for a scratch process). The thread unwinds itself from its exact
+    /// registers: the ground truth a blocked-thread walk is compared with.
+    package static func signalCapture(_ target: Target, signal: Int32) -> Sample? {
+        let result = UnsafeCaptureBridge.captureBySignal(
+            tid: target.tid, stackLow: target.thread.stackLow, stackHigh: target.thread.stackHigh, signal: signal,
+            maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 500_000_000)
+        guard case .success(let capture) = result else { return nil }
+        return Sample(
+            method: "signal", frames: capture.frames, truncated: capture.flags.isTruncated,
+            truncation: nil, framePointer: nil, syscall: nil, failure: nil)
+    }
+
+    /// The system call `target` is blocked in right now, if any.
+    package static func blockedSyscall(_ target: Target) -> Int? {
+        if case .inSyscall(let number, _, _, _)? = ProcTask(tid: target.tid).syscall() { return number }
+        return nil
+    }
+}
+
+extension CaptureProbe {
+    /// Where `address` lies: the image's path and build-id, and the address in the ELF file.
+    package static func locate(_ address: UInt) -> (path: String, buildID: String?, offset: UInt)? {
+        let map = images.withLock { map in
+            if map == nil || !map!.covers([address]) { map = UnsafeImageMapReader.read() }
+            return map!
+        }
+        guard let index = map.imageIndex(containing: address) else { return nil }
+        let image = map.images[index]
+        return (image.path, image.buildID, address &- image.bias)
+    }
+
+    private static let images = Mutex<ImageMap?>(nil)
+}
