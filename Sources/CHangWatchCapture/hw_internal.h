@@ -1,59 +1,179 @@
 /*
- * Internal to CHangWatchCapture: what hw_capture_signal.c needs from hw_unwind.c.
+ * Internal to CHangWatchCapture. The files call each other in one direction only:
+ *
+ *   hw_image_table.c   the published table of code segments and readable ranges
+ *   hw_code.c          what the bytes of code say: calls, jumps, prologues        (uses the table)
+ *   hw_session.c       checked memory reads for one walk; libunwind's accessors    (uses the table)
+ *   hw_libunwind.c     one libunwind step, and libunwind's own step loop           (uses sessions)
+ *   hw_rules.c         cached per-address unwind rules, one step at a time         (uses libunwind steps)
+ *   hw_walk.c          the walk from exact registers (signal handler, warm-up)     (uses rules)
+ *   hw_blocked.c       the walk of a thread blocked in a system call               (uses rules, code)
+ *   hw_capture_signal.c, hw_heartbeat.c                                            (use the walk)
  */
 #ifndef HW_INTERNAL_H
 #define HW_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
 
-/* Prepare libunwind once (patch the local address space's accessors). Not async-signal-safe. */
-int hw_unwind_prepare(void);
+#include "CHangWatchCapture.h"
+
+/* ---- hw_image_table.c ------------------------------------------------------------------------ */
+
+typedef struct hw_table {
+    size_t segment_count;
+    size_t range_count;
+    hw_unwind_segment segments[HW_MAX_SEGMENTS];
+    hw_address_range ranges[HW_MAX_RANGES];
+} hw_table;
+
+/* The table in force. Stable while a walk is in flight (hw_walk_begin / hw_walk_end). */
+const hw_table *hw_table_active(void);
+/* A walk in flight keeps hw_images_publish from replacing the table. Async-signal-safe. */
+void hw_walk_begin(void);
+void hw_walk_end(void);
+/* The executable segment containing `ip`, or NULL. */
+const hw_unwind_segment *hw_table_segment(const hw_table *table, uintptr_t ip);
+/* Whether [start, end) lies inside one published readable range. */
+int hw_table_readable(const hw_table *table, uintptr_t start, uintptr_t end);
+/* Changes whenever a new table is published. */
+uint32_t hw_images_epoch(void);
 
 /*
- * Walk the stack described by `uc` (a signal context or a synthesized one) into `frames`.
- * Reads are allowed in [stack_low, stack_high), in [uc, uc + uc_size) and in the published image
- * ranges. Async-signal-safe. Returns the number of frames written; *last_sp receives the stack
- * pointer of the last frame written.
+ * Whether the table has call-frame information covering `lookup_ip` (the interrupted address of an
+ * exact frame, the return address less one of a caller), and the bounds of the function that
+ * information describes. Reads go through the session keyed by `arg`. Only for a covered address
+ * may libunwind be asked to step: for any other, its local unwinder would call dl_iterate_phdr.
+ * Async-signal-safe.
  */
-int hw_unwind_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high,
-                   uintptr_t *frames, int max_frames, int32_t *flags, uintptr_t *last_sp);
-
-/* Sessions: the read limits of a walk, keyed by the context pointer libunwind passes back to our
- * accessors. Open returns NULL when every session is taken. Async-signal-safe. */
-void *hw_session_open(const ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high);
-/* Closes a session; returns how many reads it refused. */
-int hw_session_close(void *session);
-/* A checked read inside a session's limits: 1 and *value, or 0 (refused). */
-int hw_session_read(void *session, uintptr_t address, uintptr_t *value);
-
-/* libunwind's own step loop over `uc` in a session of its own, appending to frames[*count].
- * Returns -1 (nothing done) when no session is free. */
-int hw_libunwind_walk(ucontext_t *uc, size_t uc_size, int signal_frame, uintptr_t stack_low, uintptr_t stack_high,
-                      uintptr_t *frames, int *count, int max_frames, int32_t *flags, uintptr_t *last_sp);
-
-/* The fast walk (hw_unwind_rules.c): cached per-address rules applied with checked reads, rules
- * derived by libunwind on a miss. Returns -1 when it cannot run (architecture, no session). */
-int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
-                  int *count, int max_frames, int32_t *flags, uintptr_t *last_sp);
-
-/* Whether the published table has call-frame information covering `lookup_ip` (the interrupted
- * address of an exact frame, the return address less one of a caller). Reads through the session
- * keyed by `arg`. Only for such an address may libunwind be asked to step: for any other, its
- * local unwinder would call dl_iterate_phdr. Async-signal-safe. */
 int hw_unwind_info_covers(uintptr_t lookup_ip, void *arg);
+int hw_function_bounds(uintptr_t lookup_ip, void *arg, uintptr_t *start, uintptr_t *end);
 
-/* Whether `address` lies in a published executable segment just after a call instruction. */
+/* ---- hw_code.c: instruction bytes, read only inside published ranges --------------------------- */
+
+/* Whether the bytes before `return_address` are a call instruction in a published segment. */
+int hw_follows_call(const hw_table *table, uintptr_t return_address);
+/* The same, against the table in force. */
 int hw_is_return_address(uintptr_t address);
 
-/* Changes whenever a new image table is published. */
-uint32_t hw_images_epoch(void);
+/* How the call before a return address relates to the function a walk came from. */
+enum {
+    HW_LINK_NOT_A_CALL = -1, /* no call instruction before the return address */
+    HW_LINK_MISMATCH = 0,    /* a call whose target is provably another function */
+    HW_LINK_MATCH = 1,       /* a call to the function (directly, through a PLT slot or stub, or a tail jump) */
+    HW_LINK_UNKNOWN = 2      /* an indirect call: its target is not in the code */
+};
+int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t callee_start);
+
+/* What a function's standard frame-pointer prologue (push rbp; mov rbp, rsp; pushes; sub rsp, n)
+ * says about its frames. */
+typedef struct hw_prologue {
+    uintptr_t frame_size;  /* rbp - rsp after the prologue: at any call in the body, rbp >= sp + this */
+    int has_canary;        /* the entry block stores the stack-protector value ... */
+    intptr_t canary_offset;/* ... at rbp + canary_offset */
+} hw_prologue;
+/* 1 when the function starts with the standard prologue (and *prologue says what it found). */
+int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue);
+/* The stack-protector value, the same in every thread of the process (glibc copies it). */
+uintptr_t hw_stack_guard(void);
+
+/* ---- hw_session.c ------------------------------------------------------------------------------ */
+
+/* Prepare libunwind once (patch the local address space's accessors). Not async-signal-safe. */
+int hw_unwind_prepare(void);
+int hw_unwind_prepared(void);
+
+/*
+ * Sessions: the read limits of a walk, keyed by the context pointer libunwind passes back to our
+ * accessors (`key`, the start of [key, key + key_size), which may be read). Reads are allowed there,
+ * in [stack_low, stack_high) and in the published ranges. Open returns NULL when every session is
+ * taken. Async-signal-safe.
+ */
+void *hw_session_open(const void *key, size_t key_size, uintptr_t stack_low, uintptr_t stack_high);
+/* Closes a session; returns how many reads it refused. */
+int hw_session_close(void *session);
+/* A checked read: 1 and *value, or 0 (refused). */
+int hw_session_read(void *session, uintptr_t address, uintptr_t *value);
+/* The key libunwind passes back for this session (for hw_unwind_info_covers and friends). */
+void *hw_session_key(void *session);
 
 /* Program counter and stack pointer held in a context. Async-signal-safe. */
 uintptr_t hw_context_pc(const ucontext_t *uc);
 uintptr_t hw_context_sp(const ucontext_t *uc);
 uintptr_t hw_context_fp(const ucontext_t *uc);
 void hw_context_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp);
+
+/* CLOCK_MONOTONIC in nanoseconds. Async-signal-safe. */
+int64_t hw_now_ns(void);
+
+/* ---- hw_libunwind.c ---------------------------------------------------------------------------- */
+
+/* What one libunwind step from (ip, sp, fp) found. */
+typedef struct hw_step_result {
+    int status; /* > 0 stepped, 0 outermost frame, < 0 failed */
+    uintptr_t cfa;
+    uintptr_t ip;
+    uintptr_t fp;
+    uintptr_t fp_used; /* the frame pointer the step started from (the stand-in, if unknown) */
+    int fp_saved;      /* 1: restored from memory at fp_slot, 0: unchanged, -1: elsewhere */
+    uintptr_t fp_slot;
+    int ip_at_cfa_minus_8;
+} hw_step_result;
+
+/* One step, in a session of its own. With `fp_known` 0 the frame pointer is a stand-in that points
+ * at a fake frame record (`fp` 0: the first stand-in, 64: a second one 64 bytes higher): the step
+ * still says where the CFA is, and relative to which register. */
+hw_step_result hw_libunwind_step(uintptr_t ip, uintptr_t sp, uintptr_t fp, int fp_known, int exact,
+                                 uintptr_t stack_low, uintptr_t stack_high);
+
+/* libunwind's own step loop over `uc` in a session of its own, appending to frames[*count].
+ * Returns -1 (nothing done) when no session is free. */
+int hw_libunwind_walk(ucontext_t *uc, size_t uc_size, int signal_frame, uintptr_t stack_low, uintptr_t stack_high,
+                      uintptr_t *frames, int *count, int max_frames, int32_t *flags, uintptr_t *last_sp);
+
+/* ---- hw_rules.c -------------------------------------------------------------------------------- */
+
+/* A frame's registers during a walk. */
+typedef struct hw_frame {
+    uintptr_t ip;  /* the interrupted instruction (exact) or a return address */
+    uintptr_t sp;
+    uintptr_t fp;
+    int exact;
+    int fp_known;  /* 0 while the frame pointer register's value is unknown (a blocked thread) */
+} hw_frame;
+
+enum {
+    HW_STEP_END = 0,          /* the outermost frame */
+    HW_STEP_STEPPED = 1,      /* *frame is now the caller */
+    HW_STEP_NEEDS_FP = 2,     /* the frame's rule is relative to the frame pointer, which is unknown */
+    HW_STEP_UNSUPPORTED = 3,  /* not a frame a cached rule can step: libunwind's own loop must */
+    HW_STEP_NO_INFO = -1,     /* no call-frame information for the address */
+    HW_STEP_UNREADABLE = -2,  /* a read outside the allowed ranges was refused */
+    HW_STEP_NO_PROGRESS = -3, /* the stack pointer did not go up */
+    HW_STEP_FAILED = -4       /* libunwind could not step */
+};
+
+/* One step with the cached rules (derived from libunwind on a miss). x86_64 only: elsewhere it
+ * returns HW_STEP_UNSUPPORTED. */
+int hw_rules_step(void *session, hw_frame *frame, uint32_t epoch, uintptr_t stack_low, uintptr_t stack_high);
+
+/* The fast walk: rules step by step, libunwind's own loop for the frames they cannot step. Returns
+ * -1 when it cannot run (no session free). */
+int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
+                  int *count, int max_frames, int32_t *flags, uintptr_t *last_sp);
+
+/* ---- hw_walk.c --------------------------------------------------------------------------------- */
+
+/*
+ * Walk the stack described by `uc` (a signal context or a synthesized one) into `frames`.
+ * Async-signal-safe. Returns the number of frames written; *last_sp receives the stack pointer of
+ * the last frame written.
+ */
+int hw_unwind_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high,
+                   uintptr_t *frames, int max_frames, int32_t *flags, uintptr_t *last_sp);
+
+/* ---- shared constants --------------------------------------------------------------------------- */
 
 /* Bytes of a kernel-provided signal context that may be read (up to the end of uc_mcontext). */
 #define HW_SIGNAL_CONTEXT_SIZE (offsetof(ucontext_t, uc_mcontext) + sizeof(mcontext_t))
@@ -71,15 +191,12 @@ static inline uintptr_t hw_stack_floor(uintptr_t sp, uintptr_t stack_low) {
 
 /*
  * For the few functions that read stack words on an unwinder's behalf (hw_access_mem,
- * hw_session_read, the frame-record scan). They read a thread's stack on purpose, after the range
- * check: saved registers, return addresses, and, while a rule is derived or a frame record is
+ * hw_session_read, the frame-record search). They read a thread's stack on purpose, after the
+ * range check: saved registers, return addresses, and, while a rule is derived or a frame record is
  * looked for, words that belong to no variable. Under AddressSanitizer those words may be the
  * redzones it keeps between a frame's variables; such a read is by design, not an overflow.
  * Everything else in the target stays instrumented.
  */
 #define HW_READS_FOREIGN_STACK __attribute__((no_sanitize("address")))
-
-/* CLOCK_MONOTONIC in nanoseconds. Async-signal-safe. */
-int64_t hw_now_ns(void);
 
 #endif

@@ -362,6 +362,48 @@ struct PipeBlocker: CorpusBlocker {
     return values.reduce(seed, &+)
 }
 
+// MARK: a frame with a dynamic size (its prologue does not say where its frame pointer is)
+
+/// A size the optimizer cannot know: the frame's stack allocation happens at run time.
+let dynamicSize = Int(getpid() % 7) + 200
+
+@inline(never) func dynamicFrameOuter(_ fd: Int32) { corpus_keep(churn(171)); dynamicFrameRead(fd); corpus_keep(171) }
+@inline(never) func dynamicFrameRead(_ fd: Int32) {
+    corpus_keep(churn(172))
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: dynamicSize) { buffer in
+        corpus_use(buffer.baseAddress)
+        markEntered()
+        while !released.load(ordering: .relaxed) {
+            _ = read(fd, buffer.baseAddress, 1)
+        }
+        corpus_keep(Int32(buffer[0]))
+    }
+    corpus_keep(173)
+}
+
+@inline(never) func dynamicPollOuter(_ fd: Int32) { corpus_keep(churn(174)); dynamicPollMiddle(fd); corpus_keep(174) }
+@inline(never) func dynamicPollMiddle(_ fd: Int32) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: dynamicSize * 2) { buffer in
+        corpus_use(buffer.baseAddress)
+        corpus_keep(churn(175))
+        dynamicPollInner(fd, buffer.count)
+        corpus_keep(Int32(buffer[0]))
+    }
+    corpus_keep(176)
+}
+@inline(never) func dynamicPollInner(_ fd: Int32, _ size: Int) {
+    corpus_keep(churn(177))
+    withUnsafeTemporaryAllocation(of: pollfd.self, capacity: size / 64) { entries in
+        corpus_use(entries.baseAddress)
+        entries[0] = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        markEntered()
+        while !released.load(ordering: .relaxed) {
+            _ = poll(entries.baseAddress, 1, -1)
+        }
+    }
+    corpus_keep(178)
+}
+
 // MARK: the table
 
 func socketPair() throws -> (Int32, Int32) {
@@ -490,6 +532,14 @@ let corpusCases: [CorpusCase] = [
     CorpusCase(name: "read-generic", chain: ["PipeBlocker.block", "genericBlockOpened", "genericBlock", "genericOuter"]) {
         let pipe = try Pipe()
         return Run(block: { genericOuter(pipe.readEnd) }, release: { pipe.wake() })
+    },
+    CorpusCase(name: "read-dynamic-frame", chain: ["dynamicFrameRead", "dynamicFrameOuter"]) {
+        let pipe = try Pipe()
+        return Run(block: { dynamicFrameOuter(pipe.readEnd) }, release: { pipe.wake() })
+    },
+    CorpusCase(name: "poll-dynamic-frames", chain: ["dynamicPollInner", "dynamicPollMiddle", "dynamicPollOuter"]) {
+        let pipe = try Pipe()
+        return Run(block: { dynamicPollOuter(pipe.readEnd) }, release: { pipe.wake() })
     },
     CorpusCase(name: "read-closure", chain: ["closure in closureOuter", "runClosure", "closureOuter"]) {
         let pipe = try Pipe()

@@ -14,7 +14,9 @@ import Synchronization
 //   3. compares: `exact` (every frame equal), `truncated` (a prefix of the truth, marked
 //      truncated), or `wrong` (any frame that differs, or a prefix not marked truncated).
 //
-//   hangwatch-stackcorpus [--samples N] [--cases a,b,...] [--json] [--verbose]
+//   hangwatch-stackcorpus [--samples N] [--cases a,b,...] [--json] [--verbose] [--no-prologue]
+//
+// --no-prologue measures the frame-record method alone (as if no function had a fixed frame).
 //
 // Prints a table (or, with --json, one JSON object) of exact / truncated / wrong per case. Exit
 // status: 0 when no sample was wrong, 1 otherwise, 2 for bad arguments, 3 when a case could not run.
@@ -24,6 +26,7 @@ struct Options {
     var cases: Set<String>?
     var json = false
     var verbose = false
+    var prologues = true
 }
 
 func fail(_ message: String, code: Int32) -> Never {
@@ -44,6 +47,7 @@ func parseOptions() -> Options {
             options.cases = Set(value.split(separator: ",").map(String.init))
         case "--json": options.json = true
         case "--verbose": options.verbose = true
+        case "--no-prologue": options.prologues = false
         default: fail("unknown option \(name)", code: 2)
         }
     }
@@ -59,6 +63,7 @@ do {
     fail("cannot install the capture handler: \(error)", code: 3)
 }
 let target = CaptureProbe.attachCurrentThread(signal: signal)
+CaptureProbe.useProloguesForBlockedThreads(options.prologues)
 
 /// The run the main thread should start next, handed over by the controller.
 let pending = Mutex<Run?>(nil)

@@ -39,14 +39,21 @@ extern "C" {
 
 /** Result flags (bit set). */
 enum {
-    HW_UNWIND_END_OF_STACK = 1 << 0, /* unw_step reported the outermost frame */
-    HW_UNWIND_TRUNCATED = 1 << 1,    /* stopped at the frame cap */
-    HW_UNWIND_ERROR = 1 << 2,        /* unw_step failed (no unwind info, unreadable memory, ...) */
-    HW_UNWIND_NO_PROGRESS = 1 << 3,  /* the stack pointer went backwards or repeated: stopped */
-    HW_UNWIND_INIT_FAILED = 1 << 4,  /* unw_init_local2 failed */
-    HW_UNWIND_HEURISTIC_FP = 1 << 5, /* blocked-thread walk needed a frame pointer found by scanning */
-    HW_UNWIND_BUSY = 1 << 6,         /* too many unwinds in flight at once; nothing captured */
-    HW_UNWIND_READS_REJECTED = 1 << 7 /* at least one memory read outside the allowed ranges was refused */
+    HW_UNWIND_END_OF_STACK = 1 << 0,   /* the walk reached the outermost frame */
+    HW_UNWIND_TRUNCATED = 1 << 1,      /* stopped at the frame cap */
+    HW_UNWIND_ERROR = 1 << 2,          /* a step failed (see the flags below for why) */
+    HW_UNWIND_NO_PROGRESS = 1 << 3,    /* the stack pointer went backwards or repeated: stopped */
+    HW_UNWIND_INIT_FAILED = 1 << 4,    /* the walk could not start */
+    HW_UNWIND_BUSY = 1 << 6,           /* too many unwinds in flight at once; nothing captured */
+    HW_UNWIND_READS_REJECTED = 1 << 7, /* at least one memory read outside the allowed ranges was refused */
+    HW_UNWIND_NO_UNWIND_INFO = 1 << 8, /* stopped at an address without call-frame information */
+    /* A blocked thread's walk needed the frame pointer, which /proc does not give: */
+    HW_UNWIND_FP_PROLOGUE = 1 << 9,    /* computed from the function's prologue (its fixed frame size), and the
+                                          frame record there checked to the outermost frame */
+    HW_UNWIND_FP_RECORD = 1 << 10,     /* the one frame record on the stack that checks to the outermost frame
+                                          and whose call instruction calls the function */
+    HW_UNWIND_FP_AMBIGUOUS = 1 << 11,  /* stopped: several frame records check out and disagree */
+    HW_UNWIND_FP_UNPROVEN = 1 << 12    /* stopped: no frame record could be proven */
 };
 
 /** One executable segment and where its .eh_frame_hdr binary-search table lives. */
@@ -134,6 +141,10 @@ int hw_capture_wait(uint64_t generation, int64_t timeout_ns, hw_capture_result *
  */
 int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_low, uintptr_t stack_high,
                              uintptr_t *frames, int max_frames, int32_t *flags);
+
+/** For the differential tests: 0 turns off the prologue method of the blocked-thread walk (so the
+ * frame-record method alone is measured); 1 (the default) turns it back on. */
+void hw_blocked_use_prologue(int enabled);
 
 /*
  * Heartbeat page: what a running monitor publishes for the host agent, in a small shared file

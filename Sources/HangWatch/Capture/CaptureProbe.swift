@@ -54,7 +54,7 @@ package enum CaptureProbe {
         let sample = sampler.sample(target.thread, previous: nil, signalAllowed: true)
         return Sample(
             method: sample.method?.rawValue, frames: sample.frames, truncated: sample.truncated,
-            truncation: nil, framePointer: nil, syscall: sample.syscall,
+            truncation: sample.truncation?.rawValue, framePointer: sample.framePointer?.rawValue, syscall: sample.syscall,
             failure: sample.failure?.rawValue)
     }
 
@@ -68,7 +68,13 @@ package enum CaptureProbe {
         guard case .success(let capture) = result else { return nil }
         return Sample(
             method: "signal", frames: capture.frames, truncated: capture.flags.isTruncated,
-            truncation: nil, framePointer: nil, syscall: nil, failure: nil)
+            truncation: capture.flags.truncation?.rawValue, framePointer: nil, syscall: nil, failure: nil)
+    }
+
+    /// Turns the prologue method of the blocked-thread walk off (to measure the frame-record method
+    /// alone) or back on.
+    package static func useProloguesForBlockedThreads(_ enabled: Bool) {
+        UnsafeCaptureBridge.useProloguesForBlockedThreads(enabled)
     }
 
     /// The system call `target` is blocked in right now, if any.

@@ -83,6 +83,8 @@ struct LinuxStackSampler: StackSampling {
             if let previous, previous.blockedKey == key, !previous.frames.isEmpty {
                 sample.frames = previous.frames
                 sample.truncated = previous.truncated
+                sample.truncation = previous.truncation
+                sample.framePointer = previous.framePointer
                 sample.method = .unchanged
                 return sample
             }
@@ -99,6 +101,8 @@ struct LinuxStackSampler: StackSampling {
             }
             sample.frames = walk.frames
             sample.truncated = walk.flags.isTruncated
+            sample.truncation = walk.flags.truncation
+            sample.framePointer = walk.flags.framePointer
             sample.method = .syscall
             return sample
         }
@@ -122,6 +126,7 @@ struct LinuxStackSampler: StackSampling {
         case .success(let result):
             sample.frames = result.frames
             sample.truncated = result.flags.isTruncated
+            sample.truncation = result.flags.truncation
             sample.pauseNanoseconds = result.pauseNanoseconds
             sample.method = .signal
         case .failure(.timeout):

@@ -9,6 +9,36 @@ struct StackSample: Sendable, Equatable {
         case unchanged
     }
 
+    /// Why a stack stops before the outermost frame (`stacks[].truncation` in reports).
+    enum Truncation: String, Sendable, Equatable {
+        /// The frame cap (`maxFrames`).
+        case frameLimit = "frame limit"
+        /// A code address without call-frame information (hand-written assembly, JIT code).
+        case noUnwindInformation = "no unwind information"
+        /// The next frame's memory lies outside the thread's stack and the loaded images.
+        case unreadableMemory = "unreadable memory"
+        /// A step did not move up the stack.
+        case stackPointerDidNotAdvance = "stack pointer did not advance"
+        /// A blocked thread: several frame records above the frame that needs the frame pointer
+        /// check out, and they disagree.
+        case framePointerAmbiguous = "frame pointer ambiguous"
+        /// A blocked thread: no frame record could be proven for the frame that needs the frame pointer.
+        case framePointerUnproven = "frame pointer unproven"
+        /// Too many walks at once.
+        case unwinderBusy = "unwinder busy"
+        /// libunwind could not step (an unsupported frame).
+        case unwindFailed = "unwind failed"
+    }
+
+    /// How a blocked thread's frame pointer, which `/proc` does not give, was found
+    /// (`stacks[].framePointer` in reports).
+    enum FramePointerSource: String, Sendable, Equatable {
+        /// From the function's prologue (its fixed frame size), the record there checked to the end.
+        case prologue
+        /// The one frame record that checks to the end and whose call calls the function.
+        case frameRecord = "frame record"
+    }
+
     /// Why a sample has no stack.
     enum Failure: String, Sendable, Equatable {
         case threadExited = "thread exited"
@@ -42,6 +72,10 @@ struct StackSample: Sendable, Equatable {
     var frames: [UInt]
     var method: Method?
     var truncated: Bool
+    /// Why the stack stops early, when it does.
+    var truncation: Truncation?
+    /// How the frame pointer was found, for a blocked thread whose walk needed it.
+    var framePointer: FramePointerSource?
     /// Scheduler state letter: `R` on a CPU, `S` blocked in a system call, else from `stat`
     /// (`D`, `T`, `t`, ...).
     var state: Character?

@@ -15,12 +15,36 @@ enum UnsafeCaptureBridge {
         static let error = UnwindFlags(rawValue: Int32(HW_UNWIND_ERROR))
         static let noProgress = UnwindFlags(rawValue: Int32(HW_UNWIND_NO_PROGRESS))
         static let initFailed = UnwindFlags(rawValue: Int32(HW_UNWIND_INIT_FAILED))
-        static let heuristicFramePointer = UnwindFlags(rawValue: Int32(HW_UNWIND_HEURISTIC_FP))
         static let busy = UnwindFlags(rawValue: Int32(HW_UNWIND_BUSY))
         static let readsRejected = UnwindFlags(rawValue: Int32(HW_UNWIND_READS_REJECTED))
+        static let noUnwindInfo = UnwindFlags(rawValue: Int32(HW_UNWIND_NO_UNWIND_INFO))
+        static let framePointerFromPrologue = UnwindFlags(rawValue: Int32(HW_UNWIND_FP_PROLOGUE))
+        static let framePointerFromRecord = UnwindFlags(rawValue: Int32(HW_UNWIND_FP_RECORD))
+        static let framePointerAmbiguous = UnwindFlags(rawValue: Int32(HW_UNWIND_FP_AMBIGUOUS))
+        static let framePointerUnproven = UnwindFlags(rawValue: Int32(HW_UNWIND_FP_UNPROVEN))
 
         /// The walk stopped before the outermost frame.
         var isTruncated: Bool { !contains(.endOfStack) }
+
+        /// Why the walk stopped before the outermost frame; nil when it did not.
+        var truncation: StackSample.Truncation? {
+            guard isTruncated else { return nil }
+            if contains(.truncated) { return .frameLimit }
+            if contains(.framePointerAmbiguous) { return .framePointerAmbiguous }
+            if contains(.framePointerUnproven) { return .framePointerUnproven }
+            if contains(.busy) { return .unwinderBusy }
+            if contains(.noUnwindInfo) { return .noUnwindInformation }
+            if contains(.noProgress) { return .stackPointerDidNotAdvance }
+            if contains(.readsRejected) || contains(.initFailed) { return .unreadableMemory }
+            return .unwindFailed
+        }
+
+        /// How a blocked thread's frame pointer was found, when the walk needed it.
+        var framePointer: StackSample.FramePointerSource? {
+            if contains(.framePointerFromPrologue) { return .prologue }
+            if contains(.framePointerFromRecord) { return .frameRecord }
+            return nil
+        }
     }
 
     static let maxFrames = Int(HW_MAX_FRAMES)
@@ -128,6 +152,11 @@ enum UnsafeCaptureBridge {
             SignalCapture(
                 frames: frames, flags: UnwindFlags(rawValue: result.flags),
                 pauseNanoseconds: result.handler_exit_ns - result.handler_entry_ns))
+    }
+
+    /// For the differential tests: whether the blocked-thread walk may use function prologues.
+    static func useProloguesForBlockedThreads(_ enabled: Bool) {
+        hw_blocked_use_prologue(enabled ? 1 : 0)
     }
 
     /// Unwinds a thread blocked in a system call from its user stack pointer and program counter.

@@ -1,6 +1,6 @@
 /*
- * hw_unwind_rules.c: the fast walk. libunwind decides how to unwind each code address; we cache
- * its decision as a small rule and apply cached rules ourselves, with checked memory reads.
+ * hw_rules.c: the fast walk. libunwind decides how to unwind each code address; we cache its
+ * decision as a small rule and apply cached rules ourselves, with checked memory reads.
  *
  * Why: libunwind 1.6.2's register-state cache is guarded by a lock whose acquire and release each
  * call sigprocmask (Debian builds it with CONFIG_BLOCK_SIGNALS and without a per-thread cache):
@@ -12,24 +12,21 @@
  * or the frame pointer plus a constant; the return address is at CFA - 8; the caller's frame
  * pointer is either unchanged or saved at CFA + a constant. On a miss the rule is derived from
  * libunwind's own step: run it from the frame's registers, then again with the frame pointer moved;
- * whether the CFA moves with it says which register it is based on. Anything that does not fit (a
- * signal trampoline, a CFA expression, a register saved in another register) is marked "slow": the
- * walk hands the rest of the stack to libunwind's own loop.
+ * whether the CFA moves with it says which register it is based on. A rule depends on the address
+ * only, so it can be derived without knowing the frame pointer (hw_libunwind_step's stand-in):
+ * that is how a blocked thread's walk learns that a frame needs the frame pointer it lacks
+ * (HW_STEP_NEEDS_FP). Anything that does not fit (a signal trampoline, a CFA expression, a register
+ * saved in another register) is "unsupported": the walk hands the rest to libunwind's own loop.
  *
  * Async-signal-safety: static memory only (the rule table is per-slot sequence-locked, written by
- * compare-and-swap, readers retry nothing and treat a torn slot as a miss); libunwind calls are
- * the documented async-signal-safe ones (unw_init_local2, unw_step, unw_get_reg, unw_get_save_loc);
- * every read goes through a session's range checks.
+ * compare-and-swap, readers retry nothing and treat a torn slot as a miss); libunwind is reached
+ * only through hw_libunwind.c; every read goes through a session's range checks.
  */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <ucontext.h>
 
-#include "CHangWatchCapture.h"
 #include "hw_internal.h"
 
 #if defined(__x86_64__)
@@ -112,69 +109,13 @@ static void hw_rule_store(uintptr_t key, uint32_t epoch, hw_rule rule) {
     atomic_store_explicit(&slot->sequence, sequence + 2, memory_order_release);
 }
 
-typedef struct hw_step_result {
-    int status; /* > 0 stepped, 0 outermost frame, < 0 failed */
-    uintptr_t cfa;
-    uintptr_t ip;
-    uintptr_t fp;
-    int fp_saved;
-    uintptr_t fp_slot;
-    int ip_at_cfa_minus_8;
-} hw_step_result;
-
-/* One libunwind step from (ip, sp, fp), in a session of its own. */
-static hw_step_result hw_libunwind_step(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exact, uintptr_t stack_low,
-                                        uintptr_t stack_high) {
-    hw_step_result result;
-    memset(&result, 0, sizeof(result));
-    result.status = -1;
-    ucontext_t uc;
-    memset(&uc, 0, sizeof(uc));
-    hw_context_set(&uc, ip, sp, fp);
-    void *session = hw_session_open(&uc, sizeof(uc), stack_low, stack_high);
-    if (session == NULL) {
-        return result;
-    }
-    /* Without information in our table, libunwind would look the address up with dl_iterate_phdr. */
-    if (!hw_unwind_info_covers(exact ? ip : ip - 1, &uc)) {
-        hw_session_close(session);
-        return result;
-    }
-    unw_cursor_t cursor;
-    if (unw_init_local2(&cursor, (unw_context_t *)&uc, exact ? UNW_INIT_SIGNAL_FRAME : 0) == 0) {
-        int step = unw_step(&cursor);
-        if (step == 0) {
-            result.status = 0;
-        } else if (step > 0) {
-            unw_word_t value = 0;
-            unw_save_loc_t ip_location, fp_location;
-            if (unw_get_reg(&cursor, UNW_REG_SP, &value) == 0) result.cfa = value;
-            if (unw_get_reg(&cursor, UNW_REG_IP, &value) == 0) result.ip = value;
-            if (unw_get_reg(&cursor, UNW_X86_64_RBP, &value) == 0) result.fp = value;
-            /* Where the caller's return address and frame pointer were found. */
-            if (unw_get_save_loc(&cursor, UNW_X86_64_RIP, &ip_location) == 0 && ip_location.type == UNW_SLT_MEMORY) {
-                result.ip_at_cfa_minus_8 = ip_location.u.addr == result.cfa - 8;
-            }
-            if (unw_get_save_loc(&cursor, UNW_X86_64_RBP, &fp_location) == 0 && fp_location.type == UNW_SLT_MEMORY) {
-                /* Still pointing into our context: the frame did not save it (unchanged). */
-                uintptr_t address = fp_location.u.addr;
-                result.fp_saved = !(address >= (uintptr_t)&uc && address < (uintptr_t)&uc + sizeof(uc));
-                result.fp_slot = address;
-            } else {
-                result.fp_saved = -1; /* saved in a register, or unknown: not a standard frame */
-            }
-            result.status = 1;
-        }
-    }
-    hw_session_close(session);
-    return result;
-}
-
-/* libunwind's rule for the frame at (ip, sp, fp), as a cacheable rule. */
-static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exact, uintptr_t stack_low,
+/* libunwind's rule for the frame at (ip, sp, fp) as a cacheable rule. With `fp_known` 0 it is
+ * derived around a stand-in frame pointer (the rule is a property of the address, not of the
+ * register's value). */
+static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int fp_known, int exact, uintptr_t stack_low,
                               uintptr_t stack_high) {
     hw_rule slow = {HW_RULE_SLOW, 0, 0, 0};
-    hw_step_result real = hw_libunwind_step(ip, sp, fp, exact, stack_low, stack_high);
+    hw_step_result real = hw_libunwind_step(ip, sp, fp_known ? fp : 0, fp_known, exact, stack_low, stack_high);
     if (real.status == 0) {
         hw_rule end = {HW_RULE_END, 0, 0, 0};
         return end;
@@ -183,19 +124,22 @@ static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exac
         hw_rule failed = {HW_RULE_FAILED, 0, 0, 0};
         return failed;
     }
-    if (!real.ip_at_cfa_minus_8 || real.fp_saved < 0 || real.cfa <= sp) {
+    if (!real.ip_at_cfa_minus_8 || real.fp_saved < 0) {
         return slow;
     }
     /* Which register is the CFA based on? Move the frame pointer and see if the CFA follows. */
     const uintptr_t shift = 64;
-    hw_step_result moved = hw_libunwind_step(ip, sp, fp + shift, exact, stack_low, stack_high);
+    hw_step_result moved = hw_libunwind_step(ip, sp, fp_known ? fp + shift : shift, fp_known, exact, stack_low, stack_high);
     hw_rule rule = {HW_RULE_STANDARD, 0, 0, HW_FP_UNCHANGED};
     if (moved.status > 0 && moved.cfa == real.cfa) {
+        if (real.cfa <= sp) {
+            return slow;
+        }
         rule.base = HW_BASE_SP;
         rule.cfa_offset = (int32_t)(real.cfa - sp);
     } else if (moved.status < 0 || (moved.status > 0 && moved.cfa == real.cfa + shift)) {
         rule.base = HW_BASE_FP;
-        rule.cfa_offset = (int32_t)((intptr_t)real.cfa - (intptr_t)fp);
+        rule.cfa_offset = (int32_t)((intptr_t)real.cfa - (intptr_t)real.fp_used);
     } else {
         return slow;
     }
@@ -209,16 +153,83 @@ static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int exac
  * mostly small leaf functions (getters, tail-call stubs) that push nothing: the return address is
  * on top of the stack. libunwind's fallback would follow the frame-pointer chain instead and skip
  * the leaf's caller. So: if the word at the stack pointer is a return address (it follows a call
- * in a loaded image), the caller is there; if not (a function that pushed its frame pointer), the
- * frame-pointer rule applies. */
-static hw_rule hw_leaf_rule(void *session, uintptr_t sp) {
+ * in a loaded image), the caller is there; if not, and the frame pointer's record holds a return
+ * address (a function that pushed its frame pointer), the frame-pointer rule applies; else
+ * nothing proves a caller. */
+static int hw_leaf_rule(void *session, const hw_frame *frame, hw_rule *rule) {
     uintptr_t candidate = 0;
-    if (hw_session_read(session, sp, &candidate) && hw_is_return_address(candidate)) {
+    if (hw_session_read(session, frame->sp, &candidate) && hw_is_return_address(candidate)) {
         hw_rule leaf = {HW_RULE_STANDARD, HW_BASE_SP, 8, HW_FP_UNCHANGED};
-        return leaf;
+        *rule = leaf;
+        return 1;
     }
-    hw_rule frame = {HW_RULE_STANDARD, HW_BASE_FP, 16, -16};
-    return frame;
+    if (frame->fp_known && frame->fp > frame->sp && hw_session_read(session, frame->fp + 8, &candidate) &&
+        hw_is_return_address(candidate)) {
+        hw_rule record = {HW_RULE_STANDARD, HW_BASE_FP, 16, -16};
+        *rule = record;
+        return 1;
+    }
+    return 0;
+}
+
+int hw_rules_step(void *session, hw_frame *frame, uint32_t epoch, uintptr_t stack_low, uintptr_t stack_high) {
+    if (frame->ip == 0) {
+        return HW_STEP_END;
+    }
+    void *key = hw_session_key(session);
+    const uintptr_t lookup = frame->exact ? frame->ip : frame->ip - 1;
+    hw_rule rule;
+    if (frame->exact && !hw_unwind_info_covers(lookup, key)) {
+        /* Not cached: which way such a frame goes depends on the stack, not the address. */
+        if (!hw_leaf_rule(session, frame, &rule)) {
+            return HW_STEP_NO_INFO;
+        }
+    } else if (!hw_rule_lookup(frame->ip << 1 | (uintptr_t)frame->exact, epoch, &rule)) {
+        rule = hw_derive_rule(frame->ip, frame->sp, frame->fp, frame->fp_known, frame->exact, stack_low, stack_high);
+        if (rule.kind != HW_RULE_FAILED) {
+            hw_rule_store(frame->ip << 1 | (uintptr_t)frame->exact, epoch, rule);
+        }
+    }
+    switch (rule.kind) {
+    case HW_RULE_END:
+        return HW_STEP_END;
+    case HW_RULE_FAILED:
+        return hw_unwind_info_covers(lookup, key) ? HW_STEP_FAILED : HW_STEP_NO_INFO;
+    case HW_RULE_SLOW:
+        return HW_STEP_UNSUPPORTED;
+    default:
+        break;
+    }
+    if (rule.base == HW_BASE_FP && !frame->fp_known) {
+        return HW_STEP_NEEDS_FP;
+    }
+    const uintptr_t cfa = (rule.base == HW_BASE_FP ? frame->fp : frame->sp) + (intptr_t)rule.cfa_offset;
+    if (cfa <= frame->sp) {
+        return HW_STEP_NO_PROGRESS;
+    }
+    uintptr_t next_ip = 0, next_fp = frame->fp;
+    if (!hw_session_read(session, cfa - 8, &next_ip) ||
+        (rule.fp_offset != HW_FP_UNCHANGED && !hw_session_read(session, cfa + (intptr_t)rule.fp_offset, &next_fp))) {
+        return HW_STEP_UNREADABLE;
+    }
+    if (rule.fp_offset != HW_FP_UNCHANGED) {
+        frame->fp_known = 1;
+    }
+    frame->ip = next_ip;
+    frame->sp = cfa;
+    frame->fp = next_fp;
+    frame->exact = 0;
+    return HW_STEP_STEPPED;
+}
+
+/* The flags a walk that stopped with `status` sets. */
+static int32_t hw_step_flags(int status) {
+    switch (status) {
+    case HW_STEP_END: return HW_UNWIND_END_OF_STACK;
+    case HW_STEP_NO_INFO: return HW_UNWIND_ERROR | HW_UNWIND_NO_UNWIND_INFO;
+    case HW_STEP_NO_PROGRESS: return HW_UNWIND_NO_PROGRESS;
+    default: return HW_UNWIND_ERROR;
+    }
 }
 
 int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
@@ -228,66 +239,38 @@ int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t
         return -1;
     }
     const uint32_t epoch = hw_images_epoch();
-    uintptr_t ip = hw_context_pc(uc), sp = hw_context_sp(uc), fp = hw_context_fp(uc);
-    int exact = 1;
+    hw_frame frame = {hw_context_pc(uc), hw_context_sp(uc), hw_context_fp(uc), 1, 1};
     for (;;) {
-        if (ip == 0) {
+        if (frame.ip == 0) {
             *flags |= HW_UNWIND_END_OF_STACK;
             break;
         }
-        frames[(*count)++] = ip;
-        *last_sp = sp;
+        frames[(*count)++] = frame.ip;
+        *last_sp = frame.sp;
         if (*count >= max_frames) {
             *flags |= HW_UNWIND_TRUNCATED;
             break;
         }
-        const uintptr_t key = ip << 1 | (uintptr_t)exact;
-        hw_rule rule;
-        if (exact && !hw_unwind_info_covers(ip, uc)) {
-            /* Not cached: which way such a frame goes depends on the stack, not the address. */
-            rule = hw_leaf_rule(session, sp);
-        } else if (!hw_rule_lookup(key, epoch, &rule)) {
-            rule = hw_derive_rule(ip, sp, fp, exact, stack_low, stack_high);
-            if (rule.kind != HW_RULE_FAILED) {
-                hw_rule_store(key, epoch, rule);
-            }
+        const hw_frame current = frame;
+        const int status = hw_rules_step(session, &frame, epoch, stack_low, stack_high);
+        if (status == HW_STEP_STEPPED) {
+            continue;
         }
-        if (rule.kind == HW_RULE_END) {
-            *flags |= HW_UNWIND_END_OF_STACK;
-            break;
-        }
-        if (rule.kind == HW_RULE_FAILED) {
-            *flags |= HW_UNWIND_ERROR;
-            break;
-        }
-        if (rule.kind != HW_RULE_STANDARD) {
+        if (status == HW_STEP_UNSUPPORTED) {
             /* Not a frame we can step ourselves: libunwind walks the rest, from this frame. */
             (*count)--;
             ucontext_t rest;
             memset(&rest, 0, sizeof(rest));
-            hw_context_set(&rest, ip, sp, fp);
-            if (hw_libunwind_walk(&rest, sizeof(rest), exact, stack_low, stack_high, frames, count, max_frames, flags,
-                                  last_sp) != 0) {
-                frames[(*count)++] = ip;
+            hw_context_set(&rest, current.ip, current.sp, current.fp);
+            if (hw_libunwind_walk(&rest, sizeof(rest), current.exact, stack_low, stack_high, frames, count, max_frames,
+                                  flags, last_sp) != 0) {
+                frames[(*count)++] = current.ip;
                 *flags |= HW_UNWIND_BUSY;
             }
             break;
         }
-        const uintptr_t cfa = (rule.base == HW_BASE_FP ? fp : sp) + (intptr_t)rule.cfa_offset;
-        uintptr_t next_ip = 0, next_fp = fp;
-        if (!hw_session_read(session, cfa - 8, &next_ip) ||
-            (rule.fp_offset != HW_FP_UNCHANGED && !hw_session_read(session, cfa + (intptr_t)rule.fp_offset, &next_fp))) {
-            *flags |= HW_UNWIND_ERROR;
-            break;
-        }
-        if (cfa <= sp) {
-            *flags |= HW_UNWIND_NO_PROGRESS;
-            break;
-        }
-        ip = next_ip;
-        sp = cfa;
-        fp = next_fp;
-        exact = 0;
+        *flags |= hw_step_flags(status);
+        break;
     }
     if (hw_session_close(session) > 0) {
         *flags |= HW_UNWIND_READS_REJECTED;
@@ -296,6 +279,11 @@ int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t
 }
 
 #else
+
+int hw_rules_step(void *session, hw_frame *frame, uint32_t epoch, uintptr_t stack_low, uintptr_t stack_high) {
+    (void)session; (void)frame; (void)epoch; (void)stack_low; (void)stack_high;
+    return HW_STEP_UNSUPPORTED;
+}
 
 int hw_rules_walk(ucontext_t *uc, size_t uc_size, uintptr_t stack_low, uintptr_t stack_high, uintptr_t *frames,
                   int *count, int max_frames, int32_t *flags, uintptr_t *last_sp) {

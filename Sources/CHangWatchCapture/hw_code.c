@@ -1,0 +1,288 @@
+/*
+ * hw_code.c: what the bytes of loaded code say about a frame: is there a call before this return
+ * address, and to which function; how large is a function's fixed frame.
+ *
+ * Async-signal-safety checklist: every byte read is inside a published readable range (checked
+ * first); no allocation, no locks; the function-bounds lookups are hw_image_table.c's.
+ *
+ * x86_64 decoding is deliberately narrow: the call forms compilers emit, the stubs a call goes
+ * through on its way to a function (PLT slots, `endbr64`, jump thunks), and the standard
+ * frame-pointer prologue. Anything else is "unknown", never guessed.
+ */
+#include <string.h>
+
+#include "hw_internal.h"
+
+/* Copies `size` bytes at `address` if they lie in one published range. */
+static int hw_code_read(const hw_table *table, uintptr_t address, void *out, size_t size) {
+    if (address == 0 || address > UINTPTR_MAX - size || !hw_table_readable(table, address, address + size)) {
+        return 0;
+    }
+    memcpy(out, (const void *)address, size);
+    return 1;
+}
+
+#if defined(__x86_64__)
+
+static int32_t hw_rel32(const unsigned char *p) {
+    int32_t value;
+    memcpy(&value, p, sizeof(value));
+    return value;
+}
+
+/* The call instruction forms that can end right before a return address. */
+typedef struct hw_call_forms {
+    int direct;          /* E8 rel32 */
+    uintptr_t direct_target;
+    int rip_memory;      /* FF 15 disp32: call [rip + disp32] */
+    uintptr_t slot;
+    int indirect;        /* FF /2 through a register or another memory operand */
+} hw_call_forms;
+
+static int hw_decode_calls(const hw_table *table, uintptr_t return_address, hw_call_forms *forms) {
+    memset(forms, 0, sizeof(*forms));
+    unsigned char p[7];
+    if (return_address < 7 || !hw_code_read(table, return_address - 7, p, 7)) {
+        return 0;
+    }
+    /* p[6] is the byte before the return address. */
+    if (p[2] == 0xE8) {
+        forms->direct = 1;
+        forms->direct_target = return_address + (uintptr_t)(intptr_t)hw_rel32(&p[3]);
+    }
+    if (p[1] == 0xFF && p[2] == 0x15) {
+        forms->rip_memory = 1;
+        forms->slot = return_address + (uintptr_t)(intptr_t)hw_rel32(&p[3]);
+    }
+    /* call r/m64 is FF /2 (ModRM: mod, reg = 010, rm). A REX prefix before FF changes nothing here. */
+    if (p[5] == 0xFF && (p[6] & 0xF8) == 0xD0) forms->indirect = 1;                              /* call reg */
+    if (p[5] == 0xFF && (p[6] & 0xF8) == 0x10 && (p[6] & 7) != 4 && (p[6] & 7) != 5) forms->indirect = 1; /* call [reg] */
+    if (p[4] == 0xFF && (p[5] & 0xF8) == 0x50 && (p[5] & 7) != 4) forms->indirect = 1;          /* call [reg+disp8] */
+    if (p[4] == 0xFF && p[5] == 0x14 && (p[6] & 7) != 5) forms->indirect = 1;                   /* call [sib] */
+    if (p[3] == 0xFF && p[4] == 0x54) forms->indirect = 1;                                      /* call [sib+disp8] */
+    if (p[1] == 0xFF && (p[2] & 0xF8) == 0x90 && (p[2] & 7) != 4) forms->indirect = 1;          /* call [reg+disp32] */
+    if (p[0] == 0xFF && p[1] == 0x94) forms->indirect = 1;                                      /* call [sib+disp32] */
+    return forms->direct || forms->rip_memory || forms->indirect;
+}
+
+int hw_follows_call(const hw_table *table, uintptr_t return_address) {
+    hw_call_forms forms;
+    if (!hw_decode_calls(table, return_address, &forms)) {
+        return 0;
+    }
+    /* A direct call's target must be code: otherwise those bytes were not a call. */
+    if (forms.direct && hw_table_segment(table, forms.direct_target) != NULL) {
+        return 1;
+    }
+    return forms.rip_memory || forms.indirect;
+}
+
+/* Follows the stubs a call goes through to reach a function: `endbr64`, a PLT slot
+ * (jmp [rip + disp32], with or without a bnd prefix), a jump thunk. */
+static uintptr_t hw_resolve_stubs(const hw_table *table, uintptr_t target) {
+    for (int hop = 0; hop < 4; hop++) {
+        unsigned char p[7];
+        if (!hw_code_read(table, target, p, 7)) {
+            return target;
+        }
+        if (p[0] == 0xF3 && p[1] == 0x0F && p[2] == 0x1E && p[3] == 0xFA) { /* endbr64 */
+            target += 4;
+            continue;
+        }
+        const int bnd = p[0] == 0xF2;
+        const unsigned char *q = p + bnd;
+        if (q[0] == 0xFF && q[1] == 0x25) { /* jmp [rip + disp32]: a PLT slot */
+            uintptr_t slot = target + (uintptr_t)bnd + 6 + (uintptr_t)(intptr_t)hw_rel32(&q[2]);
+            uintptr_t next = 0;
+            if (!hw_code_read(table, slot, &next, sizeof(next))) {
+                return target;
+            }
+            target = next;
+            continue;
+        }
+        if (q[0] == 0xE9) { /* jmp rel32 */
+            target = target + (uintptr_t)bnd + 5 + (uintptr_t)(intptr_t)hw_rel32(&q[1]);
+            continue;
+        }
+        return target;
+    }
+    return target;
+}
+
+/* Whether the function containing `function` ends in (or anywhere holds) a tail jump to `callee`:
+ * a call to it then returns from `callee` instead. Scans its bytes for `jmp rel32` and
+ * `jmp [rip + disp32]` reaching `callee`; a byte pattern that happens to match is harmless (it
+ * only lets a link be checked further). */
+static int hw_tail_jumps_to(const hw_table *table, void *arg, uintptr_t function, uintptr_t callee) {
+    uintptr_t start = 0, end = 0;
+    if (!hw_function_bounds(function, arg, &start, &end) || end <= start) {
+        return 0;
+    }
+    if (end - start > 64 * 1024) {
+        end = start + 64 * 1024;
+    }
+    if (!hw_table_readable(table, start, end)) {
+        return 0;
+    }
+    const unsigned char *code = (const unsigned char *)start;
+    const size_t length = end - start;
+    for (size_t i = 0; i + 5 <= length; i++) {
+        if (code[i] == 0xE9) {
+            uintptr_t target = start + i + 5 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 1]);
+            if (target == callee || hw_resolve_stubs(table, target) == callee) {
+                return 1;
+            }
+        } else if (code[i] == 0xFF && i + 6 <= length && code[i + 1] == 0x25) {
+            uintptr_t slot = start + i + 6 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 2]), next = 0;
+            if (hw_code_read(table, slot, &next, sizeof(next)) && (next == callee || hw_resolve_stubs(table, next) == callee)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* MATCH when `target` reaches `callee` directly, through stubs, or by a tail jump. */
+static int hw_target_reaches(const hw_table *table, void *arg, uintptr_t target, uintptr_t callee) {
+    if (target == callee) {
+        return 1;
+    }
+    uintptr_t resolved = hw_resolve_stubs(table, target);
+    if (resolved == callee) {
+        return 1;
+    }
+    return hw_tail_jumps_to(table, arg, resolved, callee) || (resolved != target && hw_tail_jumps_to(table, arg, target, callee));
+}
+
+int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t callee_start) {
+    hw_call_forms forms;
+    if (!hw_decode_calls(table, return_address, &forms)) {
+        return HW_LINK_NOT_A_CALL;
+    }
+    const int direct = forms.direct && hw_table_segment(table, forms.direct_target) != NULL;
+    uintptr_t slot_target = 0;
+    const int memory = forms.rip_memory && hw_code_read(table, forms.slot, &slot_target, sizeof(slot_target));
+    if ((direct && hw_target_reaches(table, arg, forms.direct_target, callee_start)) ||
+        (memory && hw_target_reaches(table, arg, slot_target, callee_start))) {
+        return HW_LINK_MATCH;
+    }
+    /* The bytes may decode several ways; only when every way is a provable call elsewhere is the
+     * link refuted. An indirect form, or a memory slot we cannot read, leaves it open. */
+    if (forms.indirect || (forms.rip_memory && !memory)) {
+        return HW_LINK_UNKNOWN;
+    }
+    return direct || memory ? HW_LINK_MISMATCH : HW_LINK_NOT_A_CALL;
+}
+
+int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue) {
+    memset(prologue, 0, sizeof(*prologue));
+    unsigned char p[96];
+    if (!hw_code_read(table, function_start, p, sizeof(p))) {
+        return 0;
+    }
+    size_t i = 0;
+    if (p[0] == 0xF3 && p[1] == 0x0F && p[2] == 0x1E && p[3] == 0xFA) {
+        i = 4; /* endbr64 */
+    }
+    if (p[i] != 0x55) {
+        return 0; /* push rbp */
+    }
+    i++;
+    if (!(p[i] == 0x48 && ((p[i + 1] == 0x89 && p[i + 2] == 0xE5) || (p[i + 1] == 0x8B && p[i + 2] == 0xEC)))) {
+        return 0; /* mov rbp, rsp */
+    }
+    i += 3;
+    uintptr_t size = 0;
+    while (i + 2 < sizeof(p)) {
+        if (p[i] >= 0x50 && p[i] <= 0x57 && p[i] != 0x54 && p[i] != 0x55) { /* push rax..rdi (not rsp, rbp) */
+            size += 8;
+            i += 1;
+        } else if (p[i] == 0x41 && p[i + 1] >= 0x50 && p[i + 1] <= 0x57) { /* push r8..r15 */
+            size += 8;
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    if (i + 7 <= sizeof(p) && p[i] == 0x48 && p[i + 1] == 0x83 && p[i + 2] == 0xEC) { /* sub rsp, imm8 */
+        size += p[i + 3];
+        i += 4;
+    } else if (i + 7 <= sizeof(p) && p[i] == 0x48 && p[i + 1] == 0x81 && p[i + 2] == 0xEC) { /* sub rsp, imm32 */
+        int32_t immediate = hw_rel32(&p[i + 3]);
+        if (immediate < 0) {
+            return 0;
+        }
+        size += (uintptr_t)immediate;
+        i += 7;
+    }
+    prologue->frame_size = size;
+    /* The stack protector: `mov reg, fs:[0x28]` (64 REX.W 8B modrm=00 reg 100, sib=25, disp32=0x28),
+     * then, a few instructions on, `mov [rbp + disp], reg` (REX.W 89 modrm=01|10 reg 101). The entry
+     * block does this before anything else that could branch around it. */
+    for (size_t j = i; j + 9 <= i + 32 && j + 9 <= sizeof(p); j++) {
+        if (!(p[j] == 0x64 && (p[j + 1] == 0x48 || p[j + 1] == 0x4C) && p[j + 2] == 0x8B && (p[j + 3] & 0xC7) == 0x04 &&
+              p[j + 4] == 0x25 && p[j + 5] == 0x28 && p[j + 6] == 0 && p[j + 7] == 0 && p[j + 8] == 0)) {
+            continue;
+        }
+        const unsigned char rex_r = p[j + 1] & 0x04, reg = (p[j + 3] >> 3) & 7;
+        for (size_t k = j + 9; k + 4 <= j + 9 + 24 && k + 7 <= sizeof(p); k++) {
+            if ((p[k] & 0xFB) != 0x48 || (p[k] & 0x04) != rex_r || p[k + 1] != 0x89 || ((p[k + 2] >> 3) & 7) != reg ||
+                (p[k + 2] & 7) != 5) {
+                continue;
+            }
+            const unsigned char mod = p[k + 2] >> 6;
+            if (mod == 1) {
+                prologue->has_canary = 1;
+                prologue->canary_offset = (int8_t)p[k + 3];
+            } else if (mod == 2) {
+                prologue->has_canary = 1;
+                prologue->canary_offset = hw_rel32(&p[k + 3]);
+            }
+            break;
+        }
+        break;
+    }
+    return 1;
+}
+
+uintptr_t hw_stack_guard(void) {
+    uintptr_t guard;
+    __asm__("mov %%fs:0x28, %0" : "=r"(guard));
+    return guard;
+}
+
+#elif defined(__aarch64__)
+
+int hw_follows_call(const hw_table *table, uintptr_t return_address) {
+    uint32_t insn;
+    if (return_address < 4 || !hw_code_read(table, return_address - 4, &insn, sizeof(insn))) {
+        return 0;
+    }
+    return (insn & 0xFC000000u) == 0x94000000u /* bl */ || (insn & 0xFFFFFC1Fu) == 0xD63F0000u /* blr */;
+}
+
+int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t callee_start) {
+    (void)arg;
+    (void)callee_start;
+    return hw_follows_call(table, return_address) ? HW_LINK_UNKNOWN : HW_LINK_NOT_A_CALL;
+}
+
+int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue) {
+    (void)table;
+    (void)function_start;
+    memset(prologue, 0, sizeof(*prologue));
+    return 0;
+}
+
+uintptr_t hw_stack_guard(void) {
+    return 0;
+}
+
+#else
+#error "HangWatch capture supports x86_64 and aarch64"
+#endif
+
+int hw_is_return_address(uintptr_t address) {
+    const hw_table *table = hw_table_active();
+    return hw_table_segment(table, address) != NULL && hw_follows_call(table, address);
+}

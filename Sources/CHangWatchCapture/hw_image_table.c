@@ -1,0 +1,154 @@
+/*
+ * hw_image_table.c: the published table of executable segments (with their unwind tables) and
+ * readable address ranges, and the lookups every walk makes in it.
+ *
+ * Async-signal-safety checklist (everything but hw_images_publish runs in the capture handler):
+ *   - The table is a static double buffer: publication fills the idle half, then flips with one
+ *     atomic store; a count of walks in flight keeps publication from touching a half in use.
+ *   - Lookups are binary searches over static arrays; no allocation, no locks.
+ *   - The unwind-table search is libunwind's own dwarf_search_unwind_table, asked for no unwind
+ *     information (so it allocates nothing); its reads go through a session's checked accessor.
+ *   - Each published segment is also registered with libunwind as a dynamic unwind table: its local
+ *     unwinder consults those before dl_iterate_phdr (which takes the loader's lock, which the
+ *     interrupted thread may hold).
+ */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "hw_internal.h"
+
+/* Exported by libunwind (libunwind-ptrace uses it) though not declared in its public headers. */
+extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
+                                              unw_proc_info_t *pi, int need_unwind_info, void *arg);
+
+static hw_table g_tables[2];
+static _Atomic int g_active_table;
+/* The same segments, registered with libunwind as dynamic unwind tables (one list per table). */
+static unw_dyn_info_t g_dynamic[2][HW_MAX_SEGMENTS];
+static size_t g_dynamic_count[2];
+static pthread_mutex_t g_publish_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int g_walks_in_flight;
+/* Bumped on every publication: rules cached for addresses of the previous table are stale. */
+static _Atomic uint32_t g_table_epoch = 1;
+
+static void hw_dynamic_info_fill(unw_dyn_info_t *di, const hw_unwind_segment *segment) {
+    memset(di, 0, sizeof(*di));
+    di->start_ip = segment->start;
+    di->end_ip = segment->end;
+    di->gp = segment->gp;
+    di->format = UNW_INFO_FORMAT_REMOTE_TABLE;
+    di->u.rti.name_ptr = 0;
+    di->u.rti.segbase = segment->eh_frame_hdr;
+    di->u.rti.table_data = segment->table_data;
+    di->u.rti.table_len = segment->table_words;
+}
+
+int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
+                      const hw_address_range *ranges, size_t range_count) {
+    if (segment_count > HW_MAX_SEGMENTS || range_count > HW_MAX_RANGES) {
+        return E2BIG;
+    }
+    pthread_mutex_lock(&g_publish_lock);
+    if (atomic_load(&g_walks_in_flight) != 0) {
+        pthread_mutex_unlock(&g_publish_lock);
+        return EAGAIN;
+    }
+    int idle = 1 - atomic_load(&g_active_table);
+    hw_table *table = &g_tables[idle];
+    memcpy(table->segments, segments, segment_count * sizeof(hw_unwind_segment));
+    memcpy(table->ranges, ranges, range_count * sizeof(hw_address_range));
+    table->segment_count = segment_count;
+    table->range_count = range_count;
+    /* Register the new segments before the old ones go: a lookup always finds one of them. */
+    for (size_t i = 0; i < segment_count; i++) {
+        hw_dynamic_info_fill(&g_dynamic[idle][i], &segments[i]);
+        _U_dyn_register(&g_dynamic[idle][i]);
+    }
+    g_dynamic_count[idle] = segment_count;
+    atomic_store(&g_active_table, idle);
+    const int retired = 1 - idle;
+    for (size_t i = 0; i < g_dynamic_count[retired]; i++) {
+        _U_dyn_cancel(&g_dynamic[retired][i]);
+    }
+    g_dynamic_count[retired] = 0;
+    /* Cached unwind rules are keyed by address; an unloaded image's addresses may be reused. */
+    atomic_fetch_add(&g_table_epoch, 1);
+    unw_flush_cache(unw_local_addr_space, 0, 0);
+    pthread_mutex_unlock(&g_publish_lock);
+    return 0;
+}
+
+const hw_table *hw_table_active(void) {
+    return &g_tables[atomic_load(&g_active_table)];
+}
+
+void hw_walk_begin(void) {
+    atomic_fetch_add(&g_walks_in_flight, 1);
+}
+
+void hw_walk_end(void) {
+    atomic_fetch_sub(&g_walks_in_flight, 1);
+}
+
+uint32_t hw_images_epoch(void) {
+    return (uint32_t)atomic_load(&g_table_epoch);
+}
+
+const hw_unwind_segment *hw_table_segment(const hw_table *table, uintptr_t ip) {
+    size_t low = 0, high = table->segment_count;
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        const hw_unwind_segment *s = &table->segments[mid];
+        if (ip < s->start) {
+            high = mid;
+        } else if (ip >= s->end) {
+            low = mid + 1;
+        } else {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+int hw_table_readable(const hw_table *table, uintptr_t start, uintptr_t end) {
+    size_t low = 0, high = table->range_count;
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        const hw_address_range *r = &table->ranges[mid];
+        if (start < r->start) {
+            high = mid;
+        } else if (start >= r->end) {
+            low = mid + 1;
+        } else {
+            return end <= r->end;
+        }
+    }
+    return 0;
+}
+
+int hw_function_bounds(uintptr_t lookup_ip, void *arg, uintptr_t *start, uintptr_t *end) {
+    const hw_unwind_segment *segment = hw_table_segment(hw_table_active(), lookup_ip);
+    if (segment == NULL) {
+        return 0;
+    }
+    unw_dyn_info_t di;
+    hw_dynamic_info_fill(&di, segment);
+    unw_proc_info_t info;
+    memset(&info, 0, sizeof(info));
+    /* The search libunwind's dynamic lookup makes, without the unwind information (no allocation). */
+    if (UNW_OBJ(dwarf_search_unwind_table)(unw_local_addr_space, lookup_ip, &di, &info, 0, arg) != 0) {
+        return 0;
+    }
+    if (start != NULL) *start = (uintptr_t)info.start_ip;
+    if (end != NULL) *end = (uintptr_t)info.end_ip;
+    return 1;
+}
+
+int hw_unwind_info_covers(uintptr_t lookup_ip, void *arg) {
+    return hw_function_bounds(lookup_ip, arg, NULL, NULL);
+}
