@@ -109,52 +109,83 @@ static uintptr_t hw_resolve_stubs(const hw_table *table, uintptr_t target) {
     return target;
 }
 
-/* Whether the function containing `function` ends in (or anywhere holds) a tail jump to `callee`:
- * a call to it then returns from `callee` instead. Scans its bytes for `jmp rel32` and
- * `jmp [rip + disp32]` reaching `callee`; a byte pattern that happens to match is harmless (it
- * only lets a link be checked further). */
-static int hw_tail_jumps_to(const hw_table *table, void *arg, uintptr_t function, uintptr_t callee) {
-    uintptr_t start = 0, end = 0;
-    if (!hw_function_bounds(function, arg, &start, &end) || end <= start) {
-        return 0;
+/* What a call's target must reach: a known function start, or any function start in the stretch of
+ * uncovered code that holds `address`. */
+typedef struct hw_goal {
+    uintptr_t callee;  /* nonzero: this exact start */
+    uintptr_t address; /* else: a start in the uncovered stretch holding this address */
+    uintptr_t reached; /* the start found */
+} hw_goal;
+
+static int hw_goal_met(const hw_table *table, void *arg, hw_goal *goal, uintptr_t start) {
+    if (goal->callee != 0 ? start == goal->callee : hw_same_uncovered_stretch(table, arg, start, goal->address)) {
+        goal->reached = start;
+        return 1;
     }
-    if (end - start > 64 * 1024) {
-        end = start + 64 * 1024;
-    }
-    if (!hw_table_readable(table, start, end)) {
-        return 0;
-    }
-    const unsigned char *code = (const unsigned char *)start;
-    const size_t length = end - start;
-    for (size_t i = 0; i + 5 <= length; i++) {
-        if (code[i] == 0xE9) {
-            uintptr_t target = start + i + 5 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 1]);
-            if (target == callee || hw_resolve_stubs(table, target) == callee) {
+    return 0;
+}
+
+/* Whether `target` (where a call goes) reaches the goal: directly, through stubs, or through up to
+ * three tail jumps (`jmp rel32`) found in the bytes of the functions on the way. A function with
+ * call-frame information is scanned over its range (64 KiB at most); one without, over 256 bytes
+ * (wrappers are short), never into the next covered function. At most 16 functions are looked at.
+ * A byte pattern that happens to look like a jump can only let a link be checked further, never
+ * make a stack longer on its own. */
+static int hw_reaches(const hw_table *table, void *arg, uintptr_t target, hw_goal *goal) {
+    uintptr_t queue[16];
+    int depth[16];
+    int head = 0, tail = 0;
+    queue[tail] = target;
+    depth[tail++] = 0;
+    while (head < tail) {
+        const uintptr_t resolved = hw_resolve_stubs(table, queue[head]);
+        const int level = depth[head++];
+        if (hw_goal_met(table, arg, goal, resolved) || (resolved != queue[head - 1] && hw_goal_met(table, arg, goal, queue[head - 1]))) {
+            return 1;
+        }
+        if (level == 3) {
+            continue;
+        }
+        uintptr_t function = 0, end = 0;
+        if (hw_function_bounds(resolved, arg, &function, &end) && end > function) {
+            if (end - function > 64 * 1024) {
+                end = function + 64 * 1024;
+            }
+        } else {
+            function = resolved;
+            end = hw_uncovered_end(table, arg, resolved, 256);
+        }
+        if (end <= function || !hw_table_readable(table, function, end)) {
+            continue;
+        }
+        const unsigned char *code = (const unsigned char *)function;
+        for (size_t i = 0; i + 5 <= end - function && tail < 16; i++) {
+            uintptr_t jump = 0;
+            if (code[i] == 0xE9) {
+                jump = function + i + 5 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 1]);
+            } else if (code[i] == 0xFF && i + 6 <= end - function && code[i + 1] == 0x25) {
+                uintptr_t slot = function + i + 6 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 2]);
+                if (!hw_code_read(table, slot, &jump, sizeof(jump))) {
+                    continue;
+                }
+            } else {
+                continue;
+            }
+            if (hw_table_segment(table, jump) == NULL) {
+                continue;
+            }
+            if (hw_goal_met(table, arg, goal, jump)) {
                 return 1;
             }
-        } else if (code[i] == 0xFF && i + 6 <= length && code[i + 1] == 0x25) {
-            uintptr_t slot = start + i + 6 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 2]), next = 0;
-            if (hw_code_read(table, slot, &next, sizeof(next)) && (next == callee || hw_resolve_stubs(table, next) == callee)) {
-                return 1;
-            }
+            queue[tail] = jump;
+            depth[tail++] = level + 1;
         }
     }
     return 0;
 }
 
-/* MATCH when `target` reaches `callee` directly, through stubs, or by a tail jump. */
-static int hw_target_reaches(const hw_table *table, void *arg, uintptr_t target, uintptr_t callee) {
-    if (target == callee) {
-        return 1;
-    }
-    uintptr_t resolved = hw_resolve_stubs(table, target);
-    if (resolved == callee) {
-        return 1;
-    }
-    return hw_tail_jumps_to(table, arg, resolved, callee) || (resolved != target && hw_tail_jumps_to(table, arg, target, callee));
-}
-
-int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t callee_start) {
+/* How the call before `return_address` relates to `goal`. */
+static int hw_call_reaches(const hw_table *table, void *arg, uintptr_t return_address, hw_goal *goal) {
     hw_call_forms forms;
     if (!hw_decode_calls(table, return_address, &forms)) {
         return HW_LINK_NOT_A_CALL;
@@ -162,8 +193,7 @@ int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uin
     const int direct = forms.direct && hw_table_segment(table, forms.direct_target) != NULL;
     uintptr_t slot_target = 0;
     const int memory = forms.rip_memory && hw_code_read(table, forms.slot, &slot_target, sizeof(slot_target));
-    if ((direct && hw_target_reaches(table, arg, forms.direct_target, callee_start)) ||
-        (memory && hw_target_reaches(table, arg, slot_target, callee_start))) {
+    if ((direct && hw_reaches(table, arg, forms.direct_target, goal)) || (memory && hw_reaches(table, arg, slot_target, goal))) {
         return HW_LINK_MATCH;
     }
     /* The bytes may decode several ways; only when every way is a provable call elsewhere is the
@@ -172,6 +202,19 @@ int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uin
         return HW_LINK_UNKNOWN;
     }
     return direct || memory ? HW_LINK_MISMATCH : HW_LINK_NOT_A_CALL;
+}
+
+int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t address,
+                              uintptr_t *start) {
+    hw_goal goal = {0, address, 0};
+    const int link = hw_call_reaches(table, arg, return_address, &goal);
+    *start = goal.reached;
+    return link;
+}
+
+int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t callee_start) {
+    hw_goal goal = {callee_start, 0, 0};
+    return hw_call_reaches(table, arg, return_address, &goal);
 }
 
 int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue) {
@@ -192,6 +235,7 @@ int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologu
         return 0; /* mov rbp, rsp */
     }
     i += 3;
+    prologue->frame_set = i;
     uintptr_t size = 0;
     while (i + 2 < sizeof(p)) {
         if (p[i] >= 0x50 && p[i] <= 0x57 && p[i] != 0x54 && p[i] != 0x55) { /* push rax..rdi (not rsp, rbp) */
@@ -234,9 +278,11 @@ int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologu
             if (mod == 1) {
                 prologue->has_canary = 1;
                 prologue->canary_offset = (int8_t)p[k + 3];
+                prologue->canary_set = k + 4;
             } else if (mod == 2) {
                 prologue->has_canary = 1;
                 prologue->canary_offset = hw_rel32(&p[k + 3]);
+                prologue->canary_set = k + 7;
             }
             break;
         }
@@ -264,6 +310,14 @@ int hw_follows_call(const hw_table *table, uintptr_t return_address) {
 int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t callee_start) {
     (void)arg;
     (void)callee_start;
+    return hw_follows_call(table, return_address) ? HW_LINK_UNKNOWN : HW_LINK_NOT_A_CALL;
+}
+
+int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t address,
+                              uintptr_t *start) {
+    (void)arg;
+    (void)address;
+    *start = 0;
     return hw_follows_call(table, return_address) ? HW_LINK_UNKNOWN : HW_LINK_NOT_A_CALL;
 }
 

@@ -152,3 +152,47 @@ int hw_function_bounds(uintptr_t lookup_ip, void *arg, uintptr_t *start, uintptr
 int hw_unwind_info_covers(uintptr_t lookup_ip, void *arg) {
     return hw_function_bounds(lookup_ip, arg, NULL, NULL);
 }
+
+/* The lowest function start in `segment`'s search table above `address`, or the segment's end.
+ * The table holds sorted pairs of 4-byte offsets from .eh_frame_hdr: (function start, FDE). */
+static uintptr_t hw_next_covered_start(const hw_table *table, const hw_unwind_segment *segment, uintptr_t address) {
+    const uintptr_t entries = segment->table_words; /* one 8-byte pair per word */
+    if (entries == 0 || !hw_table_readable(table, segment->table_data, segment->table_data + entries * 8)) {
+        return address; /* unknown: say "right away", which refuses the stretch */
+    }
+    const int32_t *pairs = (const int32_t *)segment->table_data;
+    size_t low = 0, high = entries;
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        uintptr_t start = segment->eh_frame_hdr + (uintptr_t)(intptr_t)pairs[2 * mid];
+        if (start <= address) {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    return low < entries ? segment->eh_frame_hdr + (uintptr_t)(intptr_t)pairs[2 * low] : segment->end;
+}
+
+int hw_same_uncovered_stretch(const hw_table *table, void *arg, uintptr_t start, uintptr_t address) {
+    if (start > address || address - start > 1024 * 1024) {
+        return 0;
+    }
+    const hw_unwind_segment *segment = hw_table_segment(table, start);
+    if (segment == NULL || address >= segment->end || hw_unwind_info_covers(start, arg)) {
+        return 0;
+    }
+    return hw_next_covered_start(table, segment, start) > address;
+}
+
+uintptr_t hw_uncovered_end(const hw_table *table, void *arg, uintptr_t start, uintptr_t limit) {
+    const hw_unwind_segment *segment = hw_table_segment(table, start);
+    if (segment == NULL || hw_unwind_info_covers(start, arg)) {
+        return start;
+    }
+    uintptr_t end = hw_next_covered_start(table, segment, start);
+    if (end > segment->end) {
+        end = segment->end;
+    }
+    return end - start > limit ? start + limit : end;
+}

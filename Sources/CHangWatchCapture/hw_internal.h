@@ -50,6 +50,14 @@ uint32_t hw_images_epoch(void);
 int hw_unwind_info_covers(uintptr_t lookup_ip, void *arg);
 int hw_function_bounds(uintptr_t lookup_ip, void *arg, uintptr_t *start, uintptr_t *end);
 
+/* Whether `start` and `address` lie in one stretch of code without call-frame information:
+ * start <= address, in one executable segment, and no function with call-frame information
+ * starts in (start, address] nor covers `start`. */
+int hw_same_uncovered_stretch(const hw_table *table, void *arg, uintptr_t start, uintptr_t address);
+/* The end of the uncovered stretch that starts at `start`, at most `limit` bytes on; `start` when
+ * `start` is covered or not in a segment. */
+uintptr_t hw_uncovered_end(const hw_table *table, void *arg, uintptr_t start, uintptr_t limit);
+
 /* ---- hw_code.c: instruction bytes, read only inside published ranges --------------------------- */
 
 /* Whether the bytes before `return_address` are a call instruction in a published segment. */
@@ -66,12 +74,21 @@ enum {
 };
 int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t callee_start);
 
+/* For a function without call-frame information, which contains `address`: whether the call before
+ * `return_address` reaches a function start T in the same uncovered stretch (directly, through
+ * stubs, or by a tail jump in its target): HW_LINK_MATCH with *start = T; HW_LINK_MISMATCH when
+ * every way it decodes reaches elsewhere; HW_LINK_UNKNOWN for an indirect call; HW_LINK_NOT_A_CALL. */
+int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t address,
+                              uintptr_t *start);
+
 /* What a function's standard frame-pointer prologue (push rbp; mov rbp, rsp; pushes; sub rsp, n)
  * says about its frames. */
 typedef struct hw_prologue {
-    uintptr_t frame_size;  /* rbp - rsp after the prologue: at any call in the body, rbp >= sp + this */
-    int has_canary;        /* the entry block stores the stack-protector value ... */
-    intptr_t canary_offset;/* ... at rbp + canary_offset */
+    uintptr_t frame_size;   /* rbp - rsp after the prologue: at any call in the body, rbp >= sp + this */
+    uintptr_t frame_set;    /* bytes from the start to just after `mov rbp, rsp`: rbp is the frame's from there */
+    int has_canary;         /* the entry block stores the stack-protector value ... */
+    intptr_t canary_offset; /* ... at rbp + canary_offset ... */
+    uintptr_t canary_set;   /* ... with the instruction that ends this many bytes from the start */
 } hw_prologue;
 /* 1 when the function starts with the standard prologue (and *prologue says what it found). */
 int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue);

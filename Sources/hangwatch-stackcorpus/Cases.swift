@@ -15,6 +15,8 @@ let entered = Atomic<Bool>(false)
 struct CorpusCase: Sendable {
     /// What the main thread blocks in.
     var name: String
+    /// On a CPU (sampled with the capture signal) rather than blocked in a system call.
+    var running = false
     /// The call chain under the blocking call, innermost first (for the output).
     var chain: [String]
     /// Prepares one run: returns what the main thread runs and what releases it.
@@ -404,6 +406,30 @@ let dynamicSize = Int(getpid() % 7) + 200
     corpus_keep(178)
 }
 
+// MARK: on a CPU, reading the clock (samples land in the vDSO and in glibc's clock functions)
+
+@inline(never) func clockSpinOuter() { corpus_keep(churn(181)); clockSpinMiddle(); corpus_keep(181) }
+@inline(never) func clockSpinMiddle() { corpus_keep(churn(182)); clockSpinInner(); corpus_keep(182) }
+@inline(never) func clockSpinInner() {
+    markEntered()
+    var total: Double = 0
+    while !released.load(ordering: .relaxed) {
+        total += Date().timeIntervalSinceReferenceDate
+        total += Double(DispatchTime.now().uptimeNanoseconds)
+    }
+    corpus_keep(Int32(truncatingIfNeeded: Int(total.truncatingRemainder(dividingBy: 1000))))
+}
+
+@inline(never) func computeOuter() { corpus_keep(churn(183)); computeInner(); corpus_keep(183) }
+@inline(never) func computeInner() {
+    markEntered()
+    var state: UInt64 = 1
+    while !released.load(ordering: .relaxed) {
+        for _ in 0..<1000 { state = state &* 6_364_136_223_846_793_005 &+ 1 }
+    }
+    corpus_keep(Int32(truncatingIfNeeded: state))
+}
+
 // MARK: the table
 
 func socketPair() throws -> (Int32, Int32) {
@@ -415,6 +441,12 @@ func socketPair() throws -> (Int32, Int32) {
 }
 
 let corpusCases: [CorpusCase] = [
+    CorpusCase(name: "cpu-reading-the-clock", running: true, chain: ["clockSpinInner", "clockSpinMiddle", "clockSpinOuter"]) {
+        Run(block: { clockSpinOuter() }, release: {})
+    },
+    CorpusCase(name: "cpu-computing", running: true, chain: ["computeInner", "computeOuter"]) {
+        Run(block: { computeOuter() }, release: {})
+    },
     CorpusCase(name: "read-pipe", chain: ["blockingPipeRead", "pipeReadMiddle", "pipeReadHandler"]) {
         let pipe = try Pipe()
         return Run(block: { pipeReadHandler(pipe.readEnd) }, release: { pipe.wake() })

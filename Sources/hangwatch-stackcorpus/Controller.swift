@@ -26,6 +26,8 @@ struct CaseResult: Sendable {
     var wrong = 0
     /// Samples dropped because the ground truth was unusable (the thread moved, or its own walk stopped early).
     var discarded = 0
+    /// Signal samples whose innermost frame was in the vDSO (the CPU cases).
+    var inVDSO = 0
     var truncations: [String: Int] = [:]
     var framePointers: [String: Int] = [:]
     var error: String?
@@ -40,7 +42,8 @@ struct CorpusResults: Sendable {
     var table: String {
         var lines = ["build: \(build)", "CASE                       EXACT  TRUNC  WRONG  DISCARDED  NOTES"]
         for result in cases {
-            let notes = result.error ?? (result.truncations.map { "\($0.key) ×\($0.value)" } + result.framePointers.map { "fp \($0.key) ×\($0.value)" }).sorted().joined(separator: ", ")
+            var notes = result.error ?? (result.truncations.map { "\($0.key) ×\($0.value)" } + result.framePointers.map { "fp \($0.key) ×\($0.value)" }).sorted().joined(separator: ", ")
+            if result.inVDSO > 0 { notes += (notes.isEmpty ? "" : ", ") + "in the vDSO ×\(result.inVDSO)" }
             lines.append(
                 result.name.padding(toLength: 26, withPad: " ", startingAt: 0)
                     + String(format: " %5d  %5d  %5d  %9d  ", result.exact, result.truncated, result.wrong, result.discarded) + notes)
@@ -55,6 +58,7 @@ struct CorpusResults: Sendable {
             var object: [String: Any] = [
                 "name": result.name, "exact": result.exact, "truncated": result.truncated, "wrong": result.wrong,
                 "discarded": result.discarded, "truncations": result.truncations, "framePointers": result.framePointers,
+                "inVDSO": result.inVDSO,
             ]
             if let error = result.error { object["error"] = error }
             return object
@@ -98,8 +102,12 @@ func runCorpus(options: Options, target: CaptureProbe.Target) -> CorpusResults {
             continue
         }
         pending.withLock { $0 = run }
+        if corpusCase.running {
+            while !entered.load(ordering: .sequentiallyConsistent) { usleep(1000) }
+            sampleRunning(corpusCase, target: target, samples: options.samples, verbose: options.verbose, names: names, into: &result)
+        }
         var attempts = 0
-        while result.exact + result.truncated + result.wrong < options.samples && attempts < options.samples * 3 {
+        while !corpusCase.running && result.exact + result.truncated + result.wrong < options.samples && attempts < options.samples * 3 {
             attempts += 1
             // Blocked in the case's call (not the run loop's own wait): the case has begun.
             while !entered.load(ordering: .sequentiallyConsistent) { usleep(1000) }
@@ -148,6 +156,47 @@ func runCorpus(options: Options, target: CaptureProbe.Target) -> CorpusResults {
     return CorpusResults(cases: results, build: build)
 }
 
+/// A thread on a CPU is sampled with the capture signal, as the watchdog samples it: there is no
+/// other ground truth, so each sample must reach the outermost frame and hold the case's chain, in
+/// order and adjacent, by name (`exact`); a sample marked truncated counts as `truncated`; anything
+/// else is `wrong`.
+func sampleRunning(
+    _ corpusCase: CorpusCase, target: CaptureProbe.Target, samples: Int, verbose: Bool, names: Names, into result: inout CaseResult
+) {
+    for index in 0..<samples * 10 {
+        let sample = CaptureProbe.sample(target, signal: signal)
+        guard sample.method == "signal", !sample.frames.isEmpty else {
+            result.discarded += 1
+            continue
+        }
+        let named = sample.frames.enumerated().map { names.name($0.element, innermost: $0.offset == 0) }
+        if names.isVDSO(sample.frames[0]) { result.inVDSO += 1 }
+        let verdict: Verdict
+        if sample.truncated {
+            verdict = .truncated
+            if let reason = sample.truncation { result.truncations[reason, default: 0] += 1 }
+        } else if let first = named.firstIndex(where: { $0.contains(corpusCase.chain[0]) }),
+            first + corpusCase.chain.count <= named.count,
+            zip(named[first...], corpusCase.chain).allSatisfy({ $0.contains($1) })
+        {
+            verdict = .exact
+        } else {
+            verdict = .wrong
+        }
+        switch verdict {
+        case .exact: result.exact += 1
+        case .truncated: result.truncated += 1
+        case .wrong: result.wrong += 1
+        }
+        if verbose && (verdict != .exact || index == 0 || names.isVDSO(sample.frames[0]) && result.inVDSO == 1) {
+            print("\(corpusCase.name) sample \(index + 1): \(verdict.rawValue) \(sample.truncation ?? "")")
+            print("  " + named.joined(separator: " < "))
+        }
+        if result.exact + result.truncated + result.wrong >= samples { break }
+        usleep(2000)
+    }
+}
+
 /// Function names for the verbose output.
 final class Names {
     private var images: [String: ImageSymbols] = [:]
@@ -160,6 +209,11 @@ final class Names {
         let offset = UInt64(innermost ? location.offset : location.offset - 1)
         let symbol = images[location.path]?.lookup(offset: offset)?.symbol
         return symbol.map { String($0.prefix(60)) } ?? "\((location.path as NSString).lastPathComponent)+0x\(String(offset, radix: 16))"
+    }
+
+    func isVDSO(_ address: UInt) -> Bool {
+        guard let path = CaptureProbe.locate(address)?.path else { return false }
+        return path.contains("vdso")
     }
 
     func describe(_ frames: [UInt]) -> String {
