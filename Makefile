@@ -51,9 +51,11 @@ demo: build
 	@echo; echo "\$$ hangwatch show latest --dir $(REPORTS)"
 	@"$$($(SWIFT) build --show-bin-path)/hangwatch" show latest --dir "$(REPORTS)"
 
-# Tests share two CPUs with hangs they inject on purpose: run them one at a time.
+# Tests share two CPUs with hangs they inject on purpose: run them one at a time. The stack corpus
+# is also built in release mode: its test compares the stacks of both builds with the truth.
 test: deps test-deps
 	$(SWIFT) build --build-tests
+	$(SWIFT) build -c release --product hangwatch-stackcorpus
 	$(SWIFT) test --skip-build --no-parallel
 
 bench: deps test-deps

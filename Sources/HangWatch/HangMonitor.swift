@@ -210,8 +210,9 @@ public final class HangMonitor: Sendable {
             let writer = ReportWriter(
                 store: store,
                 retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
-                rateLimiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
-                repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow)),
+                policy: ReportPolicy(
+                    limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
+                    repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
                 enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
                 clock: clock)
             var heartbeat: HeartbeatPublisher?

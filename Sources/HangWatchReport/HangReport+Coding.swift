@@ -30,7 +30,7 @@ extension HangReport {
 
     /// Whether this library can read reports of `schema`: same family and major version.
     public static func isSupported(schema: String) -> Bool {
-        schema == currentSchema || schema.hasPrefix(currentSchema + ".")
+        schema == majorSchema || schema.hasPrefix(majorSchema + ".")
     }
 
     /// The report as JSON bytes.

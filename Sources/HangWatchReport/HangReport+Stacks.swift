@@ -43,11 +43,22 @@ extension HangReport {
     /// A captured stack: indices into `frames`, innermost first.
     public struct Stack: Codable, Sendable, Equatable {
         public var frames: [Int]
-        /// The walk stopped before the outermost frame (frame cap, missing unwind info, unreadable memory).
+        /// The walk stopped before the outermost frame: the frames are a true prefix of the stack,
+        /// and what lies beyond is unknown (see `truncation`).
         public var truncated: Bool
-        public init(frames: [Int], truncated: Bool) {
+        /// Why it stopped (schema 1.1): `frame limit`, `no unwind information`, `unreadable memory`,
+        /// `stack pointer did not advance`, `frame pointer ambiguous`, `frame pointer unproven`,
+        /// `unwinder busy`, `unwind failed`. Absent for a complete stack, and in 1.0 reports.
+        public var truncation: String?
+        /// For a thread blocked in a system call, whose frame pointer `/proc` does not give: how the
+        /// walk found it (schema 1.1): `prologue` (the function's fixed frame size) or `frame record`
+        /// (the one record on the stack that checks out). Absent when no frame needed it.
+        public var framePointer: String?
+        public init(frames: [Int], truncated: Bool, truncation: String? = nil, framePointer: String? = nil) {
             self.frames = frames
             self.truncated = truncated
+            self.truncation = truncation
+            self.framePointer = framePointer
         }
     }
 

@@ -8,8 +8,11 @@ import Foundation
 /// Addresses are hexadecimal strings; durations are milliseconds; times are RFC 3339 UTC with
 /// milliseconds (`2026-11-22T01:02:03.123Z`).
 public struct HangReport: Codable, Sendable, Equatable {
-    /// The schema this library writes. Readers accept every `hangwatch.hang/1.x`.
-    public static let currentSchema = "hangwatch.hang/1"
+    /// The schema family and major version this library reads: every `hangwatch.hang/1` and
+    /// `hangwatch.hang/1.x`.
+    public static let majorSchema = "hangwatch.hang/1"
+    /// The schema this library writes (1.1 added `stacks[].truncation` and `stacks[].framePointer`).
+    public static let currentSchema = "hangwatch.hang/1.1"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.

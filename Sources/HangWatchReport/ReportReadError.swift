@@ -25,7 +25,7 @@ public enum ReportReadError: Error, Equatable, CustomStringConvertible {
         case .malformed(let reason):
             return "not a valid hang report: \(reason)"
         case .unsupportedSchema(let schema, let path):
-            return (path.map { "\($0): " } ?? "") + "unsupported report schema \"\(schema.prefix(80))\" (this version reads \(HangReport.currentSchema))"
+            return (path.map { "\($0): " } ?? "") + "unsupported report schema \"\(schema.prefix(80))\" (this version reads \(HangReport.majorSchema) and \(HangReport.majorSchema).x)"
         }
     }
 }

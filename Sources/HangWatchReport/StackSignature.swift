@@ -1,29 +1,44 @@
-/// The identity of a hang for grouping: a hash of the frames that point at the culprit.
+/// The identity of a hang for grouping: a hash of the heaviest stack's call path.
 ///
-/// "App frames" are frames in images that are not part of the system or the Swift runtime (the
-/// service's own code). The signature hashes the functions of the first few app frames of the
-/// heaviest stack (image name and function start offset, else the frame's offset), which stay the
-/// same across runs and hosts of one build and whichever instruction a sample caught; when a stack
-/// has no app frame, its first frames are used.
+/// - Two hangs whose heaviest stacks differ in their app frames (frames in images that are not part
+///   of the system or the Swift runtime: the service's own code) never share a signature: every app
+///   frame counts, each by its call site (the return address's offset in its image; the innermost
+///   frame, the exact instruction, by its function's start instead, so that samples at different
+///   instructions of one function agree). System frames do not count: which libc or Foundation
+///   internals a sample caught does not change the culprit.
+/// - When the only app frames are the process's entry frames (`_start`, `main`, among the outermost
+///   frames of a complete stack: every hang of the process has them), the stack's system frames
+///   count too, so such hangs are told apart by the system code they were in.
+/// - A stack that stops before its outermost frame (truncated) gets a different signature from a
+///   complete one with the same frames: it is marked as such in the hash.
+///
+/// Stable across runs and hosts of one build (image file names and offsets, never addresses).
 public enum StackSignature {
-    /// How many frames go into a signature.
-    public static let frameCount = 5
+    /// How many of the outermost frames of a complete stack are the process's entry (`_start`,
+    /// `__libc_start_main`, `__libc_start_call_main`, `main`; `clone3`, `start_thread` and a
+    /// thread's entry function for other threads).
+    public static let entryDepth = 4
 
-    /// Signature of `frames` (innermost first) resolved against `images`.
-    public static func compute(frames: [HangReport.Frame], images: [HangReport.Image]) -> String {
-        let chosen = appFrames(frames, images: images)
-        let source = chosen.isEmpty ? Array(frames.prefix(frameCount)) : Array(chosen.prefix(frameCount))
+    /// Signature of `frames` (innermost first) resolved against `images`; `complete` when the stack
+    /// reached its outermost frame.
+    public static func compute(frames: [HangReport.Frame], images: [HangReport.Image], complete: Bool = true) -> String {
+        let app = appFrameIndices(frames, images: images)
+        let entry = complete ? max(0, frames.count - entryDepth) : frames.count
+        let chosen = app.contains { $0 < entry } ? app : Array(frames.indices)
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for frame in source {
-            let key: String
-            if let image = frame.image(in: images), let offset = frame.functionOffset ?? frame.offset {
-                key = baseName(image.path) + "+" + offset
-            } else {
-                key = frame.address
-            }
-            for byte in key.utf8 + [0] {
+        func mix(_ text: String) {
+            for byte in text.utf8 + [0] {
                 hash ^= UInt64(byte)
                 hash = hash &* 0x0000_0100_0000_01b3
+            }
+        }
+        if !complete { mix("truncated") }
+        for index in chosen {
+            let frame = frames[index]
+            if let image = frame.image(in: images), let offset = index == 0 ? frame.functionOffset ?? frame.offset : frame.offset {
+                mix(baseName(image.path) + "+" + offset)
+            } else {
+                mix(frame.address)
             }
         }
         return String(hash, radix: 16).leftPadded(to: 16)
@@ -31,9 +46,13 @@ public enum StackSignature {
 
     /// The frames that belong to the service's own code.
     public static func appFrames(_ frames: [HangReport.Frame], images: [HangReport.Image]) -> [HangReport.Frame] {
+        appFrameIndices(frames, images: images).map { frames[$0] }
+    }
+
+    private static func appFrameIndices(_ frames: [HangReport.Frame], images: [HangReport.Image]) -> [Int] {
         var isSystem: [Int: Bool] = [:]
-        return frames.filter { frame in
-            guard let imageIndex = frame.image, images.indices.contains(imageIndex) else { return false }
+        return frames.indices.filter { index in
+            guard let imageIndex = frames[index].image, images.indices.contains(imageIndex) else { return false }
             if let known = isSystem[imageIndex] { return !known }
             let system = isSystemImage(images[imageIndex].path)
             isSystem[imageIndex] = system

@@ -25,7 +25,7 @@ import Testing
                       "signature", "stacks"] {
             #expect(object[field] != nil, "missing \(field)")
         }
-        #expect(object["schema"] as? String == "hangwatch.hang/1")
+        #expect(object["schema"] as? String == "hangwatch.hang/1.1")
         #expect(object["startedAt"] as? String == "2026-11-18T11:06:40.123Z")
     }
 
@@ -40,6 +40,27 @@ import Testing
         var report = ReportFixtures.report()
         report.schema = "hangwatch.hang/2"
         #expect(throws: ReportReadError.unsupportedSchema("hangwatch.hang/2")) { try HangReport.decode(try report.encoded()) }
+    }
+
+    @Test func readsReportsWrittenBeforeStacksSaidWhyTheyStopped() throws {
+        // A 1.0 report: no `truncation` or `framePointer` in its stacks.
+        var report = ReportFixtures.report()
+        report.schema = "hangwatch.hang/1"
+        report.stacks = report.stacks.map { HangReport.Stack(frames: $0.frames, truncated: true) }
+        let text = String(decoding: try report.encoded(), as: UTF8.self)
+        #expect(!text.contains("truncation"))
+        let read = try HangReport.decode(Data(text.utf8))
+        #expect(read.schema == "hangwatch.hang/1")
+        #expect(read.stacks.allSatisfy { $0.truncated && $0.truncation == nil && $0.framePointer == nil })
+    }
+
+    @Test func writesWhyAStackStoppedAndHowItsFramePointerWasFound() throws {
+        var report = ReportFixtures.report()
+        report.stacks = [HangReport.Stack(frames: [0], truncated: true, truncation: "frame pointer unproven", framePointer: nil),
+                         HangReport.Stack(frames: [0], truncated: false, framePointer: "prologue")]
+        let read = try HangReport.decode(try report.encoded())
+        #expect(read.stacks[0].truncation == "frame pointer unproven")
+        #expect(read.stacks[1].framePointer == "prologue")
     }
 
     @Test func acceptsMinorVersionsOfTheSameSchema() throws {

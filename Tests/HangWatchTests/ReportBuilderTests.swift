@@ -139,6 +139,45 @@ import Testing
         #expect(report.outcome == .ongoing)
     }
 
+    /// Two hot loops that read the clock: 2 in 5 samples of each land in the C library's clock
+    /// function and stop there (truncated). Those once carried enough weight to shrink the signature
+    /// to the process's entry frame, and every such hang got the same signature (one folded into the
+    /// other). Each must keep its own signature and name its own loop.
+    @Test func hotLoopsThatReadTheClockKeepTheirOwnSignatureAndCulprit() throws {
+        let libc = ImageMap.Image(
+            path: "/lib/x86_64-linux-gnu/libc.so.6", buildID: "cc", bias: 0x7000_0000, segments: [0x7000_0000..<0x7010_0000],
+            unwindSegments: [], isMainExecutable: false)
+        let map = ImageMap(images: [Self.appImage, libc])
+        func hang(loop: UInt, handler: UInt) -> HangReport {
+            let entry: [UInt] = [0x1000_0900, 0x7000_0500, 0x7000_0600, 0x1000_0010]
+            let complete = [loop, handler] + entry
+            var truncated = sample(at: 0, [0x7000_0100, loop + 0x20])
+            truncated.truncated = true
+            truncated.truncation = .noUnwindInformation
+            var samples: [StackSample] = []
+            for index in 0..<10 {
+                var next = index % 5 < 2 ? truncated : sample(at: 0, complete)
+                next.microseconds = 1_250_000 + UInt64(index) * 40_000
+                samples.append(next)
+            }
+            return builder.build(recording(samples: samples), images: map, outcome: .recovered)
+        }
+        let first = hang(loop: 0x1000_0110, handler: 0x1000_0310)
+        let second = hang(loop: 0x1000_0210, handler: 0x1000_0410)
+        #expect(first.signature != second.signature)
+        #expect(try #require(first.heaviestStack).frames.map(\.address).prefix(2) == ["0x10000110", "0x10000310"])
+        #expect(try #require(second.heaviestStack).frames.map(\.address).prefix(2) == ["0x10000210", "0x10000410"])
+        #expect(first.stacks.contains { $0.truncated && $0.truncation == "no unwind information" })
+    }
+
+    @Test func aProvisionalReportWithOneSampleHasTheSignatureOfThatSample() throws {
+        let one = builder.build(
+            recording(samples: [sample(at: 1_250_000, [0x1000_0010, 0x1000_0100])], end: nil), images: images, outcome: .ongoing)
+        let heaviest = try #require(one.heaviestStack)
+        #expect(one.signature == StackSignature.compute(frames: heaviest.frames, images: one.images))
+        #expect(one.signature != StackSignature.compute(frames: [], images: one.images))
+    }
+
     @Test func longHangsKeepABoundedNumberOfSamplesCoveringTheWholeHang() {
         var recording = HangRecording(
             id: "id", startMicroseconds: 0, detectedMicroseconds: 250_000, activity: 64, mode: nil,
@@ -199,20 +238,36 @@ import Testing
         #expect(try #require(HeaviestPath.find(samples, identity: identity)).stack == 0)
     }
 
-    @Test func theTrunkIsWhereNearlyAllTheTimeWent() throws {
-        // root > main > spin carry everything; helper only 40 %.
+    @Test func aTruncatedSampleCountsAsTheCompleteStackWhoseLeafItIs() throws {
+        // A capture in the vDSO that could not get past it: [helper, spin], truncated; the complete
+        // stacks through it are [helper, spin, main, root]. It must not win on its own.
         let samples = [
-            HeaviestPath.Sample(frames: [5, 2, 1, 0], weight: 60, stack: 0),
-            HeaviestPath.Sample(frames: [2, 1, 0], weight: 40, stack: 1),
+            HeaviestPath.Sample(frames: [5, 2], weight: 60, stack: 0, complete: false),
+            HeaviestPath.Sample(frames: [5, 2, 1, 0], weight: 30, stack: 1),
+            HeaviestPath.Sample(frames: [6, 1, 0], weight: 35, stack: 2),
         ]
         let result = try #require(HeaviestPath.find(samples, identity: identity))
-        #expect(result.stack == 0)
-        #expect(result.trunkDepth == 3)
-        let lopsided = [
-            HeaviestPath.Sample(frames: [5, 2, 1, 0], weight: 90, stack: 0),
-            HeaviestPath.Sample(frames: [2, 1, 0], weight: 10, stack: 1),
+        #expect(result.stack == 1)
+        #expect(result.weight == 90)
+    }
+
+    @Test func truncatedSamplesThatMatchNothingAreLeftOutUnlessTheyOutweighTheRest() throws {
+        let some = [
+            HeaviestPath.Sample(frames: [4], weight: 20, stack: 0, complete: false),
+            HeaviestPath.Sample(frames: [6, 1, 0], weight: 30, stack: 1),
         ]
-        #expect(try #require(HeaviestPath.find(lopsided, identity: identity)).trunkDepth == 4)
+        #expect(try #require(HeaviestPath.find(some, identity: identity)).stack == 1)
+        let most = [
+            HeaviestPath.Sample(frames: [4], weight: 80, stack: 0, complete: false),
+            HeaviestPath.Sample(frames: [6, 1, 0], weight: 30, stack: 1),
+        ]
+        #expect(try #require(HeaviestPath.find(most, identity: identity)).stack == 0)
+    }
+
+    @Test func aSingleSampleThatHasNotLastedYetStillHasAPath() throws {
+        // A provisional report at detection: one sample, no time after it yet.
+        let samples = [HeaviestPath.Sample(frames: [2, 1, 0], weight: 0, stack: 0)]
+        #expect(try #require(HeaviestPath.find(samples, identity: identity)).stack == 0)
     }
 
     @Test func noSamplesNoPath() {

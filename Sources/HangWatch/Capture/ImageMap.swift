@@ -12,11 +12,21 @@ struct ImageMap: Sendable, Equatable {
         /// Executable segments, with where their unwind table lives.
         var unwindSegments: [UnwindSegment]
         var isMainExecutable: Bool
+        /// Function symbols of an image that is not a file (the vDSO): names no symbolicator could
+        /// find later, so the monitor writes them into its reports.
+        var memorySymbols: [MemorySymbol] = []
 
         var span: UInt64 {
             guard let low = segments.map(\.lowerBound).min(), let high = segments.map(\.upperBound).max() else { return 0 }
             return UInt64(high - low)
         }
+    }
+
+    /// A function of an in-memory image: where it starts (file address), how long, what it is called.
+    struct MemorySymbol: Sendable, Equatable {
+        var start: UInt
+        var size: UInt
+        var name: String
     }
 
     /// An executable segment and its `.eh_frame_hdr` binary-search table.
@@ -64,6 +74,14 @@ struct ImageMap: Sendable, Equatable {
         guard let image = imageIndex(containing: address) else { return nil }
         guard let segment = images[image].unwindSegments.first(where: { $0.range.contains(address) }) else { return nil }
         return UnsafeImageMapReader.functionStart(of: address, in: segment)
+    }
+
+    /// The name of the function at `address` in an image that is not a file (the vDSO); nil for
+    /// every other image (symbolication names those later, from the files).
+    func memorySymbolName(of address: UInt) -> String? {
+        guard let index = imageIndex(containing: address), !images[index].memorySymbols.isEmpty else { return nil }
+        let offset = address &- images[index].bias
+        return images[index].memorySymbols.first { offset >= $0.start && offset < $0.start + max($0.size, 1) }?.name
     }
 
     /// Whether every address is inside a known image.

@@ -29,16 +29,24 @@ enum UnsafeImageMapReader {
 
     private static func image(from info: hw_dl_phdr_info, executablePath: String) -> ImageMap.Image? {
         guard let headers = info.dlpi_phdr, info.dlpi_phnum > 0 else { return nil }
-        let bias = UInt(info.dlpi_addr)
         let name = info.dlpi_name.map { String(cString: $0) } ?? ""
         let isMain = name.isEmpty
+        return image(
+            headers: UnsafeBufferPointer(start: headers, count: Int(info.dlpi_phnum)), bias: UInt(info.dlpi_addr),
+            name: isMain ? executablePath : name, isMain: isMain, memory: UnsafeLoadedMemory.self)
+    }
+
+    /// The image described by its program headers, loaded at `bias`; its notes, dynamic section and
+    /// unwind table are read through `memory`.
+    static func image<Memory: ImageMemory>(
+        headers: UnsafeBufferPointer<Elf64_Phdr>, bias: UInt, name: String, isMain: Bool, memory: Memory.Type
+    ) -> ImageMap.Image? {
         var segments: [Range<UInt>] = []
         var executable: [Range<UInt>] = []
         var buildID: String?
         var ehFrameHeader: UInt?
         var globalPointer: UInt = 0
-        for i in 0..<Int(info.dlpi_phnum) {
-            let header = headers[i]
+        for header in headers {
             let start = bias &+ UInt(header.p_vaddr)
             switch header.p_type {
             case UInt32(PT_LOAD):
@@ -47,18 +55,23 @@ enum UnsafeImageMapReader {
                 segments.append(range)
                 if header.p_flags & UInt32(PF_X) != 0 { executable.append(range) }
             case UInt32(PT_NOTE):
-                if buildID == nil { buildID = readBuildID(notes: start, size: UInt(header.p_filesz)) }
+                if buildID == nil { buildID = readBuildID(notes: start, size: UInt(header.p_filesz), memory: memory) }
             case UInt32(PT_GNU_EH_FRAME):
                 ehFrameHeader = start
             case UInt32(PT_DYNAMIC):
-                globalPointer = readPLTGOT(dynamic: start) ?? 0
+                globalPointer = readPLTGOT(dynamic: start, size: UInt(header.p_memsz), memory: memory) ?? 0
             default:
                 break
             }
         }
         guard !segments.isEmpty else { return nil }
         var unwindSegments: [ImageMap.UnwindSegment] = []
-        if let ehFrameHeader, let table = readSearchTable(header: ehFrameHeader) {
+        var memorySymbols: [ImageMap.MemorySymbol] = []
+        if name.hasPrefix("linux-vdso"), let dynamic = headers.first(where: { $0.p_type == UInt32(PT_DYNAMIC) }) {
+            memorySymbols = readDynamicSymbols(
+                dynamic: bias &+ UInt(dynamic.p_vaddr), size: UInt(dynamic.p_memsz), bias: bias, memory: memory)
+        }
+        if let ehFrameHeader, let table = readSearchTable(header: ehFrameHeader, memory: memory) {
             unwindSegments = executable.map {
                 ImageMap.UnwindSegment(
                     range: $0, globalPointer: globalPointer, ehFrameHeader: ehFrameHeader, tableData: table.data,
@@ -66,65 +79,121 @@ enum UnsafeImageMapReader {
             }
         }
         return ImageMap.Image(
-            path: isMain ? executablePath : name, buildID: buildID, bias: bias, segments: segments,
-            unwindSegments: unwindSegments, isMainExecutable: isMain)
+            path: name, buildID: buildID, bias: bias, segments: segments, unwindSegments: unwindSegments,
+            isMainExecutable: isMain, memorySymbols: memorySymbols)
+    }
+
+    /// The function symbols of the dynamic symbol table (DT_SYMTAB, DT_STRTAB, sized by DT_HASH),
+    /// global ones first for an address that has several names (`__vdso_clock_gettime` before its
+    /// weak alias `clock_gettime`). Only for the vDSO: a small table in memory that no file holds.
+    private static func readDynamicSymbols<Memory: ImageMemory>(
+        dynamic address: UInt, size: UInt, bias: UInt, memory: Memory.Type
+    ) -> [ImageMap.MemorySymbol] {
+        let entrySize = MemoryLayout<Elf64_Dyn>.size
+        let count = Int(min(size, 4096)) / entrySize
+        guard count > 0, let raw = memory.bytes(at: address, count: count * entrySize) else { return [] }
+        var symbolTable: UInt?, stringTable: UInt?, hashTable: UInt?, stringSize = 0
+        raw.withUnsafeBytes { bytes in
+            for index in 0..<count {
+                let entry = bytes.loadUnaligned(fromByteOffset: index * entrySize, as: Elf64_Dyn.self)
+                if entry.d_tag == Int64(DT_NULL) { break }
+                // The vDSO's dynamic section holds file addresses: the loader does not relocate it.
+                let value = UInt(entry.d_un.d_ptr)
+                let absolute = value < bias ? bias &+ value : value
+                switch entry.d_tag {
+                case Int64(DT_SYMTAB): symbolTable = absolute
+                case Int64(DT_STRTAB): stringTable = absolute
+                case Int64(DT_HASH): hashTable = absolute
+                case Int64(DT_STRSZ): stringSize = Int(min(entry.d_un.d_val, 4096))
+                default: break
+                }
+            }
+        }
+        guard let symbolTable, let stringTable, let hashTable,
+            let header = memory.bytes(at: hashTable, count: 8)
+        else { return [] }
+        let symbolCount = Int(header.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self) })
+        let symbolSize = MemoryLayout<Elf64_Sym>.size
+        guard symbolCount > 0, symbolCount <= 512, let symbols = memory.bytes(at: symbolTable, count: symbolCount * symbolSize),
+            let strings = memory.bytes(at: stringTable, count: stringSize)
+        else { return [] }
+        var found: [(symbol: ImageMap.MemorySymbol, global: Bool)] = []
+        symbols.withUnsafeBytes { bytes in
+            for index in 0..<symbolCount {
+                let symbol = bytes.loadUnaligned(fromByteOffset: index * symbolSize, as: Elf64_Sym.self)
+                guard symbol.st_info & 0xf == UInt8(STT_FUNC), symbol.st_value != 0, Int(symbol.st_name) < strings.count
+                else { continue }
+                let nameBytes = strings[Int(symbol.st_name)...].prefix { $0 != 0 }
+                found.append(
+                    (ImageMap.MemorySymbol(start: UInt(symbol.st_value), size: UInt(symbol.st_size), name: String(decoding: nameBytes, as: UTF8.self)),
+                     symbol.st_info >> 4 == UInt8(STB_GLOBAL)))
+            }
+        }
+        return found.sorted { ($0.global ? 0 : 1, $0.symbol.start) < ($1.global ? 0 : 1, $1.symbol.start) }.map(\.symbol)
     }
 
     /// The NT_GNU_BUILD_ID note among the notes at `address`.
-    private static func readBuildID(notes address: UInt, size: UInt) -> String? {
-        guard let base = UnsafeRawPointer(bitPattern: address) else { return nil }
-        var offset: UInt = 0
-        func align4(_ value: UInt) -> UInt { (value + 3) & ~3 }
-        while offset + 12 <= size {
-            let nameSize = UInt(base.loadUnaligned(fromByteOffset: Int(offset), as: UInt32.self))
-            let descriptionSize = UInt(base.loadUnaligned(fromByteOffset: Int(offset) + 4, as: UInt32.self))
-            let type = base.loadUnaligned(fromByteOffset: Int(offset) + 8, as: UInt32.self)
-            let nameStart = offset + 12
-            let descriptionStart = nameStart + align4(nameSize)
-            let next = descriptionStart + align4(descriptionSize)
-            guard next <= size, nameSize <= 64, descriptionSize <= 1024 else { return nil }
-            if type == UInt32(NT_GNU_BUILD_ID) && nameSize == 4
-                && base.loadUnaligned(fromByteOffset: Int(nameStart), as: UInt32.self) == 0x0055_4e47  // "GNU\0"
-            {
-                let bytes = UnsafeRawBufferPointer(start: base + Int(descriptionStart), count: Int(descriptionSize))
-                return bytes.map { String($0, radix: 16).leftPadded(2) }.joined()
+    private static func readBuildID<Memory: ImageMemory>(notes address: UInt, size: UInt, memory: Memory.Type) -> String? {
+        guard size >= 12, size <= 1 << 16, let notes = memory.bytes(at: address, count: Int(size)) else { return nil }
+        return notes.withUnsafeBytes { base -> String? in
+            var offset = 0
+            func align4(_ value: Int) -> Int { (value + 3) & ~3 }
+            while offset + 12 <= notes.count {
+                let nameSize = Int(base.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+                let descriptionSize = Int(base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+                let type = base.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
+                let nameStart = offset + 12
+                guard nameSize <= 64, descriptionSize <= 1024 else { return nil }
+                let descriptionStart = nameStart + align4(nameSize)
+                let next = descriptionStart + align4(descriptionSize)
+                guard next <= notes.count else { return nil }
+                if type == UInt32(NT_GNU_BUILD_ID) && nameSize == 4
+                    && base.loadUnaligned(fromByteOffset: nameStart, as: UInt32.self) == 0x0055_4e47  // "GNU\0"
+                {
+                    return notes[descriptionStart..<(descriptionStart + descriptionSize)]
+                        .map { String($0, radix: 16).leftPadded(2) }.joined()
+                }
+                offset = next
             }
-            offset = next
+            return nil
         }
-        return nil
     }
 
     /// DT_PLTGOT from the dynamic section (relocated by the loader on x86_64 and aarch64).
-    private static func readPLTGOT(dynamic address: UInt) -> UInt? {
-        guard var entry = UnsafePointer<Elf64_Dyn>(bitPattern: address) else { return nil }
-        for _ in 0..<4096 {
-            let tag = entry.pointee.d_tag
-            if tag == Int64(DT_NULL) { return nil }
-            if tag == Int64(DT_PLTGOT) { return UInt(entry.pointee.d_un.d_ptr) }
-            entry += 1
+    private static func readPLTGOT<Memory: ImageMemory>(dynamic address: UInt, size: UInt, memory: Memory.Type) -> UInt? {
+        let count = Int(min(size, 4096 * 16)) / MemoryLayout<Elf64_Dyn>.size
+        guard count > 0, let entries = memory.bytes(at: address, count: count * MemoryLayout<Elf64_Dyn>.size) else { return nil }
+        return entries.withUnsafeBytes { raw -> UInt? in
+            for index in 0..<count {
+                let entry = raw.loadUnaligned(fromByteOffset: index * MemoryLayout<Elf64_Dyn>.size, as: Elf64_Dyn.self)
+                if entry.d_tag == Int64(DT_NULL) { return nil }
+                if entry.d_tag == Int64(DT_PLTGOT) { return UInt(entry.d_un.d_ptr) }
+            }
+            return nil
         }
-        return nil
     }
 
     /// Where the binary-search table of an `.eh_frame_hdr` starts and its length in words. Only the
     /// standard encoding (data-relative signed 4-byte entries) is supported; other images are left
     /// without a table and the unwinder stops at their frames.
-    private static func readSearchTable(header address: UInt) -> (data: UInt, words: UInt)? {
-        guard let base = UnsafeRawPointer(bitPattern: address) else { return nil }
-        let version = base.load(fromByteOffset: 0, as: UInt8.self)
-        let framePointerEncoding = base.load(fromByteOffset: 1, as: UInt8.self)
-        let countEncoding = base.load(fromByteOffset: 2, as: UInt8.self)
-        let tableEncoding = base.load(fromByteOffset: 3, as: UInt8.self)
+    private static func readSearchTable<Memory: ImageMemory>(header address: UInt, memory: Memory.Type) -> (data: UInt, words: UInt)? {
+        guard let header = memory.bytes(at: address, count: 20) else { return nil }
+        let version = header[0]
+        let framePointerEncoding = header[1]
+        let countEncoding = header[2]
+        let tableEncoding = header[3]
         guard version == 1, tableEncoding == 0x3b, let frameSize = encodedSize(framePointerEncoding),
-            let countSize = encodedSize(countEncoding)
+            let countSize = encodedSize(countEncoding), 4 + frameSize + countSize <= header.count
         else { return nil }
         let countOffset = 4 + frameSize
-        let count: UInt
-        switch countSize {
-        case 4: count = UInt(base.loadUnaligned(fromByteOffset: countOffset, as: UInt32.self))
-        case 8: count = UInt(base.loadUnaligned(fromByteOffset: countOffset, as: UInt64.self))
-        default: return nil
+        let count: UInt = header.withUnsafeBytes { raw in
+            switch countSize {
+            case 4: return UInt(raw.loadUnaligned(fromByteOffset: countOffset, as: UInt32.self))
+            case 8: return UInt(raw.loadUnaligned(fromByteOffset: countOffset, as: UInt64.self))
+            default: return 0
+            }
         }
+        guard count > 0 else { return nil }
         // Each entry is two 4-byte values: 8 bytes, one 64-bit word.
         return (data: address + UInt(countOffset + countSize), words: count * 8 / UInt(MemoryLayout<UInt>.size))
     }
@@ -225,6 +294,19 @@ enum UnsafeImageMapReader {
         case 0x02, 0x0a: return 2  // udata2, sdata2
         default: return nil
         }
+    }
+}
+
+/// Where an image's bytes are read from: loaded memory the loader vouches for, or safe copies.
+protocol ImageMemory {
+    static func bytes(at address: UInt, count: Int) -> [UInt8]?
+}
+
+/// Memory of an image the dynamic loader lists (it stays mapped while `dl_iterate_phdr` runs).
+enum UnsafeLoadedMemory: ImageMemory {
+    static func bytes(at address: UInt, count: Int) -> [UInt8]? {
+        guard count > 0, let base = UnsafeRawPointer(bitPattern: address) else { return nil }
+        return Array(UnsafeRawBufferPointer(start: base, count: count))
     }
 }
 

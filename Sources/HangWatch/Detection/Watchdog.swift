@@ -272,10 +272,15 @@ final class Watchdog: @unchecked Sendable {
     }
 
     private func takeSample(_ recording: inout HangRecording, thread: MonitoredThread?) {
-        let sample: StackSample
+        var sample: StackSample
         if let thread {
             sample = sampler.sample(
                 thread, previous: recording.samples.last, signalAllowed: !recording.process.debuggerAttached)
+            // A stack that stopped in code no known image holds (a library still being loaded):
+            // learn the image without the loader's lock and take the stack again.
+            if sample.truncated, !sample.frames.isEmpty, images.learnDuringHang(addresses: sample.frames) {
+                sample = sampler.sample(thread, previous: nil, signalAllowed: !recording.process.debuggerAttached)
+            }
         } else {
             sample = StackSample(
                 microseconds: clock.microseconds(), frames: [], method: nil, truncated: false,

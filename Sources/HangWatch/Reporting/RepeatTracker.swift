@@ -71,6 +71,13 @@ struct RepeatTracker: Sendable {
         entries[signature] = nil
     }
 
+    /// Forgets the signature whose report is `reportID`.
+    mutating func forget(reportID: String) {
+        for (signature, entry) in entries where entry.reportID == reportID {
+            entries[signature] = nil
+        }
+    }
+
     /// Folded counts not yet written to their report, for a final flush.
     var unwrittenRepeats: [(reportID: String, repeats: HangReport.Repeats)] {
         entries.values.compactMap { entry in

@@ -37,16 +37,25 @@ struct ReportBuilder: Sendable {
                 let functionOffset = image.flatMap { index in
                     images.functionStart(of: lookup).map { Hex.format($0 &- images.images[index].bias) }
                 }
+                // The vDSO is no file a symbolicator could open later: it is named now.
                 frames.append(
-                    HangReport.Frame(address: Hex.format(address), image: image, offset: offset, functionOffset: functionOffset))
+                    HangReport.Frame(
+                        address: Hex.format(address), image: image, offset: offset, functionOffset: functionOffset,
+                        symbol: images.memorySymbolName(of: lookup)))
                 frameIndex[address] = frames.count - 1
                 return frames.count - 1
             }
             if let known = stackIndex[indices] {
                 sampleStacks.append(known)
-                if sample.truncated { stacks[known].truncated = true }
+                if sample.truncated {
+                    stacks[known].truncated = true
+                    stacks[known].truncation = stacks[known].truncation ?? sample.truncation?.rawValue
+                }
             } else {
-                stacks.append(HangReport.Stack(frames: indices, truncated: sample.truncated))
+                stacks.append(
+                    HangReport.Stack(
+                        frames: indices, truncated: sample.truncated, truncation: sample.truncation?.rawValue,
+                        framePointer: sample.framePointer?.rawValue))
                 stackIndex[indices] = stacks.count - 1
                 sampleStacks.append(stacks.count - 1)
             }
@@ -74,10 +83,9 @@ struct ReportBuilder: Sendable {
             let next = offset + 1 < recording.samples.count ? recording.samples[offset + 1].microseconds : end
             return HeaviestPath.Sample(
                 frames: stacks[stack].frames, weight: next > sample.microseconds ? next - sample.microseconds : 0,
-                stack: stack)
+                stack: stack, complete: !sample.truncated)
         }
         var heaviest: HangReport.HeaviestStack?
-        var signatureFrames: [HangReport.Frame] = []
         if let path = HeaviestPath.find(weighed, identity: { index in
             let frame = frames[index]
             return frame.image.map { "\($0):\(frame.functionOffset ?? frame.offset ?? frame.address)" } ?? frame.address
@@ -85,12 +93,10 @@ struct ReportBuilder: Sendable {
             heaviest = HangReport.HeaviestStack(
                 stack: path.stack, sampleCount: path.sampleCount, weightMs: Self.milliseconds(Int64(path.weight)),
                 frames: stacks[path.stack].frames.map { frames[$0] })
-            // The signature names the trunk (where nearly all the time went), not a leaf a few
-            // samples happened to catch.
-            signatureFrames = Array(heaviest!.frames.suffix(max(1, path.trunkDepth)))
         }
         let reportImages = images.reportImages
-        let signature = StackSignature.compute(frames: signatureFrames, images: reportImages)
+        let signature = StackSignature.compute(
+            frames: heaviest?.frames ?? [], images: reportImages, complete: heaviest.map { !stacks[$0.stack].truncated } ?? true)
 
         return HangReport(
             id: recording.id, service: service, host: host, pid: pid, process: process,

@@ -21,4 +21,18 @@ struct ReportRateLimiter: Sendable, Equatable {
         tokens -= 1
         return true
     }
+
+    /// Gives back a token taken for a file that was removed again (a provisional report folded
+    /// into an earlier one).
+    mutating func refund() {
+        tokens = min(burst, tokens + 1)
+    }
+
+    /// How long until `admit` would succeed, from `now` (0 when it would now).
+    func microsecondsUntilToken(now: UInt64) -> UInt64 {
+        var available = tokens
+        if let updatedAt, now > updatedAt { available = min(burst, available + Double(now - updatedAt) * perMicrosecond) }
+        guard available < 1, perMicrosecond > 0 else { return 0 }
+        return UInt64(((1 - available) / perMicrosecond).rounded(.up))
+    }
 }

@@ -4,15 +4,13 @@ import HangWatchReport
 import Logging
 import Synchronization
 
-/// Builds reports, decides which hangs become files and writes them, on its own serial queue: the
-/// watchdog never waits for a disk, and spends no time on JSON (it may share a CPU with the hung
-/// thread).
+/// Builds reports and writes the ones `ReportPolicy` admits, on its own serial queue: the watchdog
+/// never waits for a disk, and spends no time on JSON (it may share a CPU with the hung thread).
 ///
 /// - A provisional report (`outcome: ongoing`) is written at detection, so a hang that never ends
 ///   (the process is killed) still leaves a report; it is replaced by the final one.
-/// - A rate limit (token bucket) bounds new reports; hangs over it are counted and the count goes
-///   into the next report written (`capture.reportsSuppressed`).
-/// - A hang with the signature of a recent report is folded into that report's `repeats`.
+/// - The policy folds repeats into earlier reports and keeps new ones within the rate limit, holding
+///   a new report that has no token until one comes (written then, or at `flush()`).
 /// - After each final write, retention removes the oldest reports beyond the limits.
 /// - A failed write (disk full, read-only directory) is counted and logged, never retried in a loop.
 final class ReportWriter: Sendable {
@@ -28,17 +26,18 @@ final class ReportWriter: Sendable {
     private let state: Mutex<State>
 
     private struct State {
-        var limiter: ReportRateLimiter
-        var repeats: RepeatTracker
-        var suppressedSinceLastReport = 0
-        var provisional: Set<String> = []
+        var policy: ReportPolicy
+        /// The first sample's signature of each hang in progress.
+        var startSignatures: [String: String?] = [:]
         var lastFailureLog: [String: UInt64] = [:]
+        /// A write of waiting reports is scheduled.
+        var dueScheduled = false
     }
 
     init(
-        store: ReportStore, retention: RetentionPolicy, rateLimiter: ReportRateLimiter, repeats: RepeatTracker,
-        enricher: (any HangReportEnricher)?, statistics: MonitorStatistics, logger: Logger, builder: ReportBuilder,
-        images: ImageRegistry, clock: SystemMonotonicClock
+        store: ReportStore, retention: RetentionPolicy, policy: ReportPolicy, enricher: (any HangReportEnricher)?,
+        statistics: MonitorStatistics, logger: Logger, builder: ReportBuilder, images: ImageRegistry,
+        clock: SystemMonotonicClock
     ) {
         self.builder = builder
         self.images = images
@@ -48,19 +47,17 @@ final class ReportWriter: Sendable {
         self.enricher = enricher
         self.statistics = statistics
         self.logger = logger
-        state = Mutex(State(limiter: rateLimiter, repeats: repeats))
+        state = Mutex(State(policy: policy))
     }
 
-    /// A hang was detected: write a provisional report.
+    /// A hang was detected: write a provisional report, unless it is a probable repeat or over the limit.
     func hangStarted(_ recording: HangRecording) {
         let now = clock.microseconds()
         queue.async {
             let report = self.builder.build(recording, images: self.images.current, outcome: .ongoing)
             let write = self.state.withLock { state -> Bool in
-                if state.repeats.isRepeat(signature: report.signature, now: now) { return false }
-                guard state.limiter.admit(now: now) else { return false }
-                state.provisional.insert(report.id)
-                return true
+                state.startSignatures[report.id] = ReportPolicy.startSignature(of: report)
+                return state.policy.hangStarted(report, now: now)
             }
             if write { self.write(report, kind: "provisional") }
         }
@@ -69,7 +66,7 @@ final class ReportWriter: Sendable {
     /// More samples of an ongoing hang: rewrite its provisional report, if it has one.
     func hangProgressed(_ recording: HangRecording) {
         queue.async {
-            guard self.state.withLock({ $0.provisional.contains(recording.id) }) else { return }
+            guard self.state.withLock({ $0.policy.hasProvisional(recording.id) }) else { return }
             self.write(self.builder.build(recording, images: self.images.current, outcome: .ongoing), kind: "provisional")
         }
     }
@@ -78,77 +75,81 @@ final class ReportWriter: Sendable {
     func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
         let now = clock.microseconds()
         queue.async {
-            self.finish(self.builder.build(recording, images: self.images.current, outcome: outcome), now: now)
+            let report = self.builder.build(recording, images: self.images.current, outcome: outcome)
+            let actions = self.state.withLock { state -> [ReportPolicy.Action] in
+                let start = state.startSignatures.removeValue(forKey: report.id) ?? nil
+                return state.policy.hangEnded(report, startSignature: start, now: now)
+            }
+            self.perform(actions)
+            self.scheduleWaitingReports()
         }
     }
 
     /// Runs on the queue.
-    private func finish(_ report: HangReport, now: UInt64) {
-        enum Action {
-            case fold(remove: Bool, reportID: String, repeats: HangReport.Repeats, rewrite: Bool)
-            case write(HangReport)
-            case suppress
-        }
-        let action = state.withLock { state -> Action in
-            let hadProvisional = state.provisional.remove(report.id) != nil
-            let decision = state.repeats.record(
-                signature: report.signature, durationMs: report.durationMs, endedAt: report.endedAt ?? Date(), now: now)
-            switch decision {
-            case .repeatOf(let reportID, let repeats, let rewrite):
-                return .fold(remove: hadProvisional, reportID: reportID, repeats: repeats, rewrite: rewrite)
-            case .newReport:
-                guard hadProvisional || state.limiter.admit(now: now) else {
-                    state.suppressedSinceLastReport += 1
-                    return .suppress
+    private func perform(_ actions: [ReportPolicy.Action]) {
+        for action in actions {
+            switch action {
+            case .write(let report):
+                var enriched = report
+                enricher?.enrich(&enriched)
+                if write(enriched, kind: "final") {
+                    statistics.reportsWritten.add(1, ordering: .relaxed)
+                    applyRetention()
                 }
-                var final = report
-                final.capture.reportsSuppressed = state.suppressedSinceLastReport
-                state.suppressedSinceLastReport = 0
-                state.repeats.registerReport(signature: report.signature, reportID: report.id, now: now)
-                return .write(final)
+            case .remove(let id):
+                try? store.remove(id: id)
+            case .fold(let reportID, let repeats, let rewrite):
+                statistics.hangsFolded.add(1, ordering: .relaxed)
+                if rewrite { rewriteRepeats(reportID: reportID, repeats: repeats) }
+            case .suppress(let id):
+                statistics.hangsSuppressed.add(1, ordering: .relaxed)
+                logger.debug("hang not written: rate limit", metadata: ["hangwatch.id": "\(id)"])
             }
-        }
-        switch action {
-        case .suppress:
-            statistics.hangsSuppressed.add(1, ordering: .relaxed)
-            logger.debug("hang not written: rate limit", metadata: ["hangwatch.id": "\(report.id)"])
-        case .write(let final):
-            var enriched = final
-            enricher?.enrich(&enriched)
-            if write(enriched, kind: "final") {
-                statistics.reportsWritten.add(1, ordering: .relaxed)
-                applyRetention()
-            }
-        case .fold(let remove, let reportID, let repeats, let rewrite):
-            statistics.hangsFolded.add(1, ordering: .relaxed)
-            if remove { try? store.remove(id: report.id) }
-            if rewrite { rewriteRepeats(reportID: reportID, repeats: repeats, signature: report.signature) }
         }
     }
 
-    /// Waits for every queued report, then writes pending repeat counts.
+    /// Runs on the queue: writes waiting reports when their token comes.
+    private func scheduleWaitingReports() {
+        let now = clock.microseconds()
+        let due = state.withLock { state -> UInt64? in
+            guard !state.dueScheduled, let due = state.policy.nextDue(now: now) else { return nil }
+            state.dueScheduled = true
+            return due
+        }
+        guard let due else { return }
+        queue.asyncAfter(deadline: .now() + .microseconds(Int(min(due - min(due, now), 3_600_000_000)))) {
+            let actions = self.state.withLock { state -> [ReportPolicy.Action] in
+                state.dueScheduled = false
+                return state.policy.due(now: self.clock.microseconds())
+            }
+            self.perform(actions)
+            self.scheduleWaitingReports()
+        }
+    }
+
+    /// Waits for every queued report, writes the reports still waiting for a token (the monitor is
+    /// stopping: nothing is lost to the limit), then pending repeat counts.
     func flush() {
         queue.sync {
-            let pending = state.withLock { state -> [(reportID: String, repeats: HangReport.Repeats)] in
-                defer { state.repeats.markAllWritten() }
-                return state.repeats.unwrittenRepeats
+            let (waiting, counts) = state.withLock { state -> ([HangReport], [(reportID: String, repeats: HangReport.Repeats)]) in
+                defer { state.policy.markAllWritten() }
+                return (state.policy.drainPending(), state.policy.unwrittenRepeats)
             }
-            for (reportID, repeats) in pending {
-                rewriteRepeats(reportID: reportID, repeats: repeats, signature: nil)
+            perform(waiting.map { .write($0) })
+            for (reportID, repeats) in counts {
+                rewriteRepeats(reportID: reportID, repeats: repeats)
             }
         }
     }
 
-    private func rewriteRepeats(reportID: String, repeats: HangReport.Repeats, signature: String?) {
+    private func rewriteRepeats(reportID: String, repeats: HangReport.Repeats) {
         do {
             var earlier = try ReportReader().read(path: store.path(forID: reportID))
             earlier.repeats = repeats
             write(earlier, kind: "repeats")
         } catch {
             // The earlier report is gone (retention, an operator): the next repeat starts a new one.
-            if let signature {
-                state.withLock { $0.repeats.forget(signature: signature) }
-            }
+            state.withLock { $0.policy.forget(reportID: reportID) }
         }
     }
 
@@ -180,7 +181,7 @@ final class ReportWriter: Sendable {
     }
 
     private func applyRetention() {
-        let protected = state.withLock { $0.provisional }
+        let protected = state.withLock { $0.policy.provisionalIDs }
         do {
             let removed = try store.applyRetention(retention, keeping: protected)
             if !removed.isEmpty {
