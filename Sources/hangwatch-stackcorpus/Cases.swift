@@ -11,6 +11,14 @@ import Synchronization
 let released = Atomic<Bool>(false)
 /// Set by a case just before it blocks.
 let entered = Atomic<Bool>(false)
+/// Blocking calls that returned EINTR. The differential mode causes them on purpose (its ground
+/// truth is a signal); a monitored service must never see one.
+let interruptions = Atomic<Int>(0)
+
+/// Counts a blocking call's -1/EINTR result.
+@inline(__always) func noteEINTR(_ result: Int) {
+    if result == -1 && errno == EINTR { interruptions.add(1, ordering: .relaxed) }
+}
 
 struct CorpusCase: Sendable {
     /// What the main thread blocks in.
@@ -28,6 +36,8 @@ struct Run: Sendable {
     var block: @Sendable () -> Void
     /// On the controller thread.
     var release: @Sendable () -> Void
+    /// `block` only schedules the work (on the main queue); the work signals `finished` itself.
+    var completesItself = false
 }
 
 struct CorpusError: Error, CustomStringConvertible {
@@ -71,7 +81,7 @@ final class Pipe: Sendable {
     var byte: UInt8 = 0
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
-            _ = read(fd, &byte, 1)
+            noteEINTR(Int(read(fd, &byte, 1)))
         }
         scratch[0] = 1
     }
@@ -87,7 +97,7 @@ final class Pipe: Sendable {
     var byte: UInt8 = 0
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
-            _ = read(fd, &byte, 1)
+            noteEINTR(Int(read(fd, &byte, 1)))
         }
         scratch[0] = 1
     }
@@ -103,7 +113,7 @@ final class Pipe: Sendable {
     var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
-            _ = poll(&entry, 1, -1)
+            noteEINTR(Int(poll(&entry, 1, -1)))
         }
         scratch[0] = 1
     }
@@ -122,7 +132,7 @@ final class Pipe: Sendable {
                 raw.storeBytes(of: raw.load(fromByteOffset: Int(fd / 64) * 8, as: UInt64.self) | (1 << UInt64(fd % 64)),
                                toByteOffset: Int(fd / 64) * 8, as: UInt64.self)
             }
-            _ = select(fd + 1, &set, nil, nil, nil)
+            noteEINTR(Int(select(fd + 1, &set, nil, nil, nil)))
         }
         scratch[0] = 1
     }
@@ -135,7 +145,7 @@ final class Pipe: Sendable {
     markEntered()
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
-            _ = corpus_epoll_wait_one(epoll)
+            noteEINTR(Int(corpus_epoll_wait_one(epoll)))
         }
         scratch[0] = 1
     }
@@ -150,7 +160,7 @@ final class Pipe: Sendable {
     markEntered()
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
-            usleep(200_000)
+            noteEINTR(Int(usleep(200_000)))
         }
         scratch[0] = 1
     }
@@ -165,7 +175,7 @@ final class Pipe: Sendable {
     var request = timespec(tv_sec: 0, tv_nsec: 200_000_000)
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
-            _ = clock_nanosleep(CLOCK_MONOTONIC, 0, &request, nil)
+            if clock_nanosleep(CLOCK_MONOTONIC, 0, &request, nil) == EINTR { interruptions.add(1, ordering: .relaxed) }
         }
         scratch[0] = 1
     }
@@ -232,6 +242,7 @@ final class PthreadSync: @unchecked Sendable {
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
             let connection = accept(listener, nil, nil)
+            noteEINTR(Int(connection))
             if connection >= 0 { close(connection) }
         }
         scratch[0] = 1
@@ -244,7 +255,7 @@ final class PthreadSync: @unchecked Sendable {
     corpus_keep(churn(156))
     markEntered()
     var status: Int32 = 0
-    while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+    while waitpid(child, &status, 0) < 0 && errno == EINTR { interruptions.add(1, ordering: .relaxed) }
     corpus_keep(137)
 }
 
@@ -254,7 +265,7 @@ final class PthreadSync: @unchecked Sendable {
     let fd = open(path, O_RDWR | O_CLOEXEC)
     corpus_keep(churn(157))
     markEntered()
-    while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+    while flock(fd, LOCK_EX) != 0 && errno == EINTR { interruptions.add(1, ordering: .relaxed) }
     flock(fd, LOCK_UN)
     close(fd)
     corpus_keep(138)
@@ -271,7 +282,7 @@ final class PthreadSync: @unchecked Sendable {
     var timeout = timespec(tv_sec: 30, tv_nsec: 0)
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
-            _ = sigtimedwait(&set, nil, &timeout)
+            noteEINTR(Int(sigtimedwait(&set, nil, &timeout)))
         }
         scratch[0] = 1
     }
@@ -296,7 +307,7 @@ nonisolated(unsafe) var cCaseDescriptor: Int32 = -1
     var byte: UInt8 = 0
     withStackBuffer { scratch in
         while !released.load(ordering: .relaxed) {
-            _ = read(fd, &byte, 1)
+            noteEINTR(Int(read(fd, &byte, 1)))
         }
         scratch[0] = 1
     }
@@ -315,7 +326,7 @@ struct PipeBlocker: CorpusBlocker {
         var byte: UInt8 = 0
         withStackBuffer { scratch in
             while !released.load(ordering: .relaxed) {
-                _ = read(fd, &byte, 1)
+                noteEINTR(Int(read(fd, &byte, 1)))
             }
             scratch[0] = 1
         }
@@ -335,7 +346,7 @@ struct PipeBlocker: CorpusBlocker {
         var byte: UInt8 = 0
         withStackBuffer { scratch in
             while !released.load(ordering: .relaxed) {
-                _ = read(fd, &byte, 1)
+                noteEINTR(Int(read(fd, &byte, 1)))
             }
             scratch[0] = 1
         }
@@ -376,7 +387,7 @@ let dynamicSize = Int(getpid() % 7) + 200
         corpus_use(buffer.baseAddress)
         markEntered()
         while !released.load(ordering: .relaxed) {
-            _ = read(fd, buffer.baseAddress, 1)
+            noteEINTR(Int(read(fd, buffer.baseAddress, 1)))
         }
         corpus_keep(Int32(buffer[0]))
     }
@@ -400,7 +411,7 @@ let dynamicSize = Int(getpid() % 7) + 200
         entries[0] = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         markEntered()
         while !released.load(ordering: .relaxed) {
-            _ = poll(entries.baseAddress, 1, -1)
+            noteEINTR(Int(poll(entries.baseAddress, 1, -1)))
         }
     }
     corpus_keep(178)
@@ -430,6 +441,44 @@ let dynamicSize = Int(getpid() % 7) + 200
     corpus_keep(Int32(truncatingIfNeeded: state))
 }
 
+// MARK: a nested run of the run loop, and a main-queue block
+
+let nestedMode = RunLoop.Mode("HangWatchCorpusNestedMode")
+
+@inline(never) func nestedSpinOuter() { corpus_keep(churn(191)); nestedSpinInner(); corpus_keep(191) }
+@inline(never) func nestedSpinInner() {
+    markEntered()
+    var state: UInt64 = 7
+    while !released.load(ordering: .relaxed) {
+        for _ in 0..<1000 { state = state &* 2_862_933_555_777_941_757 &+ 3 }
+    }
+    corpus_keep(Int32(truncatingIfNeeded: state))
+}
+
+/// Runs the loop in a mode of its own until a timer there has run the spin (a modal session).
+@inline(never) func runNestedLoop() {
+    let done = Atomic<Bool>(false)
+    let timer = Timer(timeInterval: 0, repeats: false) { _ in
+        nestedSpinOuter()
+        done.store(true, ordering: .relaxed)
+    }
+    RunLoop.current.add(timer, forMode: nestedMode)
+    while !done.load(ordering: .relaxed) {
+        _ = RunLoop.current.run(mode: nestedMode, before: Date(timeIntervalSinceNow: 1))
+    }
+    corpus_keep(192)
+}
+
+@inline(never) func mainQueueOuter() { corpus_keep(churn(193)); mainQueueInner(); corpus_keep(193) }
+@inline(never) func mainQueueInner() {
+    markEntered()
+    var state: UInt64 = 11
+    while !released.load(ordering: .relaxed) {
+        for _ in 0..<1000 { state = state &* 3_935_559_000_370_003_845 &+ 5 }
+    }
+    corpus_keep(Int32(truncatingIfNeeded: state))
+}
+
 // MARK: the table
 
 func socketPair() throws -> (Int32, Int32) {
@@ -446,6 +495,18 @@ let corpusCases: [CorpusCase] = [
     },
     CorpusCase(name: "cpu-computing", running: true, chain: ["computeInner", "computeOuter"]) {
         Run(block: { computeOuter() }, release: {})
+    },
+    CorpusCase(name: "cpu-nested-run-loop", running: true, chain: ["nestedSpinInner", "nestedSpinOuter"]) {
+        Run(block: { runNestedLoop() }, release: {})
+    },
+    CorpusCase(name: "cpu-main-queue-block", running: true, chain: ["mainQueueInner", "mainQueueOuter"]) {
+        Run(
+            block: {
+                DispatchQueue.main.async {
+                    mainQueueOuter()
+                    finished.signal()
+                }
+            }, release: {}, completesItself: true)
     },
     CorpusCase(name: "read-pipe", chain: ["blockingPipeRead", "pipeReadMiddle", "pipeReadHandler"]) {
         let pipe = try Pipe()
@@ -573,7 +634,7 @@ let corpusCases: [CorpusCase] = [
         let pipe = try Pipe()
         return Run(block: { dynamicPollOuter(pipe.readEnd) }, release: { pipe.wake() })
     },
-    CorpusCase(name: "read-closure", chain: ["closure in closureOuter", "runClosure", "closureOuter"]) {
+    CorpusCase(name: "read-closure", chain: ["closure #1 () -> () in hangwatch_stackcorpus.closureOuter", "runClosure", "closureOuter"]) {
         let pipe = try Pipe()
         return Run(block: { closureOuter(pipe.readEnd) }, release: { pipe.wake() })
     },

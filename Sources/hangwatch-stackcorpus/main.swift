@@ -15,6 +15,8 @@ import Synchronization
 //      truncated), or `wrong` (any frame that differs, or a prefix not marked truncated).
 //
 //   hangwatch-stackcorpus [--samples N] [--cases a,b,...] [--json] [--verbose] [--no-prologue]
+//   hangwatch-stackcorpus service --reports DIR [--rounds N] [--cases ...] [--threshold-ms T] [--hang-ms H]
+//       (Service.swift: the same call sites as hangs of a monitored service)
 //
 // --no-prologue measures the frame-record method alone (as if no function had a fixed frame).
 //
@@ -54,16 +56,7 @@ func parseOptions() -> Options {
     return options
 }
 
-let options = parseOptions()
 mainThread = PthreadBox(value: pthread_self())
-let signal = CaptureProbe.defaultSignal
-do {
-    try CaptureProbe.install(signal: signal)
-} catch {
-    fail("cannot install the capture handler: \(error)", code: 3)
-}
-let target = CaptureProbe.attachCurrentThread(signal: signal)
-CaptureProbe.useProloguesForBlockedThreads(options.prologues)
 
 /// The run the main thread should start next, handed over by the controller.
 let pending = Mutex<Run?>(nil)
@@ -77,9 +70,23 @@ let driver = Timer(timeInterval: 0.005, repeats: true) { _ in
         return run
     }) else { return }
     run.block()
-    finished.signal()
+    if !run.completesItself { finished.signal() }
 }
 RunLoop.main.add(driver, forMode: .default)
+
+if CommandLine.arguments.dropFirst().first == "service" {
+    runService(parseServiceOptions(CommandLine.arguments.dropFirst(2)))
+}
+
+let options = parseOptions()
+let signal = CaptureProbe.defaultSignal
+do {
+    try CaptureProbe.install(signal: signal)
+} catch {
+    fail("cannot install the capture handler: \(error)", code: 3)
+}
+let target = CaptureProbe.attachCurrentThread(signal: signal)
+CaptureProbe.useProloguesForBlockedThreads(options.prologues)
 
 let controller = Thread {
     let results = runCorpus(options: options, target: target)

@@ -1,4 +1,6 @@
 import Foundation
+import HangWatchReport
+import HangWatchSymbolication
 import Testing
 
 /// The differential test of stack capture (Sources/hangwatch-stackcorpus): a program blocks its
@@ -94,6 +96,109 @@ import Testing
     @Test func theFrameRecordSearchAloneNeverInventsAFrame() throws {
         for executable in [BuiltExecutable.path("hangwatch-stackcorpus"), try Self.releaseCorpus()] {
             check(try run(executable, ["--no-prologue"]), allowTruncation: true)
+        }
+    }
+
+    // MARK: the same call sites as hangs of a monitored service
+
+    struct ServiceRun: Decodable {
+        var hangs: [String]
+        var chains: [String: [String]]
+        var interruptions: Int
+    }
+
+    func runService(_ arguments: [String]) throws -> (ServiceRun, [HangReport]) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hangwatch-service-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try Self.releaseCorpus())
+        process.arguments = ["service", "--reports", directory] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        let run = try JSONDecoder().decode(ServiceRun.self, from: data)
+        let symbolicator = Symbolicator()
+        let reports = try ReportStore(directory: directory).list().map { file -> HangReport in
+            var report = try ReportReader().read(path: file.path)
+            symbolicator.symbolicate(&report)
+            return report
+        }
+        return (run, reports)
+    }
+
+    /// Whether `name` holds `word` not preceded by a letter or digit (`pollInner` is not in `epollInner`).
+    static func mentions(_ name: String, _ word: String) -> Bool {
+        var searched = name[...]
+        while let range = searched.range(of: word) {
+            if range.lowerBound == name.startIndex || !name[name.index(before: range.lowerBound)].isLetter
+                && !name[name.index(before: range.lowerBound)].isNumber
+            {
+                return true
+            }
+            searched = searched[range.upperBound...]
+        }
+        return false
+    }
+
+    /// Whether `names` (innermost first) hold `chain` in order, then the run loop, then `main`.
+    static func namesCulpritAndCallers(_ names: [String], chain: [String]) -> Bool {
+        var position = names.startIndex
+        for link in chain + ["CFRunLoopRun", "main"] {
+            guard let found = names[position...].firstIndex(where: { mentions($0, link) }) else { return false }
+            position = found + 1
+        }
+        return true
+    }
+
+    /// The issue's service: hangs at 23 distinct sites (computing, a lock, pipe and socket reads,
+    /// poll, select, epoll, sleeps, a condition, a semaphore, accept, a child, a file lock,
+    /// sigtimedwait, a nested run loop, a main-queue block, C callers, generics, closures, chains of
+    /// two to five functions), release build, default limits: every hang reported (no two sites
+    /// folded into one), the culprit and its real callers in order up to the run loop and main in
+    /// at least 95 % of them, and no blocking call cut short.
+    @Test func aServiceHangingAtTwentyThreeSitesGetsAReportPerSiteNamingItsCallers() throws {
+        let (run, reports) = try runService([])
+        #expect(run.interruptions == 0)
+        #expect(run.hangs.count >= 20)
+        #expect(reports.count == run.hangs.count, "\(reports.count) reports for \(run.hangs.count) hangs")
+        #expect(Set(reports.map(\.signature)).count == reports.count)
+        var named = 0
+        for site in run.hangs {
+            let chain = try #require(run.chains[site])
+            let matching = reports.filter { report in
+                (report.heaviestStack?.frames.compactMap(\.symbol) ?? []).contains { Self.mentions($0, chain[0]) }
+            }
+            #expect(matching.count == 1, "\(site): \(matching.count) reports")
+            guard let report = matching.first, let heaviest = report.heaviestStack else { continue }
+            let complete = report.stack(at: heaviest.stack).map { !$0.truncated } ?? false
+            if complete && Self.namesCulpritAndCallers(heaviest.frames.map { $0.symbol ?? "?" }, chain: chain) {
+                named += 1
+            } else {
+                Issue.record("\(site): \(heaviest.frames.map { $0.symbol ?? $0.address }.joined(separator: " < "))")
+            }
+        }
+        #expect(named * 100 >= run.hangs.count * 95, "\(named) of \(run.hangs.count) name their culprit and its callers")
+        // The 600 ms hot loop that reads the clock names its function.
+        let clock = reports.first { $0.heaviestStack?.frames.contains { Self.mentions($0.symbol ?? "", "clockSpinInner") } == true }
+        #expect(clock != nil)
+    }
+
+    /// 40 hangs at 4 sites within a minute, shuffled, default rate limit and repeat window: one
+    /// report per site, every other hang counted in it.
+    @Test func fortyHangsAtFourSitesGiveAReportPerSite() throws {
+        let (run, reports) = try runService([
+            "--rounds", "10", "--cases", "read-pipe,poll,cpu-computing,futex-mutex", "--threshold-ms", "100", "--hang-ms", "160",
+        ])
+        #expect(run.hangs.count == 40)
+        #expect(run.interruptions == 0)
+        #expect(reports.count == 4, "\(reports.map { $0.heaviestStack?.frames.first?.symbol ?? "?" })")
+        #expect(reports.reduce(0) { $0 + ($1.repeats?.count ?? 0) } == 36)
+        for site in ["blockingPipeRead", "pollInner", "computeInner", "mutexInner"] {
+            #expect(reports.filter { $0.heaviestStack?.frames.contains { Self.mentions($0.symbol ?? "", site) } == true }.count == 1, "\(site)")
         }
     }
 }
