@@ -50,6 +50,7 @@ typedef struct hw_chain {
     uintptr_t frames[HW_MAX_FRAMES];
     int record_count;   /* frame-pointer values the chain steps through (records[0] is `record`) */
     uintptr_t records[HW_MAX_FRAMES];
+    int record_frames[HW_MAX_FRAMES]; /* the index in `frames` of the first frame after each record */
 } hw_chain;
 
 static hw_chain g_chains[HW_CANDIDATES];
@@ -60,14 +61,32 @@ void hw_blocked_use_prologue(int enabled) {
     atomic_store(&g_use_prologue, enabled != 0);
 }
 
+/* Where `record` is among the records of the `count` chains before: 1 with the chain and position. */
+static int hw_find_record(int count, uintptr_t record, int *chain, int *position) {
+    for (int i = 0; i < count; i++) {
+        for (int j = 0; j < g_chains[i].record_count; j++) {
+            if (g_chains[i].records[j] == record) {
+                *chain = i;
+                *position = j;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Walks from `caller` (F's caller, reached through a candidate record of F, whose function starts at
- * `callee_start`) to the outermost frame, checking every link. Fills `chain`; 1 when it checks out. */
+ * `callee_start`) to the outermost frame, checking every link. A chain that steps through a record
+ * of one of the `checked` chains before it continues exactly as that one did (same registers from
+ * there on), so, its link there checked, it borrows the rest. Fills `chain`; 1 when it checks out. */
 static int hw_check_chain(void *session, const hw_table *table, hw_frame caller, uintptr_t callee_start,
-                          uint32_t epoch, uintptr_t stack_low, uintptr_t stack_high, int max_frames, hw_chain *chain) {
+                          uint32_t epoch, uintptr_t stack_low, uintptr_t stack_high, int max_frames, hw_chain *chain,
+                          int checked) {
     void *key = hw_session_key(session);
     chain->count = 0;
     chain->complete = 0;
     chain->record_count = 1;
+    chain->record_frames[0] = 0;
     hw_frame frame = caller;
     for (;;) {
         const int link = hw_call_link(table, key, frame.ip, callee_start);
@@ -79,6 +98,24 @@ static int hw_check_chain(void *session, const hw_table *table, hw_frame caller,
         }
         if (chain->count >= max_frames) {
             return 1; /* consistent as far as frames are kept */
+        }
+        int other = 0, position = 0;
+        if (chain->count > 0 && chain->record_count > 1 &&
+            hw_find_record(checked, chain->records[chain->record_count - 1], &other, &position) &&
+            g_chains[other].record_frames[position] < g_chains[other].count &&
+            g_chains[other].frames[g_chains[other].record_frames[position]] == frame.ip) {
+            const hw_chain *known = &g_chains[other];
+            const int base = chain->count, from = known->record_frames[position];
+            for (int i = from; i < known->count && chain->count < max_frames; i++) {
+                chain->frames[chain->count++] = known->frames[i];
+            }
+            for (int j = position + 1; j < known->record_count && chain->record_count < HW_MAX_FRAMES; j++) {
+                chain->records[chain->record_count] = known->records[j];
+                chain->record_frames[chain->record_count] = base + known->record_frames[j] - from;
+                chain->record_count++;
+            }
+            chain->complete = known->complete && chain->count - base == known->count - from;
+            return 1;
         }
         chain->frames[chain->count++] = frame.ip;
         uintptr_t start = 0;
@@ -96,18 +133,11 @@ static int hw_check_chain(void *session, const hw_table *table, hw_frame caller,
             return 0;
         }
         if (frame.sp == fp + 16 && chain->record_count < HW_MAX_FRAMES) {
-            chain->records[chain->record_count++] = fp; /* stepped through the record at fp */
+            /* Stepped through the record at fp: the frames after it start with the next one. */
+            chain->records[chain->record_count] = fp;
+            chain->record_frames[chain->record_count++] = chain->count;
         }
     }
-}
-
-static int hw_chain_contains(const hw_chain *chain, uintptr_t record) {
-    for (int i = 1; i < chain->record_count; i++) {
-        if (chain->records[i] == record) {
-            return 1;
-        }
-    }
-    return 0;
 }
 
 static int hw_chains_agree(const hw_chain *a, const hw_chain *b) {
@@ -138,13 +168,20 @@ static int hw_infer_frame_pointer(void *session, const hw_table *table, uint32_t
     const uintptr_t guard = standard && prologue.has_canary ? hw_stack_guard() : 0;
     const int room = max_frames - count;
     int found = 0;
-    int overflow = 0;
+    int ambiguous = 0;
+    int chosen = -1;
+    int32_t how = 0;
     /* x86_64 keeps the stack 16-byte aligned at calls, so a frame pointer set by the standard
      * prologue is 16-byte aligned too. */
     for (uintptr_t record = (lowest + 15) & ~(uintptr_t)15;
          record + 16 <= stack_high && record < frame->sp + HW_SCAN_BYTES; record += 16) {
         uintptr_t canary = 0;
         if (guard != 0 && (!hw_session_read(session, record + (uintptr_t)prologue.canary_offset, &canary) || canary != guard)) {
+            continue;
+        }
+        /* A record a checked chain steps through is a later link of that chain, not F's own. */
+        int other = 0, position = 0;
+        if (hw_find_record(found, record, &other, &position)) {
             continue;
         }
         hw_frame caller = *frame;
@@ -158,51 +195,47 @@ static int hw_infer_frame_pointer(void *session, const hw_table *table, uint32_t
             continue;
         }
         if (found == HW_CANDIDATES) {
-            overflow = 1;
+            ambiguous = 1; /* too many to tell apart */
             break;
         }
         hw_chain *chain = &g_chains[found];
-        if (hw_check_chain(session, table, caller, function, epoch, stack_low, stack_high, room, chain)) {
-            chain->record = record;
-            chain->records[0] = record;
-            found++;
-        }
-    }
-    /* Roots: candidates that are not a later link of another candidate's chain. */
-    int chosen = -1;
-    int32_t how = 0;
-    int match_roots = 0;
-    int first_match_root = -1;
-    int disagree = 0;
-    for (int j = 0; j < found; j++) {
-        int root = 1;
-        for (int i = 0; i < found && root; i++) {
-            if (i != j && hw_chain_contains(&g_chains[i], g_chains[j].record)) {
-                root = 0;
-            }
-        }
-        if (!root) {
+        chain->record = record;
+        chain->records[0] = record;
+        if (!hw_check_chain(session, table, caller, function, epoch, stack_low, stack_high, room, chain, found)) {
             continue;
         }
-        if (predicted != 0 && g_chains[j].record == predicted) {
-            chosen = j;
+        found++;
+        /* The lowest possible record that checks out, where the prologue puts it: nothing below can
+         * explain it away. */
+        if (record == predicted) {
+            chosen = found - 1;
             how = HW_UNWIND_FP_PROLOGUE;
+            break;
         }
-        if (g_chains[j].first_link == HW_LINK_MATCH) {
-            if (first_match_root < 0) {
-                first_match_root = j;
-            } else if (!hw_chains_agree(&g_chains[first_match_root], &g_chains[j])) {
+    }
+    /* Every chain kept is a root (no lower candidate's chain steps through its record). Without the
+     * prologue's word, the one whose first call provably calls F is taken, if all such agree. */
+    if (chosen < 0 && !ambiguous) {
+        int first_match = -1, disagree = 0;
+        for (int j = 0; j < found; j++) {
+            if (g_chains[j].first_link != HW_LINK_MATCH) {
+                continue;
+            }
+            if (first_match < 0) {
+                first_match = j;
+            } else if (!hw_chains_agree(&g_chains[first_match], &g_chains[j])) {
                 disagree = 1;
             }
-            match_roots++;
+        }
+        if (first_match >= 0 && !disagree) {
+            chosen = first_match;
+            how = HW_UNWIND_FP_RECORD;
+        } else if (disagree) {
+            ambiguous = 1;
         }
     }
-    if (chosen < 0 && first_match_root >= 0 && !disagree && !overflow) {
-        chosen = first_match_root;
-        how = HW_UNWIND_FP_RECORD;
-    }
     if (chosen < 0) {
-        *flags |= (disagree || overflow) ? HW_UNWIND_FP_AMBIGUOUS : HW_UNWIND_FP_UNPROVEN;
+        *flags |= ambiguous ? HW_UNWIND_FP_AMBIGUOUS : HW_UNWIND_FP_UNPROVEN;
         return count;
     }
     const hw_chain *chain = &g_chains[chosen];

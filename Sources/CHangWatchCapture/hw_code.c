@@ -3,12 +3,14 @@
  * address, and to which function; how large is a function's fixed frame.
  *
  * Async-signal-safety checklist: every byte read is inside a published readable range (checked
- * first); no allocation, no locks; the function-bounds lookups are hw_image_table.c's.
+ * first); no allocation, no locks (the link cache is a static table of sequence-locked slots
+ * written by compare-and-swap); the function-bounds lookups are hw_image_table.c's.
  *
  * x86_64 decoding is deliberately narrow: the call forms compilers emit, the stubs a call goes
  * through on its way to a function (PLT slots, `endbr64`, jump thunks), and the standard
  * frame-pointer prologue. Anything else is "unknown", never guessed.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "hw_internal.h"
@@ -212,9 +214,50 @@ int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return
     return link;
 }
 
+/* Links are facts about the code, asked again and again (every chain through the same frames):
+ * cached like the unwind rules, per image-table epoch, in slots sequence-locked for readers in a
+ * signal handler (a torn slot reads as a miss). */
+typedef struct hw_link_slot {
+    _Atomic uint64_t sequence; /* even: stable, odd: being written */
+    uintptr_t return_address;
+    uintptr_t callee;
+    uint32_t epoch;
+    int32_t link;
+} hw_link_slot;
+
+#define HW_LINK_SLOTS 2048 /* power of two */
+static hw_link_slot g_links[HW_LINK_SLOTS];
+
+static size_t hw_link_hash(uintptr_t return_address, uintptr_t callee) {
+    return (size_t)(((return_address ^ (callee * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull) >> 53) & (HW_LINK_SLOTS - 1);
+}
+
 int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t callee_start) {
+    const uint32_t epoch = hw_images_epoch();
+    hw_link_slot *slot = &g_links[hw_link_hash(return_address, callee_start)];
+    uint64_t before = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+    if (before != 0 && (before & 1) == 0) {
+        const uintptr_t cached_return = slot->return_address, cached_callee = slot->callee;
+        const uint32_t cached_epoch = slot->epoch;
+        const int32_t cached = slot->link;
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&slot->sequence, memory_order_relaxed) == before && cached_return == return_address &&
+            cached_callee == callee_start && cached_epoch == epoch) {
+            return cached;
+        }
+    }
     hw_goal goal = {callee_start, 0, 0};
-    return hw_call_reaches(table, arg, return_address, &goal);
+    const int link = hw_call_reaches(table, arg, return_address, &goal);
+    uint64_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+    if ((sequence & 1) == 0 && atomic_compare_exchange_strong_explicit(&slot->sequence, &sequence, sequence + 1,
+                                                                       memory_order_acquire, memory_order_relaxed)) {
+        slot->return_address = return_address;
+        slot->callee = callee_start;
+        slot->epoch = epoch;
+        slot->link = link;
+        atomic_store_explicit(&slot->sequence, sequence + 2, memory_order_release);
+    }
+    return link;
 }
 
 int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue) {

@@ -194,6 +194,18 @@ if wanted("13") {
     }
 }
 
+// 14: the blocked-thread walk (no signal: from /proc's stack pointer and program counter).
+if wanted("14") {
+    let walk = try BlockedUnwindFigure(count: quick ? 100 : 1000).measure()
+    add("14", "blocked-thread walk, \(walk.frames) frames: first (rules derived)", "\(format(walk.coldMicroseconds, 1)) us")
+    add("14", "  rules cached, prologue method: median / p99",
+        "\(format(Statistics.median(walk.prologue), 1)) / \(format(Statistics.percentile(walk.prologue, 0.99), 1)) us",
+        "(documented)")
+    add("14", "  rules cached, frame-record search alone: median / p99",
+        "\(format(Statistics.median(walk.frameRecord), 1)) / \(format(Statistics.percentile(walk.frameRecord, 0.99), 1)) us",
+        "(documented)")
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))

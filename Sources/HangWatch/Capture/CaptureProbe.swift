@@ -98,3 +98,19 @@ extension CaptureProbe {
 
     private static let images = Mutex<ImageMap?>(nil)
 }
+
+extension CaptureProbe {
+    /// One blocked-thread walk of `target` (blocked in a system call), timed: its frame count, its
+    /// duration in nanoseconds, and how the frame pointer was found. Nil when the thread is not
+    /// blocked in a system call.
+    package static func timeBlockedWalk(_ target: Target) -> (frames: Int, nanoseconds: Int64, framePointer: String?)? {
+        guard case .inSyscall(_, _, let stackPointer, let programCounter)? = ProcTask(tid: target.tid).syscall() else { return nil }
+        let clock = SystemMonotonicClock()
+        let start = clock.nanoseconds()
+        let walk = UnsafeCaptureBridge.captureBlocked(
+            stackPointer: stackPointer, programCounter: programCounter, stackLow: target.thread.stackLow,
+            stackHigh: target.thread.stackHigh, maxFrames: UnsafeCaptureBridge.maxFrames)
+        let elapsed = Int64(clock.nanoseconds() - start)
+        return (walk.frames.count, elapsed, walk.flags.framePointer?.rawValue)
+    }
+}

@@ -11,9 +11,13 @@ protocol MonotonicClock: Sendable {
 
 struct SystemMonotonicClock: MonotonicClock {
     func microseconds() -> UInt64 {
+        nanoseconds() / 1000
+    }
+
+    func nanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     /// Resolution of `CLOCK_MONOTONIC_COARSE`, which stamps loop activities.
