@@ -206,11 +206,46 @@ static int hw_call_reaches(const hw_table *table, void *arg, uintptr_t return_ad
     return direct || memory ? HW_LINK_MISMATCH : HW_LINK_NOT_A_CALL;
 }
 
+/* What the last search from a return address found (its call reaches function start `start`, in
+ * an uncovered stretch), per image-table epoch: a later frame at the same return address, or an
+ * interrupted instruction in the same function, needs one stretch check instead of the search. */
+typedef struct hw_reach_slot {
+    _Atomic uint64_t sequence; /* even: stable, odd: being written */
+    uintptr_t return_address;
+    uintptr_t start;
+    uint32_t epoch;
+} hw_reach_slot;
+
+#define HW_REACH_SLOTS 1024 /* power of two */
+static hw_reach_slot g_reaches[HW_REACH_SLOTS];
+
 int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t address,
                               uintptr_t *start) {
+    const uint32_t epoch = hw_images_epoch();
+    hw_reach_slot *slot = &g_reaches[(size_t)((return_address * 0x9e3779b97f4a7c15ull) >> 54) & (HW_REACH_SLOTS - 1)];
+    uint64_t before = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+    if (before != 0 && (before & 1) == 0) {
+        const uintptr_t cached_return = slot->return_address, cached_start = slot->start;
+        const uint32_t cached_epoch = slot->epoch;
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&slot->sequence, memory_order_relaxed) == before && cached_return == return_address &&
+            cached_epoch == epoch && hw_same_uncovered_stretch(table, arg, cached_start, address)) {
+            *start = cached_start;
+            return HW_LINK_MATCH;
+        }
+    }
     hw_goal goal = {0, address, 0};
     const int link = hw_call_reaches(table, arg, return_address, &goal);
     *start = goal.reached;
+    uint64_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+    if (link == HW_LINK_MATCH && (sequence & 1) == 0 &&
+        atomic_compare_exchange_strong_explicit(&slot->sequence, &sequence, sequence + 1, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        slot->return_address = return_address;
+        slot->start = goal.reached;
+        slot->epoch = epoch;
+        atomic_store_explicit(&slot->sequence, sequence + 2, memory_order_release);
+    }
     return link;
 }
 

@@ -33,7 +33,7 @@
 
 /* FAILED is never cached: libunwind could not step from these registers, which says nothing about
  * the code address (the blocked-thread walk starts without a frame pointer, for one). */
-enum { HW_RULE_STANDARD = 1, HW_RULE_END = 2, HW_RULE_SLOW = 3, HW_RULE_FAILED = 4 };
+enum { HW_RULE_STANDARD = 1, HW_RULE_END = 2, HW_RULE_SLOW = 3, HW_RULE_FAILED = 4, HW_RULE_UNCOVERED = 5 };
 enum { HW_BASE_SP = 0, HW_BASE_FP = 1 };
 #define HW_FP_UNCHANGED INT32_MIN
 
@@ -209,17 +209,23 @@ int hw_rules_step(void *session, hw_frame *frame, uint32_t epoch, uintptr_t stac
     }
     void *key = hw_session_key(session);
     const uintptr_t lookup = frame->exact ? frame->ip : frame->ip - 1;
+    const uintptr_t cache_key = frame->ip << 1 | (uintptr_t)frame->exact;
     hw_rule rule;
-    if (!hw_unwind_info_covers(lookup, key)) {
-        /* Not cached: which way such a frame goes depends on the stack, not the address. */
-        if (!hw_uncovered_rule(session, frame, &rule)) {
-            return HW_STEP_NO_INFO;
+    if (!hw_rule_lookup(cache_key, epoch, &rule)) {
+        if (!hw_unwind_info_covers(lookup, key)) {
+            hw_rule uncovered = {HW_RULE_UNCOVERED, 0, 0, 0};
+            rule = uncovered;
+        } else {
+            rule = hw_derive_rule(frame->ip, frame->sp, frame->fp, frame->fp_known, frame->exact, stack_low, stack_high);
         }
-    } else if (!hw_rule_lookup(frame->ip << 1 | (uintptr_t)frame->exact, epoch, &rule)) {
-        rule = hw_derive_rule(frame->ip, frame->sp, frame->fp, frame->fp_known, frame->exact, stack_low, stack_high);
         if (rule.kind != HW_RULE_FAILED) {
-            hw_rule_store(frame->ip << 1 | (uintptr_t)frame->exact, epoch, rule);
+            hw_rule_store(cache_key, epoch, rule);
         }
+    }
+    /* Without call-frame information, which way the frame goes depends on the stack: decided anew
+     * each time (the cache only remembers that the address has none). */
+    if (rule.kind == HW_RULE_UNCOVERED && !hw_uncovered_rule(session, frame, &rule)) {
+        return HW_STEP_NO_INFO;
     }
     switch (rule.kind) {
     case HW_RULE_END:
