@@ -1,7 +1,9 @@
 import HangWatchReport
 
 /// A report's samples as weighted stacks: frame names from the root (outermost) to the leaf, and
-/// the time each sample stands for (until the next sample; the last, until the hang ended).
+/// the time each sample stands for (until the next sample; the last, until the hang ended). A stack
+/// that stopped before its outermost frame starts with a marker frame, `[stack stops: <why>]`, so a
+/// flame graph never shows its last proven frame as a root.
 public struct SampledStack: Sendable, Equatable {
     public var frames: [String]
     public var weightMs: Double
@@ -17,12 +19,19 @@ public enum SampledStacks {
             guard let stackIndex = sample.stack, stackIndex >= 0, stackIndex < report.stacks.count else { continue }
             let next = index + 1 < samples.count ? samples[index + 1].offsetMs : report.durationMs
             let weight = max(0, next - sample.offsetMs)
-            let frames = report.stacks[stackIndex].frames.reversed().compactMap { $0 >= 0 && $0 < report.frames.count ? report.frames[$0] : nil }
+            let stack = report.stacks[stackIndex]
+            let frames = stack.frames.reversed().compactMap { $0 >= 0 && $0 < report.frames.count ? report.frames[$0] : nil }
+            let marker = stack.truncated ? [Self.stopMarker(stack)] : []
             result.append(
                 SampledStack(
-                    frames: frames.map { FrameNaming.displayName($0, images: report.images) }, weightMs: weight,
-                    file: frames.map(\.file), line: frames.map(\.line)))
+                    frames: marker + frames.map { FrameNaming.displayName($0, images: report.images) }, weightMs: weight,
+                    file: marker.map { _ in nil } + frames.map(\.file), line: marker.map { _ in nil } + frames.map(\.line)))
         }
         return result
+    }
+
+    /// The root frame of a truncated stack.
+    public static func stopMarker(_ stack: HangReport.Stack) -> String {
+        "[stack stops: \(stack.truncation ?? "truncated")]"
     }
 }

@@ -77,6 +77,7 @@ struct ReportDetail {
         lines.append("")
 
         if let heaviest = report.heaviestStack {
+            let stack = report.stack(at: heaviest.stack)
             lines.append(terminal.paint("heaviest stack", .bold) + " (\(heaviest.sampleCount) of \(report.samples.count) samples, \(Text.duration(heaviest.weightMs)))")
             let appFrames = Set(StackSignature.appFrames(heaviest.frames, images: report.images).map(\.address))
             for (index, frame) in heaviest.frames.prefix(maxFrames).enumerated() {
@@ -91,6 +92,8 @@ struct ReportDetail {
             }
             if heaviest.frames.count > maxFrames {
                 lines.append("  … \(heaviest.frames.count - maxFrames) more frames (--frames \(heaviest.frames.count))")
+            } else if let stack, stack.truncated {
+                lines.append(terminal.paint("  ⋯ stops here: \(stack.truncation ?? "truncated"); no further frame could be proven", .dim))
             }
         } else {
             lines.append("no stack was captured")
@@ -116,6 +119,9 @@ struct ReportDetail {
         for error in capture.errors { captureParts.append("\(error.kind) ×\(error.count)") }
         if capture.reportsSuppressed > 0 { captureParts.append("\(capture.reportsSuppressed) earlier hangs not written (rate limit)") }
         field("capture", captureParts.joined(separator: ", "))
+        if let framePointer = report.heaviestStack.flatMap({ report.stack(at: $0.stack)?.framePointer }) {
+            field("unwound", "without a signal; frame pointer from the \(framePointer)")
+        }
         if let names = report.symbolication {
             var text = "by \(names.by) at \(ReportTimestamp.format(names.at)): \(names.framesNamed) frames named, \(names.framesUnnamed) not"
             if !names.problems.isEmpty { text += "; " + names.problems.joined(separator: "; ") }

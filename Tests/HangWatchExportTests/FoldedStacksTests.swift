@@ -26,6 +26,15 @@ import Testing
         #expect(lines[1].count == 50)
     }
 
+    @Test func aStackThatStoppedStartsWithAMarkerNotWithItsLastProvenFrame() throws {
+        var report = StackReports.twoStacks
+        report.stacks[1].truncated = true
+        report.stacks[1].truncation = "frame pointer unproven"
+        let lines = try Self.parse(FoldedStacks.render([report]))
+        #expect(lines[1].frames == ["[stack stops: frame pointer unproven]", "main", "billing.render(_:)"])
+        #expect(lines[0].frames.first == "main")
+    }
+
     @Test func identicalStacksOfSeveralReportsAddUp() throws {
         let lines = try Self.parse(FoldedStacks.render([StackReports.twoStacks, StackReports.twoStacks]))
         #expect(lines.map(\.count) == [300, 100])

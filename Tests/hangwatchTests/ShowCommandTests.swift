@@ -31,6 +31,28 @@ import Testing
         #expect(field("file")?.hasSuffix(ReportStore.fileName(forID: newest.id)) == true)
     }
 
+    @Test func aStackThatStoppedSaysWhereAndWhyAndABlockedOneHowItsFramePointerWasFound() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        var report = try #require(try DemoReports.reports().first)
+        report.id = "20261122T010203000Z-demo-1-1"
+        let heaviest = try #require(report.heaviestStack)
+        report.stacks[heaviest.stack].truncated = true
+        report.stacks[heaviest.stack].truncation = "frame pointer ambiguous"
+        report.stacks[heaviest.stack].framePointer = nil
+        try fixture.write(try report.encoded(), name: ReportStore.fileName(forID: report.id))
+        let stopped = try fixture.hangwatch("show", report.id)
+        #expect(stopped.status == 0, "\(stopped.errors)")
+        #expect(stopped.lines.contains { $0.contains("stops here: frame pointer ambiguous") }, "\(stopped.output)")
+
+        report.stacks[heaviest.stack].truncated = false
+        report.stacks[heaviest.stack].truncation = nil
+        report.stacks[heaviest.stack].framePointer = "prologue"
+        try fixture.write(try report.encoded(), name: ReportStore.fileName(forID: report.id))
+        let blocked = try fixture.hangwatch("show", report.id)
+        #expect(!blocked.output.contains("stops here"))
+        #expect(blocked.lines.contains { $0.hasPrefix("unwound ") && $0.hasSuffix("frame pointer from the prologue") }, "\(blocked.output)")
+    }
+
     @Test func anIdAUniquePrefixAndAPathShowTheSameReport() throws {
         let fixture = try Fixture()
         let report = try #require(try DemoReports.reports().first)
