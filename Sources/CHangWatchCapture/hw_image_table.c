@@ -131,6 +131,14 @@ int hw_table_readable(const hw_table *table, uintptr_t start, uintptr_t end) {
     return 0;
 }
 
+int hw_table_copy(const hw_table *table, uintptr_t address, void *out, size_t size) {
+    if (address == 0 || address > UINTPTR_MAX - size || !hw_table_readable(table, address, address + size)) {
+        return 0;
+    }
+    memcpy(out, (const void *)address, size);
+    return 1;
+}
+
 int hw_function_bounds(uintptr_t lookup_ip, void *arg, uintptr_t *start, uintptr_t *end) {
     const hw_unwind_segment *segment = hw_table_segment(hw_table_active(), lookup_ip);
     if (segment == NULL) {

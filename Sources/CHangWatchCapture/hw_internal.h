@@ -2,7 +2,8 @@
  * Internal to CHangWatchCapture. The files call each other in one direction only:
  *
  *   hw_image_table.c   the published table of code segments and readable ranges
- *   hw_code.c          what the bytes of code say: calls, jumps, prologues        (uses the table)
+ *   hw_calls.c         what a call instruction reaches; link checks, cached       (uses the table)
+ *   hw_prologue.c      a function's fixed frame size and canary slot              (uses the table)
  *   hw_session.c       checked memory reads for one walk; libunwind's accessors    (uses the table)
  *   hw_libunwind.c     one libunwind step, and libunwind's own step loop           (uses sessions)
  *   hw_rules.c         cached per-address unwind rules, one step at a time         (uses libunwind steps)
@@ -37,6 +38,15 @@ void hw_walk_end(void);
 const hw_unwind_segment *hw_table_segment(const hw_table *table, uintptr_t ip);
 /* Whether [start, end) lies inside one published readable range. */
 int hw_table_readable(const hw_table *table, uintptr_t start, uintptr_t end);
+/* Copies `size` bytes at `address` if they lie in one published readable range: 1, or 0. */
+int hw_table_copy(const hw_table *table, uintptr_t address, void *out, size_t size);
+
+/* A signed 32-bit displacement as x86 instructions store it (little-endian, unaligned). */
+static inline int32_t hw_rel32(const unsigned char *p) {
+    int32_t value;
+    __builtin_memcpy(&value, p, sizeof(value));
+    return value;
+}
 /* Changes whenever a new table is published. */
 uint32_t hw_images_epoch(void);
 
@@ -58,7 +68,7 @@ int hw_same_uncovered_stretch(const hw_table *table, void *arg, uintptr_t start,
  * `start` is covered or not in a segment. */
 uintptr_t hw_uncovered_end(const hw_table *table, void *arg, uintptr_t start, uintptr_t limit);
 
-/* ---- hw_code.c: instruction bytes, read only inside published ranges --------------------------- */
+/* ---- hw_calls.c and hw_prologue.c: instruction bytes, read only inside published ranges -------- */
 
 /* Whether the bytes before `return_address` are a call instruction in a published segment. */
 int hw_follows_call(const hw_table *table, uintptr_t return_address);

@@ -217,13 +217,14 @@ public final class HangMonitor: Sendable {
                 clock: clock)
             var heartbeat: HeartbeatPublisher?
             if configuration.heartbeatInterval != .zero {
-                heartbeat = HeartbeatPublisher(
-                    directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
-                    thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
-                if heartbeat == nil {
+                do {
+                    heartbeat = try HeartbeatPublisher(
+                        directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
+                        thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
+                } catch {
                     logger.warning(
                         "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
-                        metadata: ["hangwatch.directory": "\(configuration.reportDirectory)", "hangwatch.error": "\(String(cString: strerror(errno)))"])
+                        metadata: ["hangwatch.directory": "\(configuration.reportDirectory)", "hangwatch.error": "\(error)"])
                 }
             }
             let sampler = LinuxStackSampler(
@@ -242,7 +243,7 @@ public final class HangMonitor: Sendable {
                 if let error = attachment.alternateStackError {
                     logger.warning(
                         "no alternate signal stack for the monitored thread",
-                        metadata: ["hangwatch.error": "\(String(cString: strerror(error)))"])
+                        metadata: ["hangwatch.error": "\(SystemCallError(call: "sigaltstack", code: error).reason)"])
                 }
             }
             let source = connect(latch, attach)

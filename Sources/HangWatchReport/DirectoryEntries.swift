@@ -10,8 +10,11 @@ public enum DirectoryEntries {
     /// The names in `directory`, without `.` and `..`. A name that is not UTF-8 cannot be a report
     /// this package wrote, and is left out.
     public static func names(in directory: String) throws -> [String] {
-        guard let handle = opendir(directory) else {
-            throw ReportStoreError.listFailed(path: directory, reason: String(cString: strerror(errno)))
+        let handle: OpaquePointer
+        do {
+            handle = try SystemCall.check("opendir", path: directory) { opendir(directory) }
+        } catch {
+            throw ReportStoreError.listFailed(path: directory, reason: error.reason)
         }
         defer { closedir(handle) }
         var names: [String] = []

@@ -23,43 +23,37 @@ public struct ReportReader: Sendable {
 
     /// The bytes of the report at `path`.
     public func readData(path: String) throws -> Data {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        if fd < 0 {
-            let code = errno
-            switch code {
+        let fd: Int32
+        do {
+            fd = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        } catch {
+            switch error.code {
             case ENOENT: throw ReportReadError.notFound(path)
             case ELOOP: throw ReportReadError.notRegularFile(path)
-            default: throw ReportReadError.unreadable(path: path, errno: code, reason: String(cString: strerror(code)))
+            default: throw ReportReadError.unreadable(path: path, errno: error.code, reason: error.reason)
             }
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            throw ReportReadError.unreadable(path: path, errno: code, reason: String(cString: strerror(code)))
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw ReportReadError.notRegularFile(path) }
-        if refusesHardLinks && info.st_nlink > 1 { throw ReportReadError.hardLinked(path: path, names: UInt64(info.st_nlink)) }
-        let size = UInt64(info.st_size)
-        guard size <= maxBytes else { throw ReportReadError.tooLarge(path: path, size: size, limit: maxBytes) }
-        var data = Data(count: Int(size))
-        var total = 0
-        let failure: Int32 = data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> Int32 in
-            while total < buffer.count {
-                let count = Glibc.read(fd, buffer.baseAddress! + total, buffer.count - total)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return errno
+        do {
+            var info = stat()
+            try SystemCall.check("fstat", path: path) { fstat(fd, &info) }
+            guard (info.st_mode & S_IFMT) == S_IFREG else { throw ReportReadError.notRegularFile(path) }
+            if refusesHardLinks && info.st_nlink > 1 { throw ReportReadError.hardLinked(path: path, names: UInt64(info.st_nlink)) }
+            let size = UInt64(info.st_size)
+            guard size <= maxBytes else { throw ReportReadError.tooLarge(path: path, size: size, limit: maxBytes) }
+            var data = Data(count: Int(size))
+            var total = 0
+            try data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) throws in
+                while total < buffer.count {
+                    let count = try SystemCall.check("read", path: path) { Glibc.read(fd, buffer.baseAddress! + total, buffer.count - total) }
+                    if count == 0 { break }
+                    total += count
                 }
-                if count == 0 { break }
-                total += count
             }
-            return 0
+            return data.prefix(total)
+        } catch let error as SystemCallError {
+            throw ReportReadError.unreadable(path: path, errno: error.code, reason: error.reason)
         }
-        if failure != 0 {
-            throw ReportReadError.unreadable(path: path, errno: failure, reason: String(cString: strerror(failure)))
-        }
-        return data.prefix(total)
     }
 
     /// The report at `path`.

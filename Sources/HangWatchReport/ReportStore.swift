@@ -59,13 +59,13 @@ public struct ReportStore: Sendable {
     /// write into (shared with the agent: that no one outside its group can).
     public func prepare() throws {
         var info = stat()
-        if lstat(directory, &info) != 0 {
-            guard errno == ENOENT else {
-                throw ReportStoreError.cannotCreateDirectory(path: directory, reason: Self.errorText(errno))
+        if case .failure(let error) = SystemCall.result("lstat", path: directory, { lstat(directory, &info) }) {
+            guard error.code == ENOENT else {
+                throw ReportStoreError.cannotCreateDirectory(path: directory, reason: error.reason)
             }
             try createDirectory(directory)
-            guard lstat(directory, &info) == 0 else {
-                throw ReportStoreError.cannotCreateDirectory(path: directory, reason: Self.errorText(errno))
+            if case .failure(let error) = SystemCall.result("lstat", path: directory, { lstat(directory, &info) }) {
+                throw ReportStoreError.cannotCreateDirectory(path: directory, reason: error.reason)
             }
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -90,12 +90,12 @@ public struct ReportStore: Sendable {
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty && parent != path {
             var info = stat()
-            if lstat(parent, &info) != 0 && errno == ENOENT {
+            if case .failure(let error) = SystemCall.result("lstat", path: parent, { lstat(parent, &info) }), error.code == ENOENT {
                 try createDirectory(parent)
             }
         }
-        if mkdir(path, access.directoryMode) != 0 && errno != EEXIST {
-            throw ReportStoreError.cannotCreateDirectory(path: path, reason: Self.errorText(errno))
+        if case .failure(let error) = SystemCall.result("mkdir", path: path, { mkdir(path, access.directoryMode) }), error.code != EEXIST {
+            throw ReportStoreError.cannotCreateDirectory(path: path, reason: error.reason)
         }
     }
 
@@ -115,30 +115,37 @@ public struct ReportStore: Sendable {
         let temporaryPath =
             directory + "/" + Self.temporaryPrefix + name.dropFirst(Self.filePrefix.count) + "."
             + String(getpid()) + "." + String(Self.temporaryCounter.next()) + Self.temporarySuffix
-        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, access.fileMode)
-        guard fd >= 0 else {
-            let code = errno
-            throw ReportStoreError.writeFailed(path: finalPath, errno: code, reason: Self.errorText(code))
-        }
-        var failure: Int32 = 0
-        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
+        let fd: Int32
+        do {
+            fd = try SystemCall.check("open", path: temporaryPath) {
+                open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, access.fileMode)
             }
+        } catch {
+            throw ReportStoreError.writeFailed(path: finalPath, errno: error.code, reason: error.reason)
         }
-        if failure == 0 && fsync(fd) != 0 { failure = errno }
-        if close(fd) != 0 && failure == 0 { failure = errno }
-        if failure == 0 && rename(temporaryPath, finalPath) != 0 { failure = errno }
-        if failure != 0 {
+        var failure: SystemCallError?
+        do {
+            try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws in
+                var offset = 0
+                while offset < buffer.count {
+                    offset += try SystemCall.check("write", path: temporaryPath) {
+                        Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    }
+                }
+            }
+            try SystemCall.check("fsync", path: temporaryPath) { fsync(fd) }
+        } catch let error as SystemCallError {
+            failure = error
+        } catch {
+            failure = SystemCallError(call: "write", path: temporaryPath, code: EIO)
+        }
+        if case .failure(let error) = SystemCall.result("close", path: temporaryPath, { close(fd) }), failure == nil { failure = error }
+        if failure == nil, case .failure(let error) = SystemCall.result("rename", path: finalPath, { rename(temporaryPath, finalPath) }) {
+            failure = error
+        }
+        if let failure {
             unlink(temporaryPath)
-            throw ReportStoreError.writeFailed(path: finalPath, errno: failure, reason: Self.errorText(failure))
+            throw ReportStoreError.writeFailed(path: finalPath, errno: failure.code, reason: failure.reason)
         }
         let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directoryFD >= 0 {
@@ -178,8 +185,8 @@ public struct ReportStore: Sendable {
     /// Removes report `id` if present.
     public func remove(id: String) throws {
         let path = path(forID: id)
-        if unlink(path) != 0 && errno != ENOENT {
-            throw ReportStoreError.removeFailed(path: path, reason: Self.errorText(errno))
+        if case .failure(let error) = SystemCall.result("unlink", path: path, { unlink(path) }), error.code != ENOENT {
+            throw ReportStoreError.removeFailed(path: path, reason: error.reason)
         }
     }
 
@@ -189,8 +196,10 @@ public struct ReportStore: Sendable {
         let victims = policy.filesToRemove(from: try list(), keeping: protectedIDs)
         var removed: [String] = []
         for file in victims {
-            if unlink(file.path) == 0 || errno == ENOENT {
-                removed.append(file.name)
+            switch SystemCall.result("unlink", path: file.path, { unlink(file.path) }) {
+            case .success: removed.append(file.name)
+            case .failure(let error) where error.code == ENOENT: removed.append(file.name)
+            case .failure: break
             }
         }
         return removed
@@ -211,10 +220,6 @@ public struct ReportStore: Sendable {
             }
         }
         return removed
-    }
-
-    static func errorText(_ code: Int32) -> String {
-        String(cString: strerror(code))
     }
 }
 

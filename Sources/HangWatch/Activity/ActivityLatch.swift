@@ -1,4 +1,3 @@
-import CHangWatchCapture
 import Dispatch
 import Synchronization
 
@@ -36,14 +35,12 @@ final class ActivityLatch: @unchecked Sendable {
         storage.initialize(to: UnsafeLatchStorage(idleMask: ~HangMonitor.Activity.mask(busyActivities)))
         storage.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
         if loopHistogram {
-            let histogram = UnsafeMutablePointer<hw_loop_histogram>.allocate(capacity: 1)
-            histogram.initialize(to: hw_loop_histogram())
-            storage.pointee.loopHistogram = histogram
+            storage.pointee.loopHistogram = UnsafeLoopHistogram.allocate()
         }
     }
 
     /// The loop-busy histogram, if kept (the watchdog copies it into the heartbeat).
-    var loopHistogram: UnsafePointer<hw_loop_histogram>? { storage.pointee.loopHistogram.map { UnsafePointer($0) } }
+    var loopHistogram: UnsafeLoopHistogram? { storage.pointee.loopHistogram }
 
     deinit {
         storage.pointee.loopHistogram?.deallocate()
@@ -126,7 +123,7 @@ struct UnsafeLatchStorage: ~Copyable {
     var now = timespec()
     /// The loop-busy histogram, when the monitor keeps one (`loopHistogram`); written only by the
     /// loop's thread, read by the watchdog for the heartbeat.
-    var loopHistogram: UnsafeMutablePointer<hw_loop_histogram>?
+    var loopHistogram: UnsafeLoopHistogram?
     /// When the current busy stretch began (`CLOCK_MONOTONIC` ns; 0: idle). Loop thread only.
     var busySince: UInt64 = 0
 
@@ -153,11 +150,11 @@ struct UnsafeLatchStorage: ~Copyable {
         }
         let wasIdle = isIdle(UInt8(truncatingIfNeeded: previousWord), idleMask: idleMask)
         if let histogram = storage.pointee.loopHistogram, wasIdle != idle {
-            let now = hw_monotonic_ns()
+            let now = UnsafeCaptureBridge.monotonicNanoseconds()
             if !idle {
                 storage.pointee.busySince = now
             } else if storage.pointee.busySince != 0 {
-                hw_loop_histogram_add(histogram, now &- storage.pointee.busySince)
+                histogram.add(busyNanoseconds: now &- storage.pointee.busySince)
                 storage.pointee.busySince = 0
             }
         }

@@ -1,4 +1,5 @@
 import CHangWatchCapture
+import HangWatchReport
 
 #if canImport(Glibc)
 import Glibc
@@ -54,7 +55,7 @@ enum UnsafeCaptureBridge {
         let result = hw_capture_install(signal)
         if result != 0 {
             throw HangMonitorError.captureUnavailable(
-                reason: "installing the handler for signal \(signal) failed: \(String(cString: strerror(result)))")
+                reason: "installing the handler for signal \(signal) failed: \(SystemCallError(call: "sigaction", code: result).reason)")
         }
     }
 
@@ -171,4 +172,90 @@ enum UnsafeCaptureBridge {
         }
         return (Array(frames.prefix(Int(max(0, count)))), UnwindFlags(rawValue: flags))
     }
+}
+
+// MARK: - The loop-busy histogram and the heartbeat page (layouts of the C header)
+
+/// The loop-busy histogram the loop's thread keeps (each bucket written by that thread alone) and
+/// the watchdog copies into the heartbeat page at each tick. Its layout is the C header's.
+struct UnsafeLoopHistogram: @unchecked Sendable {
+    fileprivate let storage: UnsafeMutablePointer<hw_loop_histogram>
+
+    static func allocate() -> UnsafeLoopHistogram {
+        let storage = UnsafeMutablePointer<hw_loop_histogram>.allocate(capacity: 1)
+        storage.initialize(to: hw_loop_histogram())
+        return UnsafeLoopHistogram(storage: storage)
+    }
+
+    func deallocate() {
+        storage.deallocate()
+    }
+
+    /// One iteration that was busy for `nanoseconds`. The loop's thread only.
+    @inline(__always)
+    func add(busyNanoseconds nanoseconds: UInt64) {
+        hw_loop_histogram_add(storage, nanoseconds)
+    }
+
+    /// Upper bounds of the buckets but the last, in nanoseconds (the C header's table).
+    static var bucketBounds: [UInt64] {
+        withUnsafeBytes(of: hw_loop_bounds_ns) { Array($0.bindMemory(to: UInt64.self)) }
+    }
+}
+
+extension UnsafeCaptureBridge {
+    /// `CLOCK_MONOTONIC` in nanoseconds, through the vDSO (no system call).
+    @inline(__always)
+    static func monotonicNanoseconds() -> UInt64 {
+        hw_monotonic_ns()
+    }
+}
+
+/// The monitor's heartbeat page, in a shared file mapping the caller made of `size` bytes. One
+/// writer (the watchdog) updates it with plain stores between two sequence increments; the layout
+/// is the C header's, which `MonitorHeartbeat` in HangWatchReport reads (a test checks both agree).
+final class UnsafeHeartbeatPage: @unchecked Sendable {
+    static let size = Int(HW_HEARTBEAT_SIZE)
+    private let page: UnsafeMutablePointer<hw_heartbeat>
+
+    /// Takes over `mapping` (unmapped when this page goes) and writes its header.
+    init(
+        mapping: UnsafeMutableRawPointer, pid: UInt64, startTimeTicks: UInt64, intervalMilliseconds: UInt64,
+        thresholdMicroseconds: UInt64, histogram: UnsafeLoopHistogram?
+    ) {
+        page = mapping.bindMemory(to: hw_heartbeat.self, capacity: 1)
+        hw_heartbeat_init(page, pid, startTimeTicks, intervalMilliseconds, thresholdMicroseconds, histogram.map { UnsafePointer($0.storage) })
+    }
+
+    deinit {
+        munmap(page, Self.size)
+    }
+
+    func tick(state: UInt64, activityWord: UInt64, hangsDetected: UInt64, thresholdMicroseconds: UInt64, histogram: UnsafeLoopHistogram?) {
+        hw_heartbeat_tick(page, state, activityWord, hangsDetected, thresholdMicroseconds, histogram.map { UnsafePointer($0.storage) })
+    }
+
+    /// Byte offsets of the page's fields, by the names `MonitorHeartbeat` uses.
+    static var layout: [String: Int] {
+        [
+            "magic": MemoryLayout<hw_heartbeat>.offset(of: \.magic)!,
+            "sequence": MemoryLayout<hw_heartbeat>.offset(of: \.sequence)!,
+            "pid": MemoryLayout<hw_heartbeat>.offset(of: \.pid)!,
+            "startTimeTicks": MemoryLayout<hw_heartbeat>.offset(of: \.start_time_ticks)!,
+            "startedUnixMilliseconds": MemoryLayout<hw_heartbeat>.offset(of: \.started_unix_ms)!,
+            "tickMonotonicNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.tick_monotonic_ns)!,
+            "tickUnixMilliseconds": MemoryLayout<hw_heartbeat>.offset(of: \.tick_unix_ms)!,
+            "intervalMilliseconds": MemoryLayout<hw_heartbeat>.offset(of: \.interval_ms)!,
+            "state": MemoryLayout<hw_heartbeat>.offset(of: \.state)!,
+            "activityWord": MemoryLayout<hw_heartbeat>.offset(of: \.activity_word)!,
+            "hangsDetected": MemoryLayout<hw_heartbeat>.offset(of: \.hangs_detected)!,
+            "thresholdMicroseconds": MemoryLayout<hw_heartbeat>.offset(of: \.threshold_us)!,
+            "loopBuckets": MemoryLayout<hw_heartbeat>.offset(of: \.loop_buckets)!,
+            "loopBusyTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.loop_busy_total_ns)!,
+            "loopCounts": MemoryLayout<hw_heartbeat>.offset(of: \.loop_counts)!,
+        ]
+    }
+
+    /// The page's magic number, as the C header defines it.
+    static var magic: UInt64 { HW_HEARTBEAT_MAGIC }
 }

@@ -1,4 +1,3 @@
-import CHangWatchCapture
 import Foundation
 import HangWatchReport
 
@@ -15,54 +14,61 @@ import Glibc
 /// agent's to clean up.
 final class HeartbeatPublisher: @unchecked Sendable {
     let path: String
-    private let page: UnsafeMutablePointer<hw_heartbeat>
+    private let page: UnsafeHeartbeatPage
 
     enum State: UInt64 {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
     }
 
-    /// Creates (or takes over) the file and maps it; nil when that fails (the monitor runs without).
-    init?(
+    /// Creates (or takes over) the file and maps it. Throws the system call that failed (the
+    /// monitor then runs without a heartbeat).
+    init(
         directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64,
-        loopHistogram: UnsafePointer<hw_loop_histogram>? = nil
-    ) {
-        path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        loopHistogram: UnsafeLoopHistogram? = nil
+    ) throws(SystemCallError) {
+        let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
         let mode: mode_t = access == .private ? 0o600 : 0o640
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { return nil }
+        let size = UnsafeHeartbeatPage.size
+        let fd = try SystemCall.check("open", path: path) { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode) }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
+        do {
+            var info = stat()
+            try SystemCall.check("fstat", path: path) { fstat(fd, &info) }
+            guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
+                throw SystemCallError(call: "fstat", path: path, code: EPERM)
+            }
             // Blocks allocated now, not at the first store into the mapping: on a full disk a store
             // into a sparse page is a SIGBUS that would kill the service. Fails with ENOSPC instead.
-            posix_fallocate(fd, 0, off_t(HW_HEARTBEAT_SIZE)) == 0,
-            let mapping = mmap(nil, Int(HW_HEARTBEAT_SIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
-            mapping != MAP_FAILED
-        else {
+            let allocated = posix_fallocate(fd, 0, off_t(size))
+            guard allocated == 0 else { throw SystemCallError(call: "posix_fallocate", path: path, code: allocated) }
+            let mapping = try SystemCall.check("mmap", path: path) { () -> UnsafeMutableRawPointer? in
+                let mapping = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                return mapping == MAP_FAILED ? nil : mapping
+            }
+            page = UnsafeHeartbeatPage(
+                mapping: mapping, pid: UInt64(getpid()), startTimeTicks: ProcessSnapshot.processStartTimeTicks(),
+                intervalMilliseconds: UInt64(DurationText.nanoseconds(interval) / 1_000_000),
+                thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
+            self.path = path
+        } catch {
             // Nothing half-made left behind (on a full disk, an empty file).
             unlink(path)
-            return nil
+            throw error as? SystemCallError ?? SystemCallError(call: "mmap", path: path, code: EIO)
         }
-        page = mapping.bindMemory(to: hw_heartbeat.self, capacity: 1)
-        hw_heartbeat_init(
-            page, UInt64(getpid()), ProcessSnapshot.processStartTimeTicks(),
-            UInt64(DurationText.nanoseconds(interval) / 1_000_000), thresholdMicroseconds, loopHistogram)
-    }
-
-    deinit {
-        munmap(page, Int(HW_HEARTBEAT_SIZE))
     }
 
     func tick(
         _ state: State, activityWord: UInt64, hangsDetected: UInt64, thresholdMicroseconds: UInt64,
-        loopHistogram: UnsafePointer<hw_loop_histogram>? = nil
+        loopHistogram: UnsafeLoopHistogram? = nil
     ) {
-        hw_heartbeat_tick(page, state.rawValue, activityWord, hangsDetected, thresholdMicroseconds, loopHistogram)
+        page.tick(
+            state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected,
+            thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
     }
 
     /// The monitor stopped: say so, and remove the file.
     func retire() {
-        hw_heartbeat_tick(page, State.stopped.rawValue, 0, 0, 0, nil)
+        page.tick(state: State.stopped.rawValue, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 0, histogram: nil)
         unlink(path)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 
 #if canImport(Glibc)
 import Glibc
@@ -10,27 +11,26 @@ enum SmallFile {
         var path: String
         var code: Int32
         var description: String {
-            code == EFBIG ? "\(path): file too large" : "\(path): \(String(cString: strerror(code)))"
+            code == EFBIG ? "\(path): file too large" : "\(path): \(SystemCallError(call: "read", path: path, code: code).reason)"
         }
     }
 
     static func read(_ path: String, limit: Int = 64 << 10) throws -> Data {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw ReadError(path: path, code: errno) }
-        defer { close(fd) }
-        var data = Data()
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw ReadError(path: path, code: errno)
+        do {
+            let fd = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+            defer { close(fd) }
+            var data = Data()
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = try SystemCall.check("read", path: path) { chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+                if count == 0 { break }
+                data.append(contentsOf: chunk[0..<count])
+                if data.count > limit { throw ReadError(path: path, code: EFBIG) }
             }
-            if count == 0 { break }
-            data.append(contentsOf: chunk[0..<count])
-            if data.count > limit { throw ReadError(path: path, code: EFBIG) }
+            return data
+        } catch let error as SystemCallError {
+            throw ReadError(path: path, code: error.code)
         }
-        return data
     }
 
     /// The file as text, or nil when it cannot be read.

@@ -30,7 +30,16 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     /// The size of a page written before the loop histogram existed.
     public static let minimumSize = 128
     public static let fileNamePrefix = ".heartbeat-"
-    static let magic: UInt64 = 0x3130_3030_4248_5748  // "HWHB0001"
+    package static let magic: UInt64 = 0x3130_3030_4248_5748  // "HWHB0001"
+
+    /// Byte offsets of the fields. The writer's layout is the C header's `struct hw_heartbeat`
+    /// (CHangWatchCapture); a test checks that the two agree, field by field.
+    package enum Offset: Int, CaseIterable, Sendable {
+        case magic = 0, sequence = 8, pid = 16, startTimeTicks = 24, startedUnixMilliseconds = 32
+        case tickMonotonicNanoseconds = 40, tickUnixMilliseconds = 48, intervalMilliseconds = 56, state = 64
+        case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
+        case loopBusyTotalNanoseconds = 104, loopCounts = 112
+    }
 
     public enum State: UInt64, Sendable {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
@@ -96,8 +105,12 @@ public struct MonitorHeartbeat: Sendable, Equatable {
 
     /// Reads a consistent copy of the heartbeat at `path` (a regular file, never through a symlink).
     public static func read(path: String) throws -> MonitorHeartbeat {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw ReadError.unreadable(path: path, reason: String(cString: strerror(errno))) }
+        let fd: Int32
+        do {
+            fd = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        } catch {
+            throw ReadError.unreadable(path: path, reason: error.reason)
+        }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
@@ -110,7 +123,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             bytes.removeLast(size - count)
             var again: UInt64 = 0
             guard pread(fd, &again, 8, 8) == 8 else { throw ReadError.malformed(path: path, reason: "short read") }
-            let sequence = field(bytes, 8)
+            let sequence = field(bytes, Offset.sequence.rawValue)
             if sequence & 1 == 1 || UInt64(littleEndian: again) != sequence {
                 sched_yield()
                 continue
@@ -123,33 +136,36 @@ public struct MonitorHeartbeat: Sendable, Equatable {
 
     /// The heartbeat in a page's bytes; nil if they are not one.
     public static func decode(_ bytes: [UInt8]) -> MonitorHeartbeat? {
-        guard bytes.count >= minimumSize, field(bytes, 0) == magic, let state = State(rawValue: field(bytes, 64)),
-            let pid = Int32(exactly: field(bytes, 16))
+        guard bytes.count >= minimumSize, field(bytes, Offset.magic.rawValue) == magic, let state = State(rawValue: field(bytes, Offset.state.rawValue)),
+            let pid = Int32(exactly: field(bytes, Offset.pid.rawValue))
         else { return nil }
         return MonitorHeartbeat(
-            pid: pid, startTimeTicks: field(bytes, 24), startedUnixMilliseconds: field(bytes, 32),
-            tickMonotonicNanoseconds: field(bytes, 40), tickUnixMilliseconds: field(bytes, 48),
-            intervalMilliseconds: field(bytes, 56), state: state, activityWord: field(bytes, 72),
-            hangsDetected: field(bytes, 80), thresholdMicroseconds: field(bytes, 88), loopBusy: loopBusy(bytes))
+            pid: pid, startTimeTicks: field(bytes, Offset.startTimeTicks.rawValue), startedUnixMilliseconds: field(bytes, Offset.startedUnixMilliseconds.rawValue),
+            tickMonotonicNanoseconds: field(bytes, Offset.tickMonotonicNanoseconds.rawValue), tickUnixMilliseconds: field(bytes, Offset.tickUnixMilliseconds.rawValue),
+            intervalMilliseconds: field(bytes, Offset.intervalMilliseconds.rawValue), state: state, activityWord: field(bytes, Offset.activityWord.rawValue),
+            hangsDetected: field(bytes, Offset.hangsDetected.rawValue), thresholdMicroseconds: field(bytes, Offset.thresholdMicroseconds.rawValue), loopBusy: loopBusy(bytes))
     }
 
     static func loopBusy(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
         let buckets = LoopBusyHistogram.bucketCount
-        guard bytes.count >= 112 + 8 * buckets, field(bytes, 96) == UInt64(buckets) else { return nil }
-        return LoopBusyHistogram.Counts(buckets: (0..<buckets).map { field(bytes, 112 + 8 * $0) }, totalNanoseconds: field(bytes, 104))
+        guard bytes.count >= Offset.loopCounts.rawValue + 8 * buckets, field(bytes, Offset.loopBuckets.rawValue) == UInt64(buckets) else { return nil }
+        return LoopBusyHistogram.Counts(buckets: (0..<buckets).map { field(bytes, Offset.loopCounts.rawValue + 8 * $0) }, totalNanoseconds: field(bytes, Offset.loopBusyTotalNanoseconds.rawValue))
     }
 
     /// The page for these values (sequence 2): what a monitor's file holds.
     public func encoded() -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: Self.size)
         var values: [(Int, UInt64)] = [
-            (0, Self.magic), (8, 2), (16, UInt64(pid)), (24, startTimeTicks), (32, startedUnixMilliseconds),
-            (40, tickMonotonicNanoseconds), (48, tickUnixMilliseconds), (56, intervalMilliseconds), (64, state.rawValue),
-            (72, activityWord), (80, hangsDetected), (88, thresholdMicroseconds),
+            (Offset.magic.rawValue, Self.magic), (Offset.sequence.rawValue, 2), (Offset.pid.rawValue, UInt64(pid)),
+            (Offset.startTimeTicks.rawValue, startTimeTicks), (Offset.startedUnixMilliseconds.rawValue, startedUnixMilliseconds),
+            (Offset.tickMonotonicNanoseconds.rawValue, tickMonotonicNanoseconds), (Offset.tickUnixMilliseconds.rawValue, tickUnixMilliseconds),
+            (Offset.intervalMilliseconds.rawValue, intervalMilliseconds), (Offset.state.rawValue, state.rawValue),
+            (Offset.activityWord.rawValue, activityWord), (Offset.hangsDetected.rawValue, hangsDetected),
+            (Offset.thresholdMicroseconds.rawValue, thresholdMicroseconds),
         ]
         if let loopBusy {
-            values += [(96, UInt64(loopBusy.buckets.count)), (104, loopBusy.totalNanoseconds)]
-            values += loopBusy.buckets.enumerated().map { (112 + 8 * $0.offset, $0.element) }
+            values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]
+            values += loopBusy.buckets.enumerated().map { (Offset.loopCounts.rawValue + 8 * $0.offset, $0.element) }
         }
         for (offset, value) in values {
             for byte in 0..<8 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }

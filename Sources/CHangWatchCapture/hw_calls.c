@@ -1,36 +1,21 @@
 /*
- * hw_code.c: what the bytes of loaded code say about a frame: is there a call before this return
- * address, and to which function; how large is a function's fixed frame.
+ * hw_calls.c: what the bytes of loaded code say about a link between two frames: is there a call
+ * before this return address, and does it reach the function the walk came from.
  *
  * Async-signal-safety checklist: every byte read is inside a published readable range (checked
  * first); no allocation, no locks (the link cache is a static table of sequence-locked slots
  * written by compare-and-swap); the function-bounds lookups are hw_image_table.c's.
  *
- * x86_64 decoding is deliberately narrow: the call forms compilers emit, the stubs a call goes
- * through on its way to a function (PLT slots, `endbr64`, jump thunks), and the standard
- * frame-pointer prologue. Anything else is "unknown", never guessed.
+ * x86_64 decoding is deliberately narrow: the call forms compilers emit and the stubs a call goes
+ * through on its way to a function (PLT slots, `endbr64`, jump thunks). Anything else is
+ * "unknown", never guessed.
  */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "hw_internal.h"
 
-/* Copies `size` bytes at `address` if they lie in one published range. */
-static int hw_code_read(const hw_table *table, uintptr_t address, void *out, size_t size) {
-    if (address == 0 || address > UINTPTR_MAX - size || !hw_table_readable(table, address, address + size)) {
-        return 0;
-    }
-    memcpy(out, (const void *)address, size);
-    return 1;
-}
-
 #if defined(__x86_64__)
-
-static int32_t hw_rel32(const unsigned char *p) {
-    int32_t value;
-    memcpy(&value, p, sizeof(value));
-    return value;
-}
 
 /* The call instruction forms that can end right before a return address. */
 typedef struct hw_call_forms {
@@ -44,7 +29,7 @@ typedef struct hw_call_forms {
 static int hw_decode_calls(const hw_table *table, uintptr_t return_address, hw_call_forms *forms) {
     memset(forms, 0, sizeof(*forms));
     unsigned char p[7];
-    if (return_address < 7 || !hw_code_read(table, return_address - 7, p, 7)) {
+    if (return_address < 7 || !hw_table_copy(table, return_address - 7, p, 7)) {
         return 0;
     }
     /* p[6] is the byte before the return address. */
@@ -84,7 +69,7 @@ int hw_follows_call(const hw_table *table, uintptr_t return_address) {
 static uintptr_t hw_resolve_stubs(const hw_table *table, uintptr_t target) {
     for (int hop = 0; hop < 4; hop++) {
         unsigned char p[7];
-        if (!hw_code_read(table, target, p, 7)) {
+        if (!hw_table_copy(table, target, p, 7)) {
             return target;
         }
         if (p[0] == 0xF3 && p[1] == 0x0F && p[2] == 0x1E && p[3] == 0xFA) { /* endbr64 */
@@ -96,7 +81,7 @@ static uintptr_t hw_resolve_stubs(const hw_table *table, uintptr_t target) {
         if (q[0] == 0xFF && q[1] == 0x25) { /* jmp [rip + disp32]: a PLT slot */
             uintptr_t slot = target + (uintptr_t)bnd + 6 + (uintptr_t)(intptr_t)hw_rel32(&q[2]);
             uintptr_t next = 0;
-            if (!hw_code_read(table, slot, &next, sizeof(next))) {
+            if (!hw_table_copy(table, slot, &next, sizeof(next))) {
                 return target;
             }
             target = next;
@@ -167,7 +152,7 @@ static int hw_reaches(const hw_table *table, void *arg, uintptr_t target, hw_goa
                 jump = function + i + 5 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 1]);
             } else if (code[i] == 0xFF && i + 6 <= end - function && code[i + 1] == 0x25) {
                 uintptr_t slot = function + i + 6 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 2]);
-                if (!hw_code_read(table, slot, &jump, sizeof(jump))) {
+                if (!hw_table_copy(table, slot, &jump, sizeof(jump))) {
                     continue;
                 }
             } else {
@@ -194,7 +179,7 @@ static int hw_call_reaches(const hw_table *table, void *arg, uintptr_t return_ad
     }
     const int direct = forms.direct && hw_table_segment(table, forms.direct_target) != NULL;
     uintptr_t slot_target = 0;
-    const int memory = forms.rip_memory && hw_code_read(table, forms.slot, &slot_target, sizeof(slot_target));
+    const int memory = forms.rip_memory && hw_table_copy(table, forms.slot, &slot_target, sizeof(slot_target));
     if ((direct && hw_reaches(table, arg, forms.direct_target, goal)) || (memory && hw_reaches(table, arg, slot_target, goal))) {
         return HW_LINK_MATCH;
     }
@@ -295,91 +280,11 @@ int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uin
     return link;
 }
 
-int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue) {
-    memset(prologue, 0, sizeof(*prologue));
-    unsigned char p[96];
-    if (!hw_code_read(table, function_start, p, sizeof(p))) {
-        return 0;
-    }
-    size_t i = 0;
-    if (p[0] == 0xF3 && p[1] == 0x0F && p[2] == 0x1E && p[3] == 0xFA) {
-        i = 4; /* endbr64 */
-    }
-    if (p[i] != 0x55) {
-        return 0; /* push rbp */
-    }
-    i++;
-    if (!(p[i] == 0x48 && ((p[i + 1] == 0x89 && p[i + 2] == 0xE5) || (p[i + 1] == 0x8B && p[i + 2] == 0xEC)))) {
-        return 0; /* mov rbp, rsp */
-    }
-    i += 3;
-    prologue->frame_set = i;
-    uintptr_t size = 0;
-    while (i + 2 < sizeof(p)) {
-        if (p[i] >= 0x50 && p[i] <= 0x57 && p[i] != 0x54 && p[i] != 0x55) { /* push rax..rdi (not rsp, rbp) */
-            size += 8;
-            i += 1;
-        } else if (p[i] == 0x41 && p[i + 1] >= 0x50 && p[i + 1] <= 0x57) { /* push r8..r15 */
-            size += 8;
-            i += 2;
-        } else {
-            break;
-        }
-    }
-    if (i + 7 <= sizeof(p) && p[i] == 0x48 && p[i + 1] == 0x83 && p[i + 2] == 0xEC) { /* sub rsp, imm8 */
-        size += p[i + 3];
-        i += 4;
-    } else if (i + 7 <= sizeof(p) && p[i] == 0x48 && p[i + 1] == 0x81 && p[i + 2] == 0xEC) { /* sub rsp, imm32 */
-        int32_t immediate = hw_rel32(&p[i + 3]);
-        if (immediate < 0) {
-            return 0;
-        }
-        size += (uintptr_t)immediate;
-        i += 7;
-    }
-    prologue->frame_size = size;
-    /* The stack protector: `mov reg, fs:[0x28]` (64 REX.W 8B modrm=00 reg 100, sib=25, disp32=0x28),
-     * then, a few instructions on, `mov [rbp + disp], reg` (REX.W 89 modrm=01|10 reg 101). The entry
-     * block does this before anything else that could branch around it. */
-    for (size_t j = i; j + 9 <= i + 32 && j + 9 <= sizeof(p); j++) {
-        if (!(p[j] == 0x64 && (p[j + 1] == 0x48 || p[j + 1] == 0x4C) && p[j + 2] == 0x8B && (p[j + 3] & 0xC7) == 0x04 &&
-              p[j + 4] == 0x25 && p[j + 5] == 0x28 && p[j + 6] == 0 && p[j + 7] == 0 && p[j + 8] == 0)) {
-            continue;
-        }
-        const unsigned char rex_r = p[j + 1] & 0x04, reg = (p[j + 3] >> 3) & 7;
-        for (size_t k = j + 9; k + 4 <= j + 9 + 24 && k + 7 <= sizeof(p); k++) {
-            if ((p[k] & 0xFB) != 0x48 || (p[k] & 0x04) != rex_r || p[k + 1] != 0x89 || ((p[k + 2] >> 3) & 7) != reg ||
-                (p[k + 2] & 7) != 5) {
-                continue;
-            }
-            const unsigned char mod = p[k + 2] >> 6;
-            if (mod == 1) {
-                prologue->has_canary = 1;
-                prologue->canary_offset = (int8_t)p[k + 3];
-                prologue->canary_set = k + 4;
-            } else if (mod == 2) {
-                prologue->has_canary = 1;
-                prologue->canary_offset = hw_rel32(&p[k + 3]);
-                prologue->canary_set = k + 7;
-            }
-            break;
-        }
-        break;
-    }
-    return 1;
-}
-
-uintptr_t hw_stack_guard(void) {
-    uintptr_t guard;
-    __asm__("mov %%fs:0x28, %0" : "=r"(guard));
-    return guard;
-}
-
 #elif defined(__aarch64__)
 
 int hw_follows_call(const hw_table *table, uintptr_t return_address) {
     uint32_t insn;
-    if (return_address < 4 || !hw_code_read(table, return_address - 4, &insn, sizeof(insn))) {
+    if (return_address < 4 || !hw_table_copy(table, return_address - 4, &insn, sizeof(insn))) {
         return 0;
     }
     return (insn & 0xFC000000u) == 0x94000000u /* bl */ || (insn & 0xFFFFFC1Fu) == 0xD63F0000u /* blr */;
@@ -397,17 +302,6 @@ int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return
     (void)address;
     *start = 0;
     return hw_follows_call(table, return_address) ? HW_LINK_UNKNOWN : HW_LINK_NOT_A_CALL;
-}
-
-int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue) {
-    (void)table;
-    (void)function_start;
-    memset(prologue, 0, sizeof(*prologue));
-    return 0;
-}
-
-uintptr_t hw_stack_guard(void) {
-    return 0;
 }
 
 #else
