@@ -156,21 +156,31 @@ let package = Package(
             name: "hangwatch-faults",
             dependencies: ["HangWatch", "HangWatchReport"]
         ),
+        // What the test targets share: the watchdog's fakes (a scripted clock, sampler and
+        // environment), running the package's executables, report directories and fixtures.
+        .target(
+            name: "HangWatchTestSupport",
+            dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"],
+            path: "Tests/HangWatchTestSupport"
+        ),
         .testTarget(
             name: "HangWatchTests",
-            dependencies: ["HangWatch", "HangWatchReport", "CHangWatchCapture", "HangWatchSymbolication"]
+            dependencies: [
+                "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "HangWatchReportTests",
-            dependencies: ["HangWatchReport"]
+            dependencies: ["HangWatchReport", "HangWatchTestSupport"]
         ),
         .testTarget(
             name: "HangWatchExportTests",
-            dependencies: ["HangWatchExport", "HangWatchReport"]
+            dependencies: ["HangWatchExport", "HangWatchReport", "HangWatchTestSupport"]
         ),
         .testTarget(
             name: "hangwatchTests",
-            dependencies: ["HangWatchReport"]
+            dependencies: ["HangWatchReport", "HangWatchTestSupport"]
         ),
         .testTarget(
             name: "HangWatchAgentTests",
@@ -185,7 +195,7 @@ let package = Package(
         .testTarget(
             name: "HangWatchNIOTests",
             dependencies: [
-                "HangWatchNIO", "HangWatch", "HangWatchReport", "HangWatchSymbolication",
+                "HangWatchNIO", "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]

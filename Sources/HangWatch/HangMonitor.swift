@@ -30,7 +30,8 @@ public final class HangMonitor: Sendable {
     private let running = Mutex<Running?>(nil)
 
     private struct Running: Sendable {
-        var source: any LoopActivitySource
+        var source: any ActivitySource
+        var latch: ActivityLatch
         var watchdog: Watchdog
         var writer: ReportWriter
         var threadSlot: ThreadSlot
@@ -64,29 +65,9 @@ public final class HangMonitor: Sendable {
     /// Starts watching `runLoop`, the run loop of some thread. From another thread, the loop's
     /// thread attaches (alternate signal stack, unwinder warm-up) the next time the loop runs.
     public func start(runLoop: RunLoop) throws {
-        try launch(.runLoop) { latch, attach in
-            let source = RunLoopActivitySource(latch: latch, busyActivities: configuration.busyActivities)
-            let modes = configuration.additionalModes
-            if RunLoopActivitySource.isCurrent(runLoop) {
-                source.bindCurrentLoop()
-                source.install(additionalModes: modes)
-                attach()
-            } else if RunLoopActivitySource.isMain(runLoop) {
-                source.bindMainLoop()
-                source.install(additionalModes: modes)
-                source.perform(attach)
-            } else {
-                // Another thread's loop: find it from that thread. A timer due now, added from
-                // here, also wakes the loop if it sleeps (RunLoop.perform would wait for its next wake).
-                let timer = Timer(timeInterval: 0, repeats: false) { _ in
-                    source.bindCurrentLoop()
-                    source.install(additionalModes: modes)
-                    attach()
-                }
-                runLoop.add(timer, forMode: .common)
-            }
-            return source
-        }
+        try start(
+            source: RunLoopActivitySource(
+                runLoop: runLoop, busyActivities: configuration.busyActivities, additionalModes: configuration.additionalModes))
     }
 
     /// Starts watching work the calling thread declares: `enterWork()` / `leaveWork()` or
@@ -94,10 +75,7 @@ public final class HangMonitor: Sendable {
     /// stays inside a scope past the threshold (or the scope's deadline) is a hang, captured and
     /// reported like a run loop's, with `source` `scope`. Calls from other threads are ignored.
     public func startWatchingScopes() throws {
-        try launch(.scope) { latch, attach in
-            attach()
-            return ScopeActivitySource(latch: latch, thread: pthread_self())
-        }
+        try start(source: ScopeActivitySource(thread: pthread_self()))
     }
 
     /// Starts watching the main queue by pinging it, for services that never run `RunLoop.main`:
@@ -120,18 +98,13 @@ public final class HangMonitor: Sendable {
 
     /// Starts watching anything that runs closures in order on one thread at a time by pinging it
     /// through `enqueue` (for HangWatchNIO's event loops; reports say `nio-eventloop`).
-    @_spi(HangWatchSources)
-    public func startPinging(eventLoop enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
+    package func startPinging(eventLoop enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
         try startPinging(kind: .nioEventLoop, enqueue: enqueue)
     }
 
     private func startPinging(kind: ActivitySourceKind, enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
-        let period = DurationText.microseconds(configuration.threshold)
-        try launch(kind) { latch, attach in
-            let source = QueueActivitySource(latch: latch, kind: kind, periodMicroseconds: period, enqueue: enqueue, attach: attach)
-            source.start()
-            return source
-        }
+        try start(
+            source: QueueActivitySource(kind: kind, periodMicroseconds: DurationText.microseconds(configuration.threshold), enqueue: enqueue))
     }
 
     /// Marks the start of work on the thread that called `startWatchingScopes()`. Scopes nest:
@@ -168,12 +141,10 @@ public final class HangMonitor: Sendable {
         return source
     }
 
-    /// Builds the monitor around a source: `connect` makes the source for `latch` and arranges for
-    /// `attach` to run on the watched thread.
-    private func launch(
-        _ kind: ActivitySourceKind,
-        connect: (ActivityLatch, @escaping @Sendable () -> Void) -> any LoopActivitySource
-    ) throws {
+    /// Builds the monitor around `source`: the one path every kind of source starts by. The source
+    /// feeds the latch and attaches its working thread; the watchdog, the sampler and the report
+    /// writer are the same for every source.
+    func start(source: some ActivitySource) throws {
         guard configuration.isEnabled else {
             logger.info("hang monitor disabled by configuration", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
             return
@@ -191,10 +162,10 @@ public final class HangMonitor: Sendable {
             let signal = configuration.captureSignal ?? CaptureSignal.defaultSignal
             try UnsafeCaptureBridge.install(signal: signal)
 
-            let clock = SystemMonotonicClock()
+            let environment = SystemWatchdogEnvironment()
             control.stopRequested.store(false, ordering: .releasing)
             control.countFromMicroseconds.store(
-                clock.microseconds() + DurationText.microseconds(configuration.startupGracePeriod), ordering: .releasing)
+                environment.now() + DurationText.microseconds(configuration.startupGracePeriod), ordering: .releasing)
 
             let latch = ActivityLatch(
                 busyActivities: configuration.busyActivities,
@@ -206,7 +177,7 @@ public final class HangMonitor: Sendable {
                 process: HangReport.Process(
                     executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
                 signal: signal, maxFrames: configuration.maxFrames,
-                wallClock: { clock.date(ofMicroseconds: $0) }, source: kind)
+                wallClock: { environment.date(ofMicroseconds: $0) }, source: source.kind)
             let writer = ReportWriter(
                 store: store,
                 retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
@@ -214,7 +185,7 @@ public final class HangMonitor: Sendable {
                     limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
                     repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
                 enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
-                clock: clock)
+                clock: SystemMonotonicClock())
             var heartbeat: HeartbeatPublisher?
             if configuration.heartbeatInterval != .zero {
                 do {
@@ -229,7 +200,7 @@ public final class HangMonitor: Sendable {
             }
             let sampler = LinuxStackSampler(
                 signal: signal, maxFrames: configuration.maxFrames,
-                timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), clock: clock)
+                timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), clock: SystemMonotonicClock())
 
             let attach: @Sendable () -> Void = { [logger, configuration] in
                 let attachment = UnsafeCaptureBridge.attachCurrentThread(
@@ -246,23 +217,25 @@ public final class HangMonitor: Sendable {
                         metadata: ["hangwatch.error": "\(SystemCallError(call: "sigaltstack", code: error).reason)"])
                 }
             }
-            let source = connect(latch, attach)
+            try source.start(edges: latch, attach: attach)
             let watchdog = Watchdog(
                 settings: Watchdog.Settings(
                     busyMask: Activity.mask(configuration.busyActivities),
                     sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
                     maxSamples: configuration.maxSamplesPerHang,
                     clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
-                    serviceName: configuration.serviceName),
-                source: source, control: control, threadSlot: threadSlot, sampler: sampler, clock: clock,
-                writer: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat,
-                heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval))
+                    serviceName: configuration.serviceName,
+                    heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval)),
+                source: source, latch: latch, control: control, threadSlot: threadSlot, sampler: sampler,
+                environment: environment, sink: writer, images: images, statistics: statisticsStore, logger: logger,
+                heartbeat: heartbeat)
             watchdog.start()
-            running = Running(source: source, watchdog: watchdog, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
+            running = Running(source: source, latch: latch, watchdog: watchdog, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
             logger.info(
                 "hang monitor started",
                 metadata: [
                     "hangwatch.service": "\(configuration.serviceName)",
+                    "hangwatch.source": "\(source.kind.rawValue)",
                     "hangwatch.threshold_ms": "\(control.thresholdMicroseconds.load(ordering: .relaxed) / 1000)",
                     "hangwatch.directory": "\(configuration.reportDirectory)",
                 ])
@@ -278,7 +251,7 @@ public final class HangMonitor: Sendable {
             return running
         }) else { return }
         control.stopRequested.store(true, ordering: .releasing)
-        current.source.invalidate()
+        current.source.stop()
         current.watchdog.join()
         current.heartbeat?.retire()
         current.writer.flush()
@@ -299,25 +272,12 @@ public final class HangMonitor: Sendable {
     /// Suspends hang detection until the matching `resume()` (calls nest). For known long
     /// operations; busy time before the final `resume()` never counts.
     public func pause() {
-        control.pauseDepth.add(1, ordering: .acquiringAndReleasing)
+        control.pause()
     }
 
     /// Ends a `pause()`. Busy time counts again from now.
     public func resume() {
-        let clock = SystemMonotonicClock()
-        while true {
-            let depth = control.pauseDepth.load(ordering: .acquiring)
-            guard depth > 0 else { return }
-            if control.pauseDepth.compareExchange(expected: depth, desired: depth - 1, ordering: .acquiringAndReleasing).exchanged {
-                if depth == 1 {
-                    control.countFromMicroseconds.store(
-                        max(control.countFromMicroseconds.load(ordering: .acquiring), clock.microseconds()),
-                        ordering: .releasing)
-                    wakeWatchdog()
-                }
-                return
-            }
-        }
+        if control.resume(now: SystemMonotonicClock().microseconds()) { wakeWatchdog() }
     }
 
     /// Runs `body` with hang detection paused.
@@ -348,7 +308,7 @@ public final class HangMonitor: Sendable {
 
     private func wakeWatchdog() {
         running.withLock { running in
-            _ = running?.source.latch.wake.signal()
+            _ = running?.latch.wake.signal()
         }
     }
 }

@@ -1,4 +1,4 @@
-@_spi(HangWatchSources) import HangWatch
+import HangWatch
 import Logging
 import NIOCore
 

@@ -1,6 +1,7 @@
 import Foundation
 import HangWatchExport
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 #if canImport(FoundationXML)

@@ -1,5 +1,6 @@
 import HangWatchExport
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// The folded format as flamegraph.pl and inferno read it: per line, frames joined by `;`, one

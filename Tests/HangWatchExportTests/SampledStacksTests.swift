@@ -1,5 +1,6 @@
 import HangWatchExport
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 @Suite struct SampledStacksTests {

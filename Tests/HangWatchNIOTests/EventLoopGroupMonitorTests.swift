@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
+import HangWatchTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -16,7 +17,7 @@ import FoundationNetworking
 /// Blocks the calling event loop: what a handler must never do (a blocking call in disguise).
 @inline(never)
 func lookUpCustomerSynchronously(milliseconds: Int) {
-    usleep(useconds_t(milliseconds * 1000))
+    Blocking.sleep(milliseconds: milliseconds)
 }
 
 /// Requests that blocked their loop under load: at most one per `spacing` (so each is its own hang).
@@ -99,23 +100,13 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         defer { try? channel.close().wait() }
         let port = try #require(channel.localAddress?.port)
 
-        // Warm up (every loop runs its first ping), then quick requests: no hangs.
-        usleep(300_000)
+        // Every loop attached (its first ping ran), then quick requests: no hangs.
+        #expect(Eventually.holds { watch.monitors.allSatisfy(\.isAttached) })
         for _ in 0..<30 { #expect(Self.get(port, "/")) }
-        usleep(300_000)
-        #expect(Self.reports(directory).isEmpty)
 
         // Two blocking requests, one after the other.
-        for _ in 0..<2 {
-            #expect(Self.get(port, "/block"))
-            usleep(400_000)
-        }
-        let deadline = Date().addingTimeInterval(10)
-        var reports = Self.reports(directory)
-        while (reports.count < 2 || reports.contains { $0.outcome == .ongoing }) && Date() < deadline {
-            usleep(50_000)
-            reports = Self.reports(directory)
-        }
+        for _ in 0..<2 { #expect(Self.get(port, "/block")) }
+        let reports = ReportDirectory(path: directory).waitForFinished(2)
         #expect(reports.count == 2, "\(reports.map(\.id))")
         for report in reports {
             #expect(report.source == "nio-eventloop")
@@ -158,12 +149,7 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         #expect(load.terminationStatus == 0, "\(text)")
         let blocked = policy.blocked.withLock { $0 }
         #expect(blocked >= 3, "\(text)")
-        let deadline = Date().addingTimeInterval(10)
-        var reports = Self.reports(directory)
-        while (reports.count < blocked || reports.contains { $0.outcome == .ongoing }) && Date() < deadline {
-            usleep(50_000)
-            reports = Self.reports(directory)
-        }
+        let reports = ReportDirectory(path: directory).waitForFinished(blocked)
         #expect(reports.count == blocked, "\(blocked) blocking requests, \(reports.count) reports")
         for report in reports {
             let symbols = report.heaviestStack?.frames.compactMap(\.symbol) ?? []

@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// The report parser's fuzz corpus (Fuzz/Corpus/report-parser), read as the CLI and the agent read

@@ -1,4 +1,5 @@
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 @Suite struct HangReportSummaryTests {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 @Suite struct ReportCatalogTests {

@@ -1,6 +1,7 @@
 import Foundation
 import HangWatchReport
 import Synchronization
+import HangWatchTestSupport
 import Testing
 
 @Suite struct ReportStoreTests {

@@ -1,5 +1,6 @@
 import Dispatch
 @testable import HangWatch
+import HangWatchTestSupport
 import Testing
 
 @Suite struct ActivityLatchTests {

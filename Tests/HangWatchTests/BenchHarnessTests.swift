@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Testing
 
 /// The benchmark harness runs and prints its figures. (Timing goals are the benchmark's business,

@@ -1,5 +1,6 @@
 import Foundation
 @testable import HangWatch
+import HangWatchTestSupport
 import Testing
 
 /// The capture mechanism itself: the C handler, the request slot and the blocked-thread unwinder.
@@ -127,7 +128,6 @@ import Testing
         #expect(overlap(first.frames, blocked, excluding: other) == 0)
         // The blocked thread unblocks; its stale signal is delivered and must write nothing.
         blocked.unblock()
-        usleep(50_000)
         let second = try capture(other).get()
         #expect(overlap(second.frames, other, excluding: blocked) >= 1)
         #expect(overlap(second.frames, blocked, excluding: other) == 0)
@@ -141,7 +141,8 @@ import Testing
         let target = TargetThread(signal: signal)
         let tid = target.attachment.tid
         target.stop()
-        usleep(20_000)
+        // Gone from the kernel's view too, not only finished in Swift.
+        #expect(Eventually.holds { !FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)") })
         let result = UnsafeCaptureBridge.captureBySignal(
             tid: tid, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 64, timeoutNanoseconds: 50_000_000)
         // Either the kernel says the thread is gone, or (tid reused) nobody answers: never a stack.
@@ -163,9 +164,11 @@ import Testing
             finished.signal()
         }.start()
         started.wait()
-        usleep(100_000)
         let task = ProcTask(tid: attachment!.tid)
-        guard case .inSyscall(_, _, let sp, let pc)? = task.syscall() else {
+        let inSleep = Eventually.value(task.syscall) {
+            if case .inSyscall(let number, _, _, _)? = $0 { SyscallNames.name(number).hasSuffix("nanosleep") } else { false }
+        }
+        guard case .inSyscall(_, _, let sp, let pc)? = inSleep else {
             Issue.record("the thread is not in a system call")
             return
         }

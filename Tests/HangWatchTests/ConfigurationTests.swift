@@ -1,6 +1,7 @@
 import Foundation
 import HangWatchReport
 @testable import HangWatch
+import HangWatchTestSupport
 import Testing
 
 @Suite struct ConfigurationTests {

@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// Runs the real demo binary: a service on RunLoop.main that hangs in a timer, a main-queue block,
@@ -52,12 +53,11 @@ import Testing
         #expect(report.context.verdict == .computing)
     }
 
+    /// The demo's own run is shared with the CLI tests (`DemoReports`): one run per test process.
     @Test func theDemoReportsEveryHangWithItsCulprit() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
-        let directory = ReportDirectory()
-        let (status, text) = try Self.run(Self.demoBinary, ["--reports", directory.path])
-        #expect(status == 0, "\(text)")
-        let reports = directory.reports()
+        let run = try DemoReports.run.get()
+        let text = run.result.output + run.result.errors
+        let reports = ReportDirectory(path: run.directory).reports()
         #expect(reports.count == 5)
         let expectations: [(function: String, verdict: HangReport.Verdict?)] = [
             ("recomputePricing", nil), ("parseInventorySnapshot", nil), ("waitForCacheLock", .blocked),

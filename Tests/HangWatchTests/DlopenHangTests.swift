@@ -1,6 +1,7 @@
 import Foundation
 @testable import HangWatch
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// A loop that hangs inside `dlopen` (a library constructor that computes for a long time) holds

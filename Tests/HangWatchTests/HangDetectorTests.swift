@@ -1,4 +1,5 @@
 @testable import HangWatch
+import HangWatchTestSupport
 import Testing
 
 @Suite struct HangDetectorTests {

@@ -2,17 +2,17 @@ import Foundation
 @testable import HangWatch
 import HangWatchReport
 import Synchronization
+import HangWatchTestSupport
 import Testing
 
 /// Waits (polling, up to a generous deadline) until the monitored thread has attached.
 func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !monitor.isAttached && Date() < deadline { usleep(5000) }
-    try #require(monitor.isAttached)
+    try #require(Eventually.holds(timeout: timeout) { monitor.isAttached })
 }
 
-/// End to end: a real run loop on a test thread, real observers, real signals, real files.
-/// Serialized so hangs do not compete for the two CPUs and distort each other's timing.
+/// End to end: a real run loop on a test thread, real observers, real signals, real files: what
+/// only real threads show. (The watchdog's decisions themselves are `WatchdogTests`, on scripted
+/// time.) Serialized so hangs do not compete for the two CPUs and distort each other's timing.
 @Suite(.serialized) struct HangMonitorTests {
     @Test func reportsEachInjectedHangOnceWithItsDurationAndCulprit() throws {
         let (directory, loop, monitor) = try startMonitoredLoop()
@@ -43,21 +43,22 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         #expect(monitor.statistics.reportsWritten == 3)
     }
 
-    @Test func idleSleepsAndShortBurstsAreNotHangs() throws {
+    @Test func theObserversSeeSleepAsIdleAndEachIterationAsAStretchOfItsOwn() throws {
         let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        // Two seconds of idle sleep (the loop wakes only for its own 250 ms timeouts).
-        usleep(2_000_000)
-        // Bursts under the threshold, back to back in separate loop iterations. (Blocks queued
-        // together run in one iteration with no activity between them: that would be one busy period.)
-        for _ in 0..<4 {
-            loop.sync { _ = spinInTestHang(milliseconds: 120) }
-            loop.sync { _ = spinInTestHang(milliseconds: 150) }
-            loop.sync { _ = spinInTestHang(milliseconds: 150) }
+        // The loop sleeps, then runs four timers 100 ms apart: three short bursts and a hang. Had
+        // sleep counted as busy, or the bursts run together, there would be a report before the
+        // hang's, or one that began before it.
+        for (index, delay) in [0.4, 0.5, 0.6].enumerated() {
+            loop.afterDelay(delay) { _ = spinInTestHang(milliseconds: 60 + 10 * index) }
         }
+        loop.afterDelay(0.7) { _ = hangInTimerCallback(milliseconds: 400) }
+        let reports = directory.waitForFinished(1)
         monitor.stop()
-        #expect(directory.reports().isEmpty)
-        #expect(monitor.statistics.hangsDetected == 0)
+        try #require(reports.count == 1 && directory.reports().count == 1)
+        #expect(reports[0].heaviestStackContains("hangInTimerCallback"), "\(reports[0].heaviestSymbols)")
+        #expect(reports[0].durationMs >= 370 && reports[0].durationMs <= 520, "\(reports[0].durationMs)")
+        #expect(monitor.statistics.hangsDetected == 1)
     }
 
     @Test func aHangInABlockOfTheNextIterationIsStuckAfterBeforeSources() throws {
@@ -131,15 +132,13 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
         let lock = NSLock()
-        let held = DispatchSemaphore(value: 0)
-        Thread {
-            lock.lock()
-            held.signal()
-            usleep(700_000)
-            lock.unlock()
-        }.start()
-        held.wait()
+        lock.lock()
         loop.perform { hangWaitingForLock(lock) }
+        // Held until the hang has been sampled a few times (the provisional report is rewritten
+        // as its samples double).
+        let provisional = directory.waitFor { $0.first.map { $0.outcome == .ongoing && $0.samples.count >= 4 } ?? false }
+        #expect(provisional.first?.samples.count ?? 0 >= 4)
+        lock.unlock()
         let reports = directory.waitForFinished(1)
         monitor.stop()
         let report = try #require(reports.first)
@@ -181,9 +180,8 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
             #expect(!monitor.isRunning)
         }
         #expect(directory.reports().count == 2)
-        // Stopped: hangs are no longer seen.
+        // Stopped: hangs are no longer seen (no watchdog is left to see them).
         loop.sync { _ = spinInTestHang(milliseconds: 400) }
-        usleep(100_000)
         #expect(directory.reports().count == 2)
     }
 
@@ -204,22 +202,25 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         #expect(reports[0].durationMs >= 250)
     }
 
+    /// `pause()`, `resume()`, `setThreshold` and the grace period reach the watchdog (whose rules
+    /// for them are `WatchdogTests`): each case is a stretch that must not be reported, then one
+    /// that must; the one report is the second's.
     @Test func pausedDetectionIgnoresKnownLongOperations() throws {
         let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        loop.sync { monitor.withoutHangDetection { _ = spinInTestHang(milliseconds: 600) } }
-        loop.sync {
+        loop.iteration { monitor.withoutHangDetection { _ = spinInTestHang(milliseconds: 600) } }
+        loop.iteration {
             monitor.pause()
             _ = spinInTestHang(milliseconds: 400)
             monitor.resume()
             // Busy time counts again from resume(): 150 ms more is not a hang.
             _ = spinInTestHang(milliseconds: 150)
         }
-        usleep(300_000)
-        #expect(directory.reports().isEmpty)
-        loop.perform { _ = hangInPerformedBlock(milliseconds: 500) }
-        #expect(directory.waitForFinished(1).count == 1)
+        loop.iteration { _ = hangInPerformedBlock(milliseconds: 500) }
         monitor.stop()
+        let reports = directory.reports()
+        try #require(reports.count == 1)
+        #expect(reports[0].heaviestStackContains("hangInPerformedBlock"), "\(reports[0].heaviestSymbols)")
     }
 
     @Test func theThresholdCanChangeWhileRunning() throws {
@@ -227,32 +228,27 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         defer { loop.stop() }
         try monitor.setThreshold(.milliseconds(800))
         #expect(monitor.threshold == .milliseconds(800))
-        loop.sync { _ = spinInTestHang(milliseconds: 500) }
-        usleep(200_000)
-        #expect(directory.reports().isEmpty)
+        loop.iteration { _ = spinInTestHang(milliseconds: 500) }
         try monitor.setThreshold(.milliseconds(100))
-        loop.perform { _ = hangInPerformedBlock(milliseconds: 300) }
-        let reports = directory.waitForFinished(1)
+        loop.iteration { _ = hangInPerformedBlock(milliseconds: 300) }
         monitor.stop()
-        #expect(reports.first?.thresholdMs == 100)
+        let reports = directory.reports()
+        try #require(reports.count == 1)
+        #expect(reports[0].thresholdMs == 100)
+        #expect(reports[0].heaviestStackContains("hangInPerformedBlock"), "\(reports[0].heaviestSymbols)")
         #expect(throws: HangMonitorError.self) { try monitor.setThreshold(.microseconds(10)) }
     }
 
     @Test func theGracePeriodSuppressesHangsRightAfterStart() throws {
-        let directory = ReportDirectory()
-        let loop = LoopThread()
+        let (directory, loop, monitor) = try startMonitoredLoop { $0.startupGracePeriod = .milliseconds(300) }
         defer { loop.stop() }
-        var configuration = directory.configuration()
-        configuration.startupGracePeriod = .seconds(1)
-        let monitor = try HangMonitor(configuration: configuration)
-        try monitor.start(runLoop: loop.runLoop)
-        loop.sync { _ = spinInTestHang(milliseconds: 500) }
-        usleep(200_000)
-        #expect(directory.reports().isEmpty)
-        usleep(500_000)
-        loop.perform { _ = hangInPerformedBlock(milliseconds: 500) }
-        #expect(directory.waitForFinished(1).count == 1)
+        // Busy from the start for 500 ms: only 200 ms of it after the grace period.
+        loop.iteration { _ = spinInTestHang(milliseconds: 500) }
+        loop.iteration { _ = hangInPerformedBlock(milliseconds: 500) }
         monitor.stop()
+        let reports = directory.reports()
+        try #require(reports.count == 1)
+        #expect(reports[0].heaviestStackContains("hangInPerformedBlock"), "\(reports[0].heaviestSymbols)")
     }
 
     @Test func repeatsOfOneHangAreFoldedIntoOneReport() throws {
@@ -261,8 +257,7 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         }
         defer { loop.stop() }
         for _ in 0..<6 {
-            loop.sync { _ = hangInPerformedBlock(milliseconds: 150) }
-            usleep(50_000)
+            loop.iteration { _ = hangInPerformedBlock(milliseconds: 150) }
         }
         monitor.stop()
         let reports = directory.reports()
@@ -280,8 +275,7 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         }
         defer { loop.stop() }
         for _ in 0..<5 {
-            loop.sync { _ = spinInTestHang(milliseconds: 120) }
-            usleep(50_000)
+            loop.iteration { _ = spinInTestHang(milliseconds: 120) }
         }
         #expect(directory.waitForFinished(2).count == 2)
         #expect(directory.reports().count == 2)

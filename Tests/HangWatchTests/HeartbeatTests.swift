@@ -2,6 +2,7 @@ import CHangWatchCapture
 import Foundation
 @testable import HangWatch
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// The heartbeat file a running monitor keeps for the host agent.
@@ -12,12 +13,7 @@ import Testing
 
     /// Polls until `condition` holds for the heartbeat (or 10 s pass).
     func waitFor(_ directory: ReportDirectory, _ condition: (MonitorHeartbeat) -> Bool) -> MonitorHeartbeat? {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if let beat = try? heartbeat(directory), condition(beat) { return beat }
-            usleep(20_000)
-        }
-        return try? heartbeat(directory)
+        Eventually.value({ try? heartbeat(directory) }, until: { $0.map(condition) ?? false })
     }
 
     @Test func theWatchdogTicksEveryIntervalWhileTheLoopSleeps() throws {
@@ -87,10 +83,9 @@ import Testing
         // 20 iterations busy about 3 ms each: the (2.5 ms, 5 ms] bucket, far under the threshold.
         let bucket = LoopBusyHistogram.bucket(3_000_000)
         for _ in 0..<20 {
-            loop.perform { usleep(3_000) }
-            usleep(20_000)
+            loop.iteration { _ = spinInTestHang(milliseconds: 3) }
         }
-        // A 3 ms sleep can overrun by 2 ms on a loaded machine (or a sanitized build): an iteration
+        // 3 ms of work can overrun by 2 ms on a loaded machine (or a sanitized build): an iteration
         // may land in the next bucket up, never further.
         let after = waitFor(directory) {
             guard let counts = $0.loopBusy?.buckets else { return false }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import HangWatch
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 @Suite struct ReportBuilderTests {

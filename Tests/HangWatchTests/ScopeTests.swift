@@ -2,6 +2,7 @@ import Foundation
 import HangWatch
 import HangWatchReport
 import Synchronization
+import HangWatchTestSupport
 import Testing
 
 /// Scopes: a thread with a loop of its own declares its work; the same watchdog, capture and
@@ -35,16 +36,16 @@ import Testing
             // A loop of short work items, then one that takes too long.
             for _ in 0..<50 {
                 monitor.enterWork()
-                usleep(1_000)
+                _ = spinInTestHang(milliseconds: 1)
                 monitor.leaveWork()
             }
             monitor.enterWork()
             _ = hangInDeclaredScope(milliseconds: 600)
             monitor.leaveWork()
-            usleep(300_000)  // idle between scopes is not a hang
         }
         let reports = directory.waitForFinished(1)
-        #expect(reports.count == 1)
+        monitor.stop()
+        #expect(reports.count == 1 && directory.reports().count == 1)
         let report = try #require(reports.first)
         #expect(report.source == "scope")
         #expect(report.activity == "work")
@@ -68,7 +69,7 @@ import Testing
             monitor.watch { _ = hangInDeclaredScope(milliseconds: 300) }
         }
         let reports = directory.waitForFinished(1)
-        usleep(500_000)
+        monitor.stop()
         #expect(directory.reports().count == 1)
         let report = try #require(reports.first)
         #expect(report.thresholdMs == 100)
@@ -86,7 +87,7 @@ import Testing
         monitor.enterWork()
         _ = hangInDeclaredScope(milliseconds: 400)
         monitor.leaveWork()
-        usleep(300_000)
+        monitor.stop()
         #expect(directory.reports().isEmpty)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// Truncated, empty, huge, deeply nested, wrong-schema, future-schema, non-UTF-8 and foreign

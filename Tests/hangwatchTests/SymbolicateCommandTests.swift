@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 @Suite(.serialized) struct SymbolicateCommandTests {
@@ -71,7 +72,7 @@ import Testing
 
         let debug = fixture.root + "/debug/.build-id/" + buildID.prefix(2)
         try FileManager.default.createDirectory(atPath: debug, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: debug + "/" + buildID.dropFirst(2), withDestinationPath: Hangwatch.demoBinary)
+        try FileManager.default.createSymbolicLink(atPath: debug + "/" + buildID.dropFirst(2), withDestinationPath: BuiltExecutable.path("hangwatch-demo"))
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         let found = try fixture.hangwatch("symbolicate", path, "--debug-dir", fixture.root + "/debug", "-o", output)
         #expect(found.status == 0, "\(found.errors)")

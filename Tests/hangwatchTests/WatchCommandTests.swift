@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 @Suite(.serialized) struct WatchCommandTests {
@@ -28,12 +29,7 @@ import Testing
         /// Polls the output until `condition` holds or 20 s pass; returns the lines.
         @discardableResult
         func waitFor(_ condition: ([String]) -> Bool) -> [String] {
-            let deadline = Date().addingTimeInterval(20)
-            while Date() < deadline {
-                if condition(lines) { return lines }
-                usleep(20_000)
-            }
-            return lines
+            Eventually.value(timeout: 20, interval: 0.02, { lines }, until: condition)
         }
 
         deinit {

@@ -97,7 +97,13 @@ final class ActivityLatch: @unchecked Sendable {
             expected: snapshot.word, desired: snapshot.word & ~UInt64(0xff), ordering: .sequentiallyConsistent)
     }
 
-    /// For tests: record an activity with an explicit time.
+    /// Records `activity` as the loop's thread would, at `microseconds` of a clock the caller keeps
+    /// (tests that drive the watchdog with scripted time).
+    func record(_ activity: UInt8, atMicroseconds microseconds: UInt64) {
+        UnsafeLatchStorage.record(activity, in: storage) { (microseconds * 1000) >> 10 }
+    }
+
+    /// For tests: store an activity word with an explicit time, as it is (no wake-up).
     func recordForTesting(_ activity: UInt8, units: UInt64) {
         storage.pointee.word.store(units << 8 | UInt64(activity), ordering: .sequentiallyConsistent)
     }
@@ -134,6 +140,17 @@ struct UnsafeLatchStorage: ~Copyable {
     /// Called on the loop's thread for every observed activity. Must stay tiny.
     @inline(__always)
     static func record(_ activity: UInt8, in storage: UnsafeMutablePointer<UnsafeLatchStorage>) {
+        record(activity, in: storage) {
+            clock_gettime(CLOCK_MONOTONIC_COARSE, &storage.pointee.now)
+            let now = storage.pointee.now
+            return (UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)) >> 10
+        }
+    }
+
+    /// The same, with the time (in 1024 ns units) from `clock`, read only when it is needed: for a
+    /// busy activity, or an idle one while a hang is recorded (its end).
+    @inline(__always)
+    static func record(_ activity: UInt8, in storage: UnsafeMutablePointer<UnsafeLatchStorage>, clock: () -> UInt64) {
         let previousWord = storage.pointee.word.load(ordering: .relaxed)
         let idleMask = storage.pointee.idleMask
         let idle = isIdle(activity, idleMask: idleMask)
@@ -143,10 +160,7 @@ struct UnsafeLatchStorage: ~Copyable {
             // per iteration.
             value = previousWord & ~0xff | UInt64(activity)
         } else {
-            clock_gettime(CLOCK_MONOTONIC_COARSE, &storage.pointee.now)
-            let now = storage.pointee.now
-            let units = (UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)) >> 10
-            value = units << 8 | UInt64(activity)
+            value = clock() << 8 | UInt64(activity)
         }
         let wasIdle = isIdle(UInt8(truncatingIfNeeded: previousWord), idleMask: idleMask)
         if let histogram = storage.pointee.loopHistogram, wasIdle != idle {

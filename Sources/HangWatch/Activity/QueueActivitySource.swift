@@ -17,9 +17,10 @@ import Synchronization
 /// Measurement limits: a stall is seen from the ping's enqueueing, so a report's duration is a
 /// lower bound (the stall began up to one period earlier) and detection comes 1 to 2 thresholds
 /// after the stall began. Idle cost: one wake-up of the pinging thread and one tiny block per period.
-final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
-    let latch: ActivityLatch
+final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     let kind: ActivitySourceKind
+    /// Set by `start`, before the pinging thread runs.
+    private var latch: ActivityLatch!
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// The pinging thread sleeps on this between pings; `invalidate()` signals it to finish.
     private let sleeper = DispatchSemaphore(value: 0)
@@ -36,25 +37,29 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
     private let stopped = Atomic<Bool>(false)
     /// The draining thread the capture side is attached to (only the ping block touches it).
     private let attachedThread = Mutex<pthread_t?>(nil)
-    private let attach: @Sendable () -> Void
+    private var attach: @Sendable () -> Void = {}
+    /// `CLOCK_MONOTONIC_COARSE` in nanoseconds (the latch's clock); scripted in tests.
+    private let coarseNow: @Sendable () -> UInt64
 
     static let enter = HangMonitor.Activity.afterWaiting.rawValue
     static let leave = HangMonitor.Activity.beforeWaiting.rawValue
 
     init(
-        latch: ActivityLatch, kind: ActivitySourceKind, periodMicroseconds: UInt64,
-        enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void, attach: @escaping @Sendable () -> Void
+        kind: ActivitySourceKind, periodMicroseconds: UInt64,
+        coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds,
+        enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
     ) {
-        self.latch = latch
         self.enqueue = enqueue
+        self.coarseNow = coarseNow
         self.kind = kind
-        self.attach = attach
         periodNanoseconds = Int(max(10_000, periodMicroseconds)) * 1000
     }
 
     /// Starts the pinging thread: one thread that sleeps a period between pings (a libdispatch
-    /// timer would wake its timer thread and a worker each period as well).
-    func start() {
+    /// timer would wake its timer thread and a worker each period as well). The first ping on each
+    /// new draining thread runs `attach` there.
+    func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
+        connect(edges: latch, attach: attach)
         let thread = Thread { [self] in
             Thread.current.name = "hangwatch-ping"
             while !stopped.load(ordering: .relaxed) {
@@ -66,8 +71,14 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
         thread.start()
     }
 
-    /// On the pinging thread: declare an overdue ping, or enqueue the next one.
-    private func ping() {
+    /// Where the edges go, without the pinging thread (tests call `ping()` themselves).
+    func connect(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
+        self.latch = latch
+        self.attach = attach
+    }
+
+    /// Once per period, on the pinging thread: declare an overdue ping busy, or enqueue the next one.
+    func ping() {
         guard !stopped.load(ordering: .relaxed) else { return }
         let enqueue = state.withLock { state -> Bool in
             if state.outstanding {
@@ -78,7 +89,7 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
                 return false
             }
             state.outstanding = true
-            state.enqueuedAt = Self.coarseNanoseconds()
+            state.enqueuedAt = coarseNow()
             return true
         }
         guard enqueue else { return }
@@ -104,12 +115,10 @@ final class QueueActivitySource: LoopActivitySource, @unchecked Sendable {
         return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 
-    var isWaiting: Bool { false }
-    /// Never nil: an outstanding ping is work the queue has not reached.
-    var currentMode: String? { kind.rawValue }
-    func observeCurrentMode() -> Bool { false }
+    /// An outstanding ping is work the queue has not reached.
+    func confirmBusy() -> BusyConfirmation { .busy(context: nil) }
 
-    func invalidate() {
+    func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         sleeper.signal()
     }

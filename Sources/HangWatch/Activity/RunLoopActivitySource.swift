@@ -12,13 +12,16 @@ import CoreFoundation
 /// Two observers: an early one (lowest order) records busy activities before any other observer
 /// runs, and a late one (highest order) records `beforeWaiting` after every other observer has run,
 /// so work done by other observers is never mistaken for idle time.
-final class RunLoopActivitySource: @unchecked Sendable {
-    let latch: ActivityLatch
+final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
+    let kind = ActivitySourceKind.runLoop
+    private let target: RunLoop
+    private let additionalModes: [String]
     private let observedActivities: UInt8
     private let state = Mutex<State>(State())
 
     /// CoreFoundation objects are thread-safe; the lock guards which ones we hold.
     private struct State: @unchecked Sendable {
+        var latch: ActivityLatch?
         var runLoop: CFRunLoop?
         var isMainLoop = false
         var early: CFRunLoopObserver?
@@ -26,12 +29,52 @@ final class RunLoopActivitySource: @unchecked Sendable {
         var invalidated = false
     }
 
-    init(latch: ActivityLatch, busyActivities: Set<HangMonitor.Activity>) {
-        self.latch = latch
+    init(runLoop: RunLoop, busyActivities: Set<HangMonitor.Activity>, additionalModes: [String]) {
+        target = runLoop
+        self.additionalModes = additionalModes
         // The detector needs the busy activities, the sleep edge and the wake edge.
         self.observedActivities =
             HangMonitor.Activity.mask(busyActivities) | HangMonitor.Activity.beforeWaiting.rawValue
             | HangMonitor.Activity.afterWaiting.rawValue
+    }
+
+    /// Binds to the loop and installs the observers: at once when called on the loop's thread or for
+    /// the main loop (which then attaches on its next turn); for another thread's loop, from that
+    /// thread (a timer due now, added from here, also wakes the loop if it sleeps; `RunLoop.perform`
+    /// would wait for its next wake).
+    func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
+        state.withLock { $0.latch = latch }
+        if Self.isCurrent(target) {
+            bindCurrentLoop()
+            install(additionalModes: additionalModes)
+            attach()
+        } else if Self.isMain(target) {
+            bindMainLoop()
+            install(additionalModes: additionalModes)
+            perform(attach)
+        } else {
+            let timer = Timer(timeInterval: 0, repeats: false) { [self] _ in
+                bindCurrentLoop()
+                install(additionalModes: additionalModes)
+                attach()
+            }
+            target.add(timer, forMode: .common)
+        }
+    }
+
+    /// A loop asleep (in a mode the observers did not see: a nested run in a custom mode, which is
+    /// observed from now on) or not running at all is not busy.
+    func confirmBusy() -> BusyConfirmation {
+        let waiting = isWaiting
+        guard !waiting, let mode = currentMode else {
+            if waiting { observeCurrentMode() }
+            return .idle
+        }
+        return .busy(context: mode)
+    }
+
+    func stop() {
+        invalidate()
     }
 
     /// Binds the source to the main thread's run loop.
@@ -62,7 +105,7 @@ final class RunLoopActivitySource: @unchecked Sendable {
     /// Adds the observers to the bound loop's common modes and to `additionalModes`. Does nothing
     /// when unbound or already invalidated (a stop that came first).
     func install(additionalModes: [String]) {
-        guard let runLoop, !state.withLock({ $0.invalidated }) else { return }
+        guard let runLoop, let latch = state.withLock({ $0.invalidated ? nil : $0.latch }) else { return }
         // `info` is the latch's storage; the retain and release callbacks keep the latch that owns
         // it alive for as long as CoreFoundation holds an observer.
         var context = CFRunLoopObserverContext(

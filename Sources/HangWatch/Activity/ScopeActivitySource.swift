@@ -1,8 +1,10 @@
 /// A thread that runs its own loop and declares its work: `enterWork()` is the loop becoming
 /// busy, `leaveWork()` it going idle. The same latch and watchdog as a run loop's; there is no
 /// loop to ask whether it sleeps, so between scopes it is idle by definition.
-final class ScopeActivitySource: LoopActivitySource, @unchecked Sendable {
-    let latch: ActivityLatch
+final class ScopeActivitySource: ActivitySource, @unchecked Sendable {
+    let kind = ActivitySourceKind.scope
+    /// Set by `start` (on the watched thread, before any scope).
+    private var latch: ActivityLatch?
     /// The thread that started watching scopes; only its calls count.
     let thread: pthread_t
 
@@ -11,16 +13,20 @@ final class ScopeActivitySource: LoopActivitySource, @unchecked Sendable {
     static let enter = HangMonitor.Activity.afterWaiting.rawValue
     static let leave = HangMonitor.Activity.beforeWaiting.rawValue
 
-    init(latch: ActivityLatch, thread: pthread_t) {
-        self.latch = latch
+    init(thread: pthread_t) {
         self.thread = thread
     }
 
-    var isWaiting: Bool { false }
-    /// Never nil: a scope that is entered is work in progress.
-    var currentMode: String? { "scope" }
-    func observeCurrentMode() -> Bool { false }
-    func invalidate() {}
+    /// On the watched thread (`startWatchingScopes()` is called there): it is the one captured.
+    func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
+        self.latch = latch
+        attach()
+    }
+
+    /// A scope that is entered is work in progress.
+    func confirmBusy() -> BusyConfirmation { .busy(context: nil) }
+
+    func stop() {}
 
     /// Whether the caller is the watched thread.
     var isOwnThread: Bool { pthread_equal(pthread_self(), thread) != 0 }
@@ -33,7 +39,7 @@ final class ScopeActivitySource: LoopActivitySource, @unchecked Sendable {
     /// On the watched thread: work begins (the outermost scope marks the loop busy).
     func enter() {
         depth += 1
-        if depth == 1 { latch.record(Self.enter) }
+        if depth == 1 { latch?.record(Self.enter) }
     }
 
     /// On the watched thread: work ends (the outermost scope marks the loop idle). An unmatched
@@ -41,7 +47,7 @@ final class ScopeActivitySource: LoopActivitySource, @unchecked Sendable {
     func leave() {
         guard depth > 0 else { return }
         depth -= 1
-        if depth == 0 { latch.record(Self.leave) }
+        if depth == 0 { latch?.record(Self.leave) }
     }
 }
 

@@ -148,6 +148,6 @@ struct LinuxStackSampler: StackSampling {
 }
 
 /// Lets the (non-Sendable) open files live in a Mutex; only the watchdog thread uses them.
-private struct ProcTaskFilesBox: @unchecked Sendable {
+struct ProcTaskFilesBox: @unchecked Sendable {
     let files: ProcTaskFiles
 }

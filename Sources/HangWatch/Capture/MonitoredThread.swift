@@ -1,12 +1,21 @@
 /// The thread whose loop is watched: who it is, and the bounds the unwinder may read.
-struct MonitoredThread: Sendable, Equatable {
+package struct MonitoredThread: Sendable, Equatable {
     /// Kernel thread id.
-    var tid: Int32
+    package var tid: Int32
     /// Start time in clock ticks since boot; with `tid`, tells this thread from a later one that
     /// reuses its id.
-    var startTimeTicks: UInt64
-    var stackLow: UInt
-    var stackHigh: UInt
-    var name: String?
-    var isMain: Bool
+    package var startTimeTicks: UInt64
+    package var stackLow: UInt
+    package var stackHigh: UInt
+    package var name: String?
+    package var isMain: Bool
+
+    package init(tid: Int32, startTimeTicks: UInt64, stackLow: UInt, stackHigh: UInt, name: String?, isMain: Bool) {
+        self.tid = tid
+        self.startTimeTicks = startTimeTicks
+        self.stackLow = stackLow
+        self.stackHigh = stackHigh
+        self.name = name
+        self.isMain = isMain
+    }
 }

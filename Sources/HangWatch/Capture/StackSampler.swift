@@ -1,6 +1,6 @@
 /// One look at a hung thread: its stack if one could be taken, and its scheduler state.
-struct StackSample: Sendable, Equatable {
-    enum Method: String, Sendable {
+package struct StackSample: Sendable, Equatable {
+    package enum Method: String, Sendable {
         /// The thread unwound itself in the capture signal handler.
         case signal
         /// Unwound from outside while the thread was blocked in a system call (no signal sent).
@@ -10,7 +10,7 @@ struct StackSample: Sendable, Equatable {
     }
 
     /// Why a stack stops before the outermost frame (`stacks[].truncation` in reports).
-    enum Truncation: String, Sendable, Equatable {
+    package enum Truncation: String, Sendable, Equatable {
         /// The frame cap (`maxFrames`).
         case frameLimit = "frame limit"
         /// A code address without call-frame information (hand-written assembly, JIT code).
@@ -32,7 +32,7 @@ struct StackSample: Sendable, Equatable {
 
     /// How a blocked thread's frame pointer, which `/proc` does not give, was found
     /// (`stacks[].framePointer` in reports).
-    enum FramePointerSource: String, Sendable, Equatable {
+    package enum FramePointerSource: String, Sendable, Equatable {
         /// From the function's prologue (its fixed frame size), the record there checked to the end.
         case prologue
         /// The one frame record that checks to the end and whose call calls the function.
@@ -40,7 +40,7 @@ struct StackSample: Sendable, Equatable {
     }
 
     /// Why a sample has no stack.
-    enum Failure: String, Sendable, Equatable {
+    package enum Failure: String, Sendable, Equatable {
         case threadExited = "thread exited"
         case threadNotAttached = "thread not attached"
         case signalBlocked = "signal blocked"
@@ -51,7 +51,7 @@ struct StackSample: Sendable, Equatable {
         case movedDuringCapture = "thread moved during capture"
         case debuggerAttached = "debugger attached"
 
-        var message: String {
+        package var message: String {
             switch self {
             case .threadExited: return "the monitored thread no longer exists"
             case .threadNotAttached: return "the monitored thread has not run the attach step yet"
@@ -67,32 +67,53 @@ struct StackSample: Sendable, Equatable {
     }
 
     /// `CLOCK_MONOTONIC` at the sample, microseconds.
-    var microseconds: UInt64
+    package var microseconds: UInt64
     /// Return addresses, innermost first (the first is the exact program counter).
-    var frames: [UInt]
-    var method: Method?
-    var truncated: Bool
+    package var frames: [UInt]
+    package var method: Method?
+    package var truncated: Bool
     /// Why the stack stops early, when it does.
-    var truncation: Truncation?
+    package var truncation: Truncation?
     /// How the frame pointer was found, for a blocked thread whose walk needed it.
-    var framePointer: FramePointerSource?
+    package var framePointer: FramePointerSource?
     /// Scheduler state letter: `R` on a CPU, `S` blocked in a system call, else from `stat`
     /// (`D`, `T`, `t`, ...).
-    var state: Character?
+    package var state: Character?
     /// Blocked in this system call.
-    var syscall: Int?
+    package var syscall: Int?
     /// Identity of the blocking call (number, arguments, stack pointer, program counter): an
     /// unchanged key means the thread has not moved and its stack need not be read again.
-    var blockedKey: [UInt]?
-    var onCPUNanoseconds: UInt64?
-    var runQueueNanoseconds: UInt64?
+    package var blockedKey: [UInt]?
+    package var onCPUNanoseconds: UInt64?
+    package var runQueueNanoseconds: UInt64?
     /// How long the signal handler held the thread.
-    var pauseNanoseconds: Int64?
-    var failure: Failure?
+    package var pauseNanoseconds: Int64?
+    package var failure: Failure?
+
+    package init(
+        microseconds: UInt64, frames: [UInt], method: Method?, truncated: Bool, truncation: Truncation? = nil,
+        framePointer: FramePointerSource? = nil, state: Character? = nil, syscall: Int? = nil, blockedKey: [UInt]? = nil,
+        onCPUNanoseconds: UInt64? = nil, runQueueNanoseconds: UInt64? = nil, pauseNanoseconds: Int64? = nil,
+        failure: Failure? = nil
+    ) {
+        self.microseconds = microseconds
+        self.frames = frames
+        self.method = method
+        self.truncated = truncated
+        self.truncation = truncation
+        self.framePointer = framePointer
+        self.state = state
+        self.syscall = syscall
+        self.blockedKey = blockedKey
+        self.onCPUNanoseconds = onCPUNanoseconds
+        self.runQueueNanoseconds = runQueueNanoseconds
+        self.pauseNanoseconds = pauseNanoseconds
+        self.failure = failure
+    }
 }
 
 /// Takes stack samples of a thread. The real one signals or reads /proc; tests use fakes.
-protocol StackSampling: Sendable {
+package protocol StackSampling: Sendable {
     /// `signalAllowed` is false while a debugger is attached: it would stop at the capture signal.
     func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool) -> StackSample
 }

@@ -1,27 +1,17 @@
-import Synchronization
 import Dispatch
 import Foundation
 import HangWatchReport
 import Logging
+import Synchronization
 
-/// What the watchdog needs from the loop it watches.
-protocol LoopActivitySource: Sendable {
-    var latch: ActivityLatch { get }
-    /// True while the loop sleeps waiting for an event, in any mode.
-    var isWaiting: Bool { get }
-    var currentMode: String? { get }
-    /// Start observing the loop's current mode if it is not observed yet; true if it was not.
-    @discardableResult func observeCurrentMode() -> Bool
-    /// Stops feeding the latch (safe from any thread).
-    func invalidate()
-}
-
-extension RunLoopActivitySource: LoopActivitySource {}
-
-/// The watchdog thread. It sleeps while the loop sleeps (parked on the latch's semaphore, woken by
-/// the loop's next idle-to-busy transition), sleeps until the threshold deadline while the loop is
+/// The watchdog. It sleeps while the loop sleeps (parked on the latch's semaphore, woken by the
+/// loop's next idle-to-busy transition), sleeps until the threshold deadline while the loop is
 /// busy, and when the deadline passes with no progress it records the hang: samples every
-/// `sampleInterval` until the loop moves, then hands the finished hang to the writer.
+/// `sampleInterval` until the loop moves, then hands the finished hang to the sink.
+///
+/// Everything it decides depends only on the time and waits of its `environment`, the latch's
+/// words, the source's confirmation and the samples its `sampler` returns: `run()` runs on its
+/// own thread in a monitor (`start()`), or on a test's thread against a scripted environment.
 final class Watchdog: @unchecked Sendable {
     struct Settings: Sendable {
         var busyMask: UInt8
@@ -29,49 +19,51 @@ final class Watchdog: @unchecked Sendable {
         var maxSamples: Int
         var clockResolutionMicroseconds: UInt64
         var serviceName: String
+        /// With a heartbeat, the watchdog wakes at least this often to publish it.
+        var heartbeatIntervalMicroseconds: UInt64 = 0
     }
 
     private let settings: Settings
-    private let source: any LoopActivitySource
+    private let source: any ActivitySource
+    private let latch: ActivityLatch
     private let control: WatchdogControl
     private let threadSlot: ThreadSlot
     private let sampler: any StackSampling
-    private let clock: SystemMonotonicClock
-    private let writer: ReportWriter
-    private let images: ImageRegistry
+    private let environment: any WatchdogEnvironment
+    private let sink: any HangSink
+    /// Nil in tests that script samples: no image table to keep current.
+    private let images: ImageRegistry?
     private let statistics: MonitorStatistics
     private let logger: Logger
     private let heartbeat: HeartbeatPublisher?
-    private let heartbeatIntervalMicroseconds: UInt64
     private let finished = DispatchSemaphore(value: 0)
-    private var thread: Thread?
     /// Numbers hangs across every monitor in the process, so report ids (and file names) of
     /// monitors sharing a directory never collide.
     private static let hangSequence = Atomic<Int>(0)
 
     init(
-        settings: Settings, source: any LoopActivitySource, control: WatchdogControl, threadSlot: ThreadSlot,
-        sampler: any StackSampling, clock: SystemMonotonicClock, writer: ReportWriter,
-        images: ImageRegistry, statistics: MonitorStatistics, logger: Logger,
-        heartbeat: HeartbeatPublisher? = nil, heartbeatIntervalMicroseconds: UInt64 = 0
+        settings: Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
+        threadSlot: ThreadSlot, sampler: any StackSampling, environment: any WatchdogEnvironment, sink: any HangSink,
+        images: ImageRegistry?, statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil
     ) {
-        self.heartbeat = heartbeat
-        self.heartbeatIntervalMicroseconds = heartbeatIntervalMicroseconds
         self.settings = settings
         self.source = source
+        self.latch = latch
         self.control = control
         self.threadSlot = threadSlot
         self.sampler = sampler
-        self.clock = clock
-        self.writer = writer
+        self.environment = environment
+        self.sink = sink
         self.images = images
         self.statistics = statistics
         self.logger = logger
+        self.heartbeat = heartbeat
     }
 
     /// The watchdog thread's name, as `top -H` and `/proc/<pid>/task/*/comm` show it (15 bytes at most).
     static let threadName = "hangwatch-wdog"
 
+    /// Runs the watchdog on a thread of its own until `control.stopRequested` is set and `join()`ed.
     func start() {
         let thread = Thread { [self] in
             // Foundation's Thread.name does not reach the kernel on Linux; name the thread here.
@@ -81,17 +73,14 @@ final class Watchdog: @unchecked Sendable {
         }
         thread.name = Self.threadName
         thread.stackSize = 1 << 20
-        self.thread = thread
         thread.start()
     }
 
     /// Waits for the watchdog thread to finish after `control.stopRequested` was set.
     func join() {
-        source.latch.wake.signal()
+        latch.wake.signal()
         finished.wait()
     }
-
-    private var latch: ActivityLatch { source.latch }
 
     private func detector() -> HangDetector {
         HangDetector(
@@ -99,11 +88,10 @@ final class Watchdog: @unchecked Sendable {
             clockResolutionMicroseconds: settings.clockResolutionMicroseconds)
     }
 
-    private func run() {
+    /// The watchdog's loop, until `control.stopRequested` is set.
+    func run() {
         var oversleep: UInt64 = 0
         var stopSuspected = false
-        // Its own schedstat, read before and after each timed wait: kept open, read without allocating.
-        let ownTask = ProcTaskFiles(tid: UnsafeCaptureBridge.currentThreadID())
         while !control.isStopping {
             let snapshot = latch.snapshot()
             if control.isPaused {
@@ -112,7 +100,7 @@ final class Watchdog: @unchecked Sendable {
                 oversleep = 0
                 continue
             }
-            let now = clock.microseconds()
+            let now = environment.now()
             let countFrom = control.countFromMicroseconds.load(ordering: .acquiring)
             let verdict = detector().evaluate(snapshot, now: now, countFrom: countFrom)
             if case .idle = verdict { tick(.idle, snapshot) } else { tick(.watching, snapshot) }
@@ -121,22 +109,17 @@ final class Watchdog: @unchecked Sendable {
                 park(whileUnchanged: snapshot)
                 oversleep = 0
             case .waitUntil(let deadline):
-                let before = ownTask?.readSchedStat()
-                if latch.wake.wait(timeout: Self.dispatchTime(deadline)) == .timedOut {
-                    let woke = clock.microseconds()
+                let before = environment.ownSchedule()
+                if !environment.wait(latch.wake, until: deadline) {
+                    let woke = environment.now()
                     oversleep = woke > deadline ? woke - deadline : 0
-                    if oversleep > 0, let before, let after = ownTask?.readSchedStat() {
+                    if oversleep > 0, let before, let after = environment.ownSchedule() {
                         stopSuspected = Self.lateBecauseStopped(late: oversleep, before: before, after: after)
                     }
                 }
             case .hang(let start):
-                let waiting = source.isWaiting
-                if waiting || source.currentMode == nil {
-                    // Not busy after all: asleep in a mode we do not observe (a nested run in a
-                    // custom mode; observe it from now on), or not running the loop at all.
-                    if waiting, source.observeCurrentMode() {
-                        logger.debug("observing a new run-loop mode", metadata: ["hangwatch.mode": "\(source.currentMode ?? "?")"])
-                    }
+                guard case .busy(let context) = source.confirmBusy() else {
+                    // Not busy after all (a run loop asleep in a mode it did not observe, now observed).
                     latch.markIdle(ifUnchanged: snapshot)
                     oversleep = 0
                     continue
@@ -147,16 +130,15 @@ final class Watchdog: @unchecked Sendable {
                     // The watchdog itself woke late: this process was stopped or starved. Let the
                     // loop catch up before calling it a hang.
                     let confirmation = min(threshold / 2, 100_000)
-                    _ = latch.wake.wait(timeout: Self.dispatchTime(clock.microseconds() + confirmation))
+                    _ = environment.wait(latch.wake, until: environment.now() + confirmation)
                     if latch.snapshot() != snapshot || control.isStopping {
                         logger.debug("watchdog woke late; the loop caught up", metadata: ["hangwatch.oversleep_ms": "\(oversleep / 1000)"])
                         oversleep = 0
                         continue
                     }
                 }
-                record(
-                    startMicroseconds: start, snapshot: snapshot, oversleep: oversleep, stopSuspected: late && stopSuspected,
-                    ownTask: ownTask)
+                record(startMicroseconds: start, snapshot: snapshot, context: context, oversleep: oversleep,
+                       stopSuspected: late && stopSuspected)
                 oversleep = 0
             }
         }
@@ -167,11 +149,8 @@ final class Watchdog: @unchecked Sendable {
     private func park(whileUnchanged snapshot: ActivitySnapshot) {
         let current = latch.park()
         if current == snapshot && !control.isStopping {
-            if heartbeat != nil {
-                _ = latch.wake.wait(timeout: Self.dispatchTime(clock.microseconds() + heartbeatIntervalMicroseconds))
-            } else {
-                latch.wake.wait()
-            }
+            let deadline = heartbeat == nil ? nil : environment.now() + settings.heartbeatIntervalMicroseconds
+            _ = environment.wait(latch.wake, until: deadline)
         }
         latch.unpark()
     }
@@ -201,26 +180,26 @@ final class Watchdog: @unchecked Sendable {
     }
 
     private func record(
-        startMicroseconds: UInt64, snapshot: ActivitySnapshot, oversleep: UInt64, stopSuspected: Bool, ownTask: ProcTaskFiles?
+        startMicroseconds: UInt64, snapshot: ActivitySnapshot, context: String?, oversleep: UInt64, stopSuspected: Bool
     ) {
         latch.setRecordingHang(true)
         defer { latch.setRecordingHang(false) }
         statistics.hangsDetected.add(1, ordering: .relaxed)
         let sequence = Self.hangSequence.add(1, ordering: .relaxed).newValue
-        let detected = clock.microseconds()
+        let detected = environment.now()
         let thread = threadSlot.thread
-        let id = ReportTimestamp.compact(Self.namingTime(clock.date(ofMicroseconds: startMicroseconds))) + "-"
+        let id = ReportTimestamp.compact(Self.namingTime(environment.date(ofMicroseconds: startMicroseconds))) + "-"
             + settings.serviceName + "-" + String(getpid()) + "-" + String(sequence)
         var recording = HangRecording(
             id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
-            mode: source.currentMode, thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed),
-            thread: thread, process: ProcessSnapshot.read(), baseline: thread.flatMap { ProcTask(tid: $0.tid).schedStat() },
+            mode: context, thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed),
+            thread: thread, process: environment.processSnapshot(), baseline: thread.flatMap(environment.schedule(of:)),
             watchdogOversleepMicroseconds: oversleep, stopSuspected: stopSuspected, maxSamples: settings.maxSamples,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
 
         takeSample(&recording, thread: thread)
-        writer.hangStarted(recording)
+        sink.hangStarted(recording)
 
         var provisionalSamples = recording.samples.count
         var provisionalAt = detected
@@ -228,17 +207,17 @@ final class Watchdog: @unchecked Sendable {
         var outcome = HangReport.Outcome.recovered
         while true {
             if control.isStopping {
-                recording.endMicroseconds = clock.microseconds()
+                recording.endMicroseconds = environment.now()
                 outcome = .monitorStopped
                 break
             }
-            let before = ownTask?.readSchedStat()
-            if latch.wake.wait(timeout: Self.dispatchTime(nextSample)) == .timedOut, !recording.stopSuspected {
+            let before = environment.ownSchedule()
+            if !environment.wait(latch.wake, until: nextSample), !recording.stopSuspected {
                 // Woke far too late, and not for want of a CPU: the process was stopped (SIGSTOP,
                 // a debugger) while hung. That time is not the code's.
-                let late = clock.microseconds() &- nextSample
+                let late = environment.now() &- nextSample
                 if late < UInt64(Int64.max), late > max(100_000, 4 * recording.sampleIntervalMicroseconds),
-                    let before, let after = ownTask?.readSchedStat()
+                    let before, let after = environment.ownSchedule()
                 {
                     recording.stopSuspected = Self.lateBecauseStopped(late: late, before: before, after: after)
                 }
@@ -249,11 +228,14 @@ final class Watchdog: @unchecked Sendable {
                 break
             }
             if control.isStopping { continue }
-            let now = clock.microseconds()
+            let now = environment.now()
             if now < nextSample { continue }
             takeSample(&recording, thread: thread)
             if recording.samples.last?.failure == .threadExited {
+                // The stretch will never end by itself: count it as over, and wait for the next
+                // busy edge (from another thread) instead of finding the same stretch again.
                 recording.endMicroseconds = now
+                latch.markIdle(ifUnchanged: snapshot)
                 break
             }
             // Refresh the provisional report as samples double, and at least every 30 s, so a hang
@@ -261,13 +243,13 @@ final class Watchdog: @unchecked Sendable {
             if recording.samples.count >= 2 * provisionalSamples || now - provisionalAt >= Self.provisionalRefreshMicroseconds {
                 provisionalSamples = recording.samples.count
                 provisionalAt = now
-                writer.hangProgressed(recording)
+                sink.hangProgressed(recording)
             }
             nextSample = max(now, nextSample) + recording.sampleIntervalMicroseconds
         }
         // The loop moved: a thread stuck in dlopen has left it, so the loader may be asked again.
-        images.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
-        writer.hangEnded(recording, outcome: outcome)
+        images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
+        sink.hangEnded(recording, outcome: outcome)
         logger.debug("hang ended", metadata: ["hangwatch.id": "\(id)", "hangwatch.outcome": "\(outcome.rawValue)"])
     }
 
@@ -278,13 +260,12 @@ final class Watchdog: @unchecked Sendable {
                 thread, previous: recording.samples.last, signalAllowed: !recording.process.debuggerAttached)
             // A stack that stopped in code no known image holds (a library still being loaded):
             // learn the image without the loader's lock and take the stack again.
-            if sample.truncated, !sample.frames.isEmpty, images.learnDuringHang(addresses: sample.frames) {
+            if sample.truncated, !sample.frames.isEmpty, images?.learnDuringHang(addresses: sample.frames) == true {
                 sample = sampler.sample(thread, previous: nil, signalAllowed: !recording.process.debuggerAttached)
             }
         } else {
             sample = StackSample(
-                microseconds: clock.microseconds(), frames: [], method: nil, truncated: false,
-                failure: .threadNotAttached)
+                microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: .threadNotAttached)
         }
         if sample.failure != nil && sample.frames.isEmpty {
             statistics.captureFailures.add(1, ordering: .relaxed)
@@ -302,8 +283,4 @@ final class Watchdog: @unchecked Sendable {
 
     /// A long hang's provisional report is rewritten at least this often.
     static let provisionalRefreshMicroseconds: UInt64 = 30_000_000
-
-    static func dispatchTime(_ microseconds: UInt64) -> DispatchTime {
-        DispatchTime(uptimeNanoseconds: microseconds * 1000)
-    }
 }

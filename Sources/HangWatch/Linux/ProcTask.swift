@@ -1,6 +1,6 @@
 /// What /proc says about one thread of this process (`/proc/self/task/<tid>/...`).
 /// Parsing is separate from reading so it can be tested with fixed text.
-struct ProcTask: Sendable {
+package struct ProcTask: Sendable {
     let tid: Int32
 
     private var directory: String { "/proc/self/task/\(tid)" }
@@ -14,9 +14,13 @@ struct ProcTask: Sendable {
     }
 
     /// `schedstat`: nanoseconds on a CPU and waiting on a run queue.
-    struct SchedStat: Equatable, Sendable {
-        var onCPUNanoseconds: UInt64
-        var runQueueNanoseconds: UInt64
+    package struct SchedStat: Equatable, Sendable {
+        package var onCPUNanoseconds: UInt64
+        package var runQueueNanoseconds: UInt64
+        package init(onCPUNanoseconds: UInt64, runQueueNanoseconds: UInt64) {
+            self.onCPUNanoseconds = onCPUNanoseconds
+            self.runQueueNanoseconds = runQueueNanoseconds
+        }
     }
 
     /// `syscall`: what the thread is doing in the kernel.

@@ -5,11 +5,18 @@ import Glibc
 #endif
 
 /// Process-wide context read from /proc when a hang is detected.
-struct ProcessSnapshot: Sendable, Equatable {
-    var rssBytes: UInt64?
-    var loadAverage: [Double]?
-    var tracerPID: Int32?
-    var cpuCount: Int
+package struct ProcessSnapshot: Sendable, Equatable {
+    package var rssBytes: UInt64?
+    package var loadAverage: [Double]?
+    package var tracerPID: Int32?
+    package var cpuCount: Int
+
+    package init(rssBytes: UInt64?, loadAverage: [Double]?, tracerPID: Int32?, cpuCount: Int) {
+        self.rssBytes = rssBytes
+        self.loadAverage = loadAverage
+        self.tracerPID = tracerPID
+        self.cpuCount = cpuCount
+    }
 
     static func read() -> ProcessSnapshot {
         let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))

@@ -1,5 +1,6 @@
 import Foundation
 @testable import HangWatch
+import HangWatchTestSupport
 import Testing
 
 /// Faults at capture time, against the capture mechanism directly: whatever the target thread is

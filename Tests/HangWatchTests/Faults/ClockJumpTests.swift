@@ -1,6 +1,7 @@
 import Foundation
 @testable import HangWatch
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// Case 15: the wall clock jumps. Detection and durations never read it (the latch and the

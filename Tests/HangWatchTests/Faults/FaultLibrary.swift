@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Testing
 
 /// Misbehaving C and C++ code for the fault-injection tests, compiled for the test run and loaded

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 @testable import HangWatch
 
 /// A thread attached for captures that runs one of `FaultLibrary`'s loops until `stop()`. Its
@@ -39,12 +40,7 @@ final class ForeignCodeThread: @unchecked Sendable {
     /// Waits up to `seconds` for the thread to make progress; false if it made none (stuck).
     func makesProgress(within seconds: Double = 5) -> Bool {
         let start = progress
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if progress > start { return true }
-            usleep(1000)
-        }
-        return false
+        return Eventually.holds(timeout: seconds, interval: 0.001) { progress > start }
     }
 
     func stop() {

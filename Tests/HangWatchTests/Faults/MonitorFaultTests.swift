@@ -2,6 +2,7 @@ import Foundation
 @testable import HangWatch
 import HangWatchReport
 import Synchronization
+import HangWatchTestSupport
 import Testing
 
 /// Faults at capture time, end to end: a monitored loop, a hang, the report. (docs/reliability.md,

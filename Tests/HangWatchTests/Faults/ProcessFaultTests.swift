@@ -1,6 +1,7 @@
 import Foundation
 @testable import HangWatch
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// Faults injected into a whole process (`hangwatch-faults`, a misbehaving service): storms of
@@ -132,11 +133,8 @@ import Testing
             let before = try ReportStore(directory: directory.path).list().count
             let host = try FaultHost(["write-reports", "--reports", directory.path, "--template", template])
             // Once it writes, let it write a little longer: a different point of a write each time.
-            let started = Date()
-            while try ReportStore(directory: directory.path).list().count == before && Date().timeIntervalSince(started) < 10 {
-                usleep(2000)
-            }
-            usleep(UInt32((round * 7919) % 20_000))
+            Eventually.holds(interval: 0.002) { ((try? ReportStore(directory: directory.path).list().count) ?? 0) > before }
+            usleep(UInt32((round * 7919) % 20_000))  // the fault's timing: a different point of a write each round
             host.signal(SIGKILL)
             _ = host.finish(within: 10)
             kills += 1

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Testing
 
 /// The shape the capture code keeps (docs/architecture.md): C split by concern into small files

@@ -1,5 +1,6 @@
 @testable import HangWatch
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// The heartbeat page and the loop-busy histogram are written through the C header

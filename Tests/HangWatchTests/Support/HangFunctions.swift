@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 
 // Functions tests hang in, so reports can be checked for their names. Never inlined.
 
@@ -7,9 +8,11 @@ func spinInTestHang(milliseconds: Int) -> UInt64 {
     let end = DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000
     var state: UInt64 = 1
     while DispatchTime.now().uptimeNanoseconds < end {
-        // A counted while loop: no iterator calls, so samples land in this function itself.
+        // A counted while loop: no iterator calls, so samples land in this function itself, and
+        // long enough (tens of microseconds) that one in a thousand lands in the clock read.
+        // Reports of repeated hangs then name one and the same path.
         var round = 0
-        while round < 256 {
+        while round < 16_384 {
             state = state &* 6_364_136_223_846_793_005 &+ 1
             round += 1
         }
@@ -56,9 +59,7 @@ func hangWaitingForLock(_ lock: NSLock) {
 /// Sleeps and returns how long it really slept, in milliseconds.
 @inline(never)
 func hangInSleep(milliseconds: Int) -> Double {
-    let start = DispatchTime.now().uptimeNanoseconds
-    usleep(useconds_t(milliseconds * 1000))
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+    Blocking.sleep(milliseconds: milliseconds)
 }
 
 @inline(never)

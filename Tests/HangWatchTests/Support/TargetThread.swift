@@ -1,5 +1,6 @@
 import Foundation
 @testable import HangWatch
+import HangWatchTestSupport
 import Synchronization
 
 /// A thread that spins in a known function until told to stop, for capture tests. It records its
@@ -32,7 +33,12 @@ final class TargetThread: @unchecked Sendable {
         self.groundTruth = truth
     }
 
-    func unblock() { flags.unblock.store(true, ordering: .relaxed) }
+    /// Unblocks the capture signal on the thread, and returns once it has: a signal pending on the
+    /// thread has then been delivered (before its `pthread_sigmask` returned).
+    func unblock() {
+        flags.unblock.store(true, ordering: .relaxed)
+        Eventually.holds { flags.unblocked.load(ordering: .acquiring) }
+    }
 
     func stop() {
         flags.stop.store(true, ordering: .relaxed)
@@ -43,6 +49,7 @@ final class TargetThread: @unchecked Sendable {
 final class TargetFlags: Sendable {
     let stop = Atomic<Bool>(false)
     let unblock = Atomic<Bool>(false)
+    let unblocked = Atomic<Bool>(false)
 }
 
 @inline(never)
@@ -74,6 +81,7 @@ func captureTargetEntry(
         for _ in 0..<10_000 { value = tinyCallee(value) }
         if blocked && flags.unblock.load(ordering: .relaxed) {
             pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            flags.unblocked.store(true, ordering: .releasing)
             blocked = false
         }
     }

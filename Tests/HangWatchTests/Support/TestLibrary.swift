@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Testing
 
 /// Small C libraries compiled for a test, with the C compiler that ships with Swift.

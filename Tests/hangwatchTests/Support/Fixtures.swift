@@ -1,35 +1,6 @@
 import Foundation
 import HangWatchReport
-
-/// Real reports: the demo service runs once per test process under the monitor and hangs five
-/// ways (three computing, a lock wait, a sleep). Each test copies them into a directory of its own.
-enum DemoReports {
-    /// The demo's report directory, made on first use.
-    static let directory: Result<String, DemoFailure> = {
-        let path = FileManager.default.temporaryDirectory.path + "/hangwatch-cli-demo-\(getpid())"
-        guard FileManager.default.isExecutableFile(atPath: Hangwatch.demoBinary) else {
-            return .failure(DemoFailure(message: "build the demo first: swift build (\(Hangwatch.demoBinary))"))
-        }
-        do {
-            let result = try Hangwatch.run(["--reports", path], cache: path + "-cache", timeout: 120, executable: Hangwatch.demoBinary)
-            guard result.status == 0 else { return .failure(DemoFailure(message: "demo failed: \(result.output)\(result.errors)")) }
-        } catch {
-            return .failure(DemoFailure(message: "demo did not start: \(error)"))
-        }
-        return .success(path)
-    }()
-
-    struct DemoFailure: Error, CustomStringConvertible {
-        var message: String
-        var description: String { message }
-    }
-
-    /// The demo's reports, parsed.
-    static func reports() throws -> [HangReport] {
-        let directory = try directory.get()
-        return try ReportStore(directory: directory).list().map { try ReportReader().read(path: $0.path) }
-    }
-}
+import HangWatchTestSupport
 
 /// A directory of its own for one test, holding copies of the demo's reports (and whatever the
 /// test adds), with an index cache beside it. Removed when the test is done with it.

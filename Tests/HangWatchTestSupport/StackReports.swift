@@ -2,8 +2,8 @@ import Foundation
 import HangWatchReport
 
 /// Hand-made reports whose samples have known stacks (innermost frame first) and offsets.
-enum StackReports {
-    static func report(
+package enum StackReports {
+    package static func report(
         service: String = "billing", durationMs: Double, samples: [(offsetMs: Double, stack: [String])]
     ) -> HangReport {
         var frames: [HangReport.Frame] = []
@@ -50,7 +50,7 @@ enum StackReports {
     }
 
     /// 250 ms in `parse` under `load`, then 100 ms in `render`, then a sample without a stack.
-    static var twoStacks: HangReport {
+    package static var twoStacks: HangReport {
         report(
             durationMs: 500,
             samples: [

@@ -1,0 +1,34 @@
+/// Something whose busy and idle stretches a monitor watches: a run loop, a queue, declared scopes,
+/// an event loop. The one seam between a kind of loop and the watchdog: a source reports busy and
+/// idle edges (with their times) into an `ActivityLatch` and says which thread does the work;
+/// everything after that (the threshold, sampling, reports) is the same for every source.
+///
+/// Adding a kind of source is one type conforming to this protocol (and its tests), and a thin
+/// public `start…` on `HangMonitor` that makes one and calls `start(source:)`.
+protocol ActivitySource: AnyObject, Sendable {
+    /// What reports call the source (`source`, and the `activity` of sources without run-loop
+    /// activities).
+    var kind: ActivitySourceKind { get }
+
+    /// Starts feeding `edges`: `record` a busy activity when work begins and an idle one when it
+    /// ends (`ActivityLatch` wakes the watchdog only when it needs waking). Arranges for `attach` to
+    /// run on the thread that does the work, before its first stretch can be a hang and again on
+    /// each new thread the work moves to: that thread is the one captured. Called once.
+    func start(edges: ActivityLatch, attach: @escaping @Sendable () -> Void) throws
+
+    /// Called when the latch has shown the source busy past the threshold: whether that is work.
+    /// A run loop asleep in a mode it does not observe is not (it then observes that mode); sources
+    /// that report exact edges always answer `.busy`.
+    func confirmBusy() -> BusyConfirmation
+
+    /// Stops feeding the latch. Safe from any thread; idempotent.
+    func stop()
+}
+
+/// A source's answer to "is this long busy stretch work?".
+enum BusyConfirmation: Equatable, Sendable {
+    /// It is; `context` is what reports say about where (a run loop's mode).
+    case busy(context: String?)
+    /// It is not (the source was idle after all): the watchdog treats the stretch as idle.
+    case idle
+}

@@ -1,0 +1,74 @@
+import Dispatch
+import Foundation
+import HangWatchReport
+import Synchronization
+
+/// What the watchdog needs from the world: the time, a way to wait, and the scheduler counters and
+/// process facts it reads. The real one reads the clocks and /proc and blocks the watchdog's
+/// thread; tests use one whose time moves only when the watchdog waits (and plays a script of loop
+/// activity as it does), so every decision runs deterministically, on the test's thread, without
+/// sleeping.
+package protocol WatchdogEnvironment: Sendable {
+    /// `CLOCK_MONOTONIC`, microseconds.
+    func now() -> UInt64
+    /// The wall-clock time of monotonic instant `microseconds`.
+    func date(ofMicroseconds microseconds: UInt64) -> Date
+    /// Waits until `wake` is signalled (true) or `deadline` passes (false); nil: no deadline.
+    func wait(_ wake: DispatchSemaphore, until deadline: UInt64?) -> Bool
+    /// The watchdog thread's own counters (to tell a stopped process from a starved one). Called on
+    /// the watchdog's thread.
+    func ownSchedule() -> ProcTask.SchedStat?
+    /// The monitored thread's counters (the baseline of a hang's CPU and run-queue ratios).
+    func schedule(of thread: MonitoredThread) -> ProcTask.SchedStat?
+    /// RSS, load, a tracer, at detection.
+    func processSnapshot() -> ProcessSnapshot
+}
+
+/// Where the watchdog hands what it records; `ReportWriter` builds and writes reports from it.
+protocol HangSink: Sendable {
+    /// A hang was detected (its first sample taken).
+    func hangStarted(_ recording: HangRecording)
+    /// More samples of a hang still going on.
+    func hangProgressed(_ recording: HangRecording)
+    /// The hang is over, or the monitor stopped during it.
+    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome)
+}
+
+extension ReportWriter: HangSink {}
+
+/// The real environment: `CLOCK_MONOTONIC`, semaphore waits, /proc.
+final class SystemWatchdogEnvironment: WatchdogEnvironment, @unchecked Sendable {
+    private let clock = SystemMonotonicClock()
+    /// The watchdog thread's own schedstat file, opened on first use (on that thread), re-read
+    /// without allocating.
+    private let ownFiles = Mutex<ProcTaskFilesBox?>(nil)
+
+    func now() -> UInt64 { clock.microseconds() }
+
+    func date(ofMicroseconds microseconds: UInt64) -> Date { clock.date(ofMicroseconds: microseconds) }
+
+    func wait(_ wake: DispatchSemaphore, until deadline: UInt64?) -> Bool {
+        guard let deadline else {
+            wake.wait()
+            return true
+        }
+        return wake.wait(timeout: DispatchTime(uptimeNanoseconds: deadline * 1000)) == .success
+    }
+
+    func ownSchedule() -> ProcTask.SchedStat? {
+        ownFiles.withLock { box in
+            if box == nil, let files = ProcTaskFiles(tid: UnsafeCaptureBridge.currentThreadID()) {
+                box = ProcTaskFilesBox(files: files)
+            }
+            return box?.files.readSchedStat()
+        }
+    }
+
+    func schedule(of thread: MonitoredThread) -> ProcTask.SchedStat? {
+        ProcTask(tid: thread.tid).schedStat()
+    }
+
+    func processSnapshot() -> ProcessSnapshot {
+        ProcessSnapshot.read()
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// Executables of this package, built next to the test bundle (`swift build --build-tests`).
+package enum BuiltExecutable {
+    /// The path of executable `name` in the test bundle's directory.
+    package static func path(_ name: String) -> String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return (executable as NSString).deletingLastPathComponent + "/" + name
+    }
+}
+
+/// What a command printed, and how it exited.
+package struct CommandResult: Sendable {
+    package var status: Int32
+    package var output: String
+    package var errors: String
+    /// The command outlived its timeout and was killed.
+    package var timedOut = false
+
+    /// Standard output's lines, without the trailing empty one.
+    package var lines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+    /// Standard error's lines.
+    package var errorLines: [String] { errors.split(separator: "\n").map(String.init) }
+}
+
+/// An executable running as a child of the test, its output collected in files (a large output
+/// cannot block it, and what it printed so far can be read at any time).
+package final class RunningExecutable: @unchecked Sendable {
+    package let process = Process()
+    private let scratch: String
+    private let exited = DispatchSemaphore(value: 0)
+
+    /// Starts `executable arguments…` with `environment` changed (nil values removed).
+    package init(_ executable: String, _ arguments: [String], environment: [String: String?] = [:]) throws {
+        scratch = FileManager.default.temporaryDirectory.path + "/hangwatch-run-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: scratch + "/out", contents: nil)
+        _ = FileManager.default.createFile(atPath: scratch + "/err", contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        process.environment = merged
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch + "/out"))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch + "/err"))
+        process.standardInput = FileHandle.nullDevice
+        let exited = exited
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning {
+            // SIGKILL: a signal mask inherited from the test runner may hold SIGTERM back.
+            kill(process.processIdentifier, SIGKILL)
+            exited.wait()
+        }
+        try? FileManager.default.removeItem(atPath: scratch)
+    }
+
+    package var pid: Int32 { process.processIdentifier }
+
+    package func signal(_ number: Int32) { kill(pid, number) }
+
+    /// What it has printed so far.
+    package var output: String { String(decoding: FileManager.default.contents(atPath: scratch + "/out") ?? Data(), as: UTF8.self) }
+    package var errors: String { String(decoding: FileManager.default.contents(atPath: scratch + "/err") ?? Data(), as: UTF8.self) }
+
+    /// Waits for it to exit by itself within `timeout`; kills it otherwise (`timedOut`).
+    package func finish(within timeout: TimeInterval) -> CommandResult {
+        var timedOut = false
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            timedOut = true
+            kill(pid, SIGKILL)
+            exited.wait()
+        }
+        exited.signal()  // for deinit and a second finish
+        return CommandResult(status: process.terminationStatus, output: output, errors: errors, timedOut: timedOut)
+    }
+}
+
+/// Runs an executable the way a person would and returns what it printed; a run that outlives
+/// `timeout` is killed.
+package enum ExecutableRun {
+    package static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String?] = [:], timeout: TimeInterval = 60
+    ) throws -> CommandResult {
+        try RunningExecutable(executable, arguments, environment: environment).finish(within: timeout)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+@testable import HangWatch
+import HangWatchReport
+import HangWatchTestSupport
+import Logging
+import Testing
+
+/// The real `Watchdog` on the test's thread, against scripted time: the loop's activities, stops,
+/// stalls and threshold changes are events of a `ScriptedClock`, samples come from a
+/// `ScriptedSampler`, and what the watchdog hands on is recorded. Every decision the watchdog makes
+/// is then a function of the script: no threads, no sleeps, the same result on every run.
+final class WatchdogHarness {
+    typealias Activity = HangMonitor.Activity
+
+    let clock: ScriptedClock
+    let environment: FakeWatchdogEnvironment
+    let sampler: ScriptedSampler
+    let sink = RecordingSink()
+    let source = ScriptedSource()
+    let control: WatchdogControl
+    let latch: ActivityLatch
+    let statistics = MonitorStatistics()
+    var settings: Watchdog.Settings
+    /// The monitored thread the watchdog finds attached (nil: not attached yet).
+    var thread: MonitoredThread? = .scripted
+
+    /// When the script starts: `t(0)`.
+    let origin: UInt64
+
+    init(
+        thresholdMilliseconds: UInt64 = 250, sampleIntervalMilliseconds: UInt64 = 50, maxSamples: Int = 100,
+        clockResolutionMicroseconds: UInt64 = 4_000, busy: Set<Activity> = [.beforeSources, .afterWaiting]
+    ) {
+        clock = ScriptedClock()
+        origin = clock.now
+        environment = FakeWatchdogEnvironment(clock: clock)
+        sampler = ScriptedSampler(clock: clock)
+        control = WatchdogControl(thresholdMicroseconds: thresholdMilliseconds * 1000)
+        latch = ActivityLatch(busyActivities: busy)
+        settings = Watchdog.Settings(
+            busyMask: Activity.mask(busy), sampleIntervalMicroseconds: sampleIntervalMilliseconds * 1000,
+            maxSamples: maxSamples, clockResolutionMicroseconds: clockResolutionMicroseconds, serviceName: "scripted")
+    }
+
+    /// The script's instant `milliseconds` after its start, in the clock's microseconds.
+    func t(_ milliseconds: Double) -> UInt64 { origin + UInt64(milliseconds * 1000) }
+
+    /// Milliseconds since the script's start of clock instant `microseconds`.
+    func ms(_ microseconds: UInt64) -> Double { Double(Int64(microseconds) - Int64(origin)) / 1000 }
+
+    /// The loop records `activity` at `milliseconds` (as its observer would; wakes a parked watchdog
+    /// on an idle-to-busy edge).
+    func loop(_ activity: Activity, at milliseconds: Double) {
+        let time = t(milliseconds)
+        clock.at(time) { [latch] in latch.record(activity.rawValue, atMicroseconds: time) }
+    }
+
+    /// One loop iteration's work: busy from `start` for `duration` milliseconds, then asleep.
+    func busy(from start: Double, for duration: Double, as activity: Activity = .afterWaiting) {
+        loop(activity, at: start)
+        loop(.beforeWaiting, at: start + duration)
+    }
+
+    /// `HangMonitor.stop()`'s effect on the watchdog at `milliseconds`.
+    func stop(at milliseconds: Double) {
+        clock.at(t(milliseconds)) { [control, latch] in
+            control.stopRequested.store(true, ordering: .releasing)
+            latch.wake.signal()
+        }
+    }
+
+    /// Runs `action` at `milliseconds`, then wakes the watchdog as the monitor's control calls do.
+    func control(at milliseconds: Double, _ action: @escaping (WatchdogControl) -> Void) {
+        clock.at(t(milliseconds)) { [control, latch] in
+            action(control)
+            latch.wake.signal()
+        }
+    }
+
+    /// Runs the watchdog until it is stopped (by a `stop(at:)`, or when the script has nothing left
+    /// while it waits for the loop).
+    func run() {
+        clock.whenScriptEnds = { [control] in control.stopRequested.store(true, ordering: .releasing) }
+        let slot = ThreadSlot()
+        if let thread { slot.set(thread) }
+        let watchdog = Watchdog(
+            settings: settings, source: source, latch: latch, control: control, threadSlot: slot, sampler: sampler,
+            environment: environment, sink: sink, images: nil, statistics: statistics,
+            logger: Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }))
+        watchdog.run()
+    }
+
+    /// The hangs handed on as ended, with their outcome.
+    var hangs: [(recording: HangRecording, outcome: HangReport.Outcome)] { sink.ended }
+}
+
+/// What the watchdog handed on, in order.
+final class RecordingSink: HangSink, @unchecked Sendable {
+    enum Event {
+        case started(HangRecording)
+        case progressed(HangRecording)
+        case ended(HangRecording, HangReport.Outcome)
+    }
+
+    private(set) var events: [Event] = []
+
+    func hangStarted(_ recording: HangRecording) { events.append(.started(recording)) }
+    func hangProgressed(_ recording: HangRecording) { events.append(.progressed(recording)) }
+    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome) { events.append(.ended(recording, outcome)) }
+
+    var started: [HangRecording] {
+        events.compactMap { if case .started(let recording) = $0 { recording } else { nil } }
+    }
+    var progressed: [HangRecording] {
+        events.compactMap { if case .progressed(let recording) = $0 { recording } else { nil } }
+    }
+    var ended: [(recording: HangRecording, outcome: HangReport.Outcome)] {
+        events.compactMap { if case .ended(let recording, let outcome) = $0 { (recording, outcome) } else { nil } }
+    }
+}
+
+/// A source whose confirmation the test decides; it feeds nothing itself (the script does).
+final class ScriptedSource: ActivitySource, @unchecked Sendable {
+    let kind = ActivitySourceKind.runLoop
+    /// The answer to each `confirmBusy()`.
+    var confirmation: () -> BusyConfirmation = { .busy(context: "kCFRunLoopDefaultMode") }
+    private(set) var confirmations = 0
+
+    func start(edges: ActivityLatch, attach: @escaping @Sendable () -> Void) throws {}
+
+    func confirmBusy() -> BusyConfirmation {
+        confirmations += 1
+        return confirmation()
+    }
+
+    func stop() {}
+}

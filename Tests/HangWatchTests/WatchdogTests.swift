@@ -1,0 +1,295 @@
+import Foundation
+@testable import HangWatch
+import HangWatchReport
+import HangWatchTestSupport
+import Testing
+
+/// The watchdog's decisions, driven by scripted time (`WatchdogHarness`): when a busy stretch is a
+/// hang, when it is not, how it is sampled, when it ends, and what a late wake-up means. Times in
+/// the script and in the expectations are milliseconds from the script's start; threshold 250 ms,
+/// coarse clock resolution 4 ms and sampling every 50 ms unless a test says otherwise, so a stretch
+/// that starts at 100 is detected at 354.
+@Suite struct WatchdogTests {
+    /// Equal to within a microsecond (activity times are kept in units of 1024 ns).
+    func near(_ value: Double, _ expected: Double) -> Bool { abs(value - expected) < 0.002 }
+
+    @Test func aStretchPastTheThresholdIsOneHangSampledUntilTheLoopMoves() throws {
+        let h = WatchdogHarness()
+        h.busy(from: 100, for: 700)
+        h.run()
+
+        try #require(h.sink.started.count == 1 && h.hangs.count == 1)
+        let (hang, outcome) = h.hangs[0]
+        #expect(outcome == .recovered)
+        #expect(near(h.ms(hang.startMicroseconds), 100))
+        #expect(near(h.ms(hang.detectedMicroseconds), 354))
+        #expect(near(h.ms(try #require(hang.endMicroseconds)), 800))
+        // The first sample at detection, then one per interval until the loop moved.
+        let sampleTimes = hang.samples.map { h.ms($0.microseconds) }
+        #expect(zip(sampleTimes, stride(from: 354.0, through: 754, by: 50)).allSatisfy { near($0, $1) }, "\(sampleTimes)")
+        #expect(sampleTimes.count == 9)
+        #expect(hang.activity == HangMonitor.Activity.afterWaiting.rawValue)
+        #expect(hang.mode == "kCFRunLoopDefaultMode")
+        #expect(hang.thresholdMicroseconds == 250_000)
+        #expect(!hang.stopSuspected && hang.watchdogOversleepMicroseconds == 0)
+        #expect(h.statistics.hangsDetected.load(ordering: .relaxed) == 1)
+        #expect(h.sampler.signalsAllowed.allSatisfy { $0 })
+    }
+
+    @Test func stretchesUpToTheThresholdAreNotHangsAndAnIdleLoopCostsNoWakeUps() {
+        let h = WatchdogHarness()
+        // 20 stretches of exactly the threshold and just under it, 10 ms of sleep between them,
+        // then ten seconds asleep.
+        var time = 100.0
+        for index in 0..<20 {
+            let length = index.isMultiple(of: 2) ? 250.0 : 249.9
+            h.busy(from: time, for: length, as: index.isMultiple(of: 3) ? .beforeSources : .afterWaiting)
+            time += length + 10
+        }
+        h.clock.at(h.t(time + 10_000)) {}
+        h.run()
+
+        #expect(h.sink.events.isEmpty)
+        // Per stretch: one park until it began, one wait until its deadline. Asleep, the watchdog
+        // waits without a deadline: it does not poll.
+        #expect(h.clock.waits.count <= 2 * 20 + 2, "\(h.clock.waits.count) waits")
+        #expect(h.clock.waits.filter { $0.deadline == nil }.count >= 20)
+        #expect(h.source.confirmations == 0)
+    }
+
+    @Test func aStretchLongerThanThresholdAndClockResolutionIsAHang() throws {
+        let h = WatchdogHarness()
+        h.busy(from: 100, for: 254.5)
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(near(h.ms(hang.detectedMicroseconds), 354))
+        #expect(near(h.ms(try #require(hang.endMicroseconds)), 354.5))
+    }
+
+    @Test func activitiesThatAreNotBusyAreNeverHangs() {
+        // Only afterWaiting counts as busy here: a loop stuck after beforeSources is not watched.
+        let h = WatchdogHarness(busy: [.afterWaiting])
+        h.loop(.beforeSources, at: 100)
+        h.loop(.beforeWaiting, at: 2_000)
+        h.run()
+        #expect(h.sink.events.isEmpty)
+    }
+
+    @Test func pausedDetectionIgnoresAStretchAndCountsAgainFromTheResume() throws {
+        let h = WatchdogHarness()
+        h.control(at: 0) { $0.pause() }
+        h.control(at: 50) { $0.pause() }  // nested
+        h.busy(from: 100, for: 3_000)
+        h.control(at: 1_000) { control in #expect(!control.resume(now: h.t(1_000))) }
+        h.control(at: 3_000) { control in #expect(control.resume(now: h.t(3_000))) }
+        // Resumed 100 ms before the stretch ended: not a hang. The next stretch, paused for a
+        // moment at its start, counts from that resume.
+        h.busy(from: 4_000, for: 1_000)
+        h.control(at: 4_000) { $0.pause() }
+        h.control(at: 4_200) { control in _ = control.resume(now: h.t(4_200)) }
+        h.run()
+
+        try #require(h.hangs.count == 1)
+        let hang = h.hangs[0].recording
+        #expect(near(h.ms(hang.startMicroseconds), 4_200))
+        #expect(near(h.ms(hang.detectedMicroseconds), 4_454))
+        #expect(near(h.ms(try #require(hang.endMicroseconds)), 5_000))
+    }
+
+    @Test func aThresholdChangedDuringAStretchMovesItsDeadline() throws {
+        let h = WatchdogHarness()
+        // Raised before the deadline: the 400 ms stretch is no longer a hang.
+        h.busy(from: 100, for: 400)
+        h.control(at: 200) { $0.thresholdMicroseconds.store(1_000_000, ordering: .relaxed) }
+        // Lowered in the middle of a stretch already past the new threshold: a hang at once,
+        // from the stretch's start.
+        h.busy(from: 1_000, for: 600)
+        h.control(at: 1_300) { $0.thresholdMicroseconds.store(100_000, ordering: .relaxed) }
+        h.run()
+
+        try #require(h.hangs.count == 1)
+        let hang = h.hangs[0].recording
+        #expect(near(h.ms(hang.startMicroseconds), 1_000))
+        #expect(near(h.ms(hang.detectedMicroseconds), 1_300))
+        #expect(hang.thresholdMicroseconds == 100_000)
+    }
+
+    @Test func busyTimeDuringTheGracePeriodDoesNotCount() throws {
+        let h = WatchdogHarness()
+        h.control.countFromMicroseconds.store(h.t(1_000), ordering: .relaxed)
+        h.busy(from: 0, for: 1_200)  // 200 ms after the grace period
+        h.busy(from: 2_000, for: 400)
+        h.run()
+        try #require(h.hangs.count == 1)
+        #expect(near(h.ms(h.hangs[0].recording.startMicroseconds), 2_000))
+    }
+
+    @Test func aStretchTheSourceDoesNotConfirmWaitsForTheLoopsNextActivity() throws {
+        let h = WatchdogHarness()
+        var answers: [BusyConfirmation] = [.idle, .busy(context: "custom")]
+        h.source.confirmation = { answers.removeFirst() }
+        // The source says the loop was asleep in a mode it did not observe: the watchdog parks;
+        // the loop's next activity is a fresh stretch.
+        h.loop(.afterWaiting, at: 100)
+        h.loop(.beforeSources, at: 2_000)
+        h.loop(.beforeWaiting, at: 2_500)
+        h.run()
+
+        #expect(h.source.confirmations == 2)
+        try #require(h.hangs.count == 1)
+        let hang = h.hangs[0].recording
+        #expect(near(h.ms(hang.startMicroseconds), 2_000))
+        #expect(hang.mode == "custom")
+        #expect(hang.activity == HangMonitor.Activity.beforeSources.rawValue)
+        // Between the two, the watchdog did not poll.
+        #expect(!h.clock.waits.contains { h.ms($0.at) > 400 && h.ms($0.at) < 2_000 && $0.deadline != nil })
+    }
+
+    @Test func eachStretchIsAHangOfItsOwnWithItsOwnID() throws {
+        let h = WatchdogHarness()
+        h.busy(from: 100, for: 500)
+        h.busy(from: 700, for: 500)
+        h.run()
+        try #require(h.hangs.count == 2)
+        #expect(h.hangs[0].recording.id != h.hangs[1].recording.id)
+        #expect(h.hangs.allSatisfy { $0.recording.id.contains("-scripted-\(getpid())-") })
+        #expect(near(h.ms(h.hangs[1].recording.startMicroseconds), 700))
+    }
+
+    @Test func stoppingDuringAHangEndsItAsMonitorStopped() throws {
+        let h = WatchdogHarness()
+        h.loop(.afterWaiting, at: 100)
+        h.stop(at: 600)
+        h.run()
+        try #require(h.hangs.count == 1)
+        let (hang, outcome) = h.hangs[0]
+        #expect(outcome == .monitorStopped)
+        #expect(near(h.ms(try #require(hang.endMicroseconds)), 600))
+        #expect(hang.samples.count == 5)  // 354, 404, ... 554
+    }
+
+    @Test func samplingBacksOffSoThatAnyHangFitsInMaxSamples() throws {
+        let h = WatchdogHarness(maxSamples: 8)
+        h.busy(from: 100, for: 20_000)
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(hang.samples.count <= 8 && hang.samples.count >= 4)
+        #expect(hang.samplesDropped > 0)
+        // Covered from detection to the end, evenly.
+        #expect(near(h.ms(hang.samples[0].microseconds), 354))
+        let gaps = zip(hang.samples.dropFirst(), hang.samples).map { $0.microseconds - $1.microseconds }
+        #expect(Set(gaps).count == 1, "\(gaps)")
+        #expect(gaps.first == hang.sampleIntervalMicroseconds)
+        #expect(hang.sampleIntervalMicroseconds > 50_000 && (hang.sampleIntervalMicroseconds / 50_000).nonzeroBitCount == 1)
+        #expect(try #require(hang.endMicroseconds) - hang.samples.last!.microseconds <= hang.sampleIntervalMicroseconds)
+        // The sampler was asked no more than the schedule needs (no busy polling).
+        #expect(h.sampler.taken.count < 40)
+    }
+
+    @Test func aLongHangsProvisionalReportIsRewrittenAsSamplesDoubleAndEveryThirtySeconds() throws {
+        let h = WatchdogHarness(sampleIntervalMilliseconds: 1_000, maxSamples: 1_000)
+        h.busy(from: 100, for: 200_000)
+        h.run()
+        let counts = h.sink.progressed.map(\.samples.count)
+        #expect(Array(counts.prefix(5)) == [2, 4, 8, 16, 32])
+        let times = [h.hangs[0].recording.detectedMicroseconds] + h.sink.progressed.map { $0.samples.last!.microseconds }
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+        #expect(gaps.allSatisfy { $0 <= Watchdog.provisionalRefreshMicroseconds }, "\(gaps)")
+        #expect(counts.count >= 200_000_000 / Watchdog.provisionalRefreshMicroseconds)
+    }
+
+    @Test func aThreadThatExitsEndsTheHangAtItsLastSample() throws {
+        let h = WatchdogHarness()
+        h.sampler.next = { _, previous in
+            h.sampler.taken.count < 2 ? ScriptedSampler.computing() : ScriptedSampler.failed(.threadExited)
+        }
+        h.loop(.afterWaiting, at: 100)
+        h.loop(.beforeSources, at: 2_000)  // another thread takes over the loop
+        h.loop(.beforeWaiting, at: 2_100)
+        h.run()
+        // One hang: the stretch the thread left behind is not found again and again.
+        try #require(h.hangs.count == 1)
+        let hang = h.hangs[0].recording
+        #expect(hang.samples.count == 3)
+        #expect(near(h.ms(try #require(hang.endMicroseconds)), 454))
+        #expect(h.statistics.captureFailures.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func aHangBeforeTheThreadAttachedIsRecordedAsSuch() throws {
+        let h = WatchdogHarness()
+        h.thread = nil
+        h.busy(from: 100, for: 400)
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(hang.samples.allSatisfy { $0.failure == .threadNotAttached })
+        #expect(h.sampler.taken.isEmpty)
+    }
+
+    @Test func underADebuggerNoSampleSignalsTheThread() throws {
+        let h = WatchdogHarness()
+        h.environment.snapshot.tracerPID = 4321
+        h.busy(from: 100, for: 400)
+        h.run()
+        #expect(h.hangs.count == 1)
+        #expect(!h.sampler.signalsAllowed.isEmpty && h.sampler.signalsAllowed.allSatisfy { !$0 })
+    }
+
+    // MARK: Late wake-ups: a stopped or starved process
+
+    /// The watchdog's own counters: starved, its lateness shows as time on a run queue; stopped, not.
+    func ownCounters(_ h: WatchdogHarness, starved: Bool) -> () -> ProcTask.SchedStat? {
+        { ProcTask.SchedStat(onCPUNanoseconds: 0, runQueueNanoseconds: starved ? h.clock.stalledMicroseconds * 1000 : 0) }
+    }
+
+    @Test func aProcessStoppedBeforeTheDeadlineGivesTheLoopTimeToCatchUp() {
+        let h = WatchdogHarness()
+        h.environment.ownCounters = ownCounters(h, starved: false)
+        // SIGSTOP at 200 for two seconds; the loop finishes its 150 ms of work right after.
+        h.loop(.afterWaiting, at: 100)
+        h.clock.stall(at: h.t(200), for: 2_000_000)
+        h.loop(.beforeWaiting, at: 2_250)
+        h.run()
+        #expect(h.sink.events.isEmpty)
+    }
+
+    @Test(arguments: [false, true])
+    func aHangThatOutlastsAStopIsFlaggedStoppedOnlyWhenTheWatchdogWasNotQueued(starved: Bool) throws {
+        let h = WatchdogHarness()
+        h.environment.ownCounters = ownCounters(h, starved: starved)
+        h.busy(from: 100, for: 5_000)
+        h.clock.stall(at: h.t(200), for: 2_000_000)
+        h.run()
+        try #require(h.hangs.count == 1)
+        let hang = h.hangs[0].recording
+        #expect(near(h.ms(hang.startMicroseconds), 100))
+        #expect(near(Double(hang.watchdogOversleepMicroseconds) / 1000, 2_200 - 354))
+        // Confirmed after a further 100 ms in which the loop did not move.
+        #expect(near(h.ms(hang.detectedMicroseconds), 2_300))
+        #expect(hang.stopSuspected == !starved)
+    }
+
+    @Test(arguments: [false, true])
+    func aStopWhileSamplingIsFlaggedOnlyWhenTheWatchdogWasNotQueued(starved: Bool) throws {
+        let h = WatchdogHarness()
+        h.environment.ownCounters = ownCounters(h, starved: starved)
+        h.busy(from: 100, for: 5_000)
+        h.clock.stall(at: h.t(1_000), for: 1_000_000)
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(hang.watchdogOversleepMicroseconds == 0)
+        #expect(hang.stopSuspected == !starved)
+        // No sample falls inside the stall.
+        #expect(!hang.samples.contains { h.ms($0.microseconds) > 1_000 && h.ms($0.microseconds) < 2_000 })
+    }
+
+    @Test func aShortLatenessIsNotAStop() throws {
+        let h = WatchdogHarness()
+        h.environment.ownCounters = ownCounters(h, starved: false)
+        h.busy(from: 100, for: 1_000)
+        h.clock.stall(at: h.t(353), for: 15_000)  // 15 ms late: under the 50 ms that needs a second look
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(near(h.ms(hang.detectedMicroseconds), 368))
+        #expect(!hang.stopSuspected)
+    }
+}
