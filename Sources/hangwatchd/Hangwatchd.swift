@@ -53,7 +53,7 @@ struct Hangwatchd: ParsableCommand {
             throw ExitCode(2)
         }
         if checkConfig {
-            print(Self.describe(configuration))
+            print(configuration.settingsText)
             return
         }
         // A parent may have left these blocked (a test runner, a shell script): the agent's shutdown
@@ -99,31 +99,5 @@ struct Hangwatchd: ParsableCommand {
         }
         // The main run loop keeps the agent's time; the agent watches it for hangs of its own.
         RunLoop.main.run()
-    }
-
-    static func describe(_ configuration: AgentConfiguration) -> String {
-        """
-        HANGWATCHD_REPORT_ROOT=\(configuration.reportRoot)
-        HANGWATCHD_MAX_USE=\(configuration.maxUse)
-        HANGWATCHD_KEEP_FREE=\(configuration.keepFree)
-        HANGWATCHD_MAX_AGE=\(DurationText.format(configuration.maxAge))
-        HANGWATCHD_MAX_REPORTS_PER_SERVICE=\(configuration.maxReportsPerService)
-        HANGWATCHD_SCAN_INTERVAL=\(DurationText.format(configuration.scanInterval))
-        HANGWATCHD_CHECK_INTERVAL=\(DurationText.format(configuration.checkInterval))
-        HANGWATCHD_ENRICH=\(configuration.enrich ? "yes" : "no")
-        HANGWATCHD_ENRICH_DELAY=\(DurationText.format(configuration.enrichDelay))
-        HANGWATCHD_DEBUG_DIRS=\(configuration.debugDirectories.joined(separator: ":"))
-        HANGWATCHD_HEARTBEAT_GRACE=\(DurationText.format(configuration.heartbeatGrace))
-        HANGWATCHD_SELF_THRESHOLD=\(DurationText.format(configuration.selfThreshold))
-        HANGWATCHD_SHUTDOWN_TIMEOUT=\(DurationText.format(configuration.shutdownTimeout))
-        HANGWATCHD_LOG_LEVEL=\(configuration.logLevel.rawValue)
-        HANGWATCHD_METRICS_LISTEN=\(configuration.metricsListen.map { "\($0)" } ?? "off")
-        HANGWATCHD_SEVERE_AFTER=\(DurationText.format(configuration.severeAfter))
-        HANGWATCHD_OTLP_ENDPOINT=\(configuration.otlpEndpoint ?? "off")
-        HANGWATCHD_OTLP_PROTOCOL=\(configuration.otlpProtocol.rawValue)
-        HANGWATCHD_OTLP_HEADERS=\(configuration.otlpHeaders.map { "\($0.name)=<\($0.value.count) characters>" }.joined(separator: ","))
-        HANGWATCHD_OTLP_QUEUE_SIZE=\(configuration.otlpQueueSize)
-        HANGWATCHD_OTLP_METRICS_INTERVAL=\(DurationText.format(configuration.otlpMetricsInterval))
-        """
     }
 }
