@@ -64,7 +64,9 @@ struct Hangwatchd: ParsableCommand {
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
 
         let levels = JournalLogHandler.LevelBox(configuration.logLevel)
-        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: levels) }
+        // Priority prefixes only when standard error is the journal ($JOURNAL_STREAM says so).
+        let style = JournalLogHandler.Style.forStream(STDERR_FILENO)
+        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: levels, style: style) }
         let logger = Logger(label: "hangwatchd")
         let export: FleetExport
         do {
