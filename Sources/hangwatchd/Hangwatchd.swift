@@ -68,6 +68,13 @@ struct Hangwatchd: ParsableCommand {
         let style = JournalLogHandler.Style.forStream(STDERR_FILENO)
         LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: levels, style: style) }
         let logger = Logger(label: "hangwatchd")
+        // The spool first: an agent that will not start claims no endpoint.
+        do {
+            try Spool(root: configuration.reportRoot).check()
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(3)
+        }
         let export: FleetExport
         do {
             export = try FleetExport(configuration: configuration, logger: logger)
