@@ -1,4 +1,4 @@
-@_spi(HangWatchTools) import HangWatch
+import HangWatch
 import Dispatch
 import Foundation
 import HangWatchReport

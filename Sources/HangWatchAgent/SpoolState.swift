@@ -1,4 +1,3 @@
-@_spi(HangWatchTools) import HangWatch
 import Foundation
 import HangWatchReport
 import Logging

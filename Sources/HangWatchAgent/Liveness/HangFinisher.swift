@@ -1,4 +1,3 @@
-@_spi(HangWatchTools) import HangWatch
 import Foundation
 import HangWatchReport
 
@@ -14,15 +13,15 @@ public struct HangFinisher: Sendable {
     }
 
     /// What /proc says about a pid (injectable for tests).
-    @_spi(HangWatchTools) public let processStatus: @Sendable (Int32) -> ProcessStatus?
+    let processStatus: @Sendable (Int32) -> ProcessStatus?
 
-    @_spi(HangWatchTools) public init(spool: Spool, processStatus: @escaping @Sendable (Int32) -> ProcessStatus?) {
+    init(spool: Spool, processStatus: @escaping @Sendable (Int32) -> ProcessStatus?) {
         self.spool = spool
         self.processStatus = processStatus
     }
 
     /// Why the process of a report is no longer there (`gone`, `pid reused`), or nil when it is.
-    @_spi(HangWatchTools) public static func exitReason(pid: Int32, startTimeTicks: UInt64, status: ProcessStatus?) -> String? {
+    static func exitReason(pid: Int32, startTimeTicks: UInt64, status: ProcessStatus?) -> String? {
         guard let status, !status.isZombie else { return "gone" }
         // Reports from before the start time was recorded (0) are judged by the pid alone.
         if startTimeTicks != 0 && status.startTimeTicks != startTimeTicks { return "pid reused" }

@@ -1,4 +1,3 @@
-@_spi(HangWatchTools) import HangWatch
 import Foundation
 import HangWatchReport
 
@@ -22,7 +21,7 @@ public enum MonitorHealth: Sendable, Equatable {
     case watchdogSilent(seconds: Double)
 
     /// Assesses `heartbeat` given the process's status and the time (`CLOCK_MONOTONIC`, ns).
-    @_spi(HangWatchTools) public static func assess(
+    static func assess(
         _ heartbeat: MonitorHeartbeat, status: ProcessStatus?, nowMonotonicNanoseconds: UInt64, grace: Duration
     ) -> MonitorHealth {
         if let reason = HangFinisher.exitReason(pid: heartbeat.pid, startTimeTicks: heartbeat.startTimeTicks, status: status) {
