@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import HangWatchReport
 import HangWatchAgent
 import Logging
 import ServiceLifecycle
@@ -68,45 +67,28 @@ struct Hangwatchd: ParsableCommand {
         let style = JournalLogHandler.Style.forStream(STDERR_FILENO)
         LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: levels, style: style) }
         let logger = Logger(label: "hangwatchd")
-        // The spool first: an agent that will not start claims no endpoint.
+        let daemon: AgentDaemon
         do {
-            try Spool(root: configuration.reportRoot).check()
+            daemon = try AgentDaemon(configuration: configuration, configurationFile: configFile, overrides: overrides, logger: logger, levels: levels)
         } catch {
-            logger.critical("\(error)")
-            throw ExitCode(3)
+            logger.critical("hangwatchd cannot start", metadata: ["hangwatch.error": "\(error)"])
+            throw ExitCode(Self.exitStatus(error))
         }
-        let export: FleetExport
-        do {
-            export = try FleetExport(configuration: configuration, logger: logger)
-        } catch {
-            logger.critical("\(error)")
-            throw ExitCode(1)
-        }
-        let agent = Agent(
-            configuration: configuration, configurationFile: configFile, overrides: overrides, logger: logger, levels: levels,
-            export: export)
-        // A group stops its services in reverse order: the agent, last here, stops first, so the
-        // exporters still run while it finishes its pass and then flush on their way out.
-        let services = export.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
-            + [ServiceGroupConfiguration.ServiceConfiguration(service: AgentService(agent: agent))]
-        var groupConfiguration = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        // After the agent's own deadline, a little slack before the group gives up on it.
-        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(2)
-        let group = ServiceGroup(configuration: groupConfiguration)
         Task.detached {
             do {
-                try await group.run()
+                try await daemon.run()
                 Foundation.exit(0)
-            } catch let problem as Spool.Problem {
-                logger.critical("\(problem)")
-                Foundation.exit(3)
             } catch {
-                logger.critical("hangwatchd failed", metadata: ["error": "\(error)"])
-                Foundation.exit(1)
+                logger.critical("hangwatchd failed", metadata: ["hangwatch.error": "\(error)"])
+                Foundation.exit(Self.exitStatus(error))
             }
         }
         // The main run loop keeps the agent's time; the agent watches it for hangs of its own.
         RunLoop.main.run()
+    }
+
+    /// docs/agent.md's exit statuses: 3 for a spool that is missing or unsafe, 1 for the rest.
+    static func exitStatus(_ error: any Error) -> Int32 {
+        (error as? AgentFailure)?.kind == .spoolRefused ? 3 : 1
     }
 }

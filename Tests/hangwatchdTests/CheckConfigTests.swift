@@ -1,6 +1,7 @@
 import Foundation
-import HangWatchAgent
 import Testing
+
+@testable import HangWatchAgent
 
 /// `hangwatchd --check-config` prints the settings in effect, in the configuration file's own
 /// notation: what it prints can be pasted back into the file.

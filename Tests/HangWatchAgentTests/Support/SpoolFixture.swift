@@ -1,7 +1,8 @@
 import Foundation
-import HangWatchAgent
 import HangWatchReport
 import Testing
+
+@testable import HangWatchAgent
 
 /// A spool in a temporary directory, with reports written the way monitors write them.
 final class SpoolFixture {
