@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import HangWatchReport
 import HangWatchAgent
 import Logging
 import ServiceLifecycle
@@ -53,7 +52,7 @@ struct Hangwatchd: ParsableCommand {
             throw ExitCode(2)
         }
         if checkConfig {
-            print(Self.describe(configuration))
+            print(configuration.settingsText)
             return
         }
         // A parent may have left these blocked (a test runner, a shell script): the agent's shutdown
@@ -64,66 +63,32 @@ struct Hangwatchd: ParsableCommand {
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
 
         let levels = JournalLogHandler.LevelBox(configuration.logLevel)
-        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: levels) }
+        // Priority prefixes only when standard error is the journal ($JOURNAL_STREAM says so).
+        let style = JournalLogHandler.Style.forStream(STDERR_FILENO)
+        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: levels, style: style) }
         let logger = Logger(label: "hangwatchd")
-        let export: FleetExport
+        let daemon: AgentDaemon
         do {
-            export = try FleetExport(configuration: configuration, logger: logger)
+            daemon = try AgentDaemon(configuration: configuration, configurationFile: configFile, overrides: overrides, logger: logger, levels: levels)
         } catch {
-            logger.critical("\(error)")
-            throw ExitCode(1)
+            logger.critical("hangwatchd cannot start", metadata: ["hangwatch.error": "\(error)"])
+            throw ExitCode(Self.exitStatus(error))
         }
-        let agent = Agent(
-            configuration: configuration, configurationFile: configFile, overrides: overrides, logger: logger, levels: levels,
-            export: export)
-        // A group stops its services in reverse order: the agent, last here, stops first, so the
-        // exporters still run while it finishes its pass and then flush on their way out.
-        let services = export.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
-            + [ServiceGroupConfiguration.ServiceConfiguration(service: AgentService(agent: agent))]
-        var groupConfiguration = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        // After the agent's own deadline, a little slack before the group gives up on it.
-        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(2)
-        let group = ServiceGroup(configuration: groupConfiguration)
         Task.detached {
             do {
-                try await group.run()
+                try await daemon.run()
                 Foundation.exit(0)
-            } catch let problem as Spool.Problem {
-                logger.critical("\(problem)")
-                Foundation.exit(3)
             } catch {
-                logger.critical("hangwatchd failed", metadata: ["error": "\(error)"])
-                Foundation.exit(1)
+                logger.critical("hangwatchd failed", metadata: ["hangwatch.error": "\(error)"])
+                Foundation.exit(Self.exitStatus(error))
             }
         }
         // The main run loop keeps the agent's time; the agent watches it for hangs of its own.
         RunLoop.main.run()
     }
 
-    static func describe(_ configuration: AgentConfiguration) -> String {
-        """
-        HANGWATCHD_REPORT_ROOT=\(configuration.reportRoot)
-        HANGWATCHD_MAX_USE=\(configuration.maxUse)
-        HANGWATCHD_KEEP_FREE=\(configuration.keepFree)
-        HANGWATCHD_MAX_AGE=\(DurationText.format(configuration.maxAge))
-        HANGWATCHD_MAX_REPORTS_PER_SERVICE=\(configuration.maxReportsPerService)
-        HANGWATCHD_SCAN_INTERVAL=\(DurationText.format(configuration.scanInterval))
-        HANGWATCHD_CHECK_INTERVAL=\(DurationText.format(configuration.checkInterval))
-        HANGWATCHD_ENRICH=\(configuration.enrich ? "yes" : "no")
-        HANGWATCHD_ENRICH_DELAY=\(DurationText.format(configuration.enrichDelay))
-        HANGWATCHD_DEBUG_DIRS=\(configuration.debugDirectories.joined(separator: ":"))
-        HANGWATCHD_HEARTBEAT_GRACE=\(DurationText.format(configuration.heartbeatGrace))
-        HANGWATCHD_SELF_THRESHOLD=\(DurationText.format(configuration.selfThreshold))
-        HANGWATCHD_SHUTDOWN_TIMEOUT=\(DurationText.format(configuration.shutdownTimeout))
-        HANGWATCHD_LOG_LEVEL=\(configuration.logLevel.rawValue)
-        HANGWATCHD_METRICS_LISTEN=\(configuration.metricsListen.map { "\($0)" } ?? "off")
-        HANGWATCHD_SEVERE_AFTER=\(DurationText.format(configuration.severeAfter))
-        HANGWATCHD_OTLP_ENDPOINT=\(configuration.otlpEndpoint ?? "off")
-        HANGWATCHD_OTLP_PROTOCOL=\(configuration.otlpProtocol.rawValue)
-        HANGWATCHD_OTLP_HEADERS=\(configuration.otlpHeaders.map { "\($0.name)=<\($0.value.count) characters>" }.joined(separator: ","))
-        HANGWATCHD_OTLP_QUEUE_SIZE=\(configuration.otlpQueueSize)
-        HANGWATCHD_OTLP_METRICS_INTERVAL=\(DurationText.format(configuration.otlpMetricsInterval))
-        """
+    /// docs/agent.md's exit statuses: 3 for a spool that is missing or unsafe, 1 for the rest.
+    static func exitStatus(_ error: any Error) -> Int32 {
+        (error as? AgentFailure)?.kind == .spoolRefused ? 3 : 1
     }
 }

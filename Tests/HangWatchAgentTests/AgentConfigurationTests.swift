@@ -1,6 +1,8 @@
 import Foundation
-import HangWatchAgent
+import HangWatchReport
 import Testing
+
+@testable import HangWatchAgent
 
 @Suite struct AgentConfigurationTests {
     func file(_ text: String) throws -> String {
@@ -63,5 +65,61 @@ import Testing
         #expect(try AgentConfiguration.load(file: nil, overrides: [], defaultFile: "/nonexistent/hangwatchd.env") == AgentConfiguration())
         #expect(throws: AgentConfiguration.Invalid.self) { try AgentConfiguration.load(file: "/nonexistent/hangwatchd.env", overrides: []) }
         #expect(throws: AgentConfiguration.Invalid.self) { try AgentConfiguration.load(file: nil, overrides: ["no equals sign"], defaultFile: "/x") }
+    }
+
+    @Test func listenAddressesParseAndBadOnesAreRefused() throws {
+        #expect(AgentConfiguration.ListenAddress.parse("127.0.0.1:9466") == .init(host: "127.0.0.1", port: 9466))
+        #expect(AgentConfiguration.ListenAddress.parse("[::1]:9000") == .init(host: "::1", port: 9000))
+        #expect(AgentConfiguration.ListenAddress.parse("0.0.0.0:9466")?.isLoopback == false)
+        for bad in ["9466", "host:", "host:70000", "::1:9466", "a b:1", "[::1]9466"] {
+            #expect(AgentConfiguration.ListenAddress.parse(bad) == nil, "\(bad)")
+        }
+        let off = try AgentConfiguration.load(file: nil, overrides: ["HANGWATCHD_METRICS_LISTEN=off"], defaultFile: "/nonexistent/hangwatchd.env")
+        #expect(off.metricsListen == nil)
+        #expect(throws: AgentConfiguration.Invalid.self) {
+            try AgentConfiguration.load(file: nil, overrides: ["HANGWATCHD_METRICS_LISTEN=localhost"], defaultFile: "/nonexistent/hangwatchd.env")
+        }
+    }
+
+    @Test func otlpSettingsAreChecked() throws {
+        let configuration = try AgentConfiguration.load(
+            file: nil,
+            overrides: [
+                "HANGWATCHD_OTLP_ENDPOINT=http://collector:4318/", "HANGWATCHD_OTLP_PROTOCOL=http/json",
+                "HANGWATCHD_OTLP_HEADERS=authorization=Bearer abc, x-tenant=7", "HANGWATCHD_OTLP_QUEUE_SIZE=50",
+            ], defaultFile: "/nonexistent/hangwatchd.env")
+        #expect(configuration.otlpEndpoint == "http://collector:4318")
+        #expect(configuration.otlpProtocol == .json)
+        #expect(configuration.otlpHeaders == [.init(name: "authorization", value: "Bearer abc"), .init(name: "x-tenant", value: "7")])
+        #expect(configuration.otlpQueueSize == 50)
+        for bad in [
+            "HANGWATCHD_OTLP_ENDPOINT=collector:4318", "HANGWATCHD_OTLP_ENDPOINT=ftp://x", "HANGWATCHD_OTLP_PROTOCOL=grpc",
+            "HANGWATCHD_OTLP_HEADERS=novalue", "HANGWATCHD_OTLP_QUEUE_SIZE=0", "HANGWATCHD_SEVERE_AFTER=0",
+        ] {
+            #expect(throws: AgentConfiguration.Invalid.self, "\(bad)") { try AgentConfiguration.load(file: nil, overrides: [bad], defaultFile: "/nonexistent/hangwatchd.env") }
+        }
+    }
+
+    @Test func sizesAreWrittenInTheLargestUnitThatHoldsThemExactly() {
+        let cases: [(UInt64, String)] = [
+            (0, "0"), (1, "1"), (1023, "1023"), (1024, "1KiB"), (1536 << 10, "1536KiB"), (512 << 20, "512MiB"), (1 << 30, "1GiB"),
+            (1 << 50, "1048576GiB"), (10_000_000, "10MB"), (1000, "1KB"), (3 * 1_000_000_000, "3GB"), (1_048_577, "1048577"),
+        ]
+        for (bytes, text) in cases {
+            #expect(AgentConfiguration.sizeText(bytes) == text, "\(bytes)")
+            #expect(ByteCountText.parse(text) == bytes, "\(text) reads back")
+        }
+    }
+
+    @Test func theSettingsTextReadsBackAsTheSameSettings() throws {
+        let configuration = try AgentConfiguration.load(
+            file: nil,
+            overrides: [
+                "HANGWATCHD_MAX_USE=64MiB", "HANGWATCHD_MAX_AGE=7d", "HANGWATCHD_DEBUG_DIRS=/a:/b", "HANGWATCHD_OTLP_ENDPOINT=http://c:4318",
+                "HANGWATCHD_LOG_LEVEL=debug", "HANGWATCHD_SELF_THRESHOLD=0",
+            ], defaultFile: "/nonexistent/hangwatchd.env")
+        let path = try file(configuration.settingsText + "\n")
+        #expect(try AgentConfiguration.load(file: path, overrides: []) == configuration)
+        #expect(configuration.settingsText.split(separator: "\n").count == AgentConfiguration.keys.count)
     }
 }

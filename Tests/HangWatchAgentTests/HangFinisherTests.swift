@@ -1,8 +1,8 @@
-@_spi(HangWatchTools) import HangWatch
-@_spi(HangWatchTools) import HangWatchAgent
 import Foundation
 import HangWatchReport
 import Testing
+
+@testable import HangWatchAgent
 
 @Suite(.serialized) struct HangFinisherTests {
     @Test func aProvisionalReportOfAKilledProcessIsFinished() throws {

@@ -1,28 +1,35 @@
-@_spi(HangWatchTools) import HangWatch
-@_spi(HangWatchTools) import HangWatchAgent
 import Foundation
 import HangWatchReport
 import Testing
 
+@testable import HangWatchAgent
+
 @Suite struct MonitorHealthTests {
-    let own = ProcessStatus.read(pid: getpid())!
+    /// The monitored process, as /proc would describe it (scripted: the decision is pure).
+    let own = ProcessStatus(state: "S", startTimeTicks: 777_777)
+
+    /// `CLOCK_MONOTONIC` "now" for every assessment: the decision is a function of the times given.
+    let now: UInt64 = 50_000 * 1_000_000_000
 
     func beat(tickSecondsAgo: Double, interval: UInt64 = 10_000, state: MonitorHeartbeat.State = .idle, startTicks: UInt64? = nil) -> MonitorHeartbeat {
-        let now = MonitorHealth.monotonicNanoseconds()
-        return MonitorHeartbeat(
+        MonitorHeartbeat(
             pid: getpid(), startTimeTicks: startTicks ?? own.startTimeTicks, startedUnixMilliseconds: 0,
             tickMonotonicNanoseconds: now - UInt64(tickSecondsAgo * 1e9), tickUnixMilliseconds: 0, intervalMilliseconds: interval,
             state: state, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000)
     }
 
     func assess(_ heartbeat: MonitorHeartbeat, status: ProcessStatus?) -> MonitorHealth {
-        MonitorHealth.assess(heartbeat, status: status, nowMonotonicNanoseconds: MonitorHealth.monotonicNanoseconds(), grace: .seconds(5))
+        MonitorHealth.assess(heartbeat, status: status, nowMonotonicNanoseconds: now, grace: .seconds(5))
     }
 
     @Test func aTickingWatchdogIsHealthyEvenWhenTheLoopIsIdle() {
         #expect(assess(beat(tickSecondsAgo: 3), status: own) == .healthy)
-        // Within twice the interval plus the grace period.
+        // Within twice the interval plus the grace period (2 × 10 s + 5 s), to the nanosecond.
         #expect(assess(beat(tickSecondsAgo: 24), status: own) == .healthy)
+        #expect(assess(beat(tickSecondsAgo: 25), status: own) == .healthy)
+        #expect(assess(beat(tickSecondsAgo: 25.000_001), status: own).isProblem)
+        // A tick stamped after "now" (read in between) is not silence.
+        #expect(MonitorHealth.assess(beat(tickSecondsAgo: 0), status: own, nowMonotonicNanoseconds: now - 1, grace: .seconds(5)) == .healthy)
     }
 
     @Test func aSilentWatchdogInALiveProcessIsFlagged() {
@@ -30,7 +37,7 @@ import Testing
             Issue.record("not flagged")
             return
         }
-        #expect(seconds >= 26 && seconds < 30)
+        #expect(seconds == 26)
         #expect(assess(beat(tickSecondsAgo: 26), status: own).isProblem)
     }
 

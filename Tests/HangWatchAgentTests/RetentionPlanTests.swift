@@ -1,6 +1,7 @@
 import Foundation
-import HangWatchAgent
 import Testing
+
+@testable import HangWatchAgent
 
 @Suite struct RetentionPlanTests {
     let now = Date(timeIntervalSince1970: 1_795_000_000)
@@ -64,12 +65,15 @@ import Testing
             for report in 0..<100 { candidates.append(candidate("s\(service)", Double(report * 50 + service), size: 1000)) }
         }
         let plan = RetentionPlan(candidates: candidates, limits: limits(maxUse: 1_000_000, perService: 40), freeBytes: nil, now: now)
-        let kept = candidates.filter { c in !plan.deletions.contains { $0.file == c.file } }
+        let deleted = Set(plan.deletions.map(\.file))
+        #expect(deleted.count == plan.deletions.count, "nothing deleted twice")
+        let kept = candidates.filter { !deleted.contains($0.file) }
         #expect(kept.count == 1000)
         #expect(Dictionary(grouping: kept, by: \.file.service).values.allSatisfy { $0.count <= 40 })
         // What is kept is newer than everything deleted for size.
         let oldestKept = kept.map(\.startedAt).min()!
-        let sized = plan.deletions.filter { $0.reason == .maxUse }.map(\.file)
+        let sized = Set(plan.deletions.filter { $0.reason == .maxUse }.map(\.file))
+        #expect(!sized.isEmpty)
         #expect(candidates.filter { sized.contains($0.file) }.allSatisfy { $0.startedAt <= oldestKept })
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-import HangWatchAgent
 import HangWatchReport
 import Testing
+
+@testable import HangWatchAgent
 
 @Suite struct SpoolTests {
     @Test func refusesAnUnsafeRoot() throws {

@@ -1,11 +1,12 @@
 import Foundation
-import HangWatchAgent
 import HangWatchReport
 import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+
+@testable import HangWatchAgent
 
 /// The agent against real peers: Prometheus and promtool from Debian's `prometheus` package, and
 /// an OTLP receiver that decodes with the official OpenTelemetry protobuf definitions.
@@ -222,7 +223,7 @@ import FoundationNetworking
         let dropped = #"reason="export""#
         #expect(eventually { Self.value(Self.scrape(port), "hangwatch_reports_dropped_total", dropped) == Double(produced - queue) }, "\(agent.log)")
         // The agent keeps trying; the collector comes up and gets the records the queue held.
-        #expect(eventually { agent.log.contains("OTLP export: Failed to export batch.") }, "\(agent.log)")
+        #expect(eventually { agent.log.contains("OTLP export problem") && agent.log.contains("hangwatch.otel.message=\"Failed to export batch.\"") }, "\(agent.log)")
         let receiver = try Receiver(output: root.path + ".otlp.jsonl", port: collectorPort)
         #expect(eventually(timeout: 60) { receiver.logs.count == queue }, "\(receiver.logs.count); \(agent.log)")
         usleep(500_000)

@@ -36,7 +36,7 @@ import Testing
         try agent.waitUntilReady()
         let flagged = agent.waitForMessage { $0.contains("monitor flagged (billing: watchdog silent for") }
         #expect(flagged != nil, "\(agent.messages)")
-        #expect(eventually { agent.log.contains("<4>a monitor's watchdog has stopped ticking") && agent.log.contains("pid=\(getpid())") })
+        #expect(eventually { agent.log.contains("<4>a monitor's watchdog has stopped ticking") && agent.log.contains("hangwatch.pid=\(getpid())") })
 
         // It ticks again (the writer rewrites the page in place).
         let mark = agent.messages.count

@@ -88,15 +88,15 @@ import Testing
         try agent.waitUntilReady()
         let ready = try #require(agent.messages.first { $0.contains("READY=1") })
         #expect(ready.contains("STATUS=1 service, 5 reports"), "\(ready)")
-        #expect(agent.log.contains("<6>report deleted path=\(billing)\(name(11)) reason=\"older than the maximum age\""), "\(agent.log)")
+        #expect(agent.log.contains("<6>report deleted hangwatch.path=\(billing)\(name(11)) hangwatch.reason=\"older than the maximum age\""), "\(agent.log)")
 
         let log = agent.log
         for (entry, reason) in hostile {
             let lines = log.split(separator: "\n").filter { $0.contains("spool entry left alone") && $0.contains(billing + entry) }
             #expect(lines.count == 1, "\(entry): \(log)")
-            #expect(lines.first?.contains("reason=\"\(reason)\"") == true, "\(entry): \(lines)")
+            #expect(lines.first?.contains("hangwatch.reason=\"\(reason)\"") == true, "\(entry): \(lines)")
         }
-        #expect(log.contains("<4>spool entry left alone path=\(root.path)/open reason=\"a service directory writable by everyone\""), "\(log)")
+        #expect(log.contains("<4>spool entry left alone hangwatch.path=\(root.path)/open hangwatch.reason=\"a service directory writable by everyone\""), "\(log)")
         #expect(!log.contains(dotted))
         // Nothing hostile was touched, and nothing outside.
         for (entry, identity) in before {
@@ -128,7 +128,7 @@ import Testing
         close(fd)
         let agent = try AgentProcess(root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0", "--set", "HANGWATCHD_ENRICH=no"])
         try agent.waitUntilReady()
-        #expect(agent.log.contains("unreadable report left alone error=\"\(huge): 1073741824 bytes is over the"), "\(agent.log)")
+        #expect(agent.log.contains("unreadable report left alone hangwatch.error=\"\(huge): 1073741824 bytes is over the"), "\(agent.log)")
         let status = try String(contentsOfFile: "/proc/\(agent.process.processIdentifier)/status", encoding: .utf8)
         let peak = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
         let kilobytes = try #require(Int(peak.split(separator: " ", omittingEmptySubsequences: true)[1]))

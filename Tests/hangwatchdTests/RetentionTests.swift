@@ -26,7 +26,7 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: root.path + "/billing/README.txt"))
         #expect(root.names("cart").contains("hang-20000101T000000000Z-cart-1-1.json"))
         #expect(try String(contentsOfFile: root.path + ".secret", encoding: .utf8) == "secret")
-        #expect(agent.log.contains("reason=\"over the per-service count\""))
+        #expect(agent.log.contains("hangwatch.reason=\"over the per-service count\""))
         agent.signal(SIGTERM)
         #expect(agent.waitForExit() == 0)
     }

@@ -1,6 +1,7 @@
 import Foundation
-import HangWatchAgent
 import Testing
+
+@testable import HangWatchAgent
 
 /// A datagram socket the test owns, standing in for systemd's notify socket.
 final class NotifySocket {

@@ -5,22 +5,22 @@ import HangWatchSymbolication
 /// Writes function names and source lines into new reports shortly after they land, while the
 /// binaries that produced them are still on disk (a deploy replaces them). Build-ids are checked;
 /// what could not be named is recorded in the report's `symbolication`.
-public struct ReportEnrichment: Sendable {
-    public let spool: Spool
-    public let symbolicator: Symbolicator
+struct ReportEnrichment: Sendable {
+    let spool: Spool
+    let symbolicator: Symbolicator
 
-    public init(spool: Spool, symbolicator: Symbolicator) {
+    init(spool: Spool, symbolicator: Symbolicator) {
         self.spool = spool
         self.symbolicator = symbolicator
     }
 
     /// A finished report that has not been named yet.
-    public static func needsNames(_ report: HangReport) -> Bool {
+    static func needsNames(_ report: HangReport) -> Bool {
         report.outcome != .ongoing && report.symbolication == nil && report.frames.contains { $0.symbol == nil }
     }
 
     /// Names the report in `file` and rewrites it; nil if it did not need it.
-    public func enrich(_ file: Spool.File, now: Date = Date()) throws -> (record: HangReport.Symbolication, report: HangReport)? {
+    func enrich(_ file: Spool.File, now: Date = Date()) throws -> (record: HangReport.Symbolication, report: HangReport)? {
         var report = try ReportReader().read(path: spool.path(of: file))
         guard Self.needsNames(report) else { return nil }
         let summary = symbolicator.symbolicate(&report)

@@ -3,8 +3,8 @@ import HangWatchReport
 
 /// A hang the agent has just seen finish (or repeat): what the metrics count and the OTLP log
 /// record carries. Built from the report once, so exporters never read files.
-public struct FinishedHang: Sendable, Equatable {
-    public enum Severity: String, Sendable, CaseIterable {
+struct FinishedHang: Sendable, Equatable {
+    enum Severity: String, Sendable, CaseIterable {
         /// Shorter than `HANGWATCHD_SEVERE_AFTER`.
         case moderate
         /// At least `HANGWATCHD_SEVERE_AFTER`.
@@ -15,36 +15,36 @@ public struct FinishedHang: Sendable, Equatable {
 
     /// The spool directory the report is in: the metrics' `service` label (a directory exists
     /// only when an administrator made it, so the label's values stay few).
-    public var service: String
+    var service: String
     /// The service name the monitor wrote into the report (the log record's `service.name`).
-    public var reportedService: String
-    public var severity: Severity
+    var reportedService: String
+    var severity: Severity
     /// How many hangs this stands for: 1, or the repeats a monitor folded into the report since
     /// the agent last looked.
-    public var count: Int
+    var count: Int
     /// Each hang's duration (for folded repeats, their mean: the report keeps only the total).
-    public var durationSeconds: Double
-    public var onCpuRatio: Double?
-    public var verdict: String
-    public var signature: String
-    public var topFrames: [String]
+    var durationSeconds: Double
+    var onCpuRatio: Double?
+    var verdict: String
+    var signature: String
+    var topFrames: [String]
     /// The first frame of the service's own code on the heaviest stack (what `hangwatch list` shows).
-    public var culprit: String?
-    public var reportPath: String
-    public var reportID: String
-    public var pid: Int32
-    public var thresholdMs: Double
-    public var startedAt: Date
+    var culprit: String?
+    var reportPath: String
+    var reportID: String
+    var pid: Int32
+    var thresholdMs: Double
+    var startedAt: Date
 
     /// Whether `report` counts as a hang at all: a finished one, not a debugger's pause.
-    public static func counts(_ report: HangReport) -> Bool {
+    static func counts(_ report: HangReport) -> Bool {
         report.outcome != .ongoing && report.context.verdict != .debugger
     }
 
     /// How many hangs `report` stands for (itself and its folded repeats). The count comes from a
     /// file: a negative one counts as none, and one over `maxRepeats` as `maxRepeats`, so that sums
     /// over a whole spool (and the metrics' counters) never overflow.
-    public static func hangCount(_ report: HangReport) -> Int {
+    static func hangCount(_ report: HangReport) -> Int {
         1 + min(max(0, report.repeats?.count ?? 0), maxRepeats)
     }
 
@@ -52,7 +52,7 @@ public struct FinishedHang: Sendable, Equatable {
     static let maxRepeats = 1 << 40
 
     /// The hangs in `report` not yet counted (`alreadyCounted` of them were), or nil.
-    public static func newHangs(
+    static func newHangs(
         in report: HangReport, service: String, alreadyCounted: Int, path: String, severeAfter: Duration
     ) -> FinishedHang? {
         guard counts(report) else { return nil }
@@ -79,7 +79,7 @@ public struct FinishedHang: Sendable, Equatable {
     }
 
     /// The same hang with the names and verdict of `report` (after the agent named its frames).
-    public func renamed(from report: HangReport) -> FinishedHang {
+    func renamed(from report: HangReport) -> FinishedHang {
         var hang = self
         let summary = ReportSummary(report: report, path: reportPath)
         hang.topFrames = Array(summary.stack.prefix(5))
@@ -89,7 +89,7 @@ public struct FinishedHang: Sendable, Equatable {
     }
 
     /// The log record's body: what a person reads first in the log view.
-    public var headline: String {
+    var headline: String {
         let milliseconds = Self.whole(durationSeconds * 1000)
         let culprit = (self.culprit ?? topFrames.first).map { " in \($0)" } ?? ""
         return "\(reportedService.isEmpty ? "(unnamed service)" : reportedService) hung \(milliseconds) ms\(culprit): \(verdict)"

@@ -14,25 +14,25 @@ import Synchronization
 /// tries again after an exponential back-off (1 s doubling to 60 s). It never blocks: `enqueue`
 /// on a full queue drops the oldest waiting record and counts it. A batch the collector refuses
 /// outright (HTTP 4xx other than 429) is dropped and counted rather than retried forever.
-public final class HangLogOutbox: Sendable {
-    public struct Settings: Sendable {
-        public var capacity: Int
-        public var maxInFlight: Int
-        public var firstBackoff: Duration = .seconds(1)
-        public var maxBackoff: Duration = .seconds(60)
-        public init(capacity: Int, maxInFlight: Int) {
+final class HangLogOutbox: HangExporter {
+    struct Settings: Sendable {
+        var capacity: Int
+        var maxInFlight: Int
+        var firstBackoff: Duration = .seconds(1)
+        var maxBackoff: Duration = .seconds(60)
+        init(capacity: Int, maxInFlight: Int) {
             self.capacity = capacity
             self.maxInFlight = maxInFlight
         }
     }
 
     /// What the outbox did, for tests and the status line.
-    public struct Counts: Sendable, Equatable {
-        public var waiting = 0
-        public var inFlight = 0
-        public var delivered = 0
-        public var dropped = 0
-        public var retries = 0
+    struct Counts: Sendable, Equatable {
+        var waiting = 0
+        var inFlight = 0
+        var delivered = 0
+        var dropped = 0
+        var retries = 0
     }
 
     private struct State {
@@ -40,7 +40,8 @@ public final class HangLogOutbox: Sendable {
         var inFlight = [FinishedHang]()
         var counts = Counts()
         var backoff: Duration = .zero
-        var notBefore: ContinuousClock.Instant?
+        /// No hand-over before this (`CLOCK_MONOTONIC`, ns): a back-off is in force.
+        var notBefore: UInt64?
         var retryScheduled = false
     }
 
@@ -48,16 +49,46 @@ public final class HangLogOutbox: Sendable {
     private let state = Mutex(State())
     private let emit: @Sendable (FinishedHang) -> Void
     private let onDrop: @Sendable (Int) -> Void
-    private let queue = DispatchQueue(label: "hangwatchd.otlp-outbox")
+    private let clock: any AgentClock
+    private let execute: @Sendable (@escaping @Sendable () -> Void) -> Void
 
-    /// `emit` hands one record to the OTLP pipeline; `onDrop` counts records given up.
-    public init(settings: Settings, emit: @escaping @Sendable (FinishedHang) -> Void, onDrop: @escaping @Sendable (Int) -> Void) {
+    /// `emit` hands one record to the OTLP pipeline; `onDrop` counts records given up. Hand-overs
+    /// run on a queue of the outbox's own, retries wait on its clock.
+    convenience init(settings: Settings, emit: @escaping @Sendable (FinishedHang) -> Void, onDrop: @escaping @Sendable (Int) -> Void) {
+        let queue = DispatchQueue(label: "hangwatchd.otlp-outbox")
+        self.init(settings: settings, clock: SystemClock(.queue(queue)), execute: { queue.async(execute: $0) }, emit: emit, onDrop: onDrop)
+    }
+
+    /// `execute` runs a hand-over off the caller's stack (in order); `clock` times the back-off.
+    init(
+        settings: Settings, clock: any AgentClock, execute: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        emit: @escaping @Sendable (FinishedHang) -> Void, onDrop: @escaping @Sendable (Int) -> Void
+    ) {
         self.settings = settings
+        self.clock = clock
+        self.execute = execute
         self.emit = emit
         self.onDrop = onDrop
     }
 
-    public var counts: Counts {
+    // MARK: HangExporter
+
+    /// Log records carry the frames' names: the agent hands a hang over once it named them.
+    var waitsForNames: Bool { true }
+
+    func hangFinished(_ hang: FinishedHang) { enqueue(hang) }
+
+    /// The outbox counts its own drops (through `onDrop`); the others' are not its business.
+    func reportsDropped(_ reason: DropReason, count: Int) {}
+
+    func publish(_ gauges: SpoolGauges) {}
+
+    /// What was handed to swift-otel is flushed by its services as the group stops them.
+    func shutdown() async {}
+
+    // MARK: The queue
+
+    var counts: Counts {
         state.withLock { state in
             var counts = state.counts
             counts.waiting = state.waiting.count
@@ -66,7 +97,7 @@ public final class HangLogOutbox: Sendable {
         }
     }
 
-    public func enqueue(_ hang: FinishedHang) {
+    func enqueue(_ hang: FinishedHang) {
         let dropped = state.withLock { state -> Int in
             var dropped = 0
             while state.waiting.count + state.inFlight.count >= settings.capacity, !state.waiting.isEmpty {
@@ -112,7 +143,7 @@ public final class HangLogOutbox: Sendable {
             state.waiting.insert(contentsOf: batch, at: 0)
             state.counts.retries += taken
             state.backoff = state.backoff == .zero ? settings.firstBackoff : min(state.backoff * 2, settings.maxBackoff)
-            state.notBefore = .now + state.backoff
+            state.notBefore = clock.monotonicNanoseconds + UInt64(max(0, DurationText.nanoseconds(state.backoff)))
             // A long outage fills the queue: keep the newest.
             var overflow = 0
             while state.waiting.count + state.inFlight.count > settings.capacity, !state.waiting.isEmpty {
@@ -140,14 +171,15 @@ public final class HangLogOutbox: Sendable {
 
     /// Hands waiting records over while there is room and no back-off in force.
     private func pump() {
-        queue.async { [self] in
+        execute { [self] in
             var toEmit: [FinishedHang] = []
-            var retryAfter: Duration?
+            var retryAfter: UInt64?
+            let now = clock.monotonicNanoseconds
             state.withLock { state in
-                if let notBefore = state.notBefore, notBefore > .now {
+                if let notBefore = state.notBefore, notBefore > now {
                     if !state.retryScheduled {
                         state.retryScheduled = true
-                        retryAfter = notBefore - .now
+                        retryAfter = notBefore - now
                     }
                     return
                 }
@@ -160,8 +192,7 @@ public final class HangLogOutbox: Sendable {
             }
             for hang in toEmit { emit(hang) }
             if let retryAfter {
-                let nanoseconds = Int(max(0, DurationText.nanoseconds(retryAfter)))
-                queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+                clock.after(.nanoseconds(Int64(clamping: retryAfter))) { [self] in
                     state.withLock { $0.retryScheduled = false }
                     pump()
                 }

@@ -4,15 +4,16 @@ import NIOHTTP1
 import NIOPosix
 
 /// The Prometheus scrape endpoint: `GET /metrics` (text exposition 0.0.4), `GET /` a pointer to
-/// it, anything else 404/405. One small event loop; a scrape renders from the registry under its
-/// lock and never touches the spool.
-public final class MetricsServer: Sendable {
-    public let address: AgentConfiguration.ListenAddress
+/// it, anything else 404/405. One small event loop; a scrape renders the registry (under its
+/// lock) and never touches the spool.
+final class MetricsServer: Sendable {
+    let address: AgentConfiguration.ListenAddress
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
-    /// Binds at once (so a taken port fails the start, with the address in the error).
-    public init(address: AgentConfiguration.ListenAddress, metrics: AgentMetrics, logger: Logger) throws {
+    /// Binds at once (so a taken port fails the start, with the address in the error), and only
+    /// then says it listens. `render` makes a scrape's body.
+    init(address: AgentConfiguration.ListenAddress, logger: Logger, render: @escaping @Sendable () -> [UInt8]) throws {
         self.address = address
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let bootstrap = ServerBootstrap(group: group)
@@ -20,8 +21,9 @@ public final class MetricsServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
-                    channel.pipeline.addHandler(MetricsHandler(metrics: metrics))
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(MetricsHandler(render: render))
                 }
             }
         do {
@@ -33,21 +35,21 @@ public final class MetricsServer: Sendable {
         self.group = group
         var bound = address
         bound.port = channel.localAddress?.port ?? address.port
-        logger.info("metrics endpoint listening", metadata: ["address": "http://\(bound)/metrics"])
+        logger.info("metrics endpoint listening", metadata: ["hangwatch.address": "http://\(bound)/metrics"])
     }
 
     /// The port actually bound (differs from the configured one when that was 0, in tests).
-    public var boundPort: Int { channel.localAddress?.port ?? address.port }
+    var boundPort: Int { channel.localAddress?.port ?? address.port }
 
-    public func shutdown() {
-        try? channel.close().wait()
-        try? group.syncShutdownGracefully()
+    func shutdown() async {
+        try? await channel.close()
+        try? await group.shutdownGracefully()
     }
 
-    public struct BindError: Error, CustomStringConvertible {
-        public var address: AgentConfiguration.ListenAddress
-        public var reason: String
-        public var description: String { "cannot listen on \(address) for metrics (HANGWATCHD_METRICS_LISTEN): \(reason)" }
+    struct BindError: Error, CustomStringConvertible {
+        var address: AgentConfiguration.ListenAddress
+        var reason: String
+        var description: String { "cannot listen on \(address) for metrics (HANGWATCHD_METRICS_LISTEN): \(reason)" }
     }
 }
 
@@ -55,11 +57,11 @@ private final class MetricsHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let metrics: AgentMetrics
+    private let render: @Sendable () -> [UInt8]
     private var request: HTTPRequestHead?
 
-    init(metrics: AgentMetrics) {
-        self.metrics = metrics
+    init(render: @escaping @Sendable () -> [UInt8]) {
+        self.render = render
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -84,7 +86,7 @@ private final class MetricsHandler: ChannelInboundHandler {
         case (.GET, "/metrics"), (.HEAD, "/metrics"):
             status = .ok
             contentType = "text/plain; version=0.0.4; charset=utf-8"
-            body = metrics.exposition()
+            body = render()
         case (.GET, "/"), (.HEAD, "/"):
             status = .ok
             body = Array("hangwatchd: metrics at /metrics\n".utf8)
@@ -105,8 +107,9 @@ private final class MetricsHandler: ChannelInboundHandler {
         if head.method != .HEAD {
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
         }
+        let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-            if !keepAlive { context.close(promise: nil) }
+            if !keepAlive { channel.close(promise: nil) }
         }
     }
 }

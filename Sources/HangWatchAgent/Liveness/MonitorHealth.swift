@@ -1,4 +1,3 @@
-@_spi(HangWatchTools) import HangWatch
 import Foundation
 import HangWatchReport
 
@@ -10,7 +9,7 @@ import HangWatchReport
 /// reports'), whether a live watchdog is making correct decisions, or anything about a monitor
 /// started with `heartbeatInterval` 0. A watchdog is only known to be silent after twice its
 /// interval plus the grace period.
-public enum MonitorHealth: Sendable, Equatable {
+enum MonitorHealth: Sendable, Equatable {
     case healthy
     /// The monitor stopped (it says so in the page).
     case stopped
@@ -22,7 +21,7 @@ public enum MonitorHealth: Sendable, Equatable {
     case watchdogSilent(seconds: Double)
 
     /// Assesses `heartbeat` given the process's status and the time (`CLOCK_MONOTONIC`, ns).
-    @_spi(HangWatchTools) public static func assess(
+    static func assess(
         _ heartbeat: MonitorHeartbeat, status: ProcessStatus?, nowMonotonicNanoseconds: UInt64, grace: Duration
     ) -> MonitorHealth {
         if let reason = HangFinisher.exitReason(pid: heartbeat.pid, startTimeTicks: heartbeat.startTimeTicks, status: status) {
@@ -37,14 +36,14 @@ public enum MonitorHealth: Sendable, Equatable {
     }
 
     /// Worth a warning (and a flag in the status line).
-    public var isProblem: Bool {
+    var isProblem: Bool {
         switch self {
         case .processStopped, .watchdogSilent: return true
         case .healthy, .stopped, .stale: return false
         }
     }
 
-    public var summary: String {
+    var summary: String {
         switch self {
         case .healthy: return "healthy"
         case .stopped: return "monitor stopped"
@@ -52,12 +51,5 @@ public enum MonitorHealth: Sendable, Equatable {
         case .processStopped: return "process stopped"
         case .watchdogSilent(let seconds): return "watchdog silent for \(Int(seconds)) s"
         }
-    }
-
-    /// `CLOCK_MONOTONIC` now, in nanoseconds: the clock heartbeats are stamped with.
-    public static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

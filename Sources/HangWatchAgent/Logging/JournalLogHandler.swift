@@ -2,9 +2,14 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Log lines on standard error the way the journal reads them: a `<N>` syslog priority prefix
-/// (systemd's `SyslogLevelPrefix=`), the message, then `key=value` metadata. The level is shared
-/// by every handler made from one `Level` box so a reload can change it.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Log lines on standard error: for the journal, with a `<N>` syslog priority prefix (systemd's
+/// `SyslogLevelPrefix=`), the message, then `key=value` metadata; anywhere else (a terminal, a
+/// file, a pipe) the same line with the level spelled out instead of the prefix. The level is
+/// shared by every handler made from one `LevelBox` so a reload can change it.
 public struct JournalLogHandler: LogHandler {
     public final class LevelBox: Sendable {
         private let value: Mutex<Logger.Level>
@@ -15,13 +20,36 @@ public struct JournalLogHandler: LogHandler {
         }
     }
 
+    /// How a line starts: a syslog priority for the journal, or the level's name.
+    public enum Style: Sendable, Equatable {
+        /// `<6>message key=value`: the journal turns the prefix into the priority.
+        case journal
+        /// `info: message key=value`.
+        case plain
+
+        /// `.journal` when `$JOURNAL_STREAM` (`device:inode`, set by systemd when it connects a
+        /// stream to the journal) names the stream open on `descriptor`; `.plain` otherwise.
+        public static func forStream(
+            _ descriptor: Int32 = STDERR_FILENO, environment: [String: String] = ProcessInfo.processInfo.environment
+        ) -> Style {
+            guard let value = environment["JOURNAL_STREAM"] else { return .plain }
+            let parts = value.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return .plain }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0 else { return .plain }
+            return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode ? .journal : .plain
+        }
+    }
+
     private let label: String
     private let box: LevelBox
+    private let style: Style
     public var metadata: Logger.Metadata = [:]
 
-    public init(label: String, level: LevelBox) {
+    public init(label: String, level: LevelBox, style: Style) {
         self.label = label
         box = level
+        self.style = style
     }
 
     public var logLevel: Logger.Level {
@@ -35,11 +63,16 @@ public struct JournalLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        FileHandle.standardError.write(Data(line(event).utf8))
+    }
+
+    /// One event as one line (with its newline).
+    func line(_ event: LogEvent) -> String {
         var fields = metadata
         if let extra = event.metadata { fields.merge(extra) { $1 } }
         let suffix = fields.sorted { $0.key < $1.key }.map { " \($0.key)=\(Self.quote("\($0.value)"))" }.joined()
-        let line = "<\(Self.priority(event.level))>\(event.message)\(suffix)\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        let start = style == .journal ? "<\(Self.priority(event.level))>" : "\(event.level.rawValue): "
+        return "\(start)\(event.message)\(suffix)\n"
     }
 
     static func priority(_ level: Logger.Level) -> Int {

@@ -4,51 +4,51 @@ import Foundation
 /// maximum age; then per service, the oldest beyond the per-service count; then, oldest first over
 /// all services, until the spool fits `maxUse` and the file system has `keepFree` bytes free.
 /// Protected reports (a hang still going on in a live process) are never chosen.
-public struct RetentionPlan: Sendable {
-    public struct Limits: Sendable, Equatable {
-        public var maxUse: UInt64
-        public var keepFree: UInt64
+struct RetentionPlan: Sendable {
+    struct Limits: Sendable, Equatable {
+        var maxUse: UInt64
+        var keepFree: UInt64
         /// Zero: no age limit.
-        public var maxAge: Duration
-        public var maxPerService: Int
+        var maxAge: Duration
+        var maxPerService: Int
 
-        public init(maxUse: UInt64, keepFree: UInt64, maxAge: Duration, maxPerService: Int) {
+        init(maxUse: UInt64, keepFree: UInt64, maxAge: Duration, maxPerService: Int) {
             self.maxUse = maxUse
             self.keepFree = keepFree
             self.maxAge = maxAge
             self.maxPerService = maxPerService
         }
 
-        public init(_ configuration: AgentConfiguration) {
+        init(_ configuration: AgentConfiguration) {
             self.init(
                 maxUse: configuration.maxUse, keepFree: configuration.keepFree, maxAge: configuration.maxAge,
                 maxPerService: configuration.maxReportsPerService)
         }
     }
 
-    public struct Candidate: Sendable {
-        public var file: Spool.File
+    struct Candidate: Sendable {
+        var file: Spool.File
         /// When the hang started (the order of deletion: oldest first).
-        public var startedAt: Date
-        public var isProtected: Bool
+        var startedAt: Date
+        var isProtected: Bool
 
-        public init(file: Spool.File, startedAt: Date, isProtected: Bool) {
+        init(file: Spool.File, startedAt: Date, isProtected: Bool) {
             self.file = file
             self.startedAt = startedAt
             self.isProtected = isProtected
         }
     }
 
-    public enum Reason: String, Sendable {
+    enum Reason: String, Sendable {
         case age = "older than the maximum age"
         case count = "over the per-service count"
         case maxUse = "over the spool's maximum use"
         case keepFree = "the file system needs the space"
     }
 
-    public var deletions: [(file: Spool.File, reason: Reason)] = []
+    var deletions: [(file: Spool.File, reason: Reason)] = []
 
-    public init(candidates: [Candidate], limits: Limits, freeBytes: UInt64?, now: Date) {
+    init(candidates: [Candidate], limits: Limits, freeBytes: UInt64?, now: Date) {
         let ordered = candidates.sorted { ($0.startedAt, $0.file.service, $0.file.name) < ($1.startedAt, $1.file.service, $1.file.name) }
         var kept: [Candidate] = []
         var deleted = Set<Spool.File>()

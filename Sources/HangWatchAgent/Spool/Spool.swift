@@ -8,18 +8,18 @@ import Glibc
 /// The report root the agent manages: one subdirectory per monitored service (reports written
 /// directly into the root count as service ""). The agent reads, rewrites and deletes only regular
 /// files whose names it recognises, never through a symlink.
-public struct Spool: Sendable {
-    public let root: String
+struct Spool: Sendable {
+    let root: String
 
-    public init(root: String) {
+    init(root: String) {
         self.root = root
     }
 
-    public enum Problem: Error, Equatable, CustomStringConvertible {
+    enum Problem: Error, Equatable, CustomStringConvertible {
         case missing(String)
         case unsafe(path: String, reason: String)
 
-        public var description: String {
+        var description: String {
             switch self {
             case .missing(let path): return "\(path): no such directory (create it: systemd-tmpfiles --create hangwatch.conf)"
             case .unsafe(let path, let reason): return "\(path): refusing an unsafe spool: \(reason)"
@@ -30,7 +30,7 @@ public struct Spool: Sendable {
     /// Refuses a root that is not a real directory, is owned by someone other than this user (or
     /// root), or that others may write into without the sticky bit (they could swap files under
     /// the agent); group-writable with the sticky bit is the intended layout.
-    public func check(effectiveUser: uid_t = geteuid()) throws {
+    func check(effectiveUser: uid_t = geteuid()) throws {
         var info = stat()
         guard lstat(root, &info) == 0 else {
             if errno == ENOENT { throw Problem.missing(root) }
@@ -52,15 +52,15 @@ public struct Spool: Sendable {
     }
 
     /// One file in the spool.
-    public struct File: Sendable, Hashable {
+    struct File: Sendable, Hashable {
         /// The service directory's name ("" for the root itself).
-        public var service: String
-        public var name: String
-        public var size: UInt64
-        public var modifiedNanoseconds: Int64
-        public var inode: UInt64
+        var service: String
+        var name: String
+        var size: UInt64
+        var modifiedNanoseconds: Int64
+        var inode: UInt64
 
-        public init(service: String, name: String, size: UInt64, modifiedNanoseconds: Int64, inode: UInt64) {
+        init(service: String, name: String, size: UInt64, modifiedNanoseconds: Int64, inode: UInt64) {
             self.service = service
             self.name = name
             self.size = size
@@ -69,31 +69,31 @@ public struct Spool: Sendable {
         }
     }
 
-    public func directory(of service: String) -> String {
+    func directory(of service: String) -> String {
         service.isEmpty ? root : root + "/" + service
     }
 
-    public func path(of file: File) -> String {
+    func path(of file: File) -> String {
         directory(of: file.service) + "/" + file.name
     }
 
     /// What a scan found.
-    public struct Scan: Sendable {
-        public var services: [String] = []
-        public var reports: [File] = []
-        public var heartbeats: [File] = []
+    struct Scan: Sendable {
+        var services: [String] = []
+        var reports: [File] = []
+        var heartbeats: [File] = []
         /// Temporary files of interrupted writes (`.hang-*.tmp`).
-        public var temporaries: [File] = []
+        var temporaries: [File] = []
         /// Service directories, and entries named like the agent's files, left alone, with why:
         /// never read, rewritten or deleted.
-        public var skipped: [(path: String, reason: String)] = []
+        var skipped: [(path: String, reason: String)] = []
     }
 
     /// Lists the root and every service directory in it (not following symlinks); with `only`,
     /// just those service directories (and the root's own files). An entry named like a report, a
     /// heartbeat or a temporary file is skipped unless it is a regular file with one name, owned by
     /// its directory's owner, this user or root, and not writable by everyone.
-    public func scan(only: Set<String>? = nil, effectiveUser: uid_t = geteuid()) throws -> Scan {
+    func scan(only: Set<String>? = nil, effectiveUser: uid_t = geteuid()) throws -> Scan {
         var result = Scan()
         guard let rootInfo = DirectoryEntries.status(of: root, ifType: S_IFDIR) else {
             throw Problem.unsafe(path: root, reason: "no longer a directory")
@@ -161,7 +161,7 @@ public struct Spool: Sendable {
     }
 
     /// The file `name` in `service`'s directory as it is now, if it is a regular file.
-    public func file(service: String, name: String) -> File? {
+    func file(service: String, name: String) -> File? {
         guard let info = DirectoryEntries.status(of: directory(of: service) + "/" + name, ifType: S_IFREG) else { return nil }
         return File(
             service: service, name: name, size: UInt64(info.st_size),
@@ -170,12 +170,12 @@ public struct Spool: Sendable {
     }
 
     /// Why a removal did not happen.
-    public enum RemovalError: Error, Equatable, CustomStringConvertible {
+    enum RemovalError: Error, Equatable, CustomStringConvertible {
         case notRecognised(String)
         case changed(String)
         case failed(path: String, reason: String)
 
-        public var description: String {
+        var description: String {
             switch self {
             case .notRecognised(let path): return "\(path): not a file the agent manages; left alone"
             case .changed(let path): return "\(path): replaced since it was scanned; left for the next scan"
@@ -186,7 +186,7 @@ public struct Spool: Sendable {
 
     /// Deletes `file` if it is still the regular file that was scanned (same inode), opening the
     /// directories relative to the root without following symlinks.
-    public func remove(_ file: File) throws {
+    func remove(_ file: File) throws {
         let path = self.path(of: file)
         let recognised =
             ReportStore.isReportFileName(file.name) || MonitorHeartbeat.pid(fromFileName: file.name) != nil
@@ -216,7 +216,7 @@ public struct Spool: Sendable {
     }
 
     /// Bytes available to unprivileged users on the root's file system.
-    public func freeBytes() -> UInt64? {
+    func freeBytes() -> UInt64? {
         var info = statvfs()
         guard statvfs(root, &info) == 0 else { return nil }
         return UInt64(info.f_bavail) * UInt64(info.f_frsize)

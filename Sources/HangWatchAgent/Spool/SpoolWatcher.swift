@@ -9,7 +9,7 @@ import Glibc
 /// inotify on the report root and each service directory: tells which services changed, soon after
 /// they did. The periodic full scan stays the reference (inotify can overflow, and a directory
 /// created between two events is watched from the next event on).
-public final class SpoolWatcher: @unchecked Sendable {
+final class SpoolWatcher: @unchecked Sendable {
     private let spool: Spool
     private let queue: DispatchQueue
     private let changed: @Sendable (Set<String>?) -> Void
@@ -22,7 +22,7 @@ public final class SpoolWatcher: @unchecked Sendable {
     private static let serviceEvents = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW)
 
     /// `changed` runs on `queue` with the services that changed (nil: rescan everything).
-    public init?(spool: Spool, queue: DispatchQueue, changed: @escaping @Sendable (Set<String>?) -> Void) {
+    init?(spool: Spool, queue: DispatchQueue, changed: @escaping @Sendable (Set<String>?) -> Void) {
         self.spool = spool
         self.queue = queue
         self.changed = changed
@@ -36,7 +36,7 @@ public final class SpoolWatcher: @unchecked Sendable {
     }
 
     /// Watches the root and the service directories there now; call on `queue`.
-    public func start(services names: [String]) {
+    func start(services names: [String]) {
         watch("")
         for name in names { watch(name) }
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
@@ -46,7 +46,7 @@ public final class SpoolWatcher: @unchecked Sendable {
         source.resume()
     }
 
-    public func stop() {
+    func stop() {
         source?.cancel()
     }
 

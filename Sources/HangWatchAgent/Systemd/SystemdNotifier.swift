@@ -8,12 +8,11 @@ import Glibc
 /// The sd_notify protocol, spoken directly: newline-separated `KEY=VALUE` assignments in one
 /// datagram to the `AF_UNIX` socket named by `$NOTIFY_SOCKET` (a path, or `@name` for the abstract
 /// namespace). Without `$NOTIFY_SOCKET` (not started by systemd) every call does nothing.
-public final class SystemdNotifier: Sendable {
-    /// The socket address; nil when not under systemd.
-    public let socketPath: String?
+final class SystemdNotifier: SystemdNotifying {
+    let socketPath: String?
     private let descriptor = Mutex<Int32>(-1)
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         let path = environment["NOTIFY_SOCKET"] ?? ""
         socketPath = (path.hasPrefix("/") || path.hasPrefix("@")) && path.utf8.count < 108 ? path : nil
     }
@@ -22,17 +21,10 @@ public final class SystemdNotifier: Sendable {
         descriptor.withLock { if $0 >= 0 { close($0) } }
     }
 
-    public var isEnabled: Bool { socketPath != nil }
-
-    /// Sends `fields` (e.g. `["READY": "1", "STATUS": "…"]`) in one datagram, in the given order.
-    /// Returns false when there is no socket or the send failed (systemd gone: nothing to do).
-    @discardableResult
-    public func notify(_ fields: KeyValuePairs<String, String>) -> Bool {
-        notify(fields.map { "\($0.key)=\($0.value.replacingOccurrences(of: "\n", with: " "))" }.joined(separator: "\n"))
-    }
+    var isEnabled: Bool { socketPath != nil }
 
     @discardableResult
-    public func notify(_ message: String) -> Bool {
+    func notify(_ message: String) -> Bool {
         guard let socketPath else { return false }
         return descriptor.withLock { fd in
             if fd < 0 { fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
@@ -59,7 +51,7 @@ public final class SystemdNotifier: Sendable {
     /// process (`$WATCHDOG_PID` unset or equal to `pid`); nil if there is no watchdog. Kept between
     /// `minimumPingInterval` and `maximumPingInterval` (pinging more often than needed is harmless;
     /// a huge timeout must not overflow a timer).
-    public static func watchdogInterval(
+    static func watchdogInterval(
         environment: [String: String] = ProcessInfo.processInfo.environment, pid: Int32 = getpid()
     ) -> Duration? {
         guard let text = environment["WATCHDOG_USEC"], let microseconds = UInt64(text), microseconds > 0 else { return nil }
@@ -68,12 +60,12 @@ public final class SystemdNotifier: Sendable {
         return min(max(half, minimumPingInterval), maximumPingInterval)
     }
 
-    public static let minimumPingInterval: Duration = .milliseconds(10)
-    public static let maximumPingInterval: Duration = .seconds(3600)
+    static let minimumPingInterval: Duration = .milliseconds(10)
+    static let maximumPingInterval: Duration = .seconds(3600)
 
     /// Why the watchdog settings in `environment` are not used, when they are set but not for this
     /// process or not a number of microseconds; nil when they are used or absent.
-    public static func watchdogSettingsIgnored(
+    static func watchdogSettingsIgnored(
         environment: [String: String] = ProcessInfo.processInfo.environment, pid: Int32 = getpid()
     ) -> String? {
         guard let text = environment["WATCHDOG_USEC"] else { return nil }
@@ -86,10 +78,4 @@ public final class SystemdNotifier: Sendable {
         return nil
     }
 
-    /// `CLOCK_MONOTONIC` in microseconds, for `MONOTONIC_USEC=` next to `RELOADING=1`.
-    public static func monotonicMicroseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-    }
 }

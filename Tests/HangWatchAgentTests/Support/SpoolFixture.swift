@@ -1,7 +1,8 @@
 import Foundation
-import HangWatchAgent
 import HangWatchReport
 import Testing
+
+@testable import HangWatchAgent
 
 /// A spool in a temporary directory, with reports written the way monitors write them.
 final class SpoolFixture {
@@ -31,6 +32,27 @@ final class SpoolFixture {
         try store.prepare()
         try store.write(report)
         return try #require(spool.file(service: service, name: ReportStore.fileName(forID: id)))
+    }
+
+    /// Writes `report` into `service`'s directory the way a monitor does; returns its spool file.
+    @discardableResult
+    func write(_ report: HangReport, service: String) throws -> Spool.File {
+        let store = ReportStore(directory: spool.directory(of: service), access: .sharedWithAgent)
+        try store.prepare()
+        try store.write(report)
+        return try #require(spool.file(service: service, name: ReportStore.fileName(forID: report.id)))
+    }
+
+    /// The path of `relative` in the spool.
+    func path(_ relative: String) -> String { root + "/" + relative }
+
+    /// A report of `service` whose id ends in `-<pid>-<sequence>`, started `start`.
+    static func report(
+        service: String, sequence: Int, start: Date = Date(), pid: Int32 = 4242, startTicks: UInt64 = 1,
+        outcome: HangReport.Outcome = .recovered
+    ) -> HangReport {
+        let id = ReportTimestamp.compact(start) + "-\(service.isEmpty ? "root" : service)-\(pid)-\(sequence)"
+        return report(id: id, service: service.isEmpty ? "root" : service, start: start, pid: pid, startTicks: startTicks, outcome: outcome)
     }
 
     static func report(id: String, service: String, start: Date, pid: Int32, startTicks: UInt64, outcome: HangReport.Outcome) -> HangReport {

@@ -32,6 +32,8 @@ final class AgentProcess {
         ] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.address
+        // As systemd does when standard error is the journal: the log file's device and inode.
+        environment["JOURNAL_STREAM"] = Self.deviceAndInode(logPath)
         if let watchdogMicroseconds { environment["WATCHDOG_USEC"] = String(watchdogMicroseconds) }
         // nil removes a variable.
         for (key, value) in overrides { environment[key] = value }
@@ -39,6 +41,13 @@ final class AgentProcess {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
+    }
+
+    /// `device:inode` of `path`, the way `$JOURNAL_STREAM` names a stream.
+    static func deviceAndInode(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return "\(info.st_dev):\(info.st_ino)"
     }
 
     deinit {

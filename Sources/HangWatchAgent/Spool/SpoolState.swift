@@ -1,4 +1,3 @@
-@_spi(HangWatchTools) import HangWatch
 import Foundation
 import HangWatchReport
 import Logging
@@ -17,8 +16,6 @@ final class SpoolState {
         var retryNamesAfter: Date?
         /// Hangs in this report already counted for export (itself and its folded repeats).
         var countedHangs = 0
-        /// A hang whose log record waits until the agent has named the report's frames.
-        var unsentLog: FinishedHang?
     }
 
     struct Key: Hashable {
@@ -36,24 +33,34 @@ final class SpoolState {
     var heartbeatFiles: [Key: Spool.File] = [:]
     var lastHang: (service: String, startedAt: Date)?
     var finishedHangs = 0
-    /// Log records held for naming whose report went away first: sent as they are.
-    var logsOfVanishedReports: [FinishedHang] = []
     var enrichedReports = 0
     var deletedReports = 0
+    /// Whether the first scan was taken (what it found counts as seen, not as new hangs).
+    var baselineTaken = false
+    /// Loop iterations the monitors of each service counted since the agent started.
+    var loopBusy: [String: LoopBusyHistogram.Counts] = [:]
 
     var totalBytes: UInt64 { reports.values.reduce(0) { $0 + $1.file.size } }
 
+    /// What `update` found.
+    struct Update {
+        /// Hangs that finished (or repeated) since the last look.
+        var finished: [FinishedHang] = []
+        /// Reports that became unreadable (each counted once, until it changes).
+        var newlyUnreadable = 0
+        /// Paths of reports that are gone.
+        var vanished: [String] = []
+    }
+
     /// Brings the index up to date with `scan` (which covered `services`, nil: all): reads new
-    /// and changed reports, forgets vanished ones. Returns the hangs that finished (or repeated)
-    /// since the last look; with `baseline`, what is already there is taken as seen and counted.
+    /// and changed reports, forgets vanished ones. With `baseline`, what is already there is taken
+    /// as seen and counted, not as new hangs.
     @discardableResult
     func update(
         with scan: Spool.Scan, covering services: Set<String>?, spool: Spool, logger: Logger, baseline: Bool = false,
-        severeAfter: Duration = .seconds(2), newlyUnreadable: ((Int) -> Void)? = nil
-    ) -> [FinishedHang] {
-        var finished: [FinishedHang] = []
-        var unreadableCount = 0
-        defer { if unreadableCount > 0 { newlyUnreadable?(unreadableCount) } }
+        severeAfter: Duration = .seconds(2)
+    ) -> Update {
+        var result = Update()
         func covered(_ service: String) -> Bool { services.map { $0.contains(service) || service.isEmpty } ?? true }
         if services == nil { self.services = scan.services } else {
             self.services = Array(Set(self.services).union(scan.services)).sorted()
@@ -74,27 +81,28 @@ final class SpoolState {
                 } else if let hang = FinishedHang.newHangs(
                     in: report, service: file.service, alreadyCounted: counted, path: path, severeAfter: severeAfter)
                 {
-                    finished.append(hang)
+                    result.finished.append(hang)
                     counted += hang.count
                 }
                 reports[key] = Report(
                     file: file, startedAt: report.startedAt, outcome: report.outcome, pid: report.pid,
                     processStartTicks: report.process.startTimeTicks, needsNames: ReportEnrichment.needsNames(report),
-                    countedHangs: counted, unsentLog: reports[key]?.unsentLog)
+                    countedHangs: counted)
                 if lastHang.map({ report.startedAt > $0.startedAt }) ?? true {
                     lastHang = (report.service, report.startedAt)
                 }
             } catch {
                 reports[key] = nil
                 if unreadable[key] == nil {
-                    logger.warning("unreadable report left alone", metadata: ["path": "\(spool.path(of: file))", "error": "\(error)"])
-                    unreadableCount += 1
+                    logger.warning(
+                        "unreadable report left alone", metadata: ["hangwatch.path": "\(spool.path(of: file))", "hangwatch.error": "\(error)"])
+                    result.newlyUnreadable += 1
                 }
                 unreadable[key] = (file, "\(error)")
             }
         }
         for key in Array(reports.keys) where covered(key.service) && !seen.contains(key) {
-            if let held = reports[key]?.unsentLog { logsOfVanishedReports.append(held) }
+            if let gone = reports[key] { result.vanished.append(spool.path(of: gone.file)) }
             reports[key] = nil
         }
         for key in Array(unreadable.keys) where covered(key.service) && !seen.contains(key) { unreadable[key] = nil }
@@ -108,7 +116,30 @@ final class SpoolState {
             heartbeatFiles[key] = nil
             monitors[key] = nil
         }
-        return finished
+        return result
+    }
+
+    /// Takes the file's identity again after the agent rewrote it.
+    func refresh(_ key: Key, in spool: Spool, outcome: HangReport.Outcome, needsNames: Bool) {
+        guard var entry = reports[key], let file = spool.file(service: key.service, name: key.name) else { return }
+        entry.file = file
+        entry.outcome = outcome
+        entry.needsNames = needsNames
+        reports[key] = entry
+    }
+
+    /// The monitors by state, for the gauges.
+    var monitorStates: [MonitorState: Int] {
+        var counts: [MonitorState: Int] = [:]
+        for (_, monitor) in monitors {
+            switch monitor.health {
+            case .healthy: counts[.alive, default: 0] += 1
+            case .watchdogSilent: counts[.watchdogStuck, default: 0] += 1
+            case .processStopped: counts[.processStopped, default: 0] += 1
+            case .stopped, .stale: break
+            }
+        }
+        return counts
     }
 
     /// The one-line summary for systemd's `STATUS=`.

@@ -1,0 +1,56 @@
+import HangWatchReport
+
+/// One place what the agent learns about the host's hangs goes: the Prometheus endpoint, an OTLP
+/// collector's metrics, the OTLP hang log records. The agent reads the spool; an exporter never
+/// does, it is told.
+///
+/// Contract:
+/// - Calls come from the agent's worker, one pass at a time, in the order things happened;
+///   `reportsDropped` may also come from another thread (the log outbox counting records it gave
+///   up). Implementations are thread-safe and never wait on the network: they queue.
+/// - `hangFinished(_:)` is called once per hang (or per batch of repeats a monitor folded into
+///   its report since the agent last looked: `count` of them); hangs already in the spool when
+///   the agent started are not reported. An exporter that `waitsForNames` gets the hang once the
+///   agent has named the report's frames, or has given up doing so (the report was deleted, or
+///   naming failed); the others get it at once.
+/// - `publish(_:)` follows every pass, with levels and running totals (never increments).
+/// - `shutdown()` is called once, after every other call; it returns when the exporter has let
+///   go of what it holds (an endpoint's port, say).
+protocol HangExporter: Sendable {
+    /// Whether hangs should reach this exporter only once their frames have names.
+    var waitsForNames: Bool { get }
+    func hangFinished(_ hang: FinishedHang)
+    /// `count` reports were lost for `reason`.
+    func reportsDropped(_ reason: DropReason, count: Int)
+    func publish(_ gauges: SpoolGauges)
+    func shutdown() async
+}
+
+/// Why reports were lost (the `reason` label of `hangwatch_reports_dropped_total`).
+enum DropReason: String, Sendable, CaseIterable {
+    /// A hang's OTLP log record was not delivered (queue full, or retries used up).
+    case export
+    /// Retention deleted a report (age, count, size or free-space limits).
+    case retention
+    /// A report could not be read (corrupt, foreign, too large).
+    case unreadable
+}
+
+/// What a monitor's heartbeat says about it (the `state` label of `hangwatch_monitors`).
+enum MonitorState: String, Sendable, CaseIterable {
+    case alive
+    case watchdogStuck = "watchdog_stuck"
+    case processStopped = "process_stopped"
+}
+
+/// The spool after a pass.
+struct SpoolGauges: Sendable, Equatable {
+    var reports = 0
+    var bytes: UInt64 = 0
+    /// Monitors by state (states with none may be missing).
+    var monitors: [MonitorState: Int] = [:]
+    /// The service directories (names; "" is not one).
+    var services: [String] = []
+    /// Loop iterations the monitors of each service directory counted since the agent started.
+    var loopBusy: [String: LoopBusyHistogram.Counts] = [:]
+}

@@ -1,0 +1,60 @@
+import Foundation
+import HangWatchReport
+
+/// `hangwatch_loop_busy_seconds`, written as Prometheus text rather than through swift-metrics:
+/// monitors count iterations per bucket themselves (millions per minute), and swift-metrics can
+/// only record values one at a time. Prometheus only (not sent over OTLP).
+enum LoopBusyExposition {
+    /// The totals of `bySpoolService` summed by their `service` label (`label` maps a spool
+    /// directory to it: several may share `_other`).
+    static func byLabel(
+        _ bySpoolService: [String: LoopBusyHistogram.Counts], label: (String) -> String
+    ) -> [String: LoopBusyHistogram.Counts] {
+        var totals: [String: LoopBusyHistogram.Counts] = [:]
+        for (service, counts) in bySpoolService.sorted(by: { $0.key < $1.key }) where counts.iterations > 0 {
+            totals[label(service), default: .zero].add(counts)
+        }
+        return totals
+    }
+
+    static func text(_ histograms: [String: LoopBusyHistogram.Counts]) -> String {
+        guard !histograms.isEmpty else { return "" }
+        let name = AgentMetrics.loopBusy
+        var text = "# HELP \(name) Busy time of each loop iteration, from monitors that publish it (HANGWATCH_LOOP_HISTOGRAM).\n"
+        text += "# TYPE \(name) histogram\n"
+        for (service, counts) in histograms.sorted(by: { $0.key < $1.key }) {
+            let label = "service=\"\(escapeLabel(service))\""
+            var cumulative: UInt64 = 0
+            for (index, bound) in LoopBusyHistogram.bounds.enumerated() {
+                cumulative &+= index < counts.buckets.count ? counts.buckets[index] : 0
+                text += "\(name)_bucket{\(label),le=\"\(seconds(bound))\"} \(cumulative)\n"
+            }
+            let last = LoopBusyHistogram.bounds.count
+            cumulative &+= last < counts.buckets.count ? counts.buckets[last] : 0
+            text += "\(name)_bucket{\(label),le=\"+Inf\"} \(cumulative)\n"
+            text += "\(name)_sum{\(label)} \(Double(counts.totalNanoseconds) / 1e9)\n"
+            text += "\(name)_count{\(label)} \(cumulative)\n"
+        }
+        return text
+    }
+
+    static func seconds(_ nanoseconds: UInt64) -> String {
+        let value = Double(nanoseconds) / 1e9
+        return value == value.rounded() ? String(Int(value)) + ".0" : String(value)
+    }
+
+    static func escapeLabel(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}
+
+extension LoopBusyHistogram.Counts {
+    static var zero: Self { Self(buckets: Array(repeating: 0, count: LoopBusyHistogram.bucketCount), totalNanoseconds: 0) }
+
+    /// Adds `other`'s iterations, bucket by bucket (wrapping, as the monitors' counters do).
+    mutating func add(_ other: Self) {
+        for index in buckets.indices where index < other.buckets.count { buckets[index] &+= other.buckets[index] }
+        totalNanoseconds &+= other.totalNanoseconds
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import HangWatchReport
+import Testing
+
+@testable import HangWatchAgent
+
+@Suite struct FinishedHangTests {
+    static func report(durationMs: Double, outcome: HangReport.Outcome = .recovered, repeats: HangReport.Repeats? = nil) -> HangReport {
+        var report = SpoolFixture.report(
+            id: "20260101T000000000Z-billing-42-1", service: "billing", start: Date(timeIntervalSince1970: 1_767_225_600), pid: 42,
+            startTicks: 1, outcome: outcome == .ongoing ? .ongoing : .recovered)
+        report.durationMs = durationMs
+        report.outcome = outcome
+        report.repeats = repeats
+        return report
+    }
+
+    static func hang(_ report: HangReport, alreadyCounted: Int = 0) -> FinishedHang? {
+        FinishedHang.newHangs(in: report, service: "s", alreadyCounted: alreadyCounted, path: "/p", severeAfter: .seconds(2))
+    }
+
+    @Test func severityFollowsDurationAndFate() {
+        #expect(Self.hang(Self.report(durationMs: 300))?.severity == .moderate)
+        #expect(Self.hang(Self.report(durationMs: 1999))?.severity == .moderate)
+        #expect(Self.hang(Self.report(durationMs: 2000))?.severity == .severe)
+        #expect(Self.hang(Self.report(durationMs: 300, outcome: .processExited))?.severity == .fatal)
+        #expect(Self.hang(Self.report(durationMs: 300, outcome: .ongoing)) == nil)
+    }
+
+    @Test func aDebuggersPauseIsNoHang() {
+        var paused = Self.report(durationMs: 5000)
+        paused.context.verdict = .debugger
+        #expect(!FinishedHang.counts(paused))
+        #expect(Self.hang(paused) == nil)
+    }
+
+    @Test func foldedRepeatsCountOnceEach() throws {
+        let repeats = HangReport.Repeats(count: 3, lastAt: Date(), totalDurationMs: 1500, maxDurationMs: 600)
+        let report = Self.report(durationMs: 500, repeats: repeats)
+        let first = try #require(Self.hang(report))
+        #expect(first.count == 4)
+        #expect(abs(first.durationSeconds - 0.5) < 1e-9)
+        let later = try #require(Self.hang(report, alreadyCounted: 2))
+        #expect(later.count == 2)
+        #expect(abs(later.durationSeconds - 0.5) < 1e-9)
+        #expect(Self.hang(report, alreadyCounted: 4) == nil)
+    }
+
+    @Test func theHangCarriesTheReportsFacts() throws {
+        let report = Self.report(durationMs: 712.4)
+        let hang = try #require(FinishedHang.newHangs(in: report, service: "billing", alreadyCounted: 0, path: "/spool/billing/x.json", severeAfter: .seconds(2)))
+        #expect(hang.service == "billing" && hang.reportedService == "billing")
+        #expect(hang.reportID == report.id && hang.pid == 42 && hang.reportPath == "/spool/billing/x.json")
+        #expect(hang.signature == report.signature && hang.thresholdMs == 250 && hang.onCpuRatio == 1)
+        #expect(hang.headline.hasPrefix("billing hung 712 ms"), "\(hang.headline)")
+    }
+
+    /// A report file may say anything JSON allows: Int.max repeats, a duration of 1.7e308, a
+    /// negative count. None of it may trap the agent (its counts are summed over the spool).
+    @Test func absurdCountsAndDurationsFromAFileDoNotTrapTheAgent() throws {
+        let huge = Self.report(durationMs: 1.7e308, repeats: HangReport.Repeats(count: Int.max, lastAt: Date(), totalDurationMs: 0, maxDurationMs: 0))
+        #expect(FinishedHang.hangCount(huge) == 1 + FinishedHang.maxRepeats)
+        #expect(Int.max / FinishedHang.hangCount(huge) > 1_000_000, "a million such reports still add up")
+        let hang = try #require(Self.hang(huge))
+        #expect(hang.count == FinishedHang.hangCount(huge))
+        #expect(hang.headline.contains(" hung 1.55e+296 ms"), "\(hang.headline)")
+        let negative = Self.report(durationMs: 300, repeats: HangReport.Repeats(count: -5, lastAt: Date(), totalDurationMs: 0, maxDurationMs: 0))
+        #expect(FinishedHang.hangCount(negative) == 1)
+        #expect(FinishedHang.whole(-1e300) == "-1e+300" && FinishedHang.whole(712.5) == "713")
+    }
+}

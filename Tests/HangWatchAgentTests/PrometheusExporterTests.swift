@@ -1,0 +1,75 @@
+import Foundation
+import HangWatchReport
+import Logging
+import Testing
+
+@testable import HangWatchAgent
+
+@Suite struct PrometheusExporterTests {
+    static func exporter() throws -> PrometheusExporter {
+        try PrometheusExporter(version: "test", address: nil, logger: Logger(label: "test"))
+    }
+
+    static func text(_ exporter: PrometheusExporter) -> String { String(decoding: exporter.exposition(), as: UTF8.self) }
+
+    static func loop(_ buckets: [UInt64], nanoseconds: UInt64) -> LoopBusyHistogram.Counts {
+        .init(buckets: buckets + Array(repeating: 0, count: LoopBusyHistogram.bucketCount - buckets.count), totalNanoseconds: nanoseconds)
+    }
+
+    @Test func everySeriesExistsFromTheStartWithHelpAndType() throws {
+        let text = Self.text(try Self.exporter())
+        #expect(text.contains(#"hangwatch_agent_build_info{version="test"} 1"#))
+        for reason in ["export", "retention", "unreadable"] {
+            #expect(text.contains(#"hangwatch_reports_dropped_total{reason="\#(reason)"} 0"#), "\(reason)")
+        }
+        for state in ["alive", "watchdog_stuck", "process_stopped"] { #expect(text.contains(#"hangwatch_monitors{state="\#(state)"} 0"#)) }
+        #expect(text.contains("hangwatch_spool_reports 0"))
+        for name in [AgentMetrics.reportsDropped, AgentMetrics.monitors, AgentMetrics.spoolBytes, AgentMetrics.buildInfo] {
+            #expect(text.contains("# HELP \(name) "), "\(name)")
+            #expect(text.contains("# TYPE \(name) "), "\(name)")
+        }
+    }
+
+    @Test func hangsDropsAndGaugesAreExposedWithBoundedLabels() throws {
+        let exporter = try Self.exporter()
+        #expect(!exporter.waitsForNames)
+        exporter.hangFinished(try #require(FinishedHangTests.hang(FinishedHangTests.report(durationMs: 300))))
+        exporter.reportsDropped(.retention, count: 3)
+        let services = (0..<(AgentMetrics.maxServices + 5)).map { "service-\($0)" }
+        exporter.publish(
+            SpoolGauges(
+                reports: 7, bytes: 4096, monitors: [.alive: 2, .processStopped: 1], services: services,
+                loopBusy: ["s": Self.loop([3, 1], nanoseconds: 500_000), "quiet": Self.loop([], nanoseconds: 0)]))
+        let text = Self.text(exporter)
+        for name in [AgentMetrics.hangsTotal, AgentMetrics.hangDuration, AgentMetrics.loopBusy] {
+            #expect(text.contains("# HELP \(name) "), "\(name)")
+            #expect(text.contains("# TYPE \(name) "), "\(name)")
+        }
+        #expect(text.contains(#"hangwatch_hangs_total{service="s",severity="moderate"} 1"#))
+        #expect(text.contains(#"hangwatch_hangs_total{service="service-0",severity="fatal"} 0"#))
+        #expect(text.contains(#"service="_other""#))
+        #expect(!text.contains(#"service="service-\#(AgentMetrics.maxServices + 4)""#))
+        #expect(text.contains(#"hangwatch_reports_dropped_total{reason="retention"} 3"#))
+        #expect(text.contains("hangwatch_spool_reports 7") && text.contains("hangwatch_spool_size_bytes 4096"))
+        #expect(text.contains(#"hangwatch_monitors{state="alive"} 2"#) && text.contains(#"hangwatch_monitors{state="process_stopped"} 1"#))
+        #expect(text.contains(#"hangwatch_monitors{state="watchdog_stuck"} 0"#))
+        #expect(text.contains(#"hangwatch_loop_busy_seconds_bucket{service="s",le="0.0001"} 3"#))
+        #expect(text.contains(#"hangwatch_loop_busy_seconds_bucket{service="s",le="0.00025"} 4"#))
+        #expect(text.contains(#"hangwatch_loop_busy_seconds_count{service="s"} 4"#))
+        #expect(text.contains(#"hangwatch_loop_busy_seconds_sum{service="s"} 0.0005"#))
+        // A service whose monitors counted nothing has no histogram.
+        #expect(!text.contains(#"service="quiet""#))
+    }
+
+    @Test func loopHistogramsAreRunningTotalsNotIncrements() throws {
+        let exporter = try Self.exporter()
+        exporter.publish(SpoolGauges(loopBusy: ["s": Self.loop([3], nanoseconds: 1000)]))
+        exporter.publish(SpoolGauges(loopBusy: ["s": Self.loop([5], nanoseconds: 2000)]))
+        #expect(Self.text(exporter).contains(#"hangwatch_loop_busy_seconds_count{service="s"} 5"#))
+    }
+
+    @Test func labelsAreEscaped() {
+        #expect(LoopBusyExposition.escapeLabel("a\"b\\c\nd") == #"a\"b\\c\nd"#)
+        #expect(LoopBusyExposition.seconds(2_500_000_000) == "2.5" && LoopBusyExposition.seconds(1_000_000_000) == "1.0")
+    }
+}

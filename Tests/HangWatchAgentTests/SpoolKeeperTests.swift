@@ -1,0 +1,251 @@
+import Foundation
+import HangWatchReport
+import Logging
+import Testing
+
+@testable import HangWatchAgent
+
+/// Passes over a real spool with scripted processes, time and exporters: indexing, retention,
+/// hostile entries, an unsafe root, the status line and the gauges.
+@Suite struct SpoolKeeperTests {
+    @Test func hangsAlreadyInTheSpoolAtStartAreNotCountedNewOnesAreOnce() throws {
+        let harness = try KeeperHarness { $0.enrich = false }
+        for sequence in 1...3 { try harness.fixture.write(SpoolFixture.report(service: "old", sequence: sequence), service: "old") }
+        harness.run(.full)
+        #expect(harness.counter.hangs.isEmpty)
+        #expect(harness.counter.lastGauges?.reports == 3)
+        for sequence in 1...2 { try harness.fixture.write(SpoolFixture.report(service: "billing", sequence: sequence), service: "billing") }
+        harness.run(.services(["billing"]))
+        #expect(harness.counter.hangs.map(\.service) == ["billing", "billing"])
+        #expect(harness.records.hangs.count == 2, "nothing to wait for: naming is off")
+        // Seen once: later passes count nothing again.
+        harness.run(.full)
+        harness.run(.liveness)
+        #expect(harness.counter.hangs.count == 2)
+        let gauges = try #require(harness.counter.lastGauges)
+        #expect(gauges.reports == 5)
+        #expect(gauges.services == ["billing", "old"])
+        #expect(gauges.bytes == harness.state.totalBytes && gauges.bytes > 0)
+        #expect(harness.notifier.statuses.last?.hasPrefix("2 services, 5 reports (0.0 MiB), last hang ") == true, "\(harness.notifier.statuses)")
+    }
+
+    @Test func aMonitorThatFoldsRepeatsIntoItsReportCountsOnlyTheNewOnes() throws {
+        let harness = try KeeperHarness { $0.enrich = false }
+        harness.run(.full)
+        var report = SpoolFixture.report(service: "billing", sequence: 1)
+        try harness.fixture.write(report, service: "billing")
+        harness.run(.full)
+        report.repeats = HangReport.Repeats(count: 2, lastAt: Date(), totalDurationMs: 1200, maxDurationMs: 700)
+        try harness.fixture.write(report, service: "billing")
+        harness.run(.full)
+        #expect(harness.counter.hangs.map(\.count) == [1, 2])
+    }
+
+    @Test func eachServiceKeepsItsNewestAndForeignFilesStay() throws {
+        let harness = try KeeperHarness { $0.maxReportsPerService = 4 }
+        let now = harness.clock.now
+        for service in ["billing", "cart", "search"] {
+            for sequence in 1...6 {
+                try harness.fixture.write(
+                    SpoolFixture.report(service: service, sequence: sequence, start: now.addingTimeInterval(-Double(sequence) * 60)), service: service)
+            }
+        }
+        try harness.fixture.write("keep me", to: "billing/README.txt")
+        try harness.fixture.write("secret", to: "outside.txt")
+        try FileManager.default.createSymbolicLink(
+            atPath: harness.fixture.path("cart/hang-20000101T000000000Z-cart-1-1.json"), withDestinationPath: harness.fixture.path("outside.txt"))
+        harness.run(.full)
+        for service in ["billing", "cart", "search"] {
+            let names = try ReportStore(directory: harness.fixture.path(service)).list().map { ($0.path as NSString).lastPathComponent }
+            // The newest four: sequences 1 to 4.
+            #expect(names.sorted() == (1...4).map { ReportStore.fileName(forID: SpoolFixture.report(service: service, sequence: $0, start: now.addingTimeInterval(-Double($0) * 60)).id) }.sorted(), "\(service)")
+        }
+        #expect(harness.fixture.exists("billing/README.txt"))
+        #expect(harness.fixture.exists("cart/hang-20000101T000000000Z-cart-1-1.json"))
+        #expect(try String(contentsOfFile: harness.fixture.path("outside.txt"), encoding: .utf8) == "secret")
+        let deleted = harness.log.entries("report deleted")
+        #expect(deleted.count == 6)
+        #expect(deleted.allSatisfy { $0["hangwatch.reason"] == "over the per-service count" && $0.level == .info })
+        #expect(harness.counter.drops == [.retention: 6])
+        #expect(harness.state.deletedReports == 6)
+    }
+
+    @Test func theSpoolIsKeptWithinItsSizeAcrossServicesOldestFirst() throws {
+        let harness = try KeeperHarness { $0.maxUse = 1 << 20 }
+        let now = harness.clock.now
+        var files: [Spool.File] = []
+        for (index, service) in ["a", "b", "a", "b"].enumerated() {
+            var report = SpoolFixture.report(service: service, sequence: index, start: now.addingTimeInterval(-Double(4 - index) * 60))
+            report.mode = String(repeating: "x", count: 400_000)
+            files.append(try harness.fixture.write(report, service: service))
+        }
+        harness.run(.full)
+        // 4 × ~400 kB in 1 MiB: the two oldest go, whichever service they are in.
+        #expect(harness.log.entries("report deleted").compactMap { $0["hangwatch.path"] } == files.prefix(2).map { harness.spool.path(of: $0) })
+        #expect(harness.log.entries("report deleted").allSatisfy { $0["hangwatch.reason"] == "over the spool's maximum use" })
+    }
+
+    @Test func entriesThatAreNotPlainReportsAreLeftAloneAndLoggedOncePerEntry() throws {
+        let harness = try KeeperHarness { $0.maxAge = .seconds(86_400) }
+        let longAgo = Date(timeIntervalSince1970: 946_684_800)
+        let old = try SpoolFixture.report(service: "billing", sequence: 0, start: longAgo).encoded()
+        func name(_ sequence: Int) -> String { "hang-20000101T000000000Z-billing-1-\(sequence).json" }
+        try harness.fixture.write("", to: "billing/.keep")
+        let billing = harness.fixture.path("billing/")
+        try Data(old).write(to: URL(fileURLWithPath: harness.fixture.path("outside.json")))
+        var hostile: [String: String] = [:]
+        try FileManager.default.createSymbolicLink(atPath: billing + name(1), withDestinationPath: harness.fixture.path("outside.json"))
+        hostile[name(1)] = "a symlink"
+        #expect(link(harness.fixture.path("outside.json"), billing + name(2)) == 0)
+        hostile[name(2)] = "a hard link (2 names for one file)"
+        #expect(mkfifo(billing + name(3), 0o640) == 0)
+        hostile[name(3)] = "a FIFO"
+        #expect(mknod(billing + name(4), S_IFSOCK | 0o640, 0) == 0)
+        hostile[name(4)] = "a socket"
+        #expect(FileManager.default.createFile(atPath: billing + name(6), contents: old))
+        #expect(chown(billing + name(6), 12345, 12345) == 0)
+        hostile[name(6)] = "owned by uid 12345, not by its directory's owner (uid \(geteuid()))"
+        #expect(FileManager.default.createFile(atPath: billing + name(7), contents: old))
+        #expect(chmod(billing + name(7), 0o666) == 0)
+        hostile[name(7)] = "writable by everyone"
+        // Not a name a monitor writes: ignored without a word.
+        let dotted = "hang-20000101T000000000Z-..-1-8.json"
+        #expect(FileManager.default.createFile(atPath: billing + dotted, contents: old))
+        // A world-writable service directory with an old report in it.
+        try harness.fixture.write(String(decoding: old, as: UTF8.self), to: "open/" + name(10))
+        #expect(chmod(harness.fixture.path("open"), 0o777) == 0)
+        // And one plain old report, which retention does delete.
+        let plain = try harness.fixture.write(try SpoolFixture.report(service: "billing", sequence: 11, start: longAgo), service: "billing")
+        let before = Dictionary(uniqueKeysWithValues: (Array(hostile.keys) + [dotted]).map { ($0, harness.identity("billing/" + $0)) })
+
+        harness.run(.full)
+        let leftAlone = harness.log.entries("spool entry left alone")
+        for (entry, reason) in hostile {
+            let lines = leftAlone.filter { $0["hangwatch.path"] == billing + entry }
+            #expect(lines.count == 1, "\(entry)")
+            #expect(lines.first?["hangwatch.reason"] == reason, "\(entry)")
+            #expect(lines.first?.level == .warning)
+        }
+        #expect(leftAlone.contains { $0["hangwatch.path"] == harness.fixture.path("open") && $0["hangwatch.reason"] == "a service directory writable by everyone" })
+        #expect(!harness.log.all.contains { $0.metadata.values.contains { "\($0)".contains(dotted) } })
+        #expect(harness.log.entries("report deleted").map { $0["hangwatch.path"] } == [harness.spool.path(of: plain)])
+        for (entry, identity) in before {
+            let now = harness.identity("billing/" + entry)
+            #expect(now?.inode == identity?.inode && now?.size == identity?.size && now?.modified == identity?.modified, "\(entry)")
+        }
+        #expect(harness.fixture.exists("open/" + name(10)))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: harness.fixture.path("outside.json"))) == old)
+        // The world-writable directory is no service; the plain report is gone.
+        #expect(harness.notifier.statuses.last == "1 service, 0 reports (0.0 MiB), last hang billing 2000-01-01T00:00:00.000Z", "\(harness.notifier.statuses)")
+
+        // Further passes log nothing new: one line per entry, not one per pass.
+        let logged = leftAlone.count
+        harness.run(.full)
+        harness.run(.services(["billing"]))
+        #expect(harness.log.count("spool entry left alone") == logged)
+    }
+
+    @Test func anUnreadableReportIsLoggedAndCountedOncePerEpisode() throws {
+        let harness = try KeeperHarness { $0.enrich = false }
+        let name = "billing/hang-20260101T000000000Z-billing-1-1.json"
+        try harness.fixture.write("{ not a report", to: name)
+        harness.run(.full)
+        harness.run(.full)
+        let lines = harness.log.entries("unreadable report left alone")
+        #expect(lines.count == 1)
+        #expect(lines.first?["hangwatch.path"] == harness.fixture.path(name))
+        #expect(lines.first?["hangwatch.error"]?.isEmpty == false)
+        #expect(harness.counter.drops == [.unreadable: 1])
+        // Changed but still unreadable: the same episode.
+        try harness.fixture.write("{ still not a report }", to: name)
+        harness.run(.full)
+        #expect(harness.log.count("unreadable report left alone") == 1)
+        // Readable, then broken again: a new episode.
+        var report = SpoolFixture.report(service: "billing", sequence: 1)
+        report.id = "20260101T000000000Z-billing-1-1"
+        try harness.fixture.write(report, service: "billing")
+        harness.run(.full)
+        #expect(harness.state.reports.count == 1)
+        try harness.fixture.write("{ broken again", to: name)
+        harness.run(.full)
+        #expect(harness.state.reports.isEmpty)
+        #expect(harness.log.count("unreadable report left alone") == 2)
+        #expect(harness.counter.drops == [.unreadable: 2])
+    }
+
+    @Test func aRootSwappedForASymlinkIsNotWorkedThroughUntilItIsBack() throws {
+        let harness = try KeeperHarness { $0.maxAge = .seconds(86_400) }
+        let root = harness.fixture.root
+        let longAgo = Date(timeIntervalSince1970: 946_684_800)
+        try harness.fixture.write(SpoolFixture.report(service: "billing", sequence: 1), service: "billing")
+        harness.run(.full)
+        // Elsewhere: an old report retention would delete, and a provisional one of a dead process.
+        let elsewhere = try SpoolFixture()
+        let oldFile = try elsewhere.write(SpoolFixture.report(service: "billing", sequence: 2, start: longAgo), service: "billing")
+        let provisional = try elsewhere.write(SpoolFixture.report(service: "billing", sequence: 3, pid: 999_999, outcome: .ongoing), service: "billing")
+        let before = try [oldFile, provisional].map { try Data(contentsOf: URL(fileURLWithPath: elsewhere.spool.path(of: $0))) }
+        #expect(rename(root, root + ".moved") == 0)
+        try FileManager.default.createSymbolicLink(atPath: root, withDestinationPath: elsewhere.root)
+        defer {
+            unlink(root)
+            rename(root + ".moved", root)
+        }
+        for pass in [SpoolPass.full, .liveness, .services(["billing"]), .full] { harness.run(pass) }
+        #expect(harness.log.count("the spool root is unsafe; leaving it alone until it is restored") == 1)
+        #expect(harness.log.entries("the spool root is unsafe; leaving it alone until it is restored").first?["hangwatch.error"]?.contains("it is a symlink") == true)
+        let unsafe = harness.notifier.statuses.filter { $0.hasPrefix("spool unsafe, nothing done: ") }
+        #expect(unsafe.count == 1 && unsafe.first?.contains("it is a symlink") == true, "\(harness.notifier.statuses)")
+        #expect(harness.notifier.statuses.last == unsafe.first)
+        #expect(try [oldFile, provisional].map { try Data(contentsOf: URL(fileURLWithPath: elsewhere.spool.path(of: $0))) } == before)
+        #expect(harness.log.count("report deleted") == 0 && harness.log.count("fatal hang: the process exited during a hang") == 0)
+        #expect(harness.processes.looked.isEmpty, "no process was looked up through it")
+
+        // Put back: the agent carries on with its own spool.
+        #expect(unlink(root) == 0)
+        #expect(rename(root + ".moved", root) == 0)
+        harness.run(.full)
+        #expect(harness.log.count("the spool root is safe again") == 1)
+        #expect(harness.notifier.statuses.last?.hasPrefix("1 service, 1 report ") == true, "\(harness.notifier.statuses)")
+        #expect(try [oldFile, provisional].map { try Data(contentsOf: URL(fileURLWithPath: elsewhere.spool.path(of: $0))) } == before)
+    }
+
+    @Test func theStatusLineIsSentWhenItChangesOnly() throws {
+        let harness = try KeeperHarness { $0.enrich = false }
+        harness.run(.full)
+        harness.run(.liveness)
+        harness.run(.full)
+        #expect(harness.notifier.statuses == ["0 services, 0 reports (0.0 MiB)"])
+        try harness.fixture.write(SpoolFixture.report(service: "", sequence: 1), service: "")
+        harness.run(.full)
+        #expect(harness.notifier.statuses.count == 2)
+        #expect(harness.notifier.statuses.last?.hasPrefix("0 services, 1 report (0.0 MiB), last hang root ") == true, "\(harness.notifier.statuses)")
+        #expect(harness.counter.publishCount == 4, "the exporters hear after every pass")
+    }
+
+    @Test func leftoversOfCrashedWritersGoAfterAnHour() throws {
+        let harness = try KeeperHarness()
+        let name = "billing/.hang-20260101T000000000Z-billing-1-1.json.5.0.tmp"
+        try harness.fixture.write("half a report", to: name)
+        harness.run(.full)
+        harness.clock.advance(by: .seconds(3599))
+        harness.run(.full)
+        #expect(harness.fixture.exists(name))
+        harness.clock.advance(by: .seconds(2))
+        harness.run(.full)
+        #expect(!harness.fixture.exists(name))
+    }
+
+    @Test func aStoppingAgentStartsNoPass() throws {
+        let fixture = try SpoolFixture()
+        try fixture.write(SpoolFixture.report(service: "billing", sequence: 1), service: "billing")
+        let notifier = RecordingNotifier()
+        let counter = RecordingExporter()
+        let keeper = SpoolKeeper(
+            spool: fixture.spool, symbolicator: .init(), exports: ExportHub([counter]), notifier: notifier, clock: ManualClock(),
+            processes: ScriptedProcesses(), logger: LogRecorder().logger, isStopping: { true })
+        var configuration = AgentConfiguration()
+        configuration.reportRoot = fixture.root
+        keeper.run(.full, configuration: configuration)
+        #expect(notifier.messages.isEmpty && counter.publishCount == 0 && keeper.state.reports.isEmpty)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import HangWatchReport
+import Logging
+import Synchronization
+
+@testable import HangWatchAgent
+
+/// A `SystemdNotifying` that keeps every message (as if systemd listened at `socketPath`).
+final class RecordingNotifier: SystemdNotifying {
+    let socketPath: String?
+    private let sent = Mutex<[String]>([])
+    /// Whether sends succeed.
+    let delivers: Bool
+
+    init(socketPath: String? = "/run/systemd/notify", delivers: Bool = true) {
+        self.socketPath = socketPath
+        self.delivers = delivers
+    }
+
+    var messages: [String] { sent.withLock { $0 } }
+
+    /// The `STATUS=` values sent, in order.
+    var statuses: [String] {
+        messages.flatMap { $0.split(separator: "\n") }.filter { $0.hasPrefix("STATUS=") }.map { String($0.dropFirst(7)) }
+    }
+
+    func notify(_ message: String) -> Bool {
+        guard socketPath != nil else { return false }
+        sent.withLock { $0.append(message) }
+        return delivers
+    }
+}
+
+/// A `HangExporter` that keeps what it is told.
+final class RecordingExporter: HangExporter {
+    let waitsForNames: Bool
+    private let state = Mutex<(hangs: [FinishedHang], drops: [DropReason: Int], gauges: [SpoolGauges], shutdown: Bool)>(([], [:], [], false))
+
+    init(waitsForNames: Bool = false) {
+        self.waitsForNames = waitsForNames
+    }
+
+    var hangs: [FinishedHang] { state.withLock { $0.hangs } }
+    var drops: [DropReason: Int] { state.withLock { $0.drops } }
+    var lastGauges: SpoolGauges? { state.withLock { $0.gauges.last } }
+    var publishCount: Int { state.withLock { $0.gauges.count } }
+    var isShutDown: Bool { state.withLock { $0.shutdown } }
+
+    func hangFinished(_ hang: FinishedHang) { state.withLock { $0.hangs.append(hang) } }
+    func reportsDropped(_ reason: DropReason, count: Int) { state.withLock { $0.drops[reason, default: 0] += count } }
+    func publish(_ gauges: SpoolGauges) { state.withLock { $0.gauges.append(gauges) } }
+    func shutdown() async { state.withLock { $0.shutdown = true } }
+}
+
+/// A `ProcessTable` the test writes: pids it does not list are gone.
+final class ScriptedProcesses: ProcessTable {
+    private let table = Mutex<[Int32: ProcessStatus]>([:])
+    private let lookups = Mutex<[Int32]>([])
+
+    subscript(pid: Int32) -> ProcessStatus? {
+        get { table.withLock { $0[pid] } }
+        set { table.withLock { $0[pid] = newValue } }
+    }
+
+    /// Every pid looked up, in order.
+    var looked: [Int32] { lookups.withLock { $0 } }
+
+    func status(of pid: Int32) -> ProcessStatus? {
+        lookups.withLock { $0.append(pid) }
+        return table.withLock { $0[pid] }
+    }
+}
+
+/// Log events, kept in memory (a test double after swift-log's `InMemoryLogging`).
+final class LogRecorder: @unchecked Sendable {
+    struct Entry: Sendable {
+        var level: Logger.Level
+        var message: String
+        var metadata: Logger.Metadata
+    }
+
+    private let entries = Mutex<[Entry]>([])
+
+    var logger: Logger {
+        Logger(label: "test") { _ in Handler(recorder: self) }
+    }
+
+    var all: [Entry] { entries.withLock { $0 } }
+
+    /// The entries with `message`.
+    func entries(_ message: String) -> [Entry] { all.filter { $0.message == message } }
+
+    func count(_ message: String) -> Int { entries(message).count }
+
+    private struct Handler: LogHandler {
+        let recorder: LogRecorder
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            var fields = metadata
+            if let extra = event.metadata { fields.merge(extra) { $1 } }
+            let entry = Entry(level: event.level, message: "\(event.message)", metadata: fields)
+            recorder.entries.withLock { $0.append(entry) }
+        }
+    }
+}
+
+extension LogRecorder.Entry {
+    /// A metadata value as text.
+    subscript(_ key: String) -> String? { metadata[key].map { "\($0)" } }
+}
