@@ -184,11 +184,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HangWatchAgentTests",
-            dependencies: ["HangWatchAgent", "HangWatchReport", "HangWatch"]
+            dependencies: ["HangWatchAgent", "HangWatchReport", "HangWatchTestSupport"]
         ),
         .testTarget(
             name: "hangwatchdTests",
-            dependencies: ["HangWatchAgent", "HangWatchReport"],
+            dependencies: ["HangWatchAgent", "HangWatchReport", "HangWatchTestSupport"],
             // Run by the tests from the source tree (a Python OTLP receiver), not built.
             exclude: ["Fixtures/otlp_receiver.py"]
         ),

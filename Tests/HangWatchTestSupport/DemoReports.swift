@@ -33,5 +33,20 @@ package enum DemoReports {
         let directory = try directory.get()
         return try ReportStore(directory: directory).list().map { try ReportReader().read(path: $0.path) }
     }
-}
 
+    /// Copies the demo's reports into `service` of spool `root` the way a monitor writes them,
+    /// `copies` times each (distinct ids).
+    package static func copy(into root: String, service: String, copies: Int = 1) throws {
+        let source = try directory.get()
+        let store = ReportStore(directory: root + "/" + service, access: .sharedWithAgent)
+        try store.prepare()
+        for file in try ReportStore(directory: source).list() {
+            let report = try ReportReader().read(path: file.path)
+            for copy in 0..<copies {
+                var duplicate = report
+                if copy > 0 { duplicate.id += "-\(copy)" }
+                try store.write(duplicate)
+            }
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Testing
 
 @testable import HangWatchAgent
@@ -12,7 +13,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
         defer { unlink(empty) }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: AgentProcess.executable("hangwatchd"))
+        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("hangwatchd"))
         process.arguments = ["--check-config", "--config", empty] + arguments
         let output = Pipe()
         process.standardOutput = output

@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// New reports get names while their binaries are on disk; a binary whose build-id differs is
@@ -18,7 +19,7 @@ import Testing
 
         let agent = try AgentProcess(root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0", "--set", "HANGWATCHD_ENRICH_DELAY=0"])
         try agent.waitUntilReady()
-        #expect(eventually { root.reports("demo").allSatisfy { $0.symbolication != nil } }, "\(agent.log)")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { root.reports("demo").allSatisfy { $0.symbolication != nil } }, "\(agent.log)")
         for report in root.reports("demo") {
             let record = try #require(report.symbolication)
             #expect(record.by == "hangwatchd")
@@ -48,7 +49,7 @@ import Testing
             arguments: [
                 "--set", "HANGWATCHD_SELF_THRESHOLD=0", "--set", "HANGWATCHD_ENRICH_DELAY=0", "--set", "HANGWATCHD_MAX_REPORTS_PER_SERVICE=5000",
             ])
-        #expect(eventually { agent.log.contains("report named") }, "\(agent.log)")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("report named") }, "\(agent.log)")
         agent.signal(SIGTERM)
         #expect(agent.waitForExit() == 0, "\(agent.log)")
         let names = root.names("demo")

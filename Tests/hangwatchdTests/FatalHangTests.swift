@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// A process killed in the middle of a hang (as a systemd watchdog kill or the OOM killer would)
@@ -11,7 +12,7 @@ import Testing
         try agent.waitUntilReady()
 
         let demo = Process()
-        demo.executableURL = URL(fileURLWithPath: AgentProcess.executable("hangwatch-demo"))
+        demo.executableURL = URL(fileURLWithPath: BuiltExecutable.path("hangwatch-demo"))
         demo.arguments = ["--reports", root.path + "/demo", "--hang-forever"]
         demo.standardOutput = FileHandle.nullDevice
         demo.standardError = FileHandle.nullDevice
@@ -20,7 +21,7 @@ import Testing
             if demo.isRunning { kill(demo.processIdentifier, SIGKILL) }
             demo.waitUntilExit()
         }
-        #expect(eventually { root.reports("demo").first?.outcome == .ongoing })
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { root.reports("demo").first?.outcome == .ongoing })
         // Alive and hanging: the agent leaves the provisional report alone, and the monitor's
         // watchdog, busy sampling, is not flagged.
         usleep(1_000_000)
@@ -30,7 +31,7 @@ import Testing
 
         kill(demo.processIdentifier, SIGKILL)
         demo.waitUntilExit()
-        #expect(eventually { root.reports("demo").first?.outcome == .processExited }, "\(agent.log)")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { root.reports("demo").first?.outcome == .processExited }, "\(agent.log)")
         let report = try #require(root.reports("demo").first)
         #expect(report.processExit?.reason == "gone")
         #expect(report.durationMs >= 1000)
@@ -38,10 +39,10 @@ import Testing
         #expect(ReportValidator().problems(report).isEmpty)
         #expect(agent.log.contains("<4>fatal hang: the process exited during a hang"))
         // The dead monitor's heartbeat file is cleaned up.
-        #expect(eventually { !root.names("demo").contains { $0.hasPrefix(".heartbeat-") } })
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { !root.names("demo").contains { $0.hasPrefix(".heartbeat-") } })
         // And the CLI shows it for what it was.
         let show = Process()
-        show.executableURL = URL(fileURLWithPath: AgentProcess.executable("hangwatch"))
+        show.executableURL = URL(fileURLWithPath: BuiltExecutable.path("hangwatch"))
         show.arguments = ["show", "latest", "--dir", root.path, "--no-symbolicate"]
         show.environment = ["XDG_CACHE_HOME": root.path + ".cache"]
         let pipe = Pipe()

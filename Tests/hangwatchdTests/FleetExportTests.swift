@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -13,7 +14,7 @@ import FoundationNetworking
 @Suite(.serialized) struct FleetExportTests {
     /// How many hangs the demo's reports stand for.
     static func demoHangs() throws -> Int {
-        let directory = try #require(DemoReports.directory)
+        let directory = try DemoReports.directory.get()
         return try ReportStore(directory: directory).list().map { try ReportReader().read(path: $0.path) }
             .filter(FinishedHang.counts).map(FinishedHang.hangCount).reduce(0, +)
     }
@@ -81,7 +82,7 @@ import FoundationNetworking
         let port = try #require(agent.metricsPort, "\(agent.log)")
         let expected = Double(try Self.demoHangs())
         try DemoReports.copy(into: root.path, service: "billing")
-        #expect(eventually { Self.value(Self.scrape(port), "hangwatch_hangs_total", #"service="billing""#) == expected }, "\(agent.log)")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { Self.value(Self.scrape(port), "hangwatch_hangs_total", #"service="billing""#) == expected }, "\(agent.log)")
         let text = try #require(Self.scrape(port))
         #expect(Self.value(text, "hangwatch_hangs_total", #"service="old""#) == 0)
         #expect(Self.value(text, "hangwatch_hang_duration_seconds_count", #"service="billing""#) == expected)
@@ -134,11 +135,11 @@ import FoundationNetworking
             return Double(text)
         }
         let expression = #"sum(hangwatch_hangs_total{service="billing"})"#
-        #expect(eventually(timeout: 30) { query(expression) == 0 }, "Prometheus never scraped the agent's zero")
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { query(expression) == 0 }, "Prometheus never scraped the agent's zero")
         let before = try #require(query(expression))
         try DemoReports.copy(into: root.path, service: "billing")
         let produced = Double(try Self.demoHangs())
-        #expect(eventually(timeout: 30) { query(expression) == before + produced }, "\(query(expression) ?? -1)")
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { query(expression) == before + produced }, "\(query(expression) ?? -1)")
     }
 
     /// The OTLP receiver (Fixtures/otlp_receiver.py): its records, as JSON objects.
@@ -156,7 +157,7 @@ import FoundationNetworking
             process.standardOutput = FileHandle.nullDevice
             try? FileManager.default.removeItem(atPath: output + ".port")
             try process.run()
-            let started = eventually(timeout: 15) { FileManager.default.fileExists(atPath: output + ".port") || !process.isRunning }
+            let started = Eventually.holds(timeout: 15, interval: 0.02) { FileManager.default.fileExists(atPath: output + ".port") || !process.isRunning }
             try #require(started && process.isRunning, "the receiver did not start (python3 -m pip install opentelemetry-proto): \(String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self))")
         }
         var port: Int { Int((try? String(contentsOfFile: output + ".port", encoding: .utf8)) ?? "") ?? 0 }
@@ -186,7 +187,7 @@ import FoundationNetworking
         try agent.waitUntilReady()
         try DemoReports.copy(into: root.path, service: "billing")
         let reports = root.reports("billing")
-        #expect(eventually(timeout: 30) { receiver.logs.count == reports.count }, "\(receiver.logs.count) records; \(agent.log)")
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { receiver.logs.count == reports.count }, "\(receiver.logs.count) records; \(agent.log)")
         let byID = Dictionary(uniqueKeysWithValues: reports.map { ($0.id, $0) })
         for record in receiver.logs {
             let attributes = try #require(record["attributes"] as? [String: Any])
@@ -202,7 +203,7 @@ import FoundationNetworking
             // Sent after the agent named the frames: the culprit is the demo's function, by name.
             #expect((attributes["hangwatch.hang.culprit"] as? String)?.hasPrefix("DemoService.") == true, "\(attributes)")
         }
-        #expect(eventually { receiver.records.contains { $0["name"] as? String == "hangwatch_hangs_total" } })
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { receiver.records.contains { $0["name"] as? String == "hangwatch_hangs_total" } })
     }
 
     @Test func aCollectorThatIsDownCostsRetriesAndTheQueueBoundIsCounted() throws {
@@ -221,11 +222,11 @@ import FoundationNetworking
         let produced = try Self.demoHangs()
         try #require(produced > queue)
         let dropped = #"reason="export""#
-        #expect(eventually { Self.value(Self.scrape(port), "hangwatch_reports_dropped_total", dropped) == Double(produced - queue) }, "\(agent.log)")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { Self.value(Self.scrape(port), "hangwatch_reports_dropped_total", dropped) == Double(produced - queue) }, "\(agent.log)")
         // The agent keeps trying; the collector comes up and gets the records the queue held.
-        #expect(eventually { agent.log.contains("OTLP export problem") && agent.log.contains("hangwatch.otel.message=\"Failed to export batch.\"") }, "\(agent.log)")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("OTLP export problem") && agent.log.contains("hangwatch.otel.message=\"Failed to export batch.\"") }, "\(agent.log)")
         let receiver = try Receiver(output: root.path + ".otlp.jsonl", port: collectorPort)
-        #expect(eventually(timeout: 60) { receiver.logs.count == queue }, "\(receiver.logs.count); \(agent.log)")
+        #expect(Eventually.holds(timeout: 60, interval: 0.02) { receiver.logs.count == queue }, "\(receiver.logs.count); \(agent.log)")
         usleep(500_000)
         #expect(receiver.logs.count == queue)
         #expect(Self.value(Self.scrape(port), "hangwatch_reports_dropped_total", dropped) == Double(produced - queue))

@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// A monitor whose watchdog stops ticking while its process lives is flagged, in the log and in
@@ -36,7 +37,7 @@ import Testing
         try agent.waitUntilReady()
         let flagged = agent.waitForMessage { $0.contains("monitor flagged (billing: watchdog silent for") }
         #expect(flagged != nil, "\(agent.messages)")
-        #expect(eventually { agent.log.contains("<4>a monitor's watchdog has stopped ticking") && agent.log.contains("hangwatch.pid=\(getpid())") })
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("<4>a monitor's watchdog has stopped ticking") && agent.log.contains("hangwatch.pid=\(getpid())") })
 
         // It ticks again (the writer rewrites the page in place).
         let mark = agent.messages.count
@@ -44,13 +45,13 @@ import Testing
         try handle.write(contentsOf: Data(Self.heartbeat(secondsAgo: 0).encoded()))
         try handle.close()
         #expect(agent.waitForMessage(since: mark) { $0.hasPrefix("STATUS=") && !$0.contains("flagged") } != nil)
-        #expect(eventually { agent.log.contains("a flagged monitor is healthy again") })
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("a flagged monitor is healthy again") })
         // A heartbeat of a process that is gone is removed.
         try Data(MonitorHeartbeat(
             pid: 999_999, startTimeTicks: 1, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: 0, tickUnixMilliseconds: 0,
             intervalMilliseconds: 1000, state: .idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1
         ).encoded()).write(to: URL(fileURLWithPath: root.path + "/billing/.heartbeat-999999"))
-        #expect(eventually { !root.names("billing").contains(".heartbeat-999999") })
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { !root.names("billing").contains(".heartbeat-999999") })
         agent.signal(SIGTERM)
         #expect(agent.waitForExit() == 0)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// A spool others can write into is hostile input: entries that are not plain reports of their
@@ -9,7 +10,7 @@ import Testing
 @Suite(.serialized) struct HostileSpoolTests {
     /// A demo report re-dated and renamed (`id` decides the file name).
     static func demoReport(id: String, startedAt: Date) throws -> HangReport {
-        let source = try #require(DemoReports.directory, "the demo did not run")
+        let source = try DemoReports.directory.get()
         let file = try #require(try ReportStore(directory: source).list().first)
         var report = try ReportReader().read(path: file.path)
         report.id = id
@@ -240,7 +241,7 @@ import Testing
             try store.write(report)
         }
         func report(_ index: Int) -> HangReport? { root.reports("billing").first { $0.id.hasSuffix("-\(index)") } }
-        #expect(eventually { report(1)?.symbolication != nil && report(3)?.symbolication != nil }, "\(agent.log)")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { report(1)?.symbolication != nil && report(3)?.symbolication != nil }, "\(agent.log)")
         for (index, entry) in cases.enumerated() {
             let written = try #require(report(index), "\(index)")
             #expect(written.outcome == (entry.reason == nil ? .ongoing : .processExited), "\(index)")

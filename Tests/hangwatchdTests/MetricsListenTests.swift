@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -37,7 +38,7 @@ import FoundationNetworking
     @Test func theEndpointAnswersAsSoonAsItIsSaidToListen() throws {
         let root = try SpoolRoot()
         let agent = try AgentProcess(root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0"])
-        #expect(eventually { agent.metricsPort != nil }, "\(agent.log)")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.metricsPort != nil }, "\(agent.log)")
         let port = try #require(agent.metricsPort)
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/metrics"))
         let text = String(decoding: try Data(contentsOf: url), as: UTF8.self)

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Testing
 
 /// SIGHUP re-reads the configuration file; a bad file is rejected and the running settings kept.
@@ -17,7 +18,7 @@ import Testing
         #expect(agent.waitForMessage(since: mark) { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") } != nil)
         let rejected = agent.waitForMessage(since: mark) { $0.contains("READY=1") && $0.contains("configuration rejected") }
         #expect(rejected?.contains("HANGWATCHD_MAX_USE (\(config):2)") == true, "\(agent.messages)")
-        #expect(eventually { agent.log.contains("configuration rejected; keeping the previous one") })
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("configuration rejected; keeping the previous one") })
         #expect(agent.process.isRunning)
 
         // A good file is applied: debug lines start to appear.
@@ -26,7 +27,7 @@ import Testing
         agent.signal(SIGHUP)
         #expect(agent.waitForMessage(since: mark) { $0.hasPrefix("RELOADING=1") } != nil)
         #expect(agent.waitForMessage(since: mark) { $0.contains("READY=1") && !$0.contains("rejected") } != nil)
-        #expect(eventually { agent.log.contains("<6>configuration reloaded") })
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("<6>configuration reloaded") })
         agent.signal(SIGTERM)
         #expect(agent.waitForExit() == 0)
     }

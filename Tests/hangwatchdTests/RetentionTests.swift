@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 @Suite(.serialized) struct RetentionTests {
@@ -19,7 +20,7 @@ import Testing
             let reports = root.reports(service)
             #expect(reports.count == 4, "\(service): \(reports.count)")
             // The newest four.
-            let all = try ReportStore(directory: DemoReports.directory!).list().map { try ReportReader().read(path: $0.path) }
+            let all = try ReportStore(directory: (try DemoReports.directory.get())).list().map { try ReportReader().read(path: $0.path) }
             let newest = all.map(\.startedAt).sorted().suffix(2)
             #expect(reports.allSatisfy { newest.contains($0.startedAt) })
         }

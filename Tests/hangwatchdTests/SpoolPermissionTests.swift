@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// The permission model of the installed spool, on a real directory: the root is 1770 with a
@@ -30,7 +31,7 @@ import Testing
         // The service (root here, a member of the root's group) writes its report the monitor's way.
         let store = ReportStore(directory: root + "/billing", access: .sharedWithAgent)
         try store.prepare()
-        let demo = try #require(DemoReports.directory)
+        let demo = try DemoReports.directory.get()
         let first = try #require(try ReportStore(directory: demo).list().first)
         var report = try ReportReader().read(path: first.path)
         report.service = "billing"

@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// hangwatchd speaks sd_notify to a socket the test opens, as systemd would.
@@ -53,7 +54,7 @@ import Testing
         for value in [nil, "@hangwatch-nobody-listens-\(getpid())", root.path + ".missing.sock", file, "garbage", "@"] as [String?] {
             let agent = try AgentProcess(
                 root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0"], environment: ["NOTIFY_SOCKET": value])
-            #expect(eventually { agent.log.contains("<6>hangwatchd ready") }, "\(value ?? "unset"): \(agent.log)")
+            #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("<6>hangwatchd ready") }, "\(value ?? "unset"): \(agent.log)")
             // Only a socket systemd is meant to listen on is worth a warning.
             let warned = agent.log.contains("<4>cannot notify systemd")
             #expect(warned == (value.map { $0.hasPrefix("/") || $0.hasPrefix("@") } ?? false), "\(value ?? "unset"): \(agent.log)")

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Testing
 
 /// glibc's getxattr(2) wrapper (sys/xattr.h is not in the Glibc module).
@@ -30,7 +31,7 @@ func getxattr(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>, _ valu
         let directory = FileManager.default.temporaryDirectory.path + "/hangwatchd-unit-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = directory + "/hangwatchd.service"
-        try text.replacingOccurrences(of: "/usr/local/bin/hangwatchd", with: AgentProcess.executable("hangwatchd"))
+        try text.replacingOccurrences(of: "/usr/local/bin/hangwatchd", with: BuiltExecutable.path("hangwatchd"))
             .write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }

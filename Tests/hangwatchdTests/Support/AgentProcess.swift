@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchReport
+import HangWatchTestSupport
 import Testing
 
 /// The built `hangwatchd`, started the way systemd starts it: with a notify socket the test owns,
@@ -9,11 +10,6 @@ final class AgentProcess {
     let notify: NotifySocket
     let logPath: String
     private(set) var messages: [String] = []
-
-    static func executable(_ name: String) -> String {
-        let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        return (bundle as NSString).deletingLastPathComponent + "/" + name
-    }
 
     init(
         root: String, arguments: [String] = [], config: String? = nil, watchdogMicroseconds: UInt64? = nil,
@@ -25,7 +21,7 @@ final class AgentProcess {
         let config = config ?? root + ".empty.env"
         if !FileManager.default.fileExists(atPath: config) { _ = FileManager.default.createFile(atPath: config, contents: Data()) }
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Self.executable("hangwatchd"))
+        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("hangwatchd"))
         process.arguments = ["--report-root", root, "--config", config, "--set", "HANGWATCHD_CHECK_INTERVAL=200ms",
             // Any free port: tests run agents side by side.
             "--set", "HANGWATCHD_METRICS_LISTEN=127.0.0.1:0",
@@ -93,21 +89,10 @@ final class AgentProcess {
 
     /// Waits for the process to exit (at most `timeout`); its status, or nil if it is still running.
     func waitForExit(timeout: Double = 30) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
+        Eventually.holds(timeout: timeout) { !process.isRunning }
         guard !process.isRunning else { return nil }
         return process.terminationStatus
     }
-}
-
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
 }
 
 /// A spool root for one test (mode 1770, like the installed one).
@@ -129,35 +114,5 @@ final class SpoolRoot {
 
     func names(_ service: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path + "/" + service)) ?? []).sorted()
-    }
-}
-
-/// Real reports of the demo service, made once per test run (five hangs, raw frames).
-enum DemoReports {
-    static let directory: String? = {
-        let path = FileManager.default.temporaryDirectory.path + "/hangwatchd-e2e-demo-\(getpid())"
-        let demo = Process()
-        demo.executableURL = URL(fileURLWithPath: AgentProcess.executable("hangwatch-demo"))
-        demo.arguments = ["--reports", path]
-        demo.standardOutput = FileHandle.nullDevice
-        demo.standardError = FileHandle.nullDevice
-        guard (try? demo.run()) != nil else { return nil }
-        demo.waitUntilExit()
-        return demo.terminationStatus == 0 ? path : nil
-    }()
-
-    /// Copies the demo's reports into `service` of `root`, `copies` times each (distinct ids).
-    static func copy(into root: String, service: String, copies: Int = 1) throws {
-        let source = try #require(directory, "the demo did not run")
-        let store = ReportStore(directory: root + "/" + service, access: .sharedWithAgent)
-        try store.prepare()
-        for file in try ReportStore(directory: source).list() {
-            let report = try ReportReader().read(path: file.path)
-            for copy in 0..<copies {
-                var duplicate = report
-                if copy > 0 { duplicate.id += "-\(copy)" }
-                try store.write(duplicate)
-            }
-        }
     }
 }
