@@ -53,10 +53,22 @@ demo: build
 
 # Tests share two CPUs with hangs they inject on purpose: run them one at a time. The stack corpus
 # is also built in release mode: its test compares the stacks of both builds with the truth.
+# Two runs: the suites whose verdicts depend on real threads keeping time (hang detection, capture,
+# faults, event loops) one test at a time; everything else (pure decisions, reports, the CLI, the
+# agent, the child-process corpus and demo runs) side by side, since it only waits on processes.
+# Both run the built test bundle as `swift test --skip-build` would, without its package planning
+# (8 s a call). UNTIMED_IN_TIMED names suites (or Suite/test) of the timed targets that belong to
+# the second run.
+TIMED_TESTS := HangWatchTests|HangWatchNIOTests
+UNTIMED_IN_TIMED := StackCorpusTests|DemoEndToEndTests|WatchdogTests|QueuePingTests|ActivityLatchTests|HangDetectorTests|ReportBuilderTests|ReportPolicyTests|ConfigurationTests|ProcTaskTests|HeaviestPathTests|SharedLayoutTests|CaptureCodeStructureTests|BenchHarnessTests|ProcessFaultTests/killingTheWriter
+
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release --product hangwatch-stackcorpus
-	$(SWIFT) test --skip-build --no-parallel
+	"$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
+		--no-parallel --filter '$(TIMED_TESTS)' --skip '$(UNTIMED_IN_TIMED)'
+	"$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
+		--skip '($(TIMED_TESTS))\.(?!$(UNTIMED_IN_TIMED))'
 
 bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench

@@ -1,24 +1,43 @@
 import Foundation
 import HangWatchReport
 
-/// Real reports: the demo service runs once per test process under the monitor and hangs five
-/// ways (three computing, a lock wait, a sleep). Each test copies them into a directory of its own.
+/// Real reports: the demo service runs under the monitor and hangs five ways (three computing, a
+/// lock wait, a sleep). It runs once per build of the demo: the reports and what it printed are kept
+/// in the temporary directory under the binary's identity, so the test processes of one `make test`
+/// share one run. Tests read the directory; a test that changes reports copies them first.
 package enum DemoReports {
     /// The demo's run, made on first use: its report directory and what it printed.
     package static let run: Result<(directory: String, result: CommandResult), DemoFailure> = {
-        let path = FileManager.default.temporaryDirectory.path + "/hangwatch-cli-demo-\(getpid())"
         let demo = BuiltExecutable.path("hangwatch-demo")
-        guard FileManager.default.isExecutableFile(atPath: demo) else {
+        var info = stat()
+        guard FileManager.default.isExecutableFile(atPath: demo), stat(demo, &info) == 0 else {
             return .failure(DemoFailure(message: "build the demo first: swift build (\(demo))"))
         }
+        let identity = "\(info.st_dev)-\(info.st_ino)-\(info.st_size)-\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        let path = FileManager.default.temporaryDirectory.path + "/hangwatch-test-demo-\(identity)"
+        if let kept = kept(at: path) { return .success((path, kept)) }
+        // A fresh run in a directory of this process's own, moved into place whole.
+        let fresh = path + ".run-\(getpid())"
         do {
-            let result = try ExecutableRun.run(demo, ["--reports", path], environment: ["XDG_CACHE_HOME": path + "-cache"], timeout: 120)
+            let result = try ExecutableRun.run(demo, ["--reports", fresh], environment: ["XDG_CACHE_HOME": fresh + "-cache"], timeout: 120)
             guard result.status == 0 else { return .failure(DemoFailure(message: "demo failed: \(result.output)\(result.errors)")) }
+            try Data(result.output.utf8).write(to: URL(fileURLWithPath: fresh + "/.demo-output"))
+            try Data(result.errors.utf8).write(to: URL(fileURLWithPath: fresh + "/.demo-errors"))
+            // Another process may have finished first: then its run is the one kept.
+            if rename(fresh, path) != 0, let kept = kept(at: path) { return .success((path, kept)) }
             return .success((path, result))
         } catch {
             return .failure(DemoFailure(message: "demo did not start: \(error)"))
         }
     }()
+
+    /// A finished earlier run kept at `path`: what it printed.
+    private static func kept(at path: String) -> CommandResult? {
+        guard let output = FileManager.default.contents(atPath: path + "/.demo-output"),
+            let errors = FileManager.default.contents(atPath: path + "/.demo-errors")
+        else { return nil }
+        return CommandResult(status: 0, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))
+    }
 
     /// The demo's report directory (read it; copy before changing anything in it).
     package static var directory: Result<String, DemoFailure> { run.map(\.directory) }

@@ -18,7 +18,7 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
 
-        for milliseconds in [400, 700, 1200] {
+        for milliseconds in [400, 600, 900] {
             loop.afterDelay(0.05) { _ = hangInTimerCallback(milliseconds: milliseconds) }
             let expected = directory.reports().count + 1
             directory.waitForFinished(expected)
@@ -27,7 +27,7 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         monitor.stop()
         let reports = directory.reports().sorted { $0.startedAt < $1.startedAt }
         try #require(reports.count == 3)
-        for (report, milliseconds) in zip(reports, [400.0, 700, 1200]) {
+        for (report, milliseconds) in zip(reports, [400.0, 600, 900]) {
             // Generous bounds: the true duration, give or take scheduling and the coarse clock.
             #expect(report.durationMs >= milliseconds - 30 && report.durationMs <= milliseconds + 120, "\(report.durationMs)")
             #expect(report.heaviestStackContains("hangInTimerCallback"), "\(report.heaviestSymbols)")
@@ -188,7 +188,10 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
     @Test func stoppingDuringAHangWritesItAsStopped() throws {
         let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
-        loop.perform { _ = spinInTestHang(milliseconds: 2500) }
+        // A hang that would outlast the test; it ends once the monitor has stopped.
+        let spin = SpinStop()
+        defer { spin.raise() }
+        loop.perform { _ = spinInTestHang(milliseconds: 10_000, unless: spin) }
         // The provisional report appears while the hang goes on.
         let provisional = directory.waitFor { $0.contains { $0.outcome == .ongoing } }
         #expect(provisional.first?.outcome == .ongoing)

@@ -1,13 +1,21 @@
 import Foundation
 import HangWatchTestSupport
+import Synchronization
 
 // Functions tests hang in, so reports can be checked for their names. Never inlined.
 
+/// Raised by another thread to end a spin before its time.
+final class SpinStop: Sendable {
+    private let raised = Atomic<Bool>(false)
+    func raise() { raised.store(true, ordering: .releasing) }
+    var isRaised: Bool { raised.load(ordering: .acquiring) }
+}
+
 @inline(never)
-func spinInTestHang(milliseconds: Int) -> UInt64 {
+func spinInTestHang(milliseconds: Int, unless stop: SpinStop? = nil) -> UInt64 {
     let end = DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000
     var state: UInt64 = 1
-    while DispatchTime.now().uptimeNanoseconds < end {
+    while DispatchTime.now().uptimeNanoseconds < end, stop?.isRaised != true {
         // A counted while loop: no iterator calls, so samples land in this function itself, and
         // long enough (tens of microseconds) that one in a thousand lands in the clock read.
         // Reports of repeated hangs then name one and the same path.
