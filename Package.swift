@@ -61,6 +61,12 @@ let package = Package(
             name: "HangWatchReport",
             dependencies: []
         ),
+        // The CLI's side of reading: many reports at once (the catalog and its index), filters,
+        // groups. The agent never links it.
+        .target(
+            name: "HangWatchReading",
+            dependencies: ["HangWatchReport"]
+        ),
         .target(
             name: "HangWatch",
             dependencies: [
@@ -90,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "hangwatch",
             dependencies: [
-                "HangWatchReport", "HangWatchSymbolication", "HangWatchExport",
+                "HangWatchReport", "HangWatchReading", "HangWatchSymbolication", "HangWatchExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -169,6 +175,10 @@ let package = Package(
                 "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "HangWatchReadingTests",
+            dependencies: ["HangWatchReading", "HangWatchReport", "HangWatchTestSupport"]
         ),
         .testTarget(
             name: "HangWatchReportTests",

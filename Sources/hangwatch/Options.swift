@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HangWatchReading
 import HangWatchReport
 
 /// Where the reports are: --dir, else HANGWATCH_REPORT_DIR, else the documented default.

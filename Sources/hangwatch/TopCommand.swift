@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HangWatchReading
 import HangWatchReport
 
 /// `hangwatch top`: hangs grouped by culprit, most time lost first.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HangWatchReading
 import HangWatchReport
 
 /// `hangwatch watch`: new hangs as they land.

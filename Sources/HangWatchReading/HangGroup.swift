@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 
 /// Hangs that share a signature: the same culprit. The "what do I fix first" view.
 public struct HangGroup: Sendable, Equatable {

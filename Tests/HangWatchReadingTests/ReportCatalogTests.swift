@@ -1,5 +1,6 @@
 import Foundation
-@testable import HangWatchReport
+@testable import HangWatchReading
+import HangWatchReport
 import HangWatchTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReading
 import HangWatchReport
 import HangWatchTestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 
 /// Which reports a command looks at.
 public struct ReportFilter: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 
 /// The catalog's index as stored: one array per field (ten thousand summaries decode as a few
 /// dozen arrays of numbers rather than ten thousand objects), and every string once in a table
