@@ -70,3 +70,8 @@ extension MonitoredThread {
     /// A thread for scripted samples (no real stack behind it).
     package static let scripted = MonitoredThread(tid: 4242, startTimeTicks: 1, stackLow: 0, stackHigh: 1, name: "scripted", isMain: true)
 }
+
+/// The report writer reads the same scripted time.
+extension ScriptedClock: MonotonicClock {
+    package func microseconds() -> UInt64 { now }
+}

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// `CLOCK_MONOTONIC` in microseconds: the watchdog's notion of now. Protocol so tests can drive time.
-protocol MonotonicClock: Sendable {
+package protocol MonotonicClock: Sendable {
     func microseconds() -> UInt64
 }
 

@@ -21,7 +21,7 @@ final class ReportWriter: Sendable {
     private let statistics: MonitorStatistics
     private let builder: ReportBuilder
     private let images: ImageRegistry
-    private let clock: SystemMonotonicClock
+    private let clock: any MonotonicClock
     private let queue = DispatchQueue(label: "hangwatch.report-writer", qos: .utility)
     private let state: Mutex<State>
 
@@ -37,7 +37,7 @@ final class ReportWriter: Sendable {
     init(
         store: ReportStore, retention: RetentionPolicy, policy: ReportPolicy, enricher: (any HangReportEnricher)?,
         statistics: MonitorStatistics, logger: Logger, builder: ReportBuilder, images: ImageRegistry,
-        clock: SystemMonotonicClock
+        clock: any MonotonicClock = SystemMonotonicClock()
     ) {
         self.builder = builder
         self.images = images
@@ -164,7 +164,7 @@ final class ReportWriter: Sendable {
         } catch {
             statistics.writeFailures.add(1, ordering: .relaxed)
             let key = (error as? ReportStoreError)?.isOutOfSpace == true ? "no space" : "write failed"
-            let now = SystemMonotonicClock().microseconds()
+            let now = clock.microseconds()
             let shouldLog = state.withLock { state -> Bool in
                 // One log line per kind of failure per five minutes: a full disk is not a log flood.
                 if let last = state.lastFailureLog[key], now - last < 300_000_000 { return false }

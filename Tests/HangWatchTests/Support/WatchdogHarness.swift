@@ -103,10 +103,21 @@ final class RecordingSink: HangSink, @unchecked Sendable {
     }
 
     private(set) var events: [Event] = []
+    /// Where each event goes on to as it happens (a real `ReportWriter`, say).
+    var forward: (any HangSink)?
 
-    func hangStarted(_ recording: HangRecording) { events.append(.started(recording)) }
-    func hangProgressed(_ recording: HangRecording) { events.append(.progressed(recording)) }
-    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome) { events.append(.ended(recording, outcome)) }
+    func hangStarted(_ recording: HangRecording) {
+        events.append(.started(recording))
+        forward?.hangStarted(recording)
+    }
+    func hangProgressed(_ recording: HangRecording) {
+        events.append(.progressed(recording))
+        forward?.hangProgressed(recording)
+    }
+    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
+        events.append(.ended(recording, outcome))
+        forward?.hangEnded(recording, outcome: outcome)
+    }
 
     var started: [HangRecording] {
         events.compactMap { if case .started(let recording) = $0 { recording } else { nil } }
