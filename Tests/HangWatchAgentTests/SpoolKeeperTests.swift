@@ -249,3 +249,40 @@ import Testing
         #expect(notifier.messages.isEmpty && counter.publishCount == 0 && keeper.state.reports.isEmpty)
     }
 }
+
+/// Naming in a pass: frames get names from the files they point into, a report whose image is not
+/// the file on disk says so instead, and a named report is never rewritten by later passes.
+@Suite struct SpoolKeeperNamingTests {
+    @Test func reportsAreNamedOnceAndAMismatchedBuildIsRecordedNotNamed() throws {
+        let harness = try KeeperHarness { $0.enrichDelay = .zero }
+        // A first pass over the empty spool: what comes after is new.
+        harness.run(.full)
+        let good = try LibcFrames.rewrite(SpoolFixture.report(service: "billing", sequence: 1))
+        let other = try LibcFrames.rewrite(SpoolFixture.report(service: "billing", sequence: 2), buildID: String(repeating: "ab", count: 20))
+        let goodFile = try harness.fixture.write(good, service: "billing")
+        let otherFile = try harness.fixture.write(other, service: "billing")
+        // The pass comes after the writes (the harness's clock began before them).
+        harness.clock.advance(by: .seconds(1))
+        harness.run(.full)
+
+        let named = try harness.read(goodFile)
+        let record = try #require(named.symbolication, "not named in the pass")
+        #expect(record.by == "hangwatchd")
+        #expect(named.frames.first?.symbol?.contains("getppid") == true, "\(named.frames.map(\.symbol))")
+        #expect(named.frames.last?.symbol?.contains("getpid") == true)
+        let refused = try #require(try harness.read(otherFile).symbolication)
+        #expect(refused.problems.contains { $0.contains("does not match the report's \(String(repeating: "ab", count: 20))") }, "\(refused.problems)")
+        #expect(try harness.read(otherFile).frames.allSatisfy { $0.symbol == nil })
+        #expect(harness.records.hangs.count == 2, "both handed on once their naming is settled")
+
+        // Later passes, later in time: neither file is touched again.
+        let before = [goodFile, otherFile].map { harness.identity("billing/" + $0.name) }
+        for _ in 0..<3 {
+            harness.clock.advance(by: .seconds(30))
+            harness.run(.full)
+        }
+        let after = [goodFile, otherFile].map { harness.identity("billing/" + $0.name) }
+        #expect(zip(before, after).allSatisfy { $0?.inode == $1?.inode && $0?.modified == $1?.modified && $0?.size == $1?.size })
+        #expect(harness.records.hangs.count == 2)
+    }
+}

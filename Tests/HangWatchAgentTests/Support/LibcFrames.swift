@@ -13,7 +13,9 @@ enum LibcFrames {
     /// The C library's path, load address, and the offsets of `getpid` and `getppid` in it (from
     /// `dlsym` and `/proc/self/maps`: the image starts at its mapping of file offset 0).
     static let image: (path: String, base: UInt, offsets: [String: UInt64])? = {
-        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+        // Read to the end (a /proc file has no size to go by).
+        guard let data = FileHandle(forReadingAtPath: "/proc/self/maps")?.readDataToEndOfFile() else { return nil }
+        let maps = String(decoding: data, as: UTF8.self)
         let mappings = maps.split(separator: "\n").compactMap { line -> (start: UInt, end: UInt, offset: UInt, path: String)? in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count >= 6, fields[5].hasPrefix("/") else { return nil }
