@@ -15,6 +15,8 @@ extension HangMonitor {
         public var writeFailures: Int
         /// Samples that did not yield a stack.
         public var captureFailures: Int
+        /// Times the report directory was found deleted and made again.
+        public var directoriesRecreated: Int
     }
 }
 
@@ -26,11 +28,13 @@ final class MonitorStatistics: Sendable {
     let hangsSuppressed = Atomic<Int>(0)
     let writeFailures = Atomic<Int>(0)
     let captureFailures = Atomic<Int>(0)
+    let directoriesRecreated = Atomic<Int>(0)
 
     var snapshot: HangMonitor.Statistics {
         HangMonitor.Statistics(
             hangsDetected: hangsDetected.load(ordering: .relaxed), reportsWritten: reportsWritten.load(ordering: .relaxed),
             hangsFolded: hangsFolded.load(ordering: .relaxed), hangsSuppressed: hangsSuppressed.load(ordering: .relaxed),
-            writeFailures: writeFailures.load(ordering: .relaxed), captureFailures: captureFailures.load(ordering: .relaxed))
+            writeFailures: writeFailures.load(ordering: .relaxed), captureFailures: captureFailures.load(ordering: .relaxed),
+            directoriesRecreated: directoriesRecreated.load(ordering: .relaxed))
     }
 }

@@ -169,13 +169,13 @@ public struct ReportCatalog: Sendable {
 
     func saveIndex(_ entries: [String: IndexEntry]) {
         guard let indexPath else { return }
-        let folder = (indexPath as NSString).deletingLastPathComponent
+        let folder = PathText.parent(of: indexPath)
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         guard let data = try? JSONEncoder().encode(ReportIndexFile(version: Self.indexVersion, directory: directory, entries: entries)) else {
             return
         }
         // The index is a cache: a failure to write it only makes the next run slower.
-        try? ReportStore(directory: folder).writeAtomically(data, to: indexPath, name: (indexPath as NSString).lastPathComponent)
+        try? ReportStore(directory: folder).writeAtomically(data, to: indexPath, name: PathText.lastComponent(of: indexPath))
     }
 
     static func key(for directory: String) -> String {

@@ -87,7 +87,7 @@ public struct ReportStore: Sendable {
     }
 
     private func createDirectory(_ path: String) throws {
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = PathText.parent(of: path)
         if !parent.isEmpty && parent != path {
             var info = stat()
             if case .failure(let error) = SystemCall.result("lstat", path: parent, { lstat(parent, &info) }), error.code == ENOENT {

@@ -1,5 +1,6 @@
 import CLibdw
 import Foundation
+import HangWatchReport
 
 /// The symbols and line tables of one ELF image, through elfutils' libdwfl.
 ///
@@ -40,7 +41,7 @@ package final class ImageSymbols {
                 candidates += [directory + relative + ".debug", directory + relative]
             }
         }
-        let name = (path as NSString).lastPathComponent
+        let name = PathText.lastComponent(of: path)
         if !name.isEmpty { candidates += debugDirectories.map { $0 + "/" + name } }
         var firstFailure: ImageSymbolsError?
         for candidate in candidates where FileManager.default.fileExists(atPath: candidate) {

@@ -7,6 +7,8 @@ import HangWatchSymbolication
 // with HangWatch watching, then prints a summary of every report it wrote.
 //
 //   hangwatch-demo [--reports DIR]    (default ./hangwatch-reports)
+//       DIR is created if missing; an earlier demo run's reports are removed only from a directory
+//       the demo created itself: nothing else is ever deleted.
 //   hangwatch-demo --reports DIR --hang-forever
 //       hangs once, computing, until the process is killed: a fatal hang, as a systemd watchdog
 //       kill or the OOM killer would end it (the agent then finishes its provisional report).
@@ -86,7 +88,7 @@ let scenarios: [Scenario] = [
     },
 ]
 
-if !hangForever { try? FileManager.default.removeItem(atPath: reportDirectory) }
+if !hangForever { DemoDirectory.prepare(reportDirectory) }
 let configuration = HangMonitor.Configuration(
     serviceName: "demo", threshold: .milliseconds(250), reportDirectory: reportDirectory)
 let monitor: HangMonitor
@@ -140,20 +142,58 @@ RunLoop.main.run()
 
 func summarize(directory: String, expected: Int) -> Never {
     let store = ReportStore(directory: directory)
-    let files = (try? store.list()) ?? []
-    print("\n\(files.count) hang reports written (expected \(expected)):\n")
-    let symbolicator = Symbolicator()
+    // This run's reports: the directory may hold others (an earlier run's, or anyone's).
+    var reports: [(path: String, report: HangReport)] = []
     var failures = 0
-    for file in files {
+    for file in (try? store.list()) ?? [] {
         do {
-            var report = try ReportReader().read(path: file.path)
-            symbolicator.symbolicate(&report)
-            print(HangReportSummary(maxFrames: 8).render(report))
-            print("  file: \(file.path)\n")
+            let report = try ReportReader().read(path: file.path)
+            if report.pid == getpid() { reports.append((file.path, report)) }
         } catch {
             failures += 1
             print("cannot read \(file.path): \(error)")
         }
     }
-    exit(files.count == expected && failures == 0 ? 0 : 1)
+    print("\n\(reports.count) hang reports written (expected \(expected)):\n")
+    let symbolicator = Symbolicator()
+    for (path, report) in reports {
+        var report = report
+        symbolicator.symbolicate(&report)
+        print(HangReportSummary(maxFrames: 8).render(report))
+        print("  file: \(path)\n")
+    }
+    exit(reports.count == expected && failures == 0 ? 0 : 1)
+}
+
+/// The demo's report directory. The demo clears only what it made: in a directory it created
+/// (marked by `.hangwatch-demo`) it removes its earlier runs' reports and nothing else; a directory
+/// it did not create is left as it is, and the summary counts this run's reports only.
+enum DemoDirectory {
+    static let marker = ".hangwatch-demo"
+
+    static func prepare(_ path: String) {
+        let fileManager = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard fileManager.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            // New: made here (as the monitor would make it), and marked as the demo's.
+            do {
+                try ReportStore(directory: path).prepare()
+                _ = fileManager.createFile(atPath: path + "/" + marker, contents: Data("made by hangwatch-demo\n".utf8))
+            } catch {
+                FileHandle.standardError.write(Data("hangwatch-demo: \(error)\n".utf8))
+                exit(1)
+            }
+            return
+        }
+        guard isDirectory.boolValue, fileManager.fileExists(atPath: path + "/" + marker) else {
+            print("hangwatch-demo: \(path) was not made by the demo; everything in it is kept")
+            return
+        }
+        let store = ReportStore(directory: path)
+        for file in (try? store.list()) ?? [] {
+            // Only reports of the demo's own service.
+            guard let report = try? ReportReader().read(path: file.path), report.service == "demo" else { continue }
+            unlink(file.path)
+        }
+    }
 }

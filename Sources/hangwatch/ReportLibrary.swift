@@ -73,7 +73,7 @@ struct ReportLibrary {
         }
         let files = (try? catalog.files()) ?? []
         let matches = files.filter { entry in
-            let name = (entry.path as NSString).lastPathComponent
+            let name = PathText.lastComponent(of: entry.path)
             return name.hasPrefix(ReportStore.filePrefix + reference)
         }
         guard let first = matches.first else {

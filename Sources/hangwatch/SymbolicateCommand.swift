@@ -46,10 +46,10 @@ struct SymbolicateCommand: ParsableCommand {
             try Output.write(encoded, to: output)
         } else {
             // Over the original, atomically, in its own directory.
-            let folder = (path as NSString).deletingLastPathComponent
+            let folder = PathText.parent(of: path)
             do {
                 try ReportStore(directory: folder.isEmpty ? "." : folder).write(hang)
-                if (path as NSString).lastPathComponent != ReportStore.fileName(forID: hang.id) {
+                if PathText.lastComponent(of: path) != ReportStore.fileName(forID: hang.id) {
                     try Output.write(encoded, to: path)
                 }
             } catch {

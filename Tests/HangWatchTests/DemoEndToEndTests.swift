@@ -75,4 +75,51 @@ import Testing
         #expect(text.contains("hangwatch_demo.DemoService.recomputePricing("))
         #expect(text.contains("5 hang reports written (expected 5)"))
     }
+
+    /// The demo deletes nothing it did not create: in someone else's directory every file stays;
+    /// in its own, only its earlier runs' reports go.
+    @Test func theDemoKeepsWhatItDidNotCreate() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
+        let foreign = ReportDirectory()
+        let store = ReportStore(directory: foreign.path)
+        try store.prepare()
+        let billing = try store.write(ReportFixtures.report())
+        try Data("keep me\n".utf8).write(to: URL(fileURLWithPath: foreign.path + "/notes.txt"))
+        let (status, text) = try Self.run(Self.demoBinary, ["--reports", foreign.path, "--main-queue"])
+        #expect(status == 0, "\(text)")
+        #expect(text.contains("was not made by the demo; everything in it is kept"), "\(text)")
+        #expect(text.contains("1 hang reports written (expected 1)"), "\(text)")
+        #expect(FileManager.default.fileExists(atPath: billing))
+        #expect(FileManager.default.contents(atPath: foreign.path + "/notes.txt") == Data("keep me\n".utf8))
+        #expect(foreign.reports().count == 2)
+
+        let own = ReportDirectory()
+        #expect(try Self.run(Self.demoBinary, ["--reports", own.path, "--main-queue"]).status == 0)
+        let first = try #require(own.reports().first)
+        try Data("keep me\n".utf8).write(to: URL(fileURLWithPath: own.path + "/notes.txt"))
+        let again = try Self.run(Self.demoBinary, ["--reports", own.path, "--main-queue"])
+        #expect(again.status == 0, "\(again.output)")
+        let reports = own.reports()
+        #expect(reports.count == 1 && reports.first?.id != first.id, "\(reports.map(\.id))")
+        #expect(FileManager.default.fileExists(atPath: own.path + "/notes.txt"))
+    }
+
+    /// A one-letter relative report directory (Foundation's path code traps on it) works.
+    @Test func aOneLetterRelativeReportDirectoryWorks() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.demoBinary), "build the demo first: swift build")
+        let workingDirectory = ReportDirectory()
+        try FileManager.default.createDirectory(atPath: workingDirectory.path, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.demoBinary)
+        process.arguments = ["--reports", "r", "--main-queue"]
+        process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory.path)
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text.suffix(2000))")
+        #expect(ReportDirectory(path: workingDirectory.path + "/r").reports().count == 1)
+    }
 }

@@ -10,17 +10,20 @@ import Testing
 /// reports are then exact functions of the script.
 @Suite struct ScriptedReportPathTests {
     /// A writer on `h`'s clock into a new directory, fed by the harness as the watchdog hands on.
-    static func writer(for h: WatchdogHarness, directory: ReportDirectory, repeatWindowSeconds: UInt64 = 60) -> ReportWriter {
+    static func writer(
+        for h: WatchdogHarness, directory: ReportDirectory, repeatWindowSeconds: UInt64 = 60, burst: Int = 10, perMinute: Int = 10,
+        log: LogRecorder? = nil
+    ) -> ReportWriter {
         let environment = h.environment
         let builder = ReportBuilder(
             service: "scripted", host: "test-host", pid: 4242,
             process: HangReport.Process(executable: "/usr/bin/scripted", startTimeTicks: 1),
             signal: 0, maxFrames: 64, wallClock: { environment.date(ofMicroseconds: $0) }, source: .runLoop)
-        let logger = Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() })
+        let logger = log?.logger ?? Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() })
         let writer = ReportWriter(
             store: ReportStore(directory: directory.path), retention: RetentionPolicy(maxReports: 100, maxBytes: 1 << 30),
             policy: ReportPolicy(
-                limiter: ReportRateLimiter(burst: 10, perMinute: 10),
+                limiter: ReportRateLimiter(burst: burst, perMinute: perMinute),
                 repeats: RepeatTracker(windowMicroseconds: repeatWindowSeconds * 1_000_000)),
             enricher: nil, statistics: h.statistics, logger: logger, builder: builder, images: ImageRegistry(logger: logger),
             clock: h.clock)
@@ -77,5 +80,103 @@ import Testing
         #expect(reports.count == 2, "\(reports.map(\.id))")
         #expect(reports.allSatisfy { $0.repeats == nil })
         #expect(Set(reports.map(\.signature)).count == 1)
+    }
+
+    /// A report directory deleted while the service runs is made again (same mode) for the next
+    /// hang: told once, counted each time.
+    @Test func aDeletedReportDirectoryIsMadeAgainForTheNextHang() throws {
+        let h = WatchdogHarness()
+        let directory = ReportDirectory()
+        try ReportStore(directory: directory.path).prepare()
+        let log = LogRecorder()
+        let writer = Self.writer(for: h, directory: directory, log: log)
+        let origin = h.t(0)
+        h.sampler.next = { now, _ in
+            let hang = UInt((now - origin) / 1_000_000)
+            return ScriptedSampler.computing([0x10_0000 + hang * 0x100, 0x1030])
+        }
+        for (index, start) in [100.0, 1_100, 2_100].enumerated() {
+            h.busy(from: start, for: 400)
+            // Between hangs, once what was queued is on disk: the directory goes.
+            if index < 2 {
+                h.clock.at(h.t(start + 800)) {
+                    writer.flush()
+                    try? FileManager.default.removeItem(atPath: directory.path)
+                }
+            }
+        }
+        h.run()
+        writer.flush()
+        let reports = ReportDirectory(path: directory.path).reports()
+        #expect(reports.count == 1, "the last hang's report, in the directory made again: \(reports.map(\.id))")
+        #expect(h.statistics.directoriesRecreated.load(ordering: .relaxed) == 2)
+        #expect(h.statistics.writeFailures.load(ordering: .relaxed) == 0)
+        var info = stat()
+        #expect(lstat(directory.path, &info) == 0 && info.st_mode & 0o777 == 0o700)
+        #expect(log.messages.filter { $0.message == "the report directory was deleted; made it again" }.count == 1)
+    }
+
+    /// Over the rate limit (one token, 32 reports held), later hangs are dropped: told at notice
+    /// level at most once a minute of the writer's clock, each notice with the count since the last.
+    @Test func hangsOverTheRateLimitAreToldAtMostOnceAMinute() throws {
+        let h = WatchdogHarness()
+        let directory = ReportDirectory()
+        try ReportStore(directory: directory.path).prepare()
+        let log = LogRecorder()
+        let writer = Self.writer(for: h, directory: directory, burst: 1, perMinute: 1, log: log)
+        // 40 hangs on 40 different paths within 20 s, then three more from 80 s.
+        var starts = (0..<40).map { 500.0 * Double($0) + 100 }
+        starts += [80_000, 80_500, 81_000]
+        for start in starts { h.busy(from: start, for: 300) }
+        let origin = h.t(0)
+        h.sampler.next = { now, _ in
+            let hang = UInt((now - origin) / 500_000)
+            return ScriptedSampler.computing([0x10_0000 + hang * 0x100, 0x20_0000 + hang * 0x100, 0x1030])
+        }
+        h.run()
+        writer.waitUntilQueueIsEmpty()
+        let notices = { log.messages.filter { $0.level == .notice && $0.message == "hangs not written: over the report rate limit" } }
+        // First minute: one written, 32 held, 7 dropped, one notice (at the first drop). A minute
+        // later a token has come (the first of the three takes it); the next drop is told with the
+        // six dropped since the first notice; the last drop waits for the next minute.
+        #expect(h.statistics.hangsSuppressed.load(ordering: .relaxed) == 9)
+        #expect(notices().map { $0.metadata["hangwatch.suppressed"] } == ["1", "7"], "\(log.messages.map(\.message))")
+        writer.flush()
+        // Stopping: held reports are written, and the drop not told yet is told.
+        #expect(notices().map { $0.metadata["hangwatch.suppressed"] } == ["1", "7", "1"])
+        #expect(ReportDirectory(path: directory.path).reports().count == 34)
+    }
+}
+
+/// Log lines kept in memory, to assert on.
+final class LogRecorder: @unchecked Sendable {
+    struct Line {
+        var level: Logger.Level
+        var message: String
+        var metadata: [String: String]
+    }
+
+    private let lock = NSLock()
+    private var lines: [Line] = []
+    var messages: [Line] { lock.withLock { lines } }
+
+    var logger: Logger {
+        Logger(label: "hangwatch.tests") { _ in Handler(recorder: self) }
+    }
+
+    fileprivate func append(_ line: Line) { lock.withLock { lines.append(line) } }
+
+    private struct Handler: LogHandler {
+        let recorder: LogRecorder
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            recorder.append(Line(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
+        }
     }
 }

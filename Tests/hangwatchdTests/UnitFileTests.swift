@@ -51,6 +51,22 @@ func getxattr(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>, _ valu
         #expect(score <= 2.0, "\(line)")
     }
 
+    /// A host without the spool still starts both units (the agent then says what is missing), and
+    /// the agent's mounts stay its own.
+    @Test(.enabled(if: analyze != nil, "systemd-analyze is not installed"))
+    func pathsAHostMayLackAreOptionalAndMountsArePrivate() throws {
+        for file in ["hangwatchd.service", "hangwatch-monitored-service.conf"] {
+            let text = try String(contentsOfFile: Self.repository + "/systemd/" + file, encoding: .utf8)
+            let paths = text.split(separator: "\n").filter { $0.hasPrefix("ReadWritePaths=") }
+            #expect(!paths.isEmpty, "\(file)")
+            for line in paths {
+                #expect(line.dropFirst("ReadWritePaths=".count).split(separator: " ").allSatisfy { $0.hasPrefix("-") }, "\(file): \(line)")
+            }
+        }
+        let result = try Self.run(Self.analyze!, ["security", "--offline=true", try Self.unitCopy()])
+        #expect(result.output.split(separator: "\n").contains { $0.hasPrefix("✓ PrivateMounts=") }, "\(result.output)")
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-sysusers"), "systemd-sysusers is not installed"))
     func theUserAndTheSpoolAreCreatedAsDescribed() throws {
         let root = FileManager.default.temporaryDirectory.path + "/hangwatchd-root-\(getpid())"

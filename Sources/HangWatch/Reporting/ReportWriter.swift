@@ -30,6 +30,9 @@ final class ReportWriter: Sendable {
         /// The first sample's signature of each hang in progress.
         var startSignatures: [String: String?] = [:]
         var lastFailureLog: [String: UInt64] = [:]
+        /// Hangs the rate limit kept out since the last notice about it, and when that was.
+        var suppressedSinceNotice = 0
+        var lastSuppressionNotice: UInt64?
         /// A write of waiting reports is scheduled.
         var dueScheduled = false
     }
@@ -80,13 +83,13 @@ final class ReportWriter: Sendable {
                 let start = state.startSignatures.removeValue(forKey: report.id) ?? nil
                 return state.policy.hangEnded(report, startSignature: start, now: now)
             }
-            self.perform(actions)
-            self.scheduleWaitingReports()
+            self.perform(actions, now: now)
+            self.scheduleWaitingReports(now: now)
         }
     }
 
-    /// Runs on the queue.
-    private func perform(_ actions: [ReportPolicy.Action]) {
+    /// Runs on the queue. `now`: when the hang that led to these actions was handed on.
+    private func perform(_ actions: [ReportPolicy.Action], now: UInt64) {
         for action in actions {
             switch action {
             case .write(let report):
@@ -104,13 +107,57 @@ final class ReportWriter: Sendable {
             case .suppress(let id):
                 statistics.hangsSuppressed.add(1, ordering: .relaxed)
                 logger.debug("hang not written: rate limit", metadata: ["hangwatch.id": "\(id)"])
+                noteSuppressed(now: now)
             }
         }
     }
 
+    /// Rate-limited hangs are told at notice level, at most once a minute (of the writer's clock),
+    /// with how many went unwritten since the last notice.
+    private func noteSuppressed(now: UInt64, flushing: Bool = false) {
+        let count = state.withLock { state -> Int? in
+            if !flushing { state.suppressedSinceNotice += 1 }
+            guard state.suppressedSinceNotice > 0 else { return nil }
+            if !flushing, let last = state.lastSuppressionNotice, now - min(now, last) < Self.suppressionNoticeInterval { return nil }
+            defer {
+                state.suppressedSinceNotice = 0
+                state.lastSuppressionNotice = now
+            }
+            return state.suppressedSinceNotice
+        }
+        guard let count else { return }
+        logger.notice(
+            "hangs not written: over the report rate limit",
+            metadata: [
+                "hangwatch.suppressed": "\(count)", "hangwatch.suppressed_total": "\(statistics.hangsSuppressed.load(ordering: .relaxed))",
+                "hangwatch.directory": "\(store.directory)",
+            ])
+    }
+
+    /// Writes `report`. When the directory itself is gone (an operator's `rm -rf`, a temporary-file
+    /// cleaner), makes it again, with the same mode and checks as at start, and writes once more:
+    /// later hangs are not lost to a missing directory. Told once, counted every time.
+    private func writeRecreatingDirectory(_ report: HangReport) throws {
+        do {
+            try store.write(report)
+        } catch {
+            var info = stat()
+            guard lstat(store.directory, &info) != 0 else { throw error }
+            try store.prepare()
+            let count = statistics.directoriesRecreated.add(1, ordering: .relaxed).newValue
+            if count == 1 {
+                logger.notice(
+                    "the report directory was deleted; made it again", metadata: ["hangwatch.directory": "\(store.directory)"])
+            }
+            try store.write(report)
+        }
+    }
+
+    /// At most one rate-limit notice per this many microseconds.
+    static let suppressionNoticeInterval: UInt64 = 60_000_000
+
     /// Runs on the queue: writes waiting reports when their token comes.
-    private func scheduleWaitingReports() {
-        let now = clock.microseconds()
+    private func scheduleWaitingReports(now: UInt64) {
         let due = state.withLock { state -> UInt64? in
             guard !state.dueScheduled, let due = state.policy.nextDue(now: now) else { return nil }
             state.dueScheduled = true
@@ -118,13 +165,20 @@ final class ReportWriter: Sendable {
         }
         guard let due else { return }
         queue.asyncAfter(deadline: .now() + .microseconds(Int(min(due - min(due, now), 3_600_000_000)))) {
+            let now = self.clock.microseconds()
             let actions = self.state.withLock { state -> [ReportPolicy.Action] in
                 state.dueScheduled = false
-                return state.policy.due(now: self.clock.microseconds())
+                return state.policy.due(now: now)
             }
-            self.perform(actions)
-            self.scheduleWaitingReports()
+            self.perform(actions, now: now)
+            self.scheduleWaitingReports(now: now)
         }
+    }
+
+    /// Waits until everything handed on so far has been through the policy (and written, where it
+    /// was admitted), without writing held reports early.
+    func waitUntilQueueIsEmpty() {
+        queue.sync {}
     }
 
     /// Waits for every queued report, writes the reports still waiting for a token (the monitor is
@@ -135,10 +189,13 @@ final class ReportWriter: Sendable {
                 defer { state.policy.markAllWritten() }
                 return (state.policy.drainPending(), state.policy.unwrittenRepeats)
             }
-            perform(waiting.map { .write($0) })
+            let now = clock.microseconds()
+            perform(waiting.map { .write($0) }, now: now)
             for (reportID, repeats) in counts {
                 rewriteRepeats(reportID: reportID, repeats: repeats)
             }
+            // Suppressed hangs not told yet are told now.
+            noteSuppressed(now: now, flushing: true)
         }
     }
 
@@ -156,7 +213,7 @@ final class ReportWriter: Sendable {
     @discardableResult
     private func write(_ report: HangReport, kind: String) -> Bool {
         do {
-            try store.write(report)
+            try writeRecreatingDirectory(report)
             logger.debug(
                 "report written",
                 metadata: ["hangwatch.id": "\(report.id)", "hangwatch.kind": "\(kind)", "hangwatch.directory": "\(store.directory)"])

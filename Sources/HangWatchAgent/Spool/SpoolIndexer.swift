@@ -29,7 +29,7 @@ struct SpoolIndexer {
         exports.reportsDropped(.unreadable, count: found.newlyUnreadable)
         logSkipped(scan.skipped, in: state, fullScan: covering == nil)
         for hang in found.finished {
-            let key = SpoolState.Key(service: hang.service, name: (hang.reportPath as NSString).lastPathComponent)
+            let key = SpoolState.Key(service: hang.service, name: PathText.lastComponent(of: hang.reportPath))
             exports.hangFinished(hang, namesPending: configuration.enrich && state.reports[key]?.needsNames == true)
         }
         // A hang held for names whose report went away first goes out as it is.
