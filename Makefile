@@ -112,8 +112,8 @@ clean:
 stress: deps test-deps
 	$(SWIFT) build --build-tests
 	@status=0; \
-	HANGWATCH_STRESS_SOAK_SECONDS=60 HANGWATCH_STRESS_KILLS=500 \
-		$(SWIFT) test --skip-build --no-parallel --filter 'ProcessFaultTests|MonitorFaultTests|CaptureFaultTests' || status=1; \
+	HANGWATCH_STRESS_SOAK_SECONDS=60 HANGWATCH_STRESS_KILLS=500 HANGWATCH_STRESS_LIFECYCLE_CYCLES=10000 \
+		$(SWIFT) test --skip-build --no-parallel --filter 'ProcessFaultTests|MonitorFaultTests|CaptureFaultTests|LifecycleTests' || status=1; \
 	$(MAKE) stress-fuzz || status=1; \
 	$(MAKE) stress-sanitizers || status=1; \
 	exit $$status
