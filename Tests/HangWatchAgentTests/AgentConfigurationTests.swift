@@ -55,6 +55,14 @@ import Testing
         }
     }
 
+    /// Durations as systemd and journalctl write them: several terms added up.
+    @Test func compoundDurationsAreAccepted() throws {
+        let configuration = try AgentConfiguration.load(
+            file: nil, overrides: ["HANGWATCHD_MAX_AGE=1d12h", "HANGWATCHD_CHECK_INTERVAL=1m30s"], defaultFile: "/nonexistent")
+        #expect(configuration.maxAge == .seconds(36 * 3600))
+        #expect(configuration.checkInterval == .seconds(90))
+    }
+
     @Test func settingsThatContradictEachOtherAreRejected() {
         #expect(throws: AgentConfiguration.Invalid.self) {
             try AgentConfiguration.load(file: nil, overrides: ["HANGWATCHD_SCAN_INTERVAL=10s", "HANGWATCHD_CHECK_INTERVAL=20s"], defaultFile: "/nonexistent")

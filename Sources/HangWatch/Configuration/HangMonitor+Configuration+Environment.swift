@@ -84,7 +84,7 @@ extension HangMonitor.Configuration {
             let value = setting.value
             func duration() throws -> Duration {
                 guard let parsed = DurationText.parse(value) else {
-                    throw invalid("expected a duration such as 250ms, 1.5s or 2m")
+                    throw invalid("expected a duration such as 250ms, 1.5s, 2m or 1m30s")
                 }
                 return parsed
             }

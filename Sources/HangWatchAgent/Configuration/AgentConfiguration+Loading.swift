@@ -64,7 +64,7 @@ extension AgentConfiguration {
             throw invalid("unknown setting; known settings are \(Self.keys.joined(separator: ", "))")
         }
         func duration(_ range: ClosedRange<Duration>, zeroAllowed: Bool = false) throws -> Duration {
-            guard let parsed = DurationText.parse(value) else { throw invalid("expected a duration such as 500ms, 30s, 5m, 12h or 30d") }
+            guard let parsed = DurationText.parse(value) else { throw invalid("expected a duration such as 500ms, 30s, 5m, 12h, 30d or 1d12h") }
             if zeroAllowed && parsed == .zero { return parsed }
             guard range.contains(parsed) else {
                 throw invalid("must be \(zeroAllowed ? "0 or " : "")between \(DurationText.format(range.lowerBound)) and \(DurationText.format(range.upperBound))")

@@ -3,24 +3,39 @@ import Foundation
 /// Parses and prints the durations used in configuration: `250ms`, `1.5s`, `2m`, `500us`, `1h`, `30d`.
 /// A bare number is milliseconds.
 public enum DurationText {
+    /// A duration as people write one: `250ms`, `2s`, `1.5s`, a bare number of milliseconds
+    /// (`250`), or several terms added up as systemd and journalctl write them (`1d12h`, `2h30m`,
+    /// `1h 30min`). Units: `us`/`µs`, `ms`, `s`/`sec`, `m`/`min`, `h`/`hr`, `d`, `w`. Nil for
+    /// anything else, a negative or non-finite value, or more than 10⁹ seconds.
     public static func parse(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard !trimmed.isEmpty else { return nil }
-        let units: [(String, Double)] = [
-            ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400),
-        ]
-        var number = Substring(trimmed)
-        var scale = 1e-3
-        for (suffix, unitScale) in units where trimmed.hasSuffix(suffix) {
-            let candidate = trimmed.dropLast(suffix.count)
-            if Double(candidate.trimmingCharacters(in: .whitespaces)) != nil {
-                number = Substring(candidate.trimmingCharacters(in: .whitespaces))
-                scale = unitScale
-                break
-            }
+        // A bare number: milliseconds.
+        if let value = Double(trimmed) {
+            return duration(seconds: value * 1e-3)
         }
-        guard let value = Double(number), value.isFinite, value >= 0, value * scale <= 1e9 else { return nil }
-        return .nanoseconds(Int64((value * scale * 1e9).rounded()))
+        let units: [String: Double] = [
+            "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600,
+            "d": 86_400, "w": 604_800,
+        ]
+        var seconds = 0.0
+        var rest = Substring(trimmed)
+        while !rest.isEmpty {
+            rest = rest.drop { $0 == " " }
+            let number = rest.prefix { $0.isNumber || $0 == "." }
+            rest = rest.dropFirst(number.count).drop { $0 == " " }
+            let unit = rest.prefix { $0.isLetter }
+            rest = rest.dropFirst(unit.count)
+            guard let value = Double(number), let scale = units[String(unit)] else { return nil }
+            seconds += value * scale
+            rest = rest.drop { $0 == " " }
+        }
+        return duration(seconds: seconds)
+    }
+
+    private static func duration(seconds: Double) -> Duration? {
+        guard seconds.isFinite, seconds >= 0, seconds <= 1e9 else { return nil }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 
     public static func format(_ duration: Duration) -> String {
