@@ -58,7 +58,7 @@ import Testing
     /// Durations as systemd and journalctl write them: several terms added up.
     @Test func compoundDurationsAreAccepted() throws {
         let configuration = try AgentConfiguration.load(
-            file: nil, overrides: ["HANGWATCHD_MAX_AGE=1d12h", "HANGWATCHD_CHECK_INTERVAL=1m30s"], defaultFile: "/nonexistent")
+            file: nil, overrides: ["HANGWATCHD_MAX_AGE=1d12h", "HANGWATCHD_CHECK_INTERVAL=1m30s", "HANGWATCHD_SCAN_INTERVAL=2m"], defaultFile: "/nonexistent")
         #expect(configuration.maxAge == .seconds(36 * 3600))
         #expect(configuration.checkInterval == .seconds(90))
     }
