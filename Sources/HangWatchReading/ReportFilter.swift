@@ -5,12 +5,17 @@ import HangWatchReport
 public struct ReportFilter: Sendable, Equatable {
     public var services: Set<String> = []
     public var since: Date?
+    /// Hangs that started before this.
+    public var until: Date?
     public var minimumDurationMs: Double?
     public var signature: String?
 
-    public init(services: Set<String> = [], since: Date? = nil, minimumDurationMs: Double? = nil, signature: String? = nil) {
+    public init(
+        services: Set<String> = [], since: Date? = nil, until: Date? = nil, minimumDurationMs: Double? = nil, signature: String? = nil
+    ) {
         self.services = services
         self.since = since
+        self.until = until
         self.minimumDurationMs = minimumDurationMs
         self.signature = signature
     }
@@ -18,21 +23,66 @@ public struct ReportFilter: Sendable, Equatable {
     public func matches(_ summary: ReportSummary) -> Bool {
         if !services.isEmpty && !services.contains(summary.service) { return false }
         if let since, summary.startedAt < since { return false }
+        if let until, summary.startedAt >= until { return false }
         if let minimumDurationMs, summary.durationMs < minimumDurationMs { return false }
         if let signature, !summary.signature.hasPrefix(signature.lowercased()) { return false }
         return true
     }
 
-    /// Parses `--since`: a duration back from `now` (`90s`, `30m`, `1h`, `2d`, `1w`) or an RFC 3339 time.
-    public static func parseSince(_ text: String, now: Date = Date()) -> Date? {
-        if let date = ReportTimestamp.parse(text) { return date }
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
-        for (suffix, seconds) in units where text.hasSuffix(suffix) {
-            if let value = Double(text.dropLast(suffix.count)), value >= 0, value.isFinite {
-                return now.addingTimeInterval(-value * seconds)
-            }
+    /// Parses `--since` and `--until` the way journalctl reads times: a duration back from `now`
+    /// (`90s`, `2h30m`, `-1h`, `1h ago`; `+1h` ahead), `now`, `today`, `yesterday`, `tomorrow`
+    /// (midnight, local time), a date (`2026-11-20`, midnight), a date and time (`2026-11-20 10:00`,
+    /// `2026-11-20 10:00:30`, local time), or an RFC 3339 time (`2026-11-20T10:00:00Z`).
+    public static func parseTime(_ text: String, now: Date = Date(), calendar: Calendar = .current) -> Date? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let lowered = trimmed.lowercased()
+        if let date = ReportTimestamp.parse(trimmed) { return date }
+        let midnight = calendar.startOfDay(for: now)
+        switch lowered {
+        case "now": return now
+        case "today": return midnight
+        case "yesterday": return calendar.date(byAdding: .day, value: -1, to: midnight)
+        case "tomorrow": return calendar.date(byAdding: .day, value: 1, to: midnight)
+        default: break
         }
-        return nil
+        if let date = localDateTime(trimmed, calendar: calendar) { return date }
+        // Relative: a duration with at least one unit (a bare number is no time).
+        var relative = Substring(lowered)
+        var sign = -1.0
+        if relative.hasPrefix("-") {
+            relative = relative.dropFirst()
+        } else if relative.hasPrefix("+") {
+            relative = relative.dropFirst()
+            sign = 1
+        } else if relative.hasSuffix(" ago") {
+            relative = relative.dropLast(4)
+        }
+        guard relative.contains(where: \.isLetter), let duration = DurationText.parse(String(relative)) else { return nil }
+        return now.addingTimeInterval(sign * Double(DurationText.nanoseconds(duration)) / 1e9)
+    }
+
+    /// `YYYY-MM-DD`, `YYYY-MM-DD HH:MM` or `YYYY-MM-DD HH:MM:SS` (a `T` may stand for the space), in
+    /// `calendar`'s time zone.
+    static func localDateTime(_ text: String, calendar: Calendar) -> Date? {
+        let parts = text.split(whereSeparator: { $0 == " " || $0 == "T" })
+        guard (1...2).contains(parts.count) else { return nil }
+        let day = parts[0].split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+        guard day.count == 3, let year = day[0], let month = day[1], let dayOfMonth = day[2], parts[0].count == 10 else { return nil }
+        var time: [Int?] = [0, 0, 0]
+        if parts.count == 2 {
+            time = parts[1].split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
+            guard (2...3).contains(time.count) else { return nil }
+            if time.count == 2 { time.append(0) }
+        }
+        guard let hour = time[0], let minute = time[1], let second = time[2], (0..<24).contains(hour), (0..<60).contains(minute),
+            (0..<61).contains(second), (1...12).contains(month), (1...31).contains(dayOfMonth)
+        else { return nil }
+        let components = DateComponents(
+            calendar: calendar, timeZone: calendar.timeZone, year: year, month: month, day: dayOfMonth, hour: hour, minute: minute,
+            second: second)
+        // A day the month does not have (2026-02-30) is no date.
+        guard let date = calendar.date(from: components), calendar.component(.day, from: date) == dayOfMonth else { return nil }
+        return date
     }
 
     /// Parses `--min-duration`: `500ms`, `1.5s`, `2m`, or a bare number of milliseconds.

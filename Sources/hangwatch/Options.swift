@@ -26,15 +26,27 @@ struct FilterOptions: ParsableArguments {
     @Option(name: .long, help: "Only this service (repeat for several).")
     var service: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Only hangs that started since: 90s, 30m, 1h, 2d, 1w, or an RFC 3339 time.", valueName: "when"))
+    // Unconditional: `--since -1h` is a value, as journalctl reads it, not an option.
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "Only hangs that started since: 90s, 2h30m, -1h, 1h ago, today, yesterday, 2026-11-20, '2026-11-20 10:00', or an RFC 3339 time.",
+            valueName: "when"))
     var since: String?
+
+    @Option(
+        name: .long, parsing: .unconditional, help: ArgumentHelp("Only hangs that started before: the same forms as --since.", valueName: "when"))
+    var until: String?
 
     @Option(name: .customLong("min-duration"), help: ArgumentHelp("Only hangs at least this long: 500ms, 1.5s, 2m.", valueName: "duration"))
     var minDuration: String?
 
     func validate() throws {
-        if let since, ReportFilter.parseSince(since) == nil {
-            throw ValidationError("--since \(since): expected a duration back from now (90s, 30m, 1h, 2d, 1w) or an RFC 3339 time")
+        for (option, value) in [("--since", since), ("--until", until)] {
+            if let value, ReportFilter.parseTime(value) == nil {
+                throw ValidationError(
+                    "\(option) \(value): expected a time such as 90s, 2h30m, -1h, '1h ago', today, yesterday, 2026-11-20, '2026-11-20 10:00' or 2026-11-20T10:00:00Z")
+            }
         }
         if let minDuration, ReportFilter.parseDuration(minDuration) == nil {
             throw ValidationError("--min-duration \(minDuration): expected a duration such as 500ms, 1.5s or 2m")
@@ -43,7 +55,7 @@ struct FilterOptions: ParsableArguments {
 
     func filter(signature: String? = nil) -> ReportFilter {
         ReportFilter(
-            services: Set(service), since: since.flatMap { ReportFilter.parseSince($0) },
+            services: Set(service), since: since.flatMap { ReportFilter.parseTime($0) }, until: until.flatMap { ReportFilter.parseTime($0) },
             minimumDurationMs: minDuration.flatMap(ReportFilter.parseDuration), signature: signature)
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 import HangWatchReport
 
 /// Real reports: the demo service runs under the monitor and hangs five ways (three computing, a
-/// lock wait, a sleep). It runs once per build of the demo: the reports and what it printed are kept
-/// in the temporary directory under the binary's identity, so the test processes of one `make test`
+/// lock wait, a sleep). It runs once per build of the demo (and ten minutes): the reports and what it
+/// printed are kept in the temporary directory under the binary's identity, so the test processes of one `make test`
 /// share one run. Tests read the directory; a test that changes reports copies them first.
 package enum DemoReports {
     /// The demo's run, made on first use: its report directory and what it printed.
@@ -16,6 +16,8 @@ package enum DemoReports {
         let identity = "\(info.st_dev)-\(info.st_ino)-\(info.st_size)-\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
         let path = FileManager.default.temporaryDirectory.path + "/hangwatch-test-demo-\(identity)"
         if let kept = kept(at: path) { return .success((path, kept)) }
+        // A run kept from long ago (tests filter by age): ours to replace.
+        try? FileManager.default.removeItem(atPath: path)
         // A fresh run in a directory of this process's own, moved into place whole.
         let fresh = path + ".run-\(getpid())"
         do {
@@ -31,9 +33,11 @@ package enum DemoReports {
         }
     }()
 
-    /// A finished earlier run kept at `path`: what it printed.
+    /// A finished earlier run kept at `path` less than ten minutes ago: what it printed.
     private static func kept(at path: String) -> CommandResult? {
-        guard let output = FileManager.default.contents(atPath: path + "/.demo-output"),
+        guard let written = (try? FileManager.default.attributesOfItem(atPath: path + "/.demo-output"))?[.modificationDate] as? Date,
+            Date().timeIntervalSince(written) < 600,
+            let output = FileManager.default.contents(atPath: path + "/.demo-output"),
             let errors = FileManager.default.contents(atPath: path + "/.demo-errors")
         else { return nil }
         return CommandResult(status: 0, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))

@@ -76,11 +76,27 @@ import Testing
 
     @Test func badOptionsAreUsageErrors() throws {
         let fixture = try Fixture(withDemoReports: false)
-        for arguments in [["--since", "yesterday"], ["--min-duration", "fast"], ["--limit", "0"], ["--no-such-flag"]] {
+        for arguments in [["--since", "last tuesday"], ["--until", "soon"], ["--min-duration", "fast"], ["--limit", "0"], ["--no-such-flag"]] {
             let result = try fixture.hangwatch(["list"] + arguments)
             #expect(result.status == 2, "\(arguments): \(result.errors)")
             #expect(!result.errors.isEmpty)
         }
+    }
+
+    /// `--since` and `--until` as journalctl takes them, end to end.
+    @Test func sinceAndUntilTakeJournalctlTimes() throws {
+        let fixture = try Fixture()
+        func count(_ arguments: String...) throws -> Int {
+            let result = try fixture.hangwatch(["list", "--json"] + arguments)
+            let summaries = try? HangReport.makeDecoder().decode([ReportSummary].self, from: Data(result.output.utf8))
+            return try #require(summaries, "\(arguments): \(result.output) \(result.errors)").count
+        }
+        let all = try count()
+        #expect(all == 5)
+        #expect(try count("--since", "yesterday") == all)
+        #expect(try count("--since", "-1h", "--until", "now") == all)
+        #expect(try count("--until", "1h ago") == 0)
+        #expect(try count("--since", "+1h") == 0)
     }
 
     @Test func aMissingDirectoryIsNamed() throws {
