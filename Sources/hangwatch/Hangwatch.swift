@@ -8,8 +8,9 @@ struct Hangwatch: ParsableCommand {
         commandName: "hangwatch",
         abstract: "Read, group, explain and export HangWatch hang reports.",
         discussion: """
-            Reports are read from --dir, else $HANGWATCH_REPORT_DIR, else \(DirectoryOptions.defaultDirectory)
-            (and its service subdirectories).
+            Reports are read from --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool
+            (\(DirectoryOptions.defaultDirectory)) if it exists, else the demo's \(DirectoryOptions.demoDirectory)
+            if it exists (each with its service subdirectories).
 
             Exit status: 0 ok, 1 nothing matched, 2 usage error, 3 bad input (an unreadable or invalid report).
             Shell completions: hangwatch --generate-completion-script bash|zsh|fish

@@ -3,21 +3,37 @@ import Foundation
 import HangWatchReading
 import HangWatchReport
 
-/// Where the reports are: --dir, else HANGWATCH_REPORT_DIR, else the documented default.
+/// Where the reports are: --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool if it exists,
+/// else the demo's directory in the current directory if it exists.
 struct DirectoryOptions: ParsableArguments {
     static let defaultDirectory = "/var/lib/hangwatch/reports"
+    static let demoDirectory = "./hangwatch-reports"
 
     @Option(name: .shortAndLong, help: ArgumentHelp(
         "Report directory (and its service subdirectories).",
-        discussion: "Default: $HANGWATCH_REPORT_DIR, else \(DirectoryOptions.defaultDirectory)."))
+        discussion: "Default: $HANGWATCH_REPORT_DIR, else the agent's spool \(DirectoryOptions.defaultDirectory) if it exists, else the demo's \(DirectoryOptions.demoDirectory) if it exists."))
     var dir: String?
 
-    var directory: String {
-        if let dir, !dir.isEmpty { return dir }
+    /// The directory to read, and where it was looked for (said when it is not there).
+    var resolved: (directory: String, searched: String) {
+        if let dir, !dir.isEmpty { return (dir, "--dir \(dir)") }
         if let environment = ProcessInfo.processInfo.environment["HANGWATCH_REPORT_DIR"], !environment.isEmpty {
-            return environment
+            return (environment, "HANGWATCH_REPORT_DIR=\(environment)")
         }
-        return Self.defaultDirectory
+        for candidate in [Self.defaultDirectory, Self.demoDirectory] where Self.isDirectory(candidate) {
+            return (candidate, candidate)
+        }
+        return (
+            Self.defaultDirectory,
+            "\(Self.defaultDirectory) (the agent's spool) and \(Self.demoDirectory) (the demo's): neither exists; give --dir or set HANGWATCH_REPORT_DIR"
+        )
+    }
+
+    var directory: String { resolved.directory }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 }
 

@@ -15,17 +15,21 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// reading and symbolicating.
 struct ReportLibrary {
     let directory: String
+    /// Where the directory was looked for, for the error when it is missing.
+    let searched: String
     let terminal: Terminal
     let symbolicator: Symbolicator?
 
     init(directory: DirectoryOptions, reading: ReadingOptions) {
+        let resolved = directory.resolved
         self.init(
-            directory: directory.directory, terminal: Terminal(color: reading.color),
+            directory: resolved.directory, searched: resolved.searched, terminal: Terminal(color: reading.color),
             symbolicator: reading.noSymbolicate ? nil : Symbolicator(debugDirectories: reading.debugDirectories))
     }
 
-    init(directory: String, terminal: Terminal, symbolicator: Symbolicator?) {
+    init(directory: String, searched: String? = nil, terminal: Terminal, symbolicator: Symbolicator?) {
         self.directory = directory
+        self.searched = searched ?? directory
         self.terminal = terminal
         self.symbolicator = symbolicator
     }
@@ -39,7 +43,7 @@ struct ReportLibrary {
     func summaries(_ filter: ReportFilter) throws -> [ReportSummary] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw CommandFailure(message: "no report directory at \(directory) (give --dir or set HANGWATCH_REPORT_DIR)", exitCode: Exit.badInput)
+            throw CommandFailure(message: "no report directory: looked at \(searched)", exitCode: Exit.badInput)
         }
         let progress = Terminal.Progress("reading reports", terminal: terminal)
         var enrich: (@Sendable (inout HangReport) -> Void)?

@@ -30,14 +30,16 @@ package final class RunningExecutable: @unchecked Sendable {
     private let scratch: String
     private let exited = DispatchSemaphore(value: 0)
 
-    /// Starts `executable arguments…` with `environment` changed (nil values removed).
-    package init(_ executable: String, _ arguments: [String], environment: [String: String?] = [:]) throws {
+    /// Starts `executable arguments…` with `environment` changed (nil values removed), in
+    /// `workingDirectory` (the test's own when nil).
+    package init(_ executable: String, _ arguments: [String], environment: [String: String?] = [:], workingDirectory: String? = nil) throws {
         scratch = FileManager.default.temporaryDirectory.path + "/hangwatch-run-\(getpid())-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: scratch + "/out", contents: nil)
         _ = FileManager.default.createFile(atPath: scratch + "/err", contents: nil)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
         var merged = ProcessInfo.processInfo.environment
         for (key, value) in environment { merged[key] = value }
         process.environment = merged
@@ -83,8 +85,9 @@ package final class RunningExecutable: @unchecked Sendable {
 /// `timeout` is killed.
 package enum ExecutableRun {
     package static func run(
-        _ executable: String, _ arguments: [String], environment: [String: String?] = [:], timeout: TimeInterval = 60
+        _ executable: String, _ arguments: [String], environment: [String: String?] = [:], workingDirectory: String? = nil,
+        timeout: TimeInterval = 60
     ) throws -> CommandResult {
-        try RunningExecutable(executable, arguments, environment: environment).finish(within: timeout)
+        try RunningExecutable(executable, arguments, environment: environment, workingDirectory: workingDirectory).finish(within: timeout)
     }
 }

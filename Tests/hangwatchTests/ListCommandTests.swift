@@ -99,6 +99,27 @@ import Testing
         #expect(try count("--since", "+1h") == 0)
     }
 
+    /// Without --dir or $HANGWATCH_REPORT_DIR: the agent's spool if there is one, else the demo's
+    /// directory here; with neither, the error says where it looked.
+    @Test(.enabled(if: !FileManager.default.fileExists(atPath: "/var/lib/hangwatch/reports"), "this host has an agent spool"))
+    func theDirectoryIsFoundWithoutBeingNamed() throws {
+        let fixture = try Fixture()
+        let here = fixture.root + "/here"
+        try FileManager.default.createDirectory(atPath: here, withIntermediateDirectories: true)
+        let nothing = try Hangwatch.run(["list"], cache: fixture.cache, workingDirectory: here)
+        #expect(nothing.status == 3)
+        #expect(nothing.errors.contains("looked at /var/lib/hangwatch/reports (the agent's spool) and ./hangwatch-reports (the demo's)"), "\(nothing.errors)")
+        #expect(nothing.errors.contains("give --dir or set HANGWATCH_REPORT_DIR"))
+        try FileManager.default.copyItem(atPath: fixture.directory, toPath: here + "/hangwatch-reports")
+        let found = try Hangwatch.run(["list", "--json"], cache: fixture.cache, workingDirectory: here)
+        #expect(found.status == 0, "\(found.errors)")
+        #expect(found.output.components(separatedBy: "\"signature\"").count - 1 == 5)
+        let byEnvironment = try Hangwatch.run(
+            ["list", "--json"], cache: fixture.cache, environment: ["HANGWATCH_REPORT_DIR": fixture.root + "/nowhere"], workingDirectory: here)
+        #expect(byEnvironment.status == 3)
+        #expect(byEnvironment.errors.contains("HANGWATCH_REPORT_DIR=\(fixture.root)/nowhere"), "\(byEnvironment.errors)")
+    }
+
     @Test func aMissingDirectoryIsNamed() throws {
         let fixture = try Fixture(withDemoReports: false)
         let result = try Hangwatch.run(["list", "--dir", fixture.root + "/nowhere"], cache: fixture.cache)

@@ -11,11 +11,11 @@ enum Hangwatch {
     @discardableResult
     static func run(
         _ arguments: [String], cache: String, environment extra: [String: String] = [:], timeout: Double = 60,
-        executable: String = Hangwatch.binary
+        executable: String = Hangwatch.binary, workingDirectory: String? = nil
     ) throws -> CommandResult {
         var environment: [String: String?] = ["HANGWATCH_REPORT_DIR": nil, "NO_COLOR": nil, "COLUMNS": nil, "TERM": nil]
         environment["XDG_CACHE_HOME"] = cache
         for (key, value) in extra { environment[key] = value }
-        return try ExecutableRun.run(executable, arguments, environment: environment, timeout: timeout)
+        return try ExecutableRun.run(executable, arguments, environment: environment, workingDirectory: workingDirectory, timeout: timeout)
     }
 }
