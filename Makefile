@@ -7,9 +7,10 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 REPORTS ?= ./hangwatch-reports
 
-.PHONY: all deps test-deps build demo test bench install clean
+.PHONY: all deps test-deps build release demo test bench install clean
 
-all: build
+# `make` (as yourself): the debug build and the release binaries `sudo make install` copies.
+all: build release
 
 # System packages the build needs, installed only when missing.
 deps:
@@ -42,6 +43,12 @@ test-deps:
 
 build: deps
 	$(SWIFT) build
+
+# Release binaries of the CLI and the agent, where `make install` looks for them.
+RELEASE_BIN ?= .build/release
+release: deps
+	$(SWIFT) build -c release --product hangwatch
+	$(SWIFT) build -c release --product hangwatchd
 
 # The demo service hangs five ways under the monitor; then the CLI reads what it wrote.
 demo: build
@@ -82,12 +89,17 @@ bench: deps test-deps
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
-install: deps
-	$(SWIFT) build -c release --product hangwatch
-	$(SWIFT) build -c release --product hangwatchd
+# Copies only: it builds nothing (root's PATH often has no swift, and a build as root leaves
+# root-owned files in .build). Run `make` as yourself first.
+install:
+	@for binary in hangwatch hangwatchd; do \
+		[ -x "$(RELEASE_BIN)/$$binary" ] || { \
+			echo "make install: $(RELEASE_BIN)/$$binary is not built; run 'make' (as yourself, not root) first, then 'sudo make install'" >&2; \
+			exit 1; }; \
+	done
 	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
-	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/hangwatch" "$(DESTDIR)$(PREFIX)/bin/hangwatch"
-	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/hangwatchd" "$(DESTDIR)$(PREFIX)/bin/hangwatchd"
+	install -m 0755 "$(RELEASE_BIN)/hangwatch" "$(DESTDIR)$(PREFIX)/bin/hangwatch"
+	install -m 0755 "$(RELEASE_BIN)/hangwatchd" "$(DESTDIR)$(PREFIX)/bin/hangwatchd"
 	"$(DESTDIR)$(PREFIX)/bin/hangwatch" --generate-completion-script bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/hangwatch"
 	install -d "$(DESTDIR)$(SYSCONFDIR)/hangwatch"
 	install -m 0644 config/hangwatch.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatch.env"
@@ -101,8 +113,13 @@ install: deps
 	install -m 0644 systemd/hangwatch-monitored-service.conf "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/examples/"
 	install -m 0644 docs/*.md README.md "$(DESTDIR)$(PREFIX)/share/doc/hangwatch/"
 
+# Removes the build, and the demo's reports from a directory the demo made (nothing else).
 clean:
-	rm -rf .build "$(REPORTS)"
+	rm -rf .build
+	@if [ -f "$(REPORTS)/.hangwatch-demo" ]; then \
+		rm -f "$(REPORTS)"/hang-*-demo-*.json "$(REPORTS)/.hangwatch-demo"; \
+		rmdir "$(REPORTS)" 2>/dev/null || echo "kept $(REPORTS): it holds files the demo did not write"; \
+	fi
 
 # The fault-injection suite, longer (docs/reliability.md): a service hanging every 100 ms for a
 # minute and 500 kills mid-write, then the report parser fuzzed for FUZZ_SECONDS (120), then the
