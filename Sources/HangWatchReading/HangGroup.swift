@@ -16,8 +16,8 @@ public struct HangGroup: Sendable, Equatable {
     /// The report whose stack represents the group (the longest hang).
     public var representative: ReportSummary
 
-    /// Groups `summaries` by signature, most total time first. A report's folded repeats count as
-    /// hangs of its average duration.
+    /// Groups `summaries` by signature, most total time first. A report's folded repeats count
+    /// with what its file records of them: their number, total and longest duration, last start.
     public static func group(_ summaries: [ReportSummary]) -> [HangGroup] {
         Dictionary(grouping: summaries, by: \.signature).map { signature, members in
             var durations: [Double] = []
@@ -35,9 +35,9 @@ public struct HangGroup: Sendable, Equatable {
             let representative = members.max { ($0.durationMs, $1.path) < ($1.durationMs, $0.path) }!
             return HangGroup(
                 signature: signature, count: saturatingSum([members.count, folded]),
-                totalMs: finite(total + members.reduce(0.0) { $0 + Double($1.repeats) * $1.durationMs }),
-                p50Ms: percentile(0.5), p95Ms: percentile(0.95), maxMs: sorted.last ?? 0,
-                firstSeen: members.map(\.startedAt).min()!, lastSeen: members.map(\.startedAt).max()!,
+                totalMs: finite(total + members.reduce(0.0) { $0 + $1.repeatsTotalMs }),
+                p50Ms: percentile(0.5), p95Ms: percentile(0.95), maxMs: finite(members.map(\.maxMs).max() ?? 0),
+                firstSeen: members.map(\.startedAt).min()!, lastSeen: members.map(\.lastSeen).max()!,
                 services: Array(Set(members.map(\.service))).sorted(), representative: representative)
         }.sorted { ($0.totalMs, $1.signature) > ($1.totalMs, $0.signature) }
     }

@@ -157,7 +157,7 @@ public struct ReportCatalog: Sendable {
         var problem: String?
     }
 
-    static let indexVersion = 3
+    static let indexVersion = 4
 
     func loadIndex() -> [String: IndexEntry] {
         guard let indexPath, let data = try? ReportReader(maxBytes: 256 << 20, refusesHardLinks: false).readData(path: indexPath),

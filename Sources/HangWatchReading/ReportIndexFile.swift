@@ -39,6 +39,9 @@ struct ReportIndexFile: Codable {
     var stackStart: [Int] = []
     var stackFrames: [Int] = []
     var repeats: [Int] = []
+    var repeatsTotalMs: [Double] = []
+    var repeatsMaxMs: [Double] = []
+    var lastSeen: [Double] = []
 
     init(version: Int, directory: String, entries: [String: ReportCatalog.IndexEntry]) {
         self.version = version
@@ -79,6 +82,9 @@ struct ReportIndexFile: Codable {
             stackStart.append(stackFrames.count)
             stackFrames.append(contentsOf: summary.stack.map { intern($0) })
             repeats.append(summary.repeats)
+            repeatsTotalMs.append(summary.repeatsTotalMs)
+            repeatsMaxMs.append(summary.repeatsMaxMs)
+            lastSeen.append(summary.lastSeen.timeIntervalSince1970)
         }
     }
 
@@ -90,6 +96,7 @@ struct ReportIndexFile: Codable {
         var summaryColumns: [Int] = [service.count, host.count, pid.count, threadName.count, startedAt.count]
         summaryColumns += [durationMs.count, thresholdMs.count, outcome.count, verdict.count, onCpuRatio.count]
         summaryColumns += [blockedIn.count, signature.count, topFrame.count, stackStart.count, repeats.count]
+        summaryColumns += [repeatsTotalMs.count, repeatsMaxMs.count, lastSeen.count]
         guard fileColumns.allSatisfy({ $0 == files }), summaryColumns.allSatisfy({ $0 == rows }) else { return nil }
         func string(_ index: Int) -> String? { index >= 0 && index < strings.count ? strings[index] : nil }
         var result: [String: ReportCatalog.IndexEntry] = [:]
@@ -119,7 +126,9 @@ struct ReportIndexFile: Codable {
                     threadName: string(threadName[index]), startedAt: Date(timeIntervalSince1970: startedAt[index]),
                     durationMs: durationMs[index], thresholdMs: thresholdMs[index], outcome: outcomeValue, verdict: verdictValue,
                     onCpuRatio: onCpuRatio[index] < 0 ? nil : onCpuRatio[index], blockedIn: string(blockedIn[index]),
-                    signature: signatureText, topFrame: string(topFrame[index]), stack: stack, repeats: repeats[index])
+                    signature: signatureText, topFrame: string(topFrame[index]), stack: stack, repeats: repeats[index],
+                    repeatsTotalMs: repeatsTotalMs[index], repeatsMaxMs: repeatsMaxMs[index],
+                    lastSeen: Date(timeIntervalSince1970: lastSeen[index]))
             } else if entry.problem == nil {
                 return nil
             }

@@ -21,13 +21,24 @@ public struct ReportSummary: Codable, Sendable, Equatable {
     public var topFrame: String?
     /// The heaviest stack's first frames, for display (innermost first, at most 12).
     public var stack: [String]
+    /// Repeats folded into this report: how many, their total and longest duration, and when the
+    /// last one started (the report's own start when there are none).
     public var repeats: Int
+    public var repeatsTotalMs: Double = 0
+    public var repeatsMaxMs: Double = 0
+    public var lastSeen: Date
+
+    /// This report's hang and its folded repeats: total time.
+    public var totalMs: Double { durationMs + repeatsTotalMs }
+    /// The longest of this report's hang and its folded repeats.
+    public var maxMs: Double { max(durationMs, repeatsMaxMs) }
 
     /// A summary from its parts (the index stores them field by field).
     public init(
         path: String, id: String, service: String, host: String, pid: Int32, threadName: String?, startedAt: Date,
         durationMs: Double, thresholdMs: Double, outcome: HangReport.Outcome, verdict: HangReport.Verdict,
-        onCpuRatio: Double?, blockedIn: String?, signature: String, topFrame: String?, stack: [String], repeats: Int
+        onCpuRatio: Double?, blockedIn: String?, signature: String, topFrame: String?, stack: [String], repeats: Int,
+        repeatsTotalMs: Double = 0, repeatsMaxMs: Double = 0, lastSeen: Date? = nil
     ) {
         self.path = path
         self.id = id
@@ -46,6 +57,9 @@ public struct ReportSummary: Codable, Sendable, Equatable {
         self.topFrame = topFrame
         self.stack = stack
         self.repeats = repeats
+        self.repeatsTotalMs = repeatsTotalMs
+        self.repeatsMaxMs = repeatsMaxMs
+        self.lastSeen = max(startedAt, lastSeen ?? startedAt)
     }
 
     public init(report: HangReport, path: String) {
@@ -66,6 +80,9 @@ public struct ReportSummary: Codable, Sendable, Equatable {
         topFrame = FrameNaming.topAppFrame(report).map { FrameNaming.displayName($0, images: report.images) }
         stack = (report.heaviestStack?.frames ?? []).prefix(12).map { FrameNaming.displayName($0, images: report.images) }
         repeats = report.repeats?.count ?? 0
+        repeatsTotalMs = report.repeats?.totalDurationMs ?? 0
+        repeatsMaxMs = report.repeats?.maxDurationMs ?? 0
+        lastSeen = max(report.startedAt, report.repeats?.lastAt ?? report.startedAt)
     }
 
     /// `computing`, `futex`, `starved`, ...: what the thread was doing, in a word.

@@ -81,7 +81,9 @@ struct ListCommand: ParsableCommand {
                     + (summary.durationMs >= 1000 ? terminal.paint(duration, .red) : duration) + " "
                     + Text.fit(Text.percent(summary.onCpuRatio), 4, right: true) + " " + state + " "
                     + Text.fit(FrameNaming.fit(summary.topFrame ?? "-", width: frameWidth), frameWidth) + " "
-                    + String(summary.signature.prefix(8)))
+                    + String(summary.signature.prefix(8))
+                    // Folded repeats: the report stands for more hangs than its own.
+                    + (summary.repeats > 0 ? " +\(summary.repeats) repeats" : ""))
         }
         return lines.joined(separator: "\n")
     }

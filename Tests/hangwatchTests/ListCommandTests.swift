@@ -120,6 +120,17 @@ import Testing
         #expect(byEnvironment.errors.contains("HANGWATCH_REPORT_DIR=\(fixture.root)/nowhere"), "\(byEnvironment.errors)")
     }
 
+    /// A report with folded repeats says how many hangs it stands for.
+    @Test func foldedRepeatsAreShown() throws {
+        let fixture = try Fixture()
+        let file = try #require(try ReportStore(directory: fixture.directory).list().first)
+        var report = try ReportReader().read(path: file.path)
+        report.repeats = HangReport.Repeats(count: 3, lastAt: report.startedAt.addingTimeInterval(5), totalDurationMs: 900, maxDurationMs: 320)
+        _ = try ReportStore(directory: fixture.directory).write(report)
+        let result = try fixture.hangwatch(["list"])
+        #expect(result.lines.filter { $0.hasSuffix(" +3 repeats") }.count == 1, "\(result.output)")
+    }
+
     @Test func aMissingDirectoryIsNamed() throws {
         let fixture = try Fixture(withDemoReports: false)
         let result = try Hangwatch.run(["list", "--dir", fixture.root + "/nowhere"], cache: fixture.cache)
