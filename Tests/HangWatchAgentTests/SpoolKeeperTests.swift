@@ -286,3 +286,32 @@ import Testing
         #expect(harness.records.hangs.count == 2)
     }
 }
+
+/// Hangs a monitor's rate limit dropped reach the metrics through its heartbeat.
+@Suite struct SpoolKeeperRateLimitTests {
+    @Test func droppedHangsAreCountedOnceFromTheHeartbeat() throws {
+        let harness = try KeeperHarness()
+        let pid: Int32 = 4343
+        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 9)
+        func beat(suppressed: UInt64) throws {
+            let heartbeat = MonitorHeartbeat(
+                pid: pid, startTimeTicks: 9, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: harness.clock.monotonicNanoseconds,
+                tickUnixMilliseconds: 0, intervalMilliseconds: 10_000, state: .idle, activityWord: 0, hangsDetected: 50,
+                thresholdMicroseconds: 250_000, hangsSuppressed: suppressed)
+            try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitorHeartbeat.fileName(pid: pid))))
+        }
+        try FileManager.default.createDirectory(atPath: harness.fixture.path("billing"), withIntermediateDirectories: true)
+        try beat(suppressed: 3)
+        harness.run(.full)
+        #expect(harness.counter.drops[.rateLimit] == 3)
+        harness.run(.liveness)
+        #expect(harness.counter.drops[.rateLimit] == 3, "nothing new: nothing counted")
+        try beat(suppressed: 7)
+        harness.run(.liveness)
+        #expect(harness.counter.drops[.rateLimit] == 7)
+        // A new monitor under the same name starts from zero again.
+        try beat(suppressed: 2)
+        harness.run(.liveness)
+        #expect(harness.counter.drops[.rateLimit] == 9)
+    }
+}

@@ -206,7 +206,8 @@ struct hw_heartbeat {
     uint64_t loop_buckets;        /*  96: buckets in the loop-busy histogram; 0: not published */
     uint64_t loop_busy_total_ns;  /* 104 */
     uint64_t loop_counts[HW_LOOP_BUCKETS]; /* 112 */
-    uint64_t reserved[3];         /* 232 */
+    uint64_t hangs_suppressed;    /* 232: hangs the rate limit kept from being written */
+    uint64_t reserved[2];         /* 240 */
 };
 
 /** Initializes `page` (HW_HEARTBEAT_SIZE bytes of a shared mapping) for this process; `loop`
@@ -219,7 +220,7 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
  * may call it for a page.
  */
 void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activity_word, uint64_t hangs_detected,
-                       uint64_t threshold_us, const struct hw_loop_histogram *loop);
+                       uint64_t hangs_suppressed, uint64_t threshold_us, const struct hw_loop_histogram *loop);
 
 #ifdef __cplusplus
 }

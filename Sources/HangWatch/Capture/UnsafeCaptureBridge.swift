@@ -231,8 +231,12 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
         munmap(page, Self.size)
     }
 
-    func tick(state: UInt64, activityWord: UInt64, hangsDetected: UInt64, thresholdMicroseconds: UInt64, histogram: UnsafeLoopHistogram?) {
-        hw_heartbeat_tick(page, state, activityWord, hangsDetected, thresholdMicroseconds, histogram.map { UnsafePointer($0.storage) })
+    func tick(
+        state: UInt64, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64, thresholdMicroseconds: UInt64,
+        histogram: UnsafeLoopHistogram?
+    ) {
+        hw_heartbeat_tick(
+            page, state, activityWord, hangsDetected, hangsSuppressed, thresholdMicroseconds, histogram.map { UnsafePointer($0.storage) })
     }
 
     /// Byte offsets of the page's fields, by the names `MonitorHeartbeat` uses.
@@ -253,6 +257,7 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "loopBuckets": MemoryLayout<hw_heartbeat>.offset(of: \.loop_buckets)!,
             "loopBusyTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.loop_busy_total_ns)!,
             "loopCounts": MemoryLayout<hw_heartbeat>.offset(of: \.loop_counts)!,
+            "hangsSuppressed": MemoryLayout<hw_heartbeat>.offset(of: \.hangs_suppressed)!,
         ]
     }
 

@@ -158,6 +158,7 @@ final class Watchdog: @unchecked Sendable {
     private func tick(_ state: HeartbeatPublisher.State, _ snapshot: ActivitySnapshot) {
         heartbeat?.tick(
             state, activityWord: snapshot.word, hangsDetected: UInt64(statistics.hangsDetected.load(ordering: .relaxed)),
+            hangsSuppressed: UInt64(statistics.hangsSuppressed.load(ordering: .relaxed)),
             thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
     }
 

@@ -58,17 +58,17 @@ final class HeartbeatPublisher: @unchecked Sendable {
     }
 
     func tick(
-        _ state: State, activityWord: UInt64, hangsDetected: UInt64, thresholdMicroseconds: UInt64,
+        _ state: State, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64 = 0, thresholdMicroseconds: UInt64,
         loopHistogram: UnsafeLoopHistogram? = nil
     ) {
         page.tick(
-            state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected,
+            state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected, hangsSuppressed: hangsSuppressed,
             thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
     }
 
     /// The monitor stopped: say so, and remove the file.
     func retire() {
-        page.tick(state: State.stopped.rawValue, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 0, histogram: nil)
+        page.tick(state: State.stopped.rawValue, activityWord: 0, hangsDetected: 0, hangsSuppressed: 0, thresholdMicroseconds: 0, histogram: nil)
         unlink(path)
     }
 }

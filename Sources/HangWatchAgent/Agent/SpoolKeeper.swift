@@ -45,7 +45,7 @@ final class SpoolKeeper: @unchecked Sendable {
         status = StatusReporter(notifier: notifier)
         indexer = SpoolIndexer(spool: spool, exports: exports, logger: logger)
         deadHangs = DeadHangSweep(spool: spool, processes: processes, exports: exports, logger: logger, isStopping: isStopping)
-        monitors = MonitorWatch(spool: spool, processes: processes, clock: clock, logger: logger)
+        monitors = MonitorWatch(spool: spool, processes: processes, clock: clock, exports: exports, logger: logger)
         retention = RetentionKeeper(spool: spool, processes: processes, exports: exports, logger: logger)
         namer = ReportNamer(spool: spool, symbolicator: symbolicator, clock: clock, exports: exports, logger: logger, isStopping: isStopping)
     }

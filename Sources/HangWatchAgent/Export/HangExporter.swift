@@ -34,6 +34,8 @@ enum DropReason: String, Sendable, CaseIterable {
     case retention
     /// A report could not be read (corrupt, foreign, too large).
     case unreadable
+    /// A monitor's rate limit kept a hang from being written (counted from its heartbeat).
+    case rateLimit = "rate_limit"
 }
 
 /// What a monitor's heartbeat says about it (the `state` label of `hangwatch_monitors`).

@@ -3,12 +3,14 @@ import Logging
 
 /// Watches the watchers: reads each monitor's heartbeat, judges it against its process
 /// (`MonitorHealth`), warns once per episode about a stopped process or a silent watchdog (and
-/// says when it is healthy again), removes the heartbeats of processes that are gone, and adds up
-/// the loop histograms monitors publish.
+/// says when it is healthy again), removes the heartbeats of processes that are gone, adds up
+/// the loop histograms monitors publish, and counts the hangs their rate limits kept from being
+/// written (`hangwatch_reports_dropped_total{reason="rate_limit"}`).
 struct MonitorWatch {
     let spool: Spool
     let processes: any ProcessTable
     let clock: any AgentClock
+    let exports: ExportHub
     let logger: Logger
 
     func check(_ state: SpoolState, configuration: AgentConfiguration) {
@@ -38,6 +40,7 @@ struct MonitorWatch {
                 }
                 state.heartbeatFiles[key] = nil
                 state.monitors[key] = nil
+                state.hangsSuppressedCounted[key] = nil
                 continue
             case .processStopped, .watchdogSilent:
                 if previous.map({ !$0.health.isProblem }) ?? true {
@@ -51,7 +54,18 @@ struct MonitorWatch {
             if let loop = heartbeat.loopBusy {
                 state.loopBusy[key.service, default: .zero].add(loop.since(previous?.heartbeat?.loopBusy))
             }
+            countSuppressed(heartbeat, key: key, state: state)
             state.monitors[key] = (heartbeat, health)
         }
+    }
+
+    /// Counts what a monitor's rate limit dropped since it was last looked at; all of it the first
+    /// time, or when the count went backwards (a new monitor under that heartbeat's name).
+    private func countSuppressed(_ heartbeat: MonitorHeartbeat, key: SpoolState.Key, state: SpoolState) {
+        let counted = state.hangsSuppressedCounted[key] ?? 0
+        let now = heartbeat.hangsSuppressed
+        let added = now >= counted ? now - counted : now
+        state.hangsSuppressedCounted[key] = now
+        if added > 0 { exports.reportsDropped(.rateLimit, count: Int(clamping: added)) }
     }
 }

@@ -31,6 +31,9 @@ final class SpoolState {
     var skippedEntries: [String: String] = [:]
     var monitors: [Key: (heartbeat: MonitorHeartbeat?, health: MonitorHealth)] = [:]
     var heartbeatFiles: [Key: Spool.File] = [:]
+    /// Each monitor's rate-limited hangs as last counted (kept across unreadable moments of its
+    /// heartbeat, so nothing is counted twice).
+    var hangsSuppressedCounted: [Key: UInt64] = [:]
     var lastHang: (service: String, startedAt: Date)?
     var finishedHangs = 0
     var enrichedReports = 0

@@ -25,6 +25,7 @@ import Glibc
 /// | 96 | loop-busy histogram buckets (15), or 0 when the monitor keeps none |
 /// | 104 | loop busy time in all, ns |
 /// | 112 | iterations per bucket (`LoopBusyHistogram.bounds`), 15 fields |
+/// | 232 | hangs the rate limit kept from being written (0 from monitors that predate it) |
 public struct MonitorHeartbeat: Sendable, Equatable {
     public static let size = 256
     /// The size of a page written before the loop histogram existed.
@@ -38,7 +39,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case magic = 0, sequence = 8, pid = 16, startTimeTicks = 24, startedUnixMilliseconds = 32
         case tickMonotonicNanoseconds = 40, tickUnixMilliseconds = 48, intervalMilliseconds = 56, state = 64
         case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
-        case loopBusyTotalNanoseconds = 104, loopCounts = 112
+        case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232
     }
 
     public enum State: UInt64, Sendable {
@@ -54,6 +55,8 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public var state: State
     public var activityWord: UInt64
     public var hangsDetected: UInt64
+    /// Hangs the monitor's rate limit kept from being written, since it started.
+    public var hangsSuppressed: UInt64 = 0
     public var thresholdMicroseconds: UInt64
     /// The loop-busy histogram, when the monitor keeps one (`HANGWATCH_LOOP_HISTOGRAM`).
     public var loopBusy: LoopBusyHistogram.Counts?
@@ -61,9 +64,10 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public init(
         pid: Int32, startTimeTicks: UInt64, startedUnixMilliseconds: UInt64, tickMonotonicNanoseconds: UInt64,
         tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
-        hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil
+        hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0
     ) {
         self.loopBusy = loopBusy
+        self.hangsSuppressed = hangsSuppressed
         self.pid = pid
         self.startTimeTicks = startTimeTicks
         self.startedUnixMilliseconds = startedUnixMilliseconds
@@ -143,7 +147,8 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             pid: pid, startTimeTicks: field(bytes, Offset.startTimeTicks.rawValue), startedUnixMilliseconds: field(bytes, Offset.startedUnixMilliseconds.rawValue),
             tickMonotonicNanoseconds: field(bytes, Offset.tickMonotonicNanoseconds.rawValue), tickUnixMilliseconds: field(bytes, Offset.tickUnixMilliseconds.rawValue),
             intervalMilliseconds: field(bytes, Offset.intervalMilliseconds.rawValue), state: state, activityWord: field(bytes, Offset.activityWord.rawValue),
-            hangsDetected: field(bytes, Offset.hangsDetected.rawValue), thresholdMicroseconds: field(bytes, Offset.thresholdMicroseconds.rawValue), loopBusy: loopBusy(bytes))
+            hangsDetected: field(bytes, Offset.hangsDetected.rawValue), thresholdMicroseconds: field(bytes, Offset.thresholdMicroseconds.rawValue), loopBusy: loopBusy(bytes),
+            hangsSuppressed: bytes.count >= Offset.hangsSuppressed.rawValue + 8 ? field(bytes, Offset.hangsSuppressed.rawValue) : 0)
     }
 
     static func loopBusy(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
@@ -161,7 +166,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             (Offset.tickMonotonicNanoseconds.rawValue, tickMonotonicNanoseconds), (Offset.tickUnixMilliseconds.rawValue, tickUnixMilliseconds),
             (Offset.intervalMilliseconds.rawValue, intervalMilliseconds), (Offset.state.rawValue, state.rawValue),
             (Offset.activityWord.rawValue, activityWord), (Offset.hangsDetected.rawValue, hangsDetected),
-            (Offset.thresholdMicroseconds.rawValue, thresholdMicroseconds),
+            (Offset.thresholdMicroseconds.rawValue, thresholdMicroseconds), (Offset.hangsSuppressed.rawValue, hangsSuppressed),
         ]
         if let loopBusy {
             values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]
