@@ -54,6 +54,10 @@ struct ListCommand: ParsableCommand {
         let today = Text.time(Date()).prefix(5)
         let dated = summaries.contains { Text.time($0.startedAt).prefix(5) != today }
         let timeWidth = dated ? 14 : 8
+        // The zone is said once, in the header: `STARTED +01:00` over dates and times, just
+        // `+01:00` (or `UTC`) over times of today.
+        let zone = Text.zone(summaries.first?.startedAt ?? Date())
+        let timeHeader = dated ? "STARTED " + zone : zone
         func time(_ date: Date) -> String {
             let text = Text.time(date)
             return dated ? text : String(text.dropFirst(6))
@@ -62,7 +66,7 @@ struct ListCommand: ParsableCommand {
         let frameWidth = max(15, terminal.width - 52 - timeWidth)
         var lines = [
             terminal.paint(
-                Text.fit("STARTED", timeWidth) + " " + Text.fit("SERVICE", 10) + " " + Text.fit("PID", 7, right: true) + " "
+                Text.fit(timeHeader, timeWidth) + " " + Text.fit("SERVICE", 10) + " " + Text.fit("PID", 7, right: true) + " "
                     + Text.fit("DUR", 6, right: true) + " " + Text.fit("CPU", 4, right: true) + " " + Text.fit("DOING", 10) + " "
                     + Text.fit("TOP FRAME", frameWidth) + " " + "SIG", .bold)
         ]

@@ -86,6 +86,9 @@ struct ReadingOptions: ParsableArguments {
 
     @Option(help: "Colour: auto (on a terminal, without NO_COLOR), always, never.")
     var color: Terminal.ColorChoice = .auto
+
+    @Flag(help: "Times in UTC (default: local time; the offset is always shown).")
+    var utc = false
 }
 
 extension Terminal.ColorChoice: ExpressibleByArgument {}

@@ -21,6 +21,7 @@ struct ReportLibrary {
     let symbolicator: Symbolicator?
 
     init(directory: DirectoryOptions, reading: ReadingOptions) {
+        Text.utc = reading.utc
         let resolved = directory.resolved
         self.init(
             directory: resolved.directory, searched: resolved.searched, terminal: Terminal(color: reading.color),

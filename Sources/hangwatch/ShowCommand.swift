@@ -61,7 +61,7 @@ struct ReportDetail {
         lines.append(terminal.paint("hang \(report.id)", .bold))
         let thread = [report.thread.name, "tid \(report.thread.tid)", report.thread.isMain ? "main" : nil].compactMap { $0 }
         field("service", "\(report.service) (pid \(report.pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
-        let timing = "\(ReportTimestamp.format(report.startedAt)), lasted \(Text.duration(report.durationMs))"
+        let timing = "\(Text.timestamp(report.startedAt)), lasted \(Text.duration(report.durationMs))"
             + (report.outcome == .ongoing ? " so far" : "") + " (threshold \(Text.duration(report.thresholdMs)))"
         field("started", timing)
         field("outcome", report.outcome.rawValue)
@@ -69,10 +69,10 @@ struct ReportDetail {
         let verdict = HangReportSummary.verdictLine(report)
         field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : .cyan))
         if let exit = report.processExit {
-            field("exit", "the process \(exit.reason == "gone" ? "died" : "was replaced (pid reused)") mid-hang, last seen \(ReportTimestamp.format(exit.lastSeenAt))")
+            field("exit", "the process \(exit.reason == "gone" ? "died" : "was replaced (pid reused)") mid-hang, last seen \(Text.timestamp(exit.lastSeenAt))")
         }
         if let repeats = report.repeats {
-            field("repeats", "\(repeats.count) more, \(Text.duration(repeats.totalDurationMs)) in all, longest \(Text.duration(repeats.maxDurationMs)), last \(ReportTimestamp.format(repeats.lastAt))")
+            field("repeats", "\(repeats.count) more, \(Text.duration(repeats.totalDurationMs)) in all, longest \(Text.duration(repeats.maxDurationMs)), last \(Text.timestamp(repeats.lastAt))")
         }
         lines.append("")
 
@@ -123,7 +123,7 @@ struct ReportDetail {
             field("unwound", "without a signal; frame pointer from the \(framePointer)")
         }
         if let names = report.symbolication {
-            var text = "by \(names.by) at \(ReportTimestamp.format(names.at)): \(names.framesNamed) frames named, \(names.framesUnnamed) not"
+            var text = "by \(names.by) at \(Text.timestamp(names.at)): \(names.framesNamed) frames named, \(names.framesUnnamed) not"
             if !names.problems.isEmpty { text += "; " + names.problems.joined(separator: "; ") }
             field("names", text)
         }

@@ -100,13 +100,40 @@ enum Text {
         Int(exactly: value.rounded()).map(String.init) ?? String(format: "%.3g", value)
     }
 
-    /// `11-22 02:01:03` in local time.
-    static func time(_ date: Date) -> String {
-        var seconds = time_t(date.timeIntervalSince1970)
+    /// Times are shown in UTC (`--utc`) instead of local time. Set once, before any output.
+    nonisolated(unsafe) static var utc = false
+
+    /// `date` broken down in the zone times are shown in, with that zone's offset in seconds.
+    private static func parts(_ date: Date) -> (tm, offset: Int) {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
-        localtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        if utc { gmtime_r(&seconds, &parts) } else { localtime_r(&seconds, &parts) }
+        return (parts, utc ? 0 : Int(parts.tm_gmtoff))
+    }
+
+    private static func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+
+    /// `11-22 02:01:03`, in the zone times are shown in.
+    static func time(_ date: Date) -> String {
+        let (parts, _) = parts(date)
         return two(parts.tm_mon + 1) + "-" + two(parts.tm_mday) + " " + two(parts.tm_hour) + ":" + two(parts.tm_min) + ":" + two(parts.tm_sec)
+    }
+
+    /// `UTC`, or the local offset such as `+01:00`, for `date` (offsets change with the season).
+    static func zone(_ date: Date) -> String {
+        let (_, offset) = parts(date)
+        guard !utc else { return "UTC" }
+        let minutes = abs(offset) / 60
+        return (offset < 0 ? "-" : "+") + two(Int32(minutes / 60)) + ":" + two(Int32(minutes % 60))
+    }
+
+    /// `2026-11-22 02:01:03.123 +01:00`: a full time with its zone, for one report.
+    static func timestamp(_ date: Date) -> String {
+        let (parts, _) = parts(date)
+        let milliseconds = min(999, Int(((date.timeIntervalSince1970 - date.timeIntervalSince1970.rounded(.down)) * 1000).rounded()))
+        let millis = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return "\(parts.tm_year + 1900)-" + two(parts.tm_mon + 1) + "-" + two(parts.tm_mday) + " " + two(parts.tm_hour) + ":"
+            + two(parts.tm_min) + ":" + two(parts.tm_sec) + "." + millis + " " + zone(date)
     }
 }
 

@@ -75,9 +75,10 @@ struct TopCommand: ParsableCommand {
             let stats = "p50 \(Text.duration(group.p50Ms))  p95 \(Text.duration(group.p95Ms))  max \(Text.duration(group.maxMs))"
             let signature = "sig \(group.signature.prefix(8))"
             lines.append(terminal.paint(Text.fit(head, 32), .bold) + " " + Text.fit(stats, width - 32 - 14) + " " + signature)
+            let zone = Text.zone(group.lastSeen)
             lines.append(
-                "    " + Text.fit(group.services.joined(separator: ", "), max(10, width - 4 - 44)) + "  first "
-                    + Text.time(group.firstSeen) + "  last " + Text.time(group.lastSeen))
+                "    " + Text.fit(group.services.joined(separator: ", "), max(10, width - 4 - 45 - zone.count)) + "  first "
+                    + Text.time(group.firstSeen) + "  last " + Text.time(group.lastSeen) + " " + zone)
             for frame in group.representative.stack.prefix(frames) {
                 lines.append("      " + FrameNaming.fit(frame, width: width - 6))
             }
