@@ -24,6 +24,10 @@ struct Hangwatch: ParsableCommand {
 
     /// Parses and runs, mapping errors to the documented exit codes.
     static func main() {
+        if let word = CommandLine.arguments.dropFirst().first, let message = unknownSubcommand(word) {
+            Terminal.warn("hangwatch: \(message)")
+            Foundation.exit(Exit.usage.rawValue)
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -38,5 +42,33 @@ struct Hangwatch: ParsableCommand {
             }
             exit(withError: error)
         }
+    }
+
+    /// A first word that looks like a mistyped command (`lsit`, `shwo`), with the command meant;
+    /// nil for a command, an option, or anything the default command (`list`) takes.
+    static func unknownSubcommand(_ word: String) -> String? {
+        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
+        guard !word.hasPrefix("-"), !names.contains(word), word.allSatisfy({ $0.isLetter }) else { return nil }
+        let closest = names.map { ($0, editDistance(word, $0)) }.min { $0.1 < $1.1 }
+        guard let closest, closest.1 <= 2 else {
+            return "unknown command '\(word)'; the commands are \(names.dropLast().joined(separator: ", "))"
+        }
+        return "unknown command '\(word)'. Did you mean '\(closest.0)'?"
+    }
+
+    /// Levenshtein distance between two short words.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var row = Array(0...b.count)
+        for i in 1...max(1, a.count) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(1, b.count) where !b.isEmpty {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return a.isEmpty ? b.count : row[b.count]
     }
 }

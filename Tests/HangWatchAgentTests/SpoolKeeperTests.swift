@@ -268,7 +268,7 @@ import Testing
         let named = try harness.read(goodFile)
         let record = try #require(named.symbolication, "not named in the pass")
         #expect(record.by == "hangwatchd")
-        #expect(named.frames.first?.symbol?.contains("getppid") == true, "\(named.frames.map(\.symbol))")
+        #expect(named.frames.first?.symbol?.contains("getppid") == true, "\(named.frames.map(\.symbol)) \(record)")
         #expect(named.frames.last?.symbol?.contains("getpid") == true)
         let refused = try #require(try harness.read(otherFile).symbolication)
         #expect(refused.problems.contains { $0.contains("does not match the report's \(String(repeating: "ab", count: 20))") }, "\(refused.problems)")

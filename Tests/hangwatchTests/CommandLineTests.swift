@@ -60,4 +60,18 @@ import Testing
         #expect(counts.allSatisfy { $0 >= 5 })
         #expect(counts == counts.sorted(), "\(counts)")
     }
+
+    /// A mistyped command is named, with the one meant; it is not taken for `list`'s argument.
+    @Test func aMistypedCommandGetsASuggestion() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let typo = try fixture.hangwatch(["lsit"])
+        #expect(typo.status == 2)
+        #expect(typo.errors.contains("unknown command 'lsit'. Did you mean 'list'?"), "\(typo.errors)")
+        let far = try fixture.hangwatch(["frobnicate"])
+        #expect(far.status == 2)
+        #expect(far.errors.contains("the commands are list, show, top, export, flamegraph, symbolicate, watch, validate"), "\(far.errors)")
+        let option = try fixture.hangwatch(["list", "--sinse", "1h"])
+        #expect(option.status == 2)
+        #expect(option.errors.contains("Did you mean '--since'?"), "\(option.errors)")
+    }
 }
