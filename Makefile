@@ -67,7 +67,7 @@ demo: build
 # (8 s a call). UNTIMED_IN_TIMED names suites (or Suite/test) of the timed targets that belong to
 # the second run.
 TIMED_TESTS := HangWatchTests|HangWatchNIOTests
-UNTIMED_IN_TIMED := StackCorpusTests|DemoEndToEndTests|WatchdogTests|ScriptedReportPathTests|QueuePingTests|ActivityLatchTests|HangDetectorTests|ReportBuilderTests|ReportPolicyTests|ConfigurationTests|ProcTaskTests|HeaviestPathTests|SharedLayoutTests|CaptureCodeStructureTests|BenchHarnessTests|ProcessFaultTests/killingTheWriter
+UNTIMED_IN_TIMED := StackCorpusTests|DemoEndToEndTests|WatchdogTests|ScriptedReportPathTests|QueuePingTests|ActivityLatchTests|HangDetectorTests|ReportBuilderTests|ReportPolicyTests|ConfigurationTests|ProcTaskTests|HeaviestPathTests|SharedLayoutTests|CodeStructureTests|BenchHarnessTests|ProcessFaultTests/killingTheWriter
 
 test: deps test-deps
 	$(SWIFT) build --build-tests

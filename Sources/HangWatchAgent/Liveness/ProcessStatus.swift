@@ -1,3 +1,5 @@
+import HangWatchReport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,9 +45,9 @@ struct ProcessStatus: Sendable, Equatable {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1024)
         while bytes.count < 4096 {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return nil }
+            // Interrupted reads are made again; any other failure: no status.
+            guard let count = try? SystemCall.check("read", path: path, { chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } })
+            else { return nil }
             if count == 0 { break }
             bytes.append(contentsOf: chunk[0..<count])
         }

@@ -32,9 +32,9 @@ struct Spool: Sendable {
     /// the agent); group-writable with the sticky bit is the intended layout.
     func check(effectiveUser: uid_t = geteuid()) throws {
         var info = stat()
-        guard lstat(root, &info) == 0 else {
-            if errno == ENOENT { throw Problem.missing(root) }
-            throw Problem.unsafe(path: root, reason: String(cString: strerror(errno)))
+        if case .failure(let error) = SystemCall.result("lstat", path: root, { lstat(root, &info) }) {
+            if error.code == ENOENT { throw Problem.missing(root) }
+            throw Problem.unsafe(path: root, reason: error.reason)
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw Problem.unsafe(path: root, reason: (info.st_mode & S_IFMT) == S_IFLNK ? "it is a symlink" : "not a directory")
@@ -194,24 +194,31 @@ struct Spool: Sendable {
         guard recognised, !file.name.contains("/"), !file.service.contains("/"), file.service != "..", file.service != "." else {
             throw RemovalError.notRecognised(path)
         }
-        let rootFD = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard rootFD >= 0 else { throw RemovalError.failed(path: path, reason: String(cString: strerror(errno))) }
+        let root = root
+        func failed(_ error: SystemCallError) -> RemovalError { .failed(path: path, reason: error.reason) }
+        let rootFD: Int32
+        switch SystemCall.result("open", path: root, { open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }) {
+        case .success(let fd): rootFD = fd
+        case .failure(let error): throw failed(error)
+        }
         defer { close(rootFD) }
         var directoryFD = rootFD
         if !file.service.isEmpty {
-            directoryFD = openat(rootFD, file.service, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard directoryFD >= 0 else { throw RemovalError.failed(path: path, reason: String(cString: strerror(errno))) }
+            switch SystemCall.result("openat", path: path, { openat(rootFD, file.service, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }) {
+            case .success(let fd): directoryFD = fd
+            case .failure(let error): throw failed(error)
+            }
         }
         defer { if directoryFD != rootFD { close(directoryFD) } }
         var info = stat()
-        guard fstatat(directoryFD, file.name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
-            if errno == ENOENT { return }
-            throw RemovalError.failed(path: path, reason: String(cString: strerror(errno)))
+        if case .failure(let error) = SystemCall.result("fstatat", path: path, { fstatat(directoryFD, file.name, &info, AT_SYMLINK_NOFOLLOW) }) {
+            if error.code == ENOENT { return }
+            throw failed(error)
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw RemovalError.notRecognised(path) }
         guard UInt64(info.st_ino) == file.inode else { throw RemovalError.changed(path) }
-        guard unlinkat(directoryFD, file.name, 0) == 0 || errno == ENOENT else {
-            throw RemovalError.failed(path: path, reason: String(cString: strerror(errno)))
+        if case .failure(let error) = SystemCall.result("unlinkat", path: path, { unlinkat(directoryFD, file.name, 0) }), error.code != ENOENT {
+            throw failed(error)
         }
     }
 

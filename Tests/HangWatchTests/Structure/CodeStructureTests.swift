@@ -2,9 +2,10 @@ import Foundation
 import HangWatchTestSupport
 import Testing
 
-/// The shape the capture code keeps (docs/architecture.md): C split by concern into small files
-/// that call each other in one direction only, and one Swift file that talks to the C target.
-@Suite struct CaptureCodeStructureTests {
+/// The shape the code keeps (docs/architecture.md): C split by concern into small files that call
+/// each other in one direction only, one Swift file that talks to the C target, `errno` read in
+/// one place, no `@_spi` between targets, the agent in small files.
+@Suite struct CodeStructureTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
     static let cDirectory = root.appendingPathComponent("Sources/CHangWatchCapture")
@@ -86,5 +87,43 @@ import Testing
             }
         }
         #expect(importers == ["HangWatch/Capture/UnsafeCaptureBridge.swift"])
+    }
+
+    /// Swift source files of the package's libraries and tools, by path under Sources/.
+    static func swiftSources() throws -> [(path: String, text: String)] {
+        let sources = Self.root.appendingPathComponent("Sources")
+        let enumerator = FileManager.default.enumerator(atPath: sources.path)
+        var files: [(String, String)] = []
+        while let path = enumerator?.nextObject() as? String {
+            guard path.hasSuffix(".swift") else { continue }
+            files.append((path, try String(contentsOf: sources.appendingPathComponent(path), encoding: .utf8)))
+        }
+        return files.sorted { $0.0 < $1.0 }
+    }
+
+    /// `errno` becomes a Swift error in one place (`SystemCall`); the stack corpus, a program that
+    /// makes system calls on purpose to be captured in them, counts its own interruptions.
+    @Test func errnoIsReadInOnePlace() throws {
+        let readers = try Self.swiftSources().filter { file in
+            file.text.split(separator: "\n").contains { line in
+                let code = line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+                return code.range(of: #"\berrno\b(?!:)"#, options: .regularExpression) != nil
+            }
+        }.map(\.path)
+        #expect(readers == ["HangWatchReport/System/SystemCall.swift", "hangwatch-stackcorpus/Cases.swift"], "\(readers)")
+    }
+
+    /// Targets of this package share through `package` access, never `@_spi`.
+    @Test func noSPIBetweenThisPackagesTargets() throws {
+        let users = try Self.swiftSources().filter { $0.text.contains("@_spi(") }.map(\.path)
+        #expect(users.isEmpty, "\(users)")
+    }
+
+    /// The agent stays small services: no file over ~300 lines.
+    @Test func agentFilesStaySmall() throws {
+        for file in try Self.swiftSources() where file.path.hasPrefix("HangWatchAgent/") {
+            let lines = file.text.split(separator: "\n", omittingEmptySubsequences: false).count
+            #expect(lines <= 320, "\(file.path): \(lines) lines")
+        }
     }
 }
