@@ -18,6 +18,7 @@ deps:
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
 	pkg-config --exists libunwind 2>/dev/null || missing="$$missing libunwind-dev"; \
 	pkg-config --exists libdw 2>/dev/null || missing="$$missing libdw-dev"; \
+	[ -f /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
@@ -25,12 +26,13 @@ deps:
 	fi
 
 # What only the tests (and the bench) need: a real Prometheus and promtool (Debian's prometheus
-# package), wrk for load on loopback, and the official OpenTelemetry protobuf definitions for the
-# test's OTLP receiver (PyPI).
+# package), wrk for load on loopback, Go's pprof (golang-go) to read exported profiles, and the
+# official OpenTelemetry protobuf definitions for the test's OTLP receiver (PyPI).
 test-deps:
 	@missing=""; \
 	{ [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ]; } || missing="$$missing prometheus"; \
 	[ -x /usr/bin/wrk ] || missing="$$missing wrk"; \
+	[ -x /usr/bin/go ] || missing="$$missing golang-go"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \

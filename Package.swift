@@ -49,6 +49,8 @@ let package = Package(
             pkgConfig: "libdw",
             providers: [.apt(["libdw-dev"])]
         ),
+        // zlib (Debian: zlib1g-dev), for gzip'd pprof profiles. Used by the CLI's exports only.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         // glibc's dl_iterate_phdr and the ELF types, for reading the loaded images (header only).
         .systemLibrary(name: "CLinkMap"),
         // The only code that runs inside a signal handler. C, async-signal-safe, mechanism only.
@@ -90,7 +92,7 @@ let package = Package(
         // Folded stacks, speedscope files and SVG flame graphs from reports.
         .target(
             name: "HangWatchExport",
-            dependencies: ["HangWatchReport"]
+            dependencies: ["HangWatchReport", "CZlib"]
         ),
         // The `hangwatch` command: read, group, explain and export reports.
         .executableTarget(

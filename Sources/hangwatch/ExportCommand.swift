@@ -52,7 +52,7 @@ enum Output {
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export sampled stacks: folded (flamegraph.pl, inferno), speedscope, or the reports as JSON.",
+        abstract: "Export sampled stacks: folded (flamegraph.pl, inferno), speedscope, pprof, or the reports as JSON.",
         discussion: """
             Weights are sampled time in milliseconds: each sample stands for the time until the next.
 
@@ -60,10 +60,11 @@ struct ExportCommand: ParsableCommand {
               hangwatch export latest --format folded | flamegraph.pl > hang.svg
               hangwatch export --signature 1a2b3c4d --format speedscope -o group.speedscope.json
               hangwatch export --all --since 1d --format json -o hangs.json
+              hangwatch export --all --format pprof -o hangs.pb.gz && go tool pprof -top hangs.pb.gz
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
-        case folded, speedscope, json
+        case folded, speedscope, json, pprof
     }
 
     @OptionGroup var selection: SelectionOptions
@@ -71,7 +72,7 @@ struct ExportCommand: ParsableCommand {
     @OptionGroup var filters: FilterOptions
     @OptionGroup var reading: ReadingOptions
 
-    @Option(help: "folded, speedscope or json.")
+    @Option(help: "folded, speedscope, pprof (gzip'd profile.proto) or json.")
     var format: Format = .folded
 
     @Option(name: .shortAndLong, help: "Write here instead of standard output.")
@@ -86,6 +87,15 @@ struct ExportCommand: ParsableCommand {
             data = Data(FoldedStacks.render(reports).utf8)
         case .speedscope:
             data = try SpeedscopeExport.render(reports)
+        case .pprof:
+            if output == nil || output == "-", isatty(STDOUT_FILENO) == 1 {
+                throw CommandFailure(message: "a pprof profile is binary: give -o FILE (or pipe it)", exitCode: Exit.usage)
+            }
+            do {
+                data = try PprofExport.render(reports)
+            } catch {
+                throw CommandFailure(message: "cannot write the pprof profile: \(error)", exitCode: Exit.badInput)
+            }
         case .json:
             data = try HangReport.makeEncoder().encode(reports) + Data("\n".utf8)
         }

@@ -127,4 +127,14 @@ final class XMLTitles: NSObject, XMLParserDelegate {
         if name == "title", let current { titles.append(current) }
         if name == "title" { current = nil }
     }
+
+    /// `--format pprof -o FILE` writes a gzip'd profile (what is in it: PprofExportTests).
+    @Test func pprofGoesToAFileGzipped() throws {
+        let fixture = try Fixture()
+        let path = fixture.root + "/hangs.pb.gz"
+        let result = try fixture.hangwatch(["export", "--all", "--format", "pprof", "-o", path])
+        #expect(result.status == 0, "\(result.errors)")
+        let bytes = try #require(FileManager.default.contents(atPath: path))
+        #expect(bytes.prefix(2) == Data([0x1f, 0x8b]))
+    }
 }
