@@ -9,7 +9,8 @@ public enum SymbolName {
         if let at = text.firstIndex(of: "@"), !text[..<at].isEmpty, !text[..<at].contains(where: { $0 == " " || $0 == "(" }) {
             text = text[..<at]
         }
-        for prefix in ["static ", "@objc ", "merged ", "partial apply for ", "dispatch thunk of "] {
+        // `merged ` stays: identical code folded into one function may be any of several names.
+        for prefix in ["static ", "@objc ", "partial apply for ", "dispatch thunk of "] {
             while text.hasPrefix(prefix) { text = text.dropFirst(prefix.count) }
         }
         var output = ""
@@ -22,9 +23,25 @@ public enum SymbolName {
                     output += text[index...]
                     break
                 }
-                output += "(" + labels(String(text[text.index(after: index)..<close])) + ")"
+                let inside = text[text.index(after: index)..<close]
+                if let privateName = privateName(inside) {
+                    // `(invokeChannelRead in _9A0B1C2D)`: a private declaration's name, not arguments.
+                    output += privateName
+                    index = text.index(after: close)
+                    continue
+                }
+                if !inside.isEmpty, inside.allSatisfy(\.isNumber) {
+                    // `(1) suspend resume partial function for …`: an async function's part number.
+                    output += "(" + inside + ")"
+                    index = text.index(after: close)
+                    continue
+                }
+                output += "(" + labels(String(inside)) + ")"
                 index = text.index(after: close)
-                // Drop a return type that follows.
+                // Drop effects (` async`, ` throws`) and a return type that follow.
+                for effect in [" async", " throws", " rethrows"] where text[index...].hasPrefix(effect + " ") {
+                    index = text.index(index, offsetBy: effect.count)
+                }
                 let rest = text[index...]
                 if rest.hasPrefix(" -> ") {
                     index = endOfReturnType(in: text, from: text.index(index, offsetBy: 4))
@@ -48,6 +65,15 @@ public enum SymbolName {
             index = text.index(after: index)
         }
         return output
+    }
+
+    /// `name in _9A0B1C2D` (a private declaration and its file discriminator): the name.
+    private static func privateName(_ text: Substring) -> Substring? {
+        guard let range = text.range(of: " in _"), !text[..<range.lowerBound].isEmpty,
+            text[..<range.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }),
+            text[range.upperBound...].allSatisfy({ $0.isHexDigit }), !text[range.upperBound...].isEmpty
+        else { return nil }
+        return text[..<range.lowerBound]
     }
 
     private static func matchingParenthesis(in text: Substring, from open: Substring.Index) -> Substring.Index? {

@@ -17,6 +17,14 @@ import Testing
          "Foundation.__NSFireTimer(_:info:)"),
         ("clock_nanosleep@GLIBC_2.2.5", "clock_nanosleep"),
         ("memcpy@@GLIBC_2.14", "memcpy"),
+        // A private declaration keeps its name (not `(_:)`), without the file discriminator.
+        ("NIOCore.ChannelHandlerContext.(invokeChannelRead in _9A0B1C2D3E4F5A6B)(NIOCore.NIOAny) -> ()",
+         "NIOCore.ChannelHandlerContext.invokeChannelRead(_:)"),
+        // An async function's parts keep their number.
+        ("(1) suspend resume partial function for app.Service.handle(request: app.Request) async -> ()",
+         "(1) suspend resume partial function for app.Service.handle(request:)"),
+        // Folded identical code may be any of several functions: it says so.
+        ("merged Swift.Array.append(__owned A) -> ()", "merged Swift.Array.append(_:)"),
     ])
     func shortensDemangledNames(_ full: String, _ short: String) {
         #expect(SymbolName.short(full) == short)
