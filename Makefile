@@ -26,13 +26,15 @@ deps:
 	fi
 
 # What only the tests (and the bench) need: a real Prometheus and promtool (Debian's prometheus
-# package), wrk for load on loopback, Go's pprof (golang-go) to read exported profiles, and the
-# official OpenTelemetry protobuf definitions for the test's OTLP receiver (PyPI).
+# package), wrk for load on loopback, Go's pprof (golang-go) to read exported profiles, Chromium
+# and its driver with selenium (PyPI) to use the flame graph in a real browser, and the official
+# OpenTelemetry protobuf definitions for the test's OTLP receiver (PyPI).
 test-deps:
 	@missing=""; \
 	{ [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ]; } || missing="$$missing prometheus"; \
 	[ -x /usr/bin/wrk ] || missing="$$missing wrk"; \
 	[ -x /usr/bin/go ] || missing="$$missing golang-go"; \
+	{ [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing="$$missing chromium chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
@@ -42,6 +44,10 @@ test-deps:
 		echo "installing: opentelemetry-proto (pip)"; \
 		python3 -m pip install --quiet opentelemetry-proto protobuf 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages opentelemetry-proto protobuf; }
+	@python3 -c "import selenium" 2>/dev/null || { \
+		echo "installing: selenium (pip)"; \
+		python3 -m pip install --quiet selenium 2>/dev/null \
+		|| python3 -m pip install --quiet --break-system-packages selenium; }
 
 build: deps
 	$(SWIFT) build

@@ -9,6 +9,23 @@ public struct SampledStack: Sendable, Equatable {
     public var weightMs: Double
     public var file: [String?]
     public var line: [Int?]
+    /// Whose code each frame is.
+    public var kinds: [FrameKind] = []
+    /// The thread was waiting in the kernel (a system call, a sleeping or disk-wait state), not
+    /// on a CPU.
+    public var blocked = false
+}
+
+/// Whose code a frame is, as flame graphs colour it.
+public enum FrameKind: Sendable, Equatable {
+    /// The service's own code (any image outside the system's and Swift's libraries).
+    case app
+    /// The C library, the Swift runtime and Foundation, the loader, the vDSO.
+    case system
+    /// No image is known for the address.
+    case unknown
+    /// `[stack stops: why]`: where a stack could not be followed further.
+    case marker
 }
 
 public enum SampledStacks {
@@ -22,12 +39,22 @@ public enum SampledStacks {
             let stack = report.stacks[stackIndex]
             let frames = stack.frames.reversed().compactMap { $0 >= 0 && $0 < report.frames.count ? report.frames[$0] : nil }
             let marker = stack.truncated ? [Self.stopMarker(stack)] : []
+            let kinds = frames.map { frame -> FrameKind in
+                guard let image = frame.image, report.images.indices.contains(image) else { return .unknown }
+                return StackSignature.isSystemImage(report.images[image].path) ? .system : .app
+            }
             result.append(
                 SampledStack(
                     frames: marker + frames.map { FrameNaming.displayName($0, images: report.images) }, weightMs: weight,
-                    file: marker.map { _ in nil } + frames.map(\.file), line: marker.map { _ in nil } + frames.map(\.line)))
+                    file: marker.map { _ in nil } + frames.map(\.file), line: marker.map { _ in nil } + frames.map(\.line),
+                    kinds: marker.map { _ in .marker } + kinds, blocked: Self.isBlocked(sample)))
         }
         return result
+    }
+
+    /// Whether a sample found the thread off the CPU, waiting in the kernel.
+    static func isBlocked(_ sample: HangReport.Sample) -> Bool {
+        sample.syscall != nil || sample.state == "S" || sample.state == "D"
     }
 
     /// The root frame of a truncated stack.

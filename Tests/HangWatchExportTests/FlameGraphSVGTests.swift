@@ -60,7 +60,9 @@ final class SVGReader: NSObject, XMLParserDelegate {
         #expect(reader.titles.contains("main (200 ms, 100.0%)"))
         // Nothing outside the drawing area (1200 wide, 10 margin).
         #expect(reader.rectangles.dropFirst().allSatisfy { $0.x >= 10 && $0.x + $0.width <= 1190.01 })
-        #expect(!svg.contains("<script"))
+        // Self-contained: one inline script, nothing fetched.
+        #expect(svg.components(separatedBy: "<script").count == 2)
+        #expect(!svg.contains("href") && !svg.contains("src=") && !svg.contains("import("))
     }
 
     @Test func markupInNamesIsEscaped() throws {
@@ -92,5 +94,70 @@ final class SVGReader: NSObject, XMLParserDelegate {
         let reader = try SVGReader.read(FlameGraphSVG.render([report], title: "deep"))
         #expect(reader.titles.contains { $0.hasPrefix("main (") })
         #expect(reader.rectangles.count == FlameGraphSVG.maxDepth + 1, "the root's and one per level")
+    }
+
+    static let browserReady =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+
+    /// In a real browser (headless Chromium, driven by selenium): search highlights the matching
+    /// frames and says their share, a click zooms a frame to the full width and hides what is not
+    /// its caller or callee, Reset zoom restores the picture, hovering fills the details line.
+    @Test(.enabled(if: browserReady, "chromium and chromium-driver are not installed"))
+    func searchZoomAndResetWorkInABrowser() throws {
+        let computing = StackReports.report(
+            durationMs: 400, samples: [(250, ["compute", "handle", "main"]), (300, ["compute", "handle", "main"]), (350, ["wait", "other", "main"])])
+        let directory = ReportDirectory().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/hangs.svg"
+        try FlameGraphSVG.render([computing], title: "billing").write(toFile: path, atomically: true, encoding: .utf8)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/flamegraph_browser.py").path
+        let result = try ExecutableRun.run("/usr/bin/env", ["python3", script, path, "comp", "handle", "other"], environment: ["HOME": directory], timeout: 120)
+        try #require(result.status == 0, "\(result.errors)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], "\(result.output)")
+        let usable = try #require(seen["usable"] as? Double)
+        let before = try #require(seen["before"] as? [String: Double])
+        // handle holds 100 of the 150 sampled ms, other 50.
+        #expect(abs(before["target"]! - usable * 2 / 3) < 0.5, "\(before)")
+        #expect(abs(before["other"]! - usable / 3) < 0.5)
+        #expect(seen["matches"] as? [String] == ["compute"], "\(seen)")
+        #expect((seen["matched"] as? String)?.contains("66.7% of the sampled time") == true, "\(seen)")
+        #expect((seen["details"] as? String)?.hasPrefix("handle: 100 ms, 66.7% of the sampled time") == true, "\(seen)")
+        let zoomed = try #require(seen["zoomed"] as? [String: Any])
+        #expect(abs((zoomed["target"] as? Double ?? 0) - usable) < 0.5, "\(zoomed)")
+        #expect(zoomed["otherShown"] as? Bool == false)
+        #expect(abs((zoomed["root"] as? Double ?? 0) - usable) < 0.5)
+        #expect(zoomed["rootIsAncestor"] as? Bool == true)
+        #expect(zoomed["reset"] as? String == "visible")
+        let reset = try #require(seen["reset"] as? [String: Any])
+        #expect(abs((reset["target"] as? Double ?? 0) - usable * 2 / 3) < 0.5, "\(reset)")
+        #expect(reset["otherShown"] as? Bool == true)
+    }
+
+    /// Colours say what the time was: the service's code apart from the system's, waiting apart
+    /// from running, and a stopped stack's root grey.
+    @Test func coloursFollowMeaning() throws {
+        var report = StackReports.report(durationMs: 400, samples: [(250, ["compute", "handle", "main"]), (300, ["wait", "other", "main"])])
+        report.images.append(HangReport.Image(path: "/usr/lib/x86_64-linux-gnu/libc.so.6", buildId: nil, base: "0x9000", size: 0x1000, isMainExecutable: false))
+        let wait = try #require(report.frames.firstIndex { $0.symbol == "wait" })
+        report.frames[wait].image = 1
+        report.samples[1].state = "S"
+        report.samples[1].syscall = "futex"
+        let svg = FlameGraphSVG.render([report], title: "t")
+        func fill(_ name: String) throws -> String {
+            let range = try #require(svg.range(of: "data-name=\"\(name)\""))
+            let rest = svg[range.upperBound...]
+            let start = try #require(rest.range(of: "fill=\""))
+            return String(rest[start.upperBound...].prefix { $0 != "\"" })
+        }
+        func rgb(_ text: String) -> (Int, Int, Int) {
+            let parts = text.dropFirst(4).dropLast().split(separator: ",").compactMap { Int($0) }
+            return parts.count == 3 ? (parts[0], parts[1], parts[2]) : (0, 0, 0)
+        }
+        let compute = rgb(try fill("compute")), waiting = rgb(try fill("wait")), other = rgb(try fill("other"))
+        #expect(compute.0 > compute.2, "service code on a CPU is warm: \(compute)")
+        #expect(waiting.2 > waiting.0, "waiting in the kernel is blue: \(waiting)")
+        #expect(other.2 > other.0, "service code that waited is blue too: \(other)")
+        #expect(svg.contains("service code, on CPU") && svg.contains("waiting in the kernel"), "a legend says so")
     }
 }
