@@ -85,17 +85,17 @@ import Testing
         for _ in 0..<20 {
             loop.iteration { _ = spinInTestHang(milliseconds: 3) }
         }
-        // 3 ms of work can overrun by 2 ms on a loaded machine (or a sanitized build): an iteration
-        // may land in the next bucket up, never further.
+        // 3 ms of work can overrun on a loaded machine (or a sanitized build): an iteration may land
+        // a bucket or two up (≤ 10 ms), never as far as 20 iterations lumped together (60 ms).
         let after = waitFor(directory) {
             guard let counts = $0.loopBusy?.buckets else { return false }
-            return counts[bucket] + counts[bucket + 1] >= before.buckets[bucket] + before.buckets[bucket + 1] + 20
+            return counts[bucket...(bucket + 2)].reduce(0, +) >= before.buckets[bucket...(bucket + 2)].reduce(0, +) + 20
         }
         let added = try #require(after?.loopBusy).since(before)
-        #expect(added.buckets[bucket] + added.buckets[bucket + 1] >= 20, "\(added)")
-        #expect(added.buckets[bucket] >= 15, "most iterations are in their own bucket: \(added)")
-        // Nothing that long anywhere above: the iterations were not lumped together.
-        #expect(added.buckets[(bucket + 2)...].allSatisfy { $0 == 0 }, "\(added)")
+        #expect(added.buckets[bucket...(bucket + 2)].reduce(0, +) >= 20, "\(added)")
+        #expect(added.buckets[bucket] >= 8, "iterations are mostly in their own bucket: \(added)")
+        // Nothing as long as the iterations lumped together.
+        #expect(added.buckets[LoopBusyHistogram.bucket(50_000_000)...].allSatisfy { $0 == 0 }, "\(added)")
         #expect(added.totalNanoseconds >= 20 * 3_000_000)
         monitor.stop()
     }
