@@ -75,15 +75,19 @@ demo: build
 # (8 s a call). UNTIMED_IN_TIMED names suites (or Suite/test) of the timed targets that belong to
 # the second run.
 TIMED_TESTS := HangWatchTests|HangWatchNIOTests
+# Suites of other targets that run in the first run too. SpoolKeeperNamingTests: its frames in the
+# C library went unnamed (no error) twice in ~8 runs beside the other suites, never alone; see the
+# closing note of issue 15.
+SERIAL_TESTS := SpoolKeeperNamingTests
 UNTIMED_IN_TIMED := StackCorpusTests|DemoEndToEndTests|WatchdogTests|ScriptedReportPathTests|QueuePingTests|ActivityLatchTests|HangDetectorTests|ReportBuilderTests|ReportPolicyTests|ConfigurationTests|ProcTaskTests|HeaviestPathTests|SharedLayoutTests|CodeStructureTests|BenchHarnessTests|ProcessFaultTests/killingTheWriter
 
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release --product hangwatch-stackcorpus
 	"$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
-		--no-parallel --filter '$(TIMED_TESTS)' --skip '$(UNTIMED_IN_TIMED)'
+		--no-parallel --filter '$(TIMED_TESTS)|$(SERIAL_TESTS)' --skip '$(UNTIMED_IN_TIMED)'
 	"$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
-		--skip '($(TIMED_TESTS))\.(?!$(UNTIMED_IN_TIMED))'
+		--skip '($(TIMED_TESTS))\.(?!$(UNTIMED_IN_TIMED))|$(SERIAL_TESTS)'
 
 bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench

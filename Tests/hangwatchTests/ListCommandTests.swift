@@ -26,7 +26,8 @@ import Testing
         // The lock wait is listed as a futex wait, the sleep as a sleep, the rest as computing.
         #expect(lines.contains { $0.contains("futex") && $0.contains("waitForCacheLock") })
         #expect(lines.contains { $0.contains("sleep") && $0.contains("flushAuditLog") })
-        #expect(lines.filter { $0.contains("computing") }.count == 3)
+        // (A compute hang that waited for a CPU the machine's other work held is listed starved.)
+        #expect(lines.filter { $0.contains("computing") || $0.contains("starved") }.count == 3, "\(lines)")
     }
 
     @Test func jsonSummariesMatchTheReports() throws {
@@ -44,8 +45,13 @@ import Testing
             #expect(summary.verdict == report.context.verdict)
             #expect(summary.service == "demo")
         }
-        // Names come from symbolication on the fly: the reports on disk hold raw frames.
-        #expect(reports.allSatisfy { $0.frames.allSatisfy { $0.symbol == nil } })
+        // Names come from symbolication on the fly: the reports on disk hold raw frames (but for the
+        // vDSO's, named at capture: no file holds it).
+        #expect(reports.allSatisfy { report in
+            report.frames.allSatisfy { frame in
+                frame.symbol == nil || frame.image.map { report.images[$0].path.contains("vdso") } == true
+            }
+        })
         // The first app frame of the heaviest stack is the innermost: the loop recomputePricing calls.
         let pricing = try #require(summaries.first { $0.stack.contains { $0.contains("recomputePricing") } })
         #expect(pricing.topFrame == "DemoService.busyCompute(milliseconds:)")
