@@ -62,7 +62,15 @@ package final class RunningExecutable: @unchecked Sendable {
 
     package var pid: Int32 { process.processIdentifier }
 
-    package func signal(_ number: Int32) { kill(pid, number) }
+    /// Sends `number` while the process runs. Once it has exited (and been reaped), its pid may
+    /// already be another process's: pids wrap at 32768 here, and the tests start thousands.
+    package func signal(_ number: Int32) {
+        if exited.wait(timeout: .now()) == .success {
+            exited.signal()
+            return
+        }
+        kill(pid, number)
+    }
 
     /// What it has printed so far.
     package var output: String { String(decoding: FileManager.default.contents(atPath: scratch + "/out") ?? Data(), as: UTF8.self) }

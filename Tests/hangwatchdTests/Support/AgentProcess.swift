@@ -84,6 +84,8 @@ final class AgentProcess {
     }
 
     func signal(_ number: Int32) {
+        // Not once it has exited: its pid may be another process's by now.
+        guard process.isRunning else { return }
         kill(process.processIdentifier, number)
     }
 
