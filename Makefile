@@ -66,14 +66,15 @@ demo: build
 	@echo; echo "\$$ hangwatch show latest --dir $(REPORTS)"
 	@"$$($(SWIFT) build --show-bin-path)/hangwatch" show latest --dir "$(REPORTS)"
 
-# Tests share two CPUs with hangs they inject on purpose: run them one at a time. The stack corpus
-# is also built in release mode: its test compares the stacks of both builds with the truth.
-# Two runs: the suites whose verdicts depend on real threads keeping time (hang detection, capture,
-# faults, event loops) one test at a time; everything else (pure decisions, reports, the CLI, the
-# agent, the child-process corpus and demo runs) side by side, since it only waits on processes.
-# Both run the built test bundle as `swift test --skip-build` would, without its package planning
-# (8 s a call). UNTIMED_IN_TIMED names suites (or Suite/test) of the timed targets that belong to
-# the second run.
+# Tests share two CPUs with hangs they inject on purpose. Two runs of the built test bundle (as
+# `swift test --skip-build` would run it, without its package planning: 8 s a call):
+# - the suites whose verdicts depend on real threads keeping time (hang detection, capture,
+#   faults, event loops) and SERIAL_TESTS, one test at a time;
+# - everything else (pure decisions, reports, the CLI, the agent, the child-process corpus and demo
+#   runs) side by side, at most 4 at once (end-to-end tests that need a CPU now and then flaked
+#   with more beside them).
+# UNTIMED_IN_TIMED names suites (or Suite/test) of the timed targets that belong to the second
+# run. The stack corpus is also built in release mode: its test compares both builds' stacks.
 TIMED_TESTS := HangWatchTests|HangWatchNIOTests
 # Suites of other targets that run in the first run too. SpoolKeeperNamingTests: its frames in the
 # C library went unnamed (no error) twice in ~8 runs beside the other suites, never alone; see the
@@ -87,7 +88,7 @@ test: deps test-deps
 	"$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
 		--no-parallel --filter '$(TIMED_TESTS)|$(SERIAL_TESTS)' --skip '$(UNTIMED_IN_TIMED)'
 	"$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
-		--skip '($(TIMED_TESTS))\.(?!$(UNTIMED_IN_TIMED))|$(SERIAL_TESTS)'
+		--experimental-maximum-parallelization-width 4 --skip '($(TIMED_TESTS))\.(?!$(UNTIMED_IN_TIMED))|$(SERIAL_TESTS)'
 
 bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench
