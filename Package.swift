@@ -168,7 +168,7 @@ let package = Package(
         // environment), running the package's executables, report directories and fixtures.
         .target(
             name: "HangWatchTestSupport",
-            dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication"],
+            dependencies: ["HangWatch", "HangWatchReport", "HangWatchSymbolication", .product(name: "Logging", package: "swift-log")],
             path: "Tests/HangWatchTestSupport"
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchTestSupport
 import Logging
 import Testing
 

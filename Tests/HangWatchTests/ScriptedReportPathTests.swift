@@ -113,7 +113,7 @@ import Testing
         #expect(h.statistics.writeFailures.load(ordering: .relaxed) == 0)
         var info = stat()
         #expect(lstat(directory.path, &info) == 0 && info.st_mode & 0o777 == 0o700)
-        #expect(log.messages.filter { $0.message == "the report directory was deleted; made it again" }.count == 1)
+        #expect(log.count("the report directory was deleted; made it again") == 1)
     }
 
     /// Over the rate limit (one token, 32 reports held), later hangs are dropped: told at notice
@@ -135,48 +135,15 @@ import Testing
         }
         h.run()
         writer.waitUntilQueueIsEmpty()
-        let notices = { log.messages.filter { $0.level == .notice && $0.message == "hangs not written: over the report rate limit" } }
+        let notices = { log.entries("hangs not written: over the report rate limit").filter { $0.level == .notice } }
         // First minute: one written, 32 held, 7 dropped, one notice (at the first drop). A minute
         // later a token has come (the first of the three takes it); the next drop is told with the
         // six dropped since the first notice; the last drop waits for the next minute.
         #expect(h.statistics.hangsSuppressed.load(ordering: .relaxed) == 9)
-        #expect(notices().map { $0.metadata["hangwatch.suppressed"] } == ["1", "7"], "\(log.messages.map(\.message))")
+        #expect(notices().map { $0["hangwatch.suppressed"] } == ["1", "7"], "\(log.all.map(\.message))")
         writer.flush()
         // Stopping: held reports are written, and the drop not told yet is told.
-        #expect(notices().map { $0.metadata["hangwatch.suppressed"] } == ["1", "7", "1"])
+        #expect(notices().map { $0["hangwatch.suppressed"] } == ["1", "7", "1"])
         #expect(ReportDirectory(path: directory.path).reports().count == 34)
-    }
-}
-
-/// Log lines kept in memory, to assert on.
-final class LogRecorder: @unchecked Sendable {
-    struct Line {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let lock = NSLock()
-    private var lines: [Line] = []
-    var messages: [Line] { lock.withLock { lines } }
-
-    var logger: Logger {
-        Logger(label: "hangwatch.tests") { _ in Handler(recorder: self) }
-    }
-
-    fileprivate func append(_ line: Line) { lock.withLock { lines.append(line) } }
-
-    private struct Handler: LogHandler {
-        let recorder: LogRecorder
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            recorder.append(Line(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
-        }
     }
 }

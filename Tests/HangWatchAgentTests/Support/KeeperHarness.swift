@@ -1,6 +1,7 @@
 import Foundation
 import HangWatchReport
 import HangWatchSymbolication
+import HangWatchTestSupport
 import Logging
 
 @testable import HangWatchAgent
