@@ -34,8 +34,7 @@ public enum SampledStacks {
         var result: [SampledStack] = []
         for (index, sample) in samples.enumerated() {
             guard let stackIndex = sample.stack, stackIndex >= 0, stackIndex < report.stacks.count else { continue }
-            let next = index + 1 < samples.count ? samples[index + 1].offsetMs : report.durationMs
-            let weight = max(0, next - sample.offsetMs)
+            let weight = weightMs(ofSample: index, in: report)
             let stack = report.stacks[stackIndex]
             let frames = stack.frames.reversed().compactMap { $0 >= 0 && $0 < report.frames.count ? report.frames[$0] : nil }
             let marker = stack.truncated ? [Self.stopMarker(stack)] : []
@@ -50,6 +49,14 @@ public enum SampledStacks {
                     kinds: marker.map { _ in .marker } + kinds, blocked: Self.isBlocked(sample)))
         }
         return result
+    }
+
+    /// The time sample `index` of `report` stands for: until the next sample, the last until the
+    /// hang ended.
+    static func weightMs(ofSample index: Int, in report: HangReport) -> Double {
+        let samples = report.samples
+        let next = index + 1 < samples.count ? samples[index + 1].offsetMs : report.durationMs
+        return max(0, next - samples[index].offsetMs)
     }
 
     /// Whether a sample found the thread off the CPU, waiting in the kernel.

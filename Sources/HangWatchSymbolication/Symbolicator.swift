@@ -50,7 +50,7 @@ public final class Symbolicator: HangReportEnricher, Sendable {
         let resolved = report.frames.enumerated().map { index, frame -> HangReport.Frame in
             var frame = frame
             guard let image = frame.image(in: report.images), let offsetText = frame.offset,
-                let offset = Self.parseHex(offsetText)
+                let offset = HexText.parse(offsetText)
             else {
                 summary.framesUnresolved += 1
                 return frame
@@ -105,10 +105,5 @@ public final class Symbolicator: HangReportEnricher, Sendable {
             cache[key] = .failed(failure)
             return .failure(failure)
         }
-    }
-
-    static func parseHex(_ text: String) -> UInt64? {
-        let digits = text.hasPrefix("0x") || text.hasPrefix("0X") ? String(text.dropFirst(2)) : text
-        return UInt64(digits, radix: 16)
     }
 }

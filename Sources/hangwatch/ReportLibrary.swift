@@ -42,8 +42,7 @@ struct ReportLibrary {
 
     /// Summaries matching `filter`, newest first; unreadable files are warned about, one line each.
     func summaries(_ filter: ReportFilter) throws -> [ReportSummary] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard DirectoryOptions.isDirectory(directory) else {
             throw CommandFailure(message: "no report directory: looked at \(searched)", exitCode: Exit.badInput)
         }
         let progress = Terminal.Progress("reading reports", terminal: terminal)

@@ -89,8 +89,7 @@ public enum PprofExport {
             let labels = [(service, string(report.service)), (hang, string(report.id))]
             for (index, sample) in report.samples.enumerated() {
                 guard let stackIndex = sample.stack, stackIndex >= 0, stackIndex < report.stacks.count else { continue }
-                let next = index + 1 < report.samples.count ? report.samples[index + 1].offsetMs : report.durationMs
-                let weight = max(0, next - sample.offsetMs)
+                let weight = SampledStacks.weightMs(ofSample: index, in: report)
                 let stack = report.stacks[stackIndex]
                 var ids = stack.frames.compactMap { frameIndex -> UInt64? in
                     guard frameIndex >= 0, frameIndex < report.frames.count else { return nil }
@@ -116,7 +115,7 @@ public enum PprofExport {
         mutating func location(_ frame: HangReport.Frame, in report: HangReport) -> UInt64 {
             let function = FunctionKey(name: FrameNaming.displayName(frame, images: report.images), file: frame.file)
             let named = frame.symbol != nil
-            if let imageIndex = frame.image, imageIndex >= 0, imageIndex < report.images.count, let offset = frame.offset.flatMap(Self.hex) {
+            if let imageIndex = frame.image, imageIndex >= 0, imageIndex < report.images.count, let offset = frame.offset.flatMap(HexText.parse) {
                 let image = report.images[imageIndex]
                 let mappingKey = self.mapping(image)
                 var mapping = mappings[mappingKey]!
@@ -135,7 +134,7 @@ public enum PprofExport {
             if let known = locations[key] { return known.id }
             let id = UInt64(locations.count + 1)
             locations[key] = Location(
-                id: id, mappingID: 0, address: Self.hex(frame.address) ?? 0, functionID: self.function(function), line: Int64(frame.line ?? 0))
+                id: id, mappingID: 0, address: HexText.parse(frame.address) ?? 0, functionID: self.function(function), line: Int64(frame.line ?? 0))
             return id
         }
 
@@ -144,15 +143,11 @@ public enum PprofExport {
         mutating func mapping(_ image: HangReport.Image) -> MappingKey {
             let key = MappingKey(path: image.path, buildID: image.buildId)
             if mappings[key] == nil {
-                let base = Self.hex(image.base) ?? 0
+                let base = HexText.parse(image.base) ?? 0
                 mappings[key] = Mapping(
                     id: UInt64(mappings.count + 1), start: base, limit: base &+ max(image.size, 1), path: image.path, buildID: image.buildId)
             }
             return key
-        }
-
-        static func hex(_ text: String) -> UInt64? {
-            UInt64(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16)
         }
 
         mutating func encoded(_ reports: [HangReport]) -> [UInt8] {
