@@ -171,6 +171,21 @@ static int hw_reaches(const hw_table *table, void *arg, uintptr_t target, hw_goa
     return 0;
 }
 
+/* Whether the function at `target` (after its stubs) begins with an indirect jump (`jmp reg` or
+ * `jmp [mem]`, FF /4): a trampoline such as libdispatch's `_dispatch_client_callout` (`jmp rsi`),
+ * which may reach any function. */
+static int hw_is_trampoline(const hw_table *table, uintptr_t target) {
+    unsigned char p[8];
+    if (!hw_table_copy(table, hw_resolve_stubs(table, target), p, sizeof(p))) {
+        return 0;
+    }
+    size_t i = (p[0] == 0xF3 && p[1] == 0x0F && p[2] == 0x1E && p[3] == 0xFA) ? 4 : 0; /* endbr64 */
+    if (p[i] >= 0x40 && p[i] <= 0x4F) {
+        i++; /* REX */
+    }
+    return p[i] == 0xFF && (p[i + 1] & 0x38) == 0x20 && p[i + 1] != 0x25; /* not jmp [rip+disp]: a stub, resolved above */
+}
+
 /* How the call before `return_address` relates to `goal`. */
 static int hw_call_reaches(const hw_table *table, void *arg, uintptr_t return_address, hw_goal *goal) {
     hw_call_forms forms;
@@ -185,7 +200,7 @@ static int hw_call_reaches(const hw_table *table, void *arg, uintptr_t return_ad
     }
     /* The bytes may decode several ways; only when every way is a provable call elsewhere is the
      * link refuted. An indirect form, or a memory slot we cannot read, leaves it open. */
-    if (forms.indirect || (forms.rip_memory && !memory)) {
+    if (forms.indirect || (forms.rip_memory && !memory) || (direct && hw_is_trampoline(table, forms.direct_target))) {
         return HW_LINK_UNKNOWN;
     }
     return direct || memory ? HW_LINK_MISMATCH : HW_LINK_NOT_A_CALL;

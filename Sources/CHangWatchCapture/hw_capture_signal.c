@@ -6,7 +6,8 @@
  *   - It touches only: the atomic state word (compare-and-swap), the request fields written before
  *     the request was published, a frame buffer on its own (alternate) stack, the shared result
  *     slot (only after winning the RUNNING -> WRITING transition for its own generation), and
- *     getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe.
+ *     getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe; and the async-caller
+ *     read of hw_async.c (process_vm_readv on this process).
  *   - It wakes nobody. A wake-up from the handler (sem_post) makes the scheduler pull the watchdog
  *     onto the hung thread's CPU and run it before the handler even returns: the hung thread then
  *     loses the watchdog's whole turn, hundreds of microseconds. The watchdog polls instead.
@@ -101,6 +102,8 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
     uintptr_t last_sp = 0;
     int count = hw_unwind_walk(uc, HW_SIGNAL_CONTEXT_SIZE, hw_stack_floor(hw_context_sp(uc), stack_low), stack_high, frames,
                                max_frames, &flags, &last_sp);
+    hw_async_chain chain;
+    (void)hw_async_chain_read(frames, count, hw_context_sp(uc), stack_high, &chain);
 
     expected = HW_STATE(generation, HW_RUNNING);
     if (!atomic_compare_exchange_strong(&g_state, &expected, HW_STATE(generation, HW_WRITING))) {
@@ -110,6 +113,7 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
     g_result.frame_count = count;
     g_result.flags = flags;
     memcpy(g_result.frames, frames, (size_t)count * sizeof(uintptr_t));
+    memcpy(&g_result.async_chain, &chain, sizeof(chain));
     g_result.handler_entry_ns = entry_ns;
     g_result.handler_exit_ns = hw_now_ns();
     atomic_store(&g_state, HW_STATE(generation, HW_DONE));
@@ -284,6 +288,7 @@ static void hw_collect(hw_capture_result *out) {
     out->handler_entry_ns = g_result.handler_entry_ns;
     out->handler_exit_ns = g_result.handler_exit_ns;
     memcpy(out->frames, g_result.frames, (size_t)g_result.frame_count * sizeof(uintptr_t));
+    memcpy(&out->async_chain, &g_result.async_chain, sizeof(out->async_chain));
 }
 
 int hw_capture_wait(uint64_t generation, int64_t timeout_ns, hw_capture_result *out) {

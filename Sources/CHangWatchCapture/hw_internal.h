@@ -99,6 +99,7 @@ typedef struct hw_prologue {
     int has_canary;         /* the entry block stores the stack-protector value ... */
     intptr_t canary_offset; /* ... at rbp + canary_offset ... */
     uintptr_t canary_set;   /* ... with the instruction that ends this many bytes from the start */
+    int swift_async;        /* Swift's async frame: the async context is stored just below the frame record */
 } hw_prologue;
 /* 1 when the function starts with the standard prologue (and *prologue says what it found). */
 int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue);

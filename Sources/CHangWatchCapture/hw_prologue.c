@@ -1,6 +1,7 @@
 /*
  * hw_prologue.c: what a function's first bytes say about its frames: the standard frame-pointer
- * prologue (push rbp; mov rbp, rsp; pushes; sub rsp, n) gives its fixed frame size, and the
+ * prologue (push rbp; mov rbp, rsp; pushes; sub rsp, n), or Swift's async one (push rbp; push r14;
+ * lea rbp, [rsp + 8]; ...), gives its fixed frame size, and the
  * stack-protector store after it the slot that holds the process's canary.
  *
  * Async-signal-safety checklist: bytes are copied only from published readable ranges
@@ -22,37 +23,48 @@ int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologu
     if (p[0] == 0xF3 && p[1] == 0x0F && p[2] == 0x1E && p[3] == 0xFA) {
         i = 4; /* endbr64 */
     }
+    static const unsigned char marking[] = {0x48, 0x0F, 0xBA, 0xED, 0x3C}; /* bts rbp, 60: an async frame's mark */
+    if (memcmp(&p[i], marking, sizeof(marking)) == 0) {
+        i += sizeof(marking);
+    }
     if (p[i] != 0x55) {
         return 0; /* push rbp */
     }
     i++;
-    if (!(p[i] == 0x48 && ((p[i + 1] == 0x89 && p[i + 2] == 0xE5) || (p[i + 1] == 0x8B && p[i + 2] == 0xEC)))) {
-        return 0; /* mov rbp, rsp */
-    }
-    i += 3;
-    prologue->frame_set = i;
     uintptr_t size = 0;
-    while (i + 2 < sizeof(p)) {
-        if (p[i] >= 0x50 && p[i] <= 0x57 && p[i] != 0x54 && p[i] != 0x55) { /* push rax..rdi (not rsp, rbp) */
+    if (p[i] == 0x48 && ((p[i + 1] == 0x89 && p[i + 2] == 0xE5) || (p[i + 1] == 0x8B && p[i + 2] == 0xEC))) {
+        i += 3; /* mov rbp, rsp */
+    } else if (p[i] == 0x41 && p[i + 1] == 0x56 && p[i + 2] == 0x48 && p[i + 3] == 0x8D && p[i + 4] == 0x6C &&
+               p[i + 5] == 0x24 && p[i + 6] == 0x08) {
+        i += 7; /* Swift's async frame: push r14 (the async context); lea rbp, [rsp + 8] */
+        size = 8;
+        prologue->swift_async = 1;
+    } else {
+        return 0;
+    }
+    prologue->frame_set = i;
+    /* Pushes of callee-saved registers and stack reservations, in any order (Swift's async
+     * functions reserve, push, and reserve again). */
+    for (;;) {
+        if (i + 2 < sizeof(p) && p[i] >= 0x50 && p[i] <= 0x57 && p[i] != 0x54 && p[i] != 0x55) { /* push rax..rdi (not rsp, rbp) */
             size += 8;
             i += 1;
-        } else if (p[i] == 0x41 && p[i + 1] >= 0x50 && p[i + 1] <= 0x57) { /* push r8..r15 */
+        } else if (i + 2 < sizeof(p) && p[i] == 0x41 && p[i + 1] >= 0x50 && p[i + 1] <= 0x57) { /* push r8..r15 */
             size += 8;
             i += 2;
+        } else if (i + 7 <= sizeof(p) && p[i] == 0x48 && p[i + 1] == 0x83 && p[i + 2] == 0xEC) { /* sub rsp, imm8 */
+            size += p[i + 3];
+            i += 4;
+        } else if (i + 7 <= sizeof(p) && p[i] == 0x48 && p[i + 1] == 0x81 && p[i + 2] == 0xEC) { /* sub rsp, imm32 */
+            int32_t immediate = hw_rel32(&p[i + 3]);
+            if (immediate < 0) {
+                return 0;
+            }
+            size += (uintptr_t)immediate;
+            i += 7;
         } else {
             break;
         }
-    }
-    if (i + 7 <= sizeof(p) && p[i] == 0x48 && p[i + 1] == 0x83 && p[i + 2] == 0xEC) { /* sub rsp, imm8 */
-        size += p[i + 3];
-        i += 4;
-    } else if (i + 7 <= sizeof(p) && p[i] == 0x48 && p[i + 1] == 0x81 && p[i + 2] == 0xEC) { /* sub rsp, imm32 */
-        int32_t immediate = hw_rel32(&p[i + 3]);
-        if (immediate < 0) {
-            return 0;
-        }
-        size += (uintptr_t)immediate;
-        i += 7;
     }
     prologue->frame_size = size;
     /* The stack protector: `mov reg, fs:[0x28]` (64 REX.W 8B modrm=00 reg 100, sib=25, disp32=0x28),

@@ -54,11 +54,19 @@ extension HangReport {
         /// walk found it (schema 1.1): `prologue` (the function's fixed frame size) or `frame record`
         /// (the one record on the stack that checks out). Absent when no frame needed it.
         public var framePointer: String?
-        public init(frames: [Int], truncated: Bool, truncation: String? = nil, framePointer: String? = nil) {
+        /// When the stack runs an async function (schema 1.2): how its chain of async callers
+        /// (the frames marked `async`, right after it) ended: `complete` (up to the task's start),
+        /// or why it stopped early: `async caller limit`, `async context unreadable`, `async context
+        /// invalid`, `async resume address unproven`. Absent when no async function was found.
+        public var asyncCallers: String?
+        public init(
+            frames: [Int], truncated: Bool, truncation: String? = nil, framePointer: String? = nil, asyncCallers: String? = nil
+        ) {
             self.frames = frames
             self.truncated = truncated
             self.truncation = truncation
             self.framePointer = framePointer
+            self.asyncCallers = asyncCallers
         }
     }
 
@@ -93,9 +101,13 @@ extension HangReport {
         public var symbol: String?
         public var file: String?
         public var line: Int?
+        /// An async caller (schema 1.2): not on the thread's stack but read from the async context
+        /// chain; `address` is where the caller resumes, the exact entry of a partial function (not
+        /// a return address: symbolicate it as it is). Absent for the stack's own frames.
+        public var async: Bool?
         public init(
             address: String, image: Int?, offset: String?, functionOffset: String? = nil, symbol: String? = nil,
-            file: String? = nil, line: Int? = nil
+            file: String? = nil, line: Int? = nil, async: Bool? = nil
         ) {
             self.address = address
             self.image = image
@@ -104,7 +116,11 @@ extension HangReport {
             self.symbol = symbol
             self.file = file
             self.line = line
+            self.async = async
         }
+
+        /// Whether the address is exact (an async resume point), not a return address.
+        public var isAsyncCaller: Bool { async == true }
     }
 
     /// A loaded ELF image (the executable or a shared library).

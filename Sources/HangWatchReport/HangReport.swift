@@ -11,8 +11,9 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// The schema family and major version this library reads: every `hangwatch.hang/1` and
     /// `hangwatch.hang/1.x`.
     public static let majorSchema = "hangwatch.hang/1"
-    /// The schema this library writes (1.1 added `stacks[].truncation` and `stacks[].framePointer`).
-    public static let currentSchema = "hangwatch.hang/1.1"
+    /// The schema this library writes (1.1 added `stacks[].truncation` and `stacks[].framePointer`;
+    /// 1.2 the async callers: `frames[].async` and `stacks[].asyncCallers`).
+    public static let currentSchema = "hangwatch.hang/1.2"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.

@@ -9,9 +9,23 @@ public enum SymbolName {
         if let at = text.firstIndex(of: "@"), !text[..<at].isEmpty, !text[..<at].contains(where: { $0 == " " || $0 == "(" }) {
             text = text[..<at]
         }
+        // `(1) suspend resume partial function for f`, `(2) await resume partial function for f`: a
+        // part of async function f (the part number says nothing to a reader): `f (async)`.
+        var suffix = ""
+        if let partial = text.range(of: "resume partial function for "),
+            text[..<partial.lowerBound].hasSuffix("suspend ") || text[..<partial.lowerBound].hasSuffix("await ")
+        {
+            text = text[partial.upperBound...]
+            suffix = " (async)"
+        }
         // `merged ` stays: identical code folded into one function may be any of several names.
-        for prefix in ["static ", "@objc ", "partial apply for ", "dispatch thunk of "] {
+        for prefix in ["static ", "@objc ", "partial apply for ", "partial apply forwarder for ", "dispatch thunk of "] {
             while text.hasPrefix(prefix) { text = text.dropFirst(prefix.count) }
+        }
+        // `reabstraction thunk helper <A …> from … to …`: the runtime's glue between two function
+        // types; the types say nothing about where the time went.
+        for thunk in ["reabstraction thunk helper", "reabstraction thunk"] where text.hasPrefix(thunk + " ") {
+            return "reabstraction thunk" + suffix
         }
         var output = ""
         var index = text.startIndex
@@ -64,7 +78,7 @@ public enum SymbolName {
             output.append(character)
             index = text.index(after: index)
         }
-        return output
+        return output + suffix
     }
 
     /// `name in _9A0B1C2D` (a private declaration and its file discriminator): the name.
@@ -129,7 +143,10 @@ public enum SymbolName {
         parts.append(arguments[start...])
         return parts.map { part -> String in
             let trimmed = part.drop { $0 == " " }
-            if let colon = trimmed.firstIndex(of: ":"), !trimmed[..<colon].contains(where: { $0 == " " || $0 == "." || $0 == "(" }) {
+            // A label is a name and one colon (`swift::AsyncContext*` is a C++ type, not a label).
+            if let colon = trimmed.firstIndex(of: ":"), !trimmed[..<colon].contains(where: { $0 == " " || $0 == "." || $0 == "(" }),
+                trimmed[trimmed.index(after: colon)...].first != ":"
+            {
                 return String(trimmed[..<colon]) + ":"
             }
             return "_:"

@@ -45,7 +45,7 @@ public final class Symbolicator: HangReportEnricher, Sendable {
     private func symbolicate(_ report: inout HangReport, cache: inout [String: Entry]) -> Summary {
         var summary = Summary()
         // A return address points after its call: look up the byte before it, except for the
-        // innermost frame of a stack (the exact program counter).
+        // innermost frame of a stack (the exact program counter) and async callers.
         let innermost = Set(report.stacks.compactMap(\.frames.first))
         let resolved = report.frames.enumerated().map { index, frame -> HangReport.Frame in
             var frame = frame
@@ -60,7 +60,9 @@ public final class Symbolicator: HangReportEnricher, Sendable {
                 summary.framesUnresolved += 1
                 return frame
             }
-            let lookupOffset = innermost.contains(index) || offset == 0 ? offset : offset - 1
+            // An async caller's address is where it resumes: a partial function's first byte, exact.
+            let exact = innermost.contains(index) || frame.isAsyncCaller || offset == 0
+            let lookupOffset = exact ? offset : offset - 1
             switch symbols(for: image, cache: &cache) {
             case .failure(let error):
                 summary.imageErrors[image.path] = error

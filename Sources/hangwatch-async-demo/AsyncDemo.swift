@@ -7,7 +7,7 @@ import HangWatchReport
 ///
 ///   hangwatch-async-demo --reports DIR
 ///
-/// Exits 0 when exactly one report was written, 1 otherwise.
+/// Exits 0 when exactly two reports were written, 1 otherwise.
 @main
 struct AsyncDemo {
     @MainActor static var requestsServed = 0
@@ -18,6 +18,41 @@ struct AsyncDemo {
         var value: UInt64 = 1
         while DispatchTime.now().uptimeNanoseconds < end { value = value &* 31 &+ 7 }
         if value == 42 { print("") }
+    }
+
+    // A request handled in async steps, the last one too long for the MainActor: the report names
+    // the spinning function and, through the async context chain, the async callers that led to it.
+    @inline(never)
+    @MainActor static func handleRequest(id: Int) async -> Int {
+        await Task.yield()
+        return await loadProfile(id: id) + 1
+    }
+
+    @inline(never)
+    @MainActor static func loadProfile(id: Int) async -> Int {
+        await Task.yield()
+        return await computeScore(id: id) * 2
+    }
+
+    @inline(never)
+    @MainActor static func computeScore(id: Int) async -> Int {
+        await Task.yield()
+        rebuildSearchIndex(milliseconds: 800)
+        return id
+    }
+
+    // The same in a blocking call: the thread sleeps in the kernel, its stack is read from outside.
+    @inline(never)
+    @MainActor static func handleUpload(size: Int) async -> Int {
+        await Task.yield()
+        return await storeBlob(size: size)
+    }
+
+    @inline(never)
+    @MainActor static func storeBlob(size: Int) async -> Int {
+        await Task.yield()
+        usleep(700_000)
+        return size
     }
 
     static func main() async throws {
@@ -36,12 +71,15 @@ struct AsyncDemo {
             try await Task.sleep(nanoseconds: 20_000_000)
             await MainActor.run { requestsServed += 1 }
         }
-        print("  MainActor work that takes 800 ms")
-        await rebuildSearchIndex(milliseconds: 800)
+        print("  MainActor work that takes 800 ms: handleRequest -> loadProfile -> computeScore (async)")
+        _ = await handleRequest(id: 7)
+        try await Task.sleep(nanoseconds: 600_000_000)
+        print("  MainActor blocked 700 ms: handleUpload -> storeBlob (async) -> usleep")
+        _ = await handleUpload(size: 1)
         try await Task.sleep(nanoseconds: 1_000_000_000)
         monitor.stop()
         let reports = (try? ReportStore(directory: directory).list()) ?? []
-        print("\(reports.count) hang report(s) in \(directory)")
-        exit(reports.count == 1 ? 0 : 1)
+        print("\(reports.count) hang report(s) in \(directory) (expected 2)")
+        exit(reports.count == 2 ? 0 : 1)
     }
 }

@@ -20,9 +20,18 @@ import Testing
         // A private declaration keeps its name (not `(_:)`), without the file discriminator.
         ("NIOCore.ChannelHandlerContext.(invokeChannelRead in _9A0B1C2D3E4F5A6B)(NIOCore.NIOAny) -> ()",
          "NIOCore.ChannelHandlerContext.invokeChannelRead(_:)"),
-        // An async function's parts keep their number.
+        // An async function's parts: its name, marked async (never an empty name).
         ("(1) suspend resume partial function for app.Service.handle(request: app.Request) async -> ()",
-         "(1) suspend resume partial function for app.Service.handle(request:)"),
+         "app.Service.handle(request:) (async)"),
+        ("(2) await resume partial function for static app.App.main() async throws -> ()", "app.App.main() (async)"),
+        ("(1) await resume partial function for partial apply for closure #1 @Sendable () async -> () in app.App.main() async -> ()",
+         "closure #1 in app.App.main() (async)"),
+        ("(1) await resume partial function for reabstraction thunk helper <A where A: Swift.Sendable> from @escaping @isolated(any) @callee_guaranteed @async () -> (@out A) to @escaping @callee_guaranteed @async () -> (@out A, @error @owned Swift.Error)",
+         "reabstraction thunk (async)"),
+        ("partial apply forwarder for reabstraction thunk helper <A> from @escaping @isolated(any) () async -> (@out A) to () async -> (@out A)",
+         "reabstraction thunk"),
+        // C++ parameter types with namespaces are not labels.
+        ("completeTaskWithClosure(swift::AsyncContext*, swift::SwiftError*)", "completeTaskWithClosure(_:_:)"),
         // Folded identical code may be any of several functions: it says so.
         ("merged Swift.Array.append(__owned A) -> ()", "merged Swift.Array.append(_:)"),
     ])

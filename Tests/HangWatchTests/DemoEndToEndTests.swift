@@ -48,11 +48,36 @@ import Testing
         let directory = ReportDirectory()
         let (status, text) = try Self.run(binary, ["--reports", directory.path])
         #expect(status == 0, "\(text)")
-        let report = try #require(directory.reports().first, "\(text)")
+        let reports = directory.reports()
+        let report = try #require(reports.first { $0.heaviestStackContains("rebuildSearchIndex") }, "\(text)")
         #expect(report.source == "dispatch-main")
         #expect(report.heaviestStackContains("rebuildSearchIndex"), "\(report.heaviestSymbols)")
         // Computing; or waiting for a CPU the tests beside it hold (these run side by side).
         #expect(report.context.verdict == .computing || report.context.verdict == .starved, "\(String(describing: report.context.verdict))")
+        // The async callers, from the async context chain, in call order after the running function.
+        let frames = try #require(report.heaviestStack?.frames)
+        let names = frames.map { $0.symbol ?? $0.address }
+        let spin = try #require(names.firstIndex { $0.contains("rebuildSearchIndex") }, "\(names)")
+        let running = try #require(names.firstIndex { $0.contains("computeScore") }, "\(names)")
+        let profile = try #require(names.firstIndex { $0.contains("loadProfile") }, "\(names)")
+        let request = try #require(names.firstIndex { $0.contains("handleRequest") }, "\(names)")
+        #expect(spin < running && running < profile && profile < request, "\(names)")
+        #expect(frames[running].async == nil, "the running function is on the thread's stack")
+        #expect(frames[profile].async == true && frames[request].async == true, "\(frames)")
+        let stack = try #require(report.heaviestStack.flatMap { report.stack(at: $0.stack) })
+        #expect(stack.asyncCallers == "complete", "\(String(describing: stack.asyncCallers))")
+        // Every async caller is a partial function's entry: offset 0 from its function's start.
+        for frame in frames where frame.async == true {
+            #expect(frame.offset == frame.functionOffset, "\(frame)")
+        }
+
+        // Blocked in the kernel (read from outside, no signal): the same chain.
+        let blocked = try #require(reports.first { $0.heaviestStackContains("usleep") }, "\(reports.map(\.heaviestSymbols))")
+        let blockedNames = blocked.heaviestSymbols
+        let store = try #require(blockedNames.firstIndex { $0.contains("storeBlob") }, "\(blockedNames)")
+        let upload = try #require(blockedNames.firstIndex { $0.contains("handleUpload") }, "\(blockedNames)")
+        #expect(store < upload && blocked.heaviestStack?.frames[upload].async == true, "\(blockedNames)")
+        #expect(blocked.samples.contains { $0.method == "syscall" }, "\(blocked.samples)")
     }
 
 

@@ -80,6 +80,37 @@ typedef struct hw_address_range {
 int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
                       const hw_address_range *ranges, size_t range_count);
 
+/** Upper bound on the async callers read for one stack. */
+#define HW_MAX_ASYNC_FRAMES 64
+
+/** How an async chain ended (hw_async_chain.status). */
+enum {
+    HW_ASYNC_NONE = 0,       /* no async function called from the concurrency runtime on the stack */
+    HW_ASYNC_COMPLETE = 1,   /* reached the task's first context (no caller) */
+    HW_ASYNC_LIMIT = 2,      /* stopped at HW_MAX_ASYNC_FRAMES */
+    HW_ASYNC_UNREADABLE = 3, /* a context (or the frame's slot on the stack) could not be read */
+    HW_ASYNC_INVALID = 4     /* a context failed a check (misaligned, null resume function, a loop) */
+};
+
+/** The async callers of the innermost async function on a stack (called by the runtime). */
+typedef struct hw_async_chain {
+    int32_t after;  /* index of the async function's frame in the stack; -1: none */
+    int32_t count;
+    int32_t status; /* HW_ASYNC_* */
+    int32_t reserved;
+    uintptr_t resume[HW_MAX_ASYNC_FRAMES]; /* each caller's resume function (a partial function's entry), innermost first */
+} hw_async_chain;
+
+/** The code range of the Swift concurrency runtime (whose job loop calls async functions); 0, 0: none. */
+void hw_async_runtime_set(uintptr_t start, uintptr_t end);
+
+/**
+ * Reads the async callers for a stack already walked: `frames` innermost first, `sp` the innermost
+ * stack pointer, `stack_high` the stack's top. Returns the number of callers read. Async-signal-safe;
+ * also used from another thread for a blocked thread's stack.
+ */
+int hw_async_chain_read(const uintptr_t *frames, int count, uintptr_t sp, uintptr_t stack_high, hw_async_chain *out);
+
 /** Result of one signal capture. */
 typedef struct hw_capture_result {
     uint64_t generation;
@@ -88,6 +119,7 @@ typedef struct hw_capture_result {
     int64_t handler_entry_ns; /* CLOCK_MONOTONIC when the handler started on the target thread */
     int64_t handler_exit_ns;  /* ... and when it finished publishing */
     uintptr_t frames[HW_MAX_FRAMES];
+    hw_async_chain async_chain;
 } hw_capture_result;
 
 /**

@@ -85,6 +85,7 @@ struct LinuxStackSampler: StackSampling {
                 sample.truncated = previous.truncated
                 sample.truncation = previous.truncation
                 sample.framePointer = previous.framePointer
+                sample.asyncCallers = previous.asyncCallers
                 sample.method = .unchanged
                 return sample
             }
@@ -103,6 +104,7 @@ struct LinuxStackSampler: StackSampling {
             sample.truncated = walk.flags.isTruncated
             sample.truncation = walk.flags.truncation
             sample.framePointer = walk.flags.framePointer
+            sample.asyncCallers = walk.asyncCallers
             sample.method = .syscall
             return sample
         }
@@ -128,6 +130,7 @@ struct LinuxStackSampler: StackSampling {
             sample.truncated = result.flags.isTruncated
             sample.truncation = result.flags.truncation
             sample.pauseNanoseconds = result.pauseNanoseconds
+            sample.asyncCallers = result.asyncCallers
             sample.method = .signal
         case .failure(.timeout):
             sample.failure = .timeout

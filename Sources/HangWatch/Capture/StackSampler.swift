@@ -89,6 +89,8 @@ package struct StackSample: Sendable, Equatable {
     /// How long the signal handler held the thread.
     package var pauseNanoseconds: Int64?
     package var failure: Failure?
+    /// The async callers of the async function on the stack, when there is one.
+    package var asyncCallers: AsyncCallers?
 
     package init(
         microseconds: UInt64, frames: [UInt], method: Method?, truncated: Bool, truncation: Truncation? = nil,

@@ -96,6 +96,7 @@ enum UnsafeCaptureBridge {
 
     /// Hands the unwinder its table of executable segments and readable ranges.
     static func publish(_ map: ImageMap) -> PublishResult {
+        publishConcurrencyRuntime(map)
         let segments = map.images.flatMap(\.unwindSegments).sorted { $0.range.lowerBound < $1.range.lowerBound }
             .map {
                 hw_unwind_segment(
@@ -120,6 +121,35 @@ enum UnsafeCaptureBridge {
         var frames: [UInt]
         var flags: UnwindFlags
         var pauseNanoseconds: Int64
+        var asyncCallers: AsyncCallers?
+    }
+
+    /// Tells the capture code where the Swift concurrency runtime's code is (the executable segment
+    /// holding `swift_job_run`, whose job loop calls async functions); without it no async callers
+    /// are read.
+    static func publishConcurrencyRuntime(_ map: ImageMap) {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_job_run") else {
+            hw_async_runtime_set(0, 0)
+            return
+        }
+        let address = UInt(bitPattern: symbol)
+        let segment = map.images.flatMap(\.unwindSegments).first { $0.range.contains(address) }
+        hw_async_runtime_set(segment?.range.lowerBound ?? 0, segment?.range.upperBound ?? 0)
+    }
+
+    private static func asyncCallers(_ chain: hw_async_chain) -> AsyncCallers? {
+        guard chain.after >= 0 else { return nil }
+        var copy = chain
+        let count = Int(max(0, min(chain.count, HW_MAX_ASYNC_FRAMES)))
+        let addresses = withUnsafeBytes(of: &copy.resume) { Array($0.bindMemory(to: UInt.self).prefix(count)) }
+        let end: AsyncCallers.End
+        switch Int32(chain.status) {
+        case Int32(HW_ASYNC_COMPLETE): end = .complete
+        case Int32(HW_ASYNC_LIMIT): end = .limit
+        case Int32(HW_ASYNC_UNREADABLE): end = .unreadable
+        default: end = .invalid
+        }
+        return AsyncCallers(after: Int(chain.after), resumeAddresses: addresses, end: end)
     }
 
     enum SignalCaptureError: Error, Equatable {
@@ -152,7 +182,8 @@ enum UnsafeCaptureBridge {
         return .success(
             SignalCapture(
                 frames: frames, flags: UnwindFlags(rawValue: result.flags),
-                pauseNanoseconds: result.handler_exit_ns - result.handler_entry_ns))
+                pauseNanoseconds: result.handler_exit_ns - result.handler_entry_ns,
+                asyncCallers: asyncCallers(result.async_chain)))
     }
 
     /// For the differential tests: whether the blocked-thread walk may use function prologues.
@@ -162,15 +193,18 @@ enum UnsafeCaptureBridge {
 
     /// Unwinds a thread blocked in a system call from its user stack pointer and program counter.
     static func captureBlocked(stackPointer: UInt, programCounter: UInt, stackLow: UInt, stackHigh: UInt, maxFrames: Int)
-        -> (frames: [UInt], flags: UnwindFlags)
+        -> (frames: [UInt], flags: UnwindFlags, asyncCallers: AsyncCallers?)
     {
         var frames = [UInt](repeating: 0, count: min(maxFrames, Self.maxFrames))
         var flags: Int32 = 0
+        var chain = hw_async_chain()
         let count = frames.withUnsafeMutableBufferPointer { buffer in
-            hw_unwind_blocked_thread(
+            let count = hw_unwind_blocked_thread(
                 stackPointer, programCounter, stackLow, stackHigh, buffer.baseAddress, Int32(buffer.count), &flags)
+            _ = hw_async_chain_read(buffer.baseAddress, count, stackPointer, stackHigh, &chain)
+            return count
         }
-        return (Array(frames.prefix(Int(max(0, count)))), UnwindFlags(rawValue: flags))
+        return (Array(frames.prefix(Int(max(0, count)))), UnwindFlags(rawValue: flags), asyncCallers(chain))
     }
 }
 

@@ -18,6 +18,7 @@ struct ReportBuilder: Sendable {
     func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
         var frames: [HangReport.Frame] = []
         var frameIndex: [UInt: Int] = [:]
+        var asyncFrameIndex: [UInt: Int] = [:]
         var stacks: [HangReport.Stack] = []
         var stackIndex: [[Int]: Int] = [:]
         var sampleStacks: [Int?] = []
@@ -26,24 +27,27 @@ struct ReportBuilder: Sendable {
                 sampleStacks.append(nil)
                 continue
             }
-            let indices = sample.frames.enumerated().map { position, address -> Int in
+            let callers = sample.asyncCallers.map { $0.proven(functionStart: images.functionStart(of:)) }
+            var indices = sample.frames.enumerated().map { position, address -> Int in
                 if let known = frameIndex[address] { return known }
-                let image = images.imageIndex(containing: address)
-                let offset = image.map { Hex.format(address &- images.images[$0].bias) }
                 // The innermost frame is the exact program counter. The others are return addresses,
                 // just after their call, which may be the function's last instruction: look the
                 // function up from the byte before.
-                let lookup = position == 0 ? address : address &- 1
-                let functionOffset = image.flatMap { index in
-                    images.functionStart(of: lookup).map { Hex.format($0 &- images.images[index].bias) }
-                }
-                // The vDSO is no file a symbolicator could open later: it is named now.
-                frames.append(
-                    HangReport.Frame(
-                        address: Hex.format(address), image: image, offset: offset, functionOffset: functionOffset,
-                        symbol: images.memorySymbolName(of: lookup)))
+                frames.append(Self.frame(address, lookup: position == 0 ? address : address &- 1, images: images))
                 frameIndex[address] = frames.count - 1
                 return frames.count - 1
+            }
+            if let callers, callers.after < indices.count {
+                // Async callers resume at a partial function's first instruction: looked up as they are.
+                let inserted = callers.resumeAddresses.map { address -> Int in
+                    if let known = asyncFrameIndex[address] { return known }
+                    var frame = Self.frame(address, lookup: address, images: images)
+                    frame.async = true
+                    frames.append(frame)
+                    asyncFrameIndex[address] = frames.count - 1
+                    return frames.count - 1
+                }
+                indices.insert(contentsOf: inserted, at: callers.after + 1)
             }
             if let known = stackIndex[indices] {
                 sampleStacks.append(known)
@@ -51,11 +55,14 @@ struct ReportBuilder: Sendable {
                     stacks[known].truncated = true
                     stacks[known].truncation = stacks[known].truncation ?? sample.truncation?.rawValue
                 }
+                if let callers, callers.end != .complete {
+                    stacks[known].asyncCallers = stacks[known].asyncCallers ?? callers.end.rawValue
+                }
             } else {
                 stacks.append(
                     HangReport.Stack(
                         frames: indices, truncated: sample.truncated, truncation: sample.truncation?.rawValue,
-                        framePointer: sample.framePointer?.rawValue))
+                        framePointer: sample.framePointer?.rawValue, asyncCallers: callers?.end.rawValue))
                 stackIndex[indices] = stacks.count - 1
                 sampleStacks.append(stacks.count - 1)
             }
@@ -110,6 +117,19 @@ struct ReportBuilder: Sendable {
             mode: source == .runLoop ? recording.mode : nil, samples: reportSamples,
             stacks: stacks, heaviestStack: heaviest, frames: frames, images: reportImages, signature: signature,
             context: context(recording), capture: capture(recording))
+    }
+
+    /// One frame as the report records it: its image, offsets and (for the vDSO, which is no file a
+    /// symbolicator could open later) its name, looked up at `lookup`.
+    private static func frame(_ address: UInt, lookup: UInt, images: ImageMap) -> HangReport.Frame {
+        let image = images.imageIndex(containing: address)
+        let offset = image.map { Hex.format(address &- images.images[$0].bias) }
+        let functionOffset = image.flatMap { index in
+            images.functionStart(of: lookup).map { Hex.format($0 &- images.images[index].bias) }
+        }
+        return HangReport.Frame(
+            address: Hex.format(address), image: image, offset: offset, functionOffset: functionOffset,
+            symbol: images.memorySymbolName(of: lookup))
     }
 
     private func context(_ recording: HangRecording) -> HangReport.Context {

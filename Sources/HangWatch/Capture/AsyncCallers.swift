@@ -1,0 +1,45 @@
+/// The async callers of the async function a captured stack runs: Swift calls between async
+/// functions are tail calls, so the thread's stack holds only the partial function running now
+/// (called by the concurrency runtime's job loop); its callers are read from the chain of async
+/// contexts in the heap. Reports place them right after that function's frame.
+package struct AsyncCallers: Sendable, Equatable {
+    /// How the chain ended.
+    package enum End: String, Sendable, Equatable {
+        /// At the task's first context: every caller is there.
+        case complete
+        /// At the cap (64 callers).
+        case limit = "async caller limit"
+        /// A context could not be read.
+        case unreadable = "async context unreadable"
+        /// A context failed a check (misaligned, no resume function, a loop).
+        case invalid = "async context invalid"
+        /// A resume address was not the start of a function in the unwind tables.
+        case unproven = "async resume address unproven"
+    }
+
+    /// Index in the stack's frames of the async function the runtime called.
+    package var after: Int
+    /// Each caller's resume address (a partial function's entry, not a return address), innermost first.
+    package var resumeAddresses: [UInt]
+    package var end: End
+
+    package init(after: Int, resumeAddresses: [UInt], end: End) {
+        self.after = after
+        self.resumeAddresses = resumeAddresses
+        self.end = end
+    }
+
+    /// Keeps the callers up to the first whose resume address is not exactly a function's start
+    /// (`functionStart` from the unwind tables): an address read from the heap proves nothing
+    /// unless it is one. The chain then ends `unproven`.
+    package func proven(functionStart: (UInt) -> UInt?) -> AsyncCallers {
+        var kept: [UInt] = []
+        for address in resumeAddresses {
+            guard functionStart(address) == address else {
+                return AsyncCallers(after: after, resumeAddresses: kept, end: .unproven)
+            }
+            kept.append(address)
+        }
+        return self
+    }
+}
