@@ -14,7 +14,8 @@
  * prologues yet, so no chain is read there and stacks end at the runtime's frames, as before). Its
  * return-address slot is found on the stack; the context sits two words below. Each context is read
  * with process_vm_readv on this process (a bad pointer fails with EFAULT instead of faulting), and
- * must be 16-byte aligned (the runtime's MaximumAlignment). The reader's resume addresses are raw:
+ * must be 16-byte aligned (the runtime's MaximumAlignment); the 4 KiB around a context are read at
+ * once, so a chain costs about one system call per slab, not one per caller. The reader's resume addresses are raw:
  * the Swift side keeps only those that are exactly a function's start in the unwind tables.
  *
  * Async-signal-safety checklist: static memory only (no allocation, no locks, no stdio); code
@@ -59,11 +60,39 @@ static uintptr_t hw_async_function_start(const hw_table *table, uintptr_t addres
     return low == 0 ? 0 : segment->eh_frame_hdr + (uintptr_t)(intptr_t)pairs[2 * (low - 1)];
 }
 
-/* Two words of this process's memory at `address`, or 0 when it is not mapped readable. */
-static int hw_async_read_pair(uintptr_t address, uintptr_t pair[2]) {
-    struct iovec local = {pair, 2 * sizeof(uintptr_t)};
-    struct iovec remote = {(void *)address, 2 * sizeof(uintptr_t)};
-    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)(2 * sizeof(uintptr_t));
+/* This process's memory read through the kernel: a bad address fails with EFAULT, never faults. */
+static int hw_async_read(uintptr_t address, void *out, size_t size) {
+    struct iovec local = {out, size};
+    struct iovec remote = {(void *)address, size};
+    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)size;
+}
+
+/* The last 4 KiB window read: an async task's contexts sit together in its allocator's slab, so
+ * most parents are served from the window of their child instead of another system call. A window
+ * never crosses a 4 KiB boundary (if one byte of it is mapped, all of it is). */
+typedef struct hw_async_window {
+    uintptr_t base;
+    size_t size;
+    unsigned char bytes[4096];
+} hw_async_window;
+
+/* Two words at `address`, or 0 when they are not mapped readable. */
+static int hw_async_read_pair(hw_async_window *window, uintptr_t address, uintptr_t pair[2]) {
+    const size_t need = 2 * sizeof(uintptr_t);
+    if (window->size == 0 || address < window->base || address - window->base > window->size - need) {
+        const uintptr_t page = address & ~(uintptr_t)4095;
+        if (address - page > 4096 - need) {
+            return hw_async_read(address, pair, need); /* straddles two windows */
+        }
+        window->size = 0;
+        if (!hw_async_read(page, window->bytes, sizeof(window->bytes))) {
+            return 0;
+        }
+        window->base = page;
+        window->size = sizeof(window->bytes);
+    }
+    memcpy(pair, &window->bytes[address - window->base], need);
+    return 1;
 }
 
 int hw_async_chain_read(const uintptr_t *frames, int count, uintptr_t sp, uintptr_t stack_high, hw_async_chain *out) {
@@ -109,13 +138,15 @@ int hw_async_chain_read(const uintptr_t *frames, int count, uintptr_t sp, uintpt
         return 0;
     }
     uintptr_t context = *(const uintptr_t *)(slot - 16);
+    hw_async_window window;
+    window.size = 0;
     while (out->count < HW_MAX_ASYNC_FRAMES) {
         uintptr_t pair[2];
         if (context == 0 || (context & 15) != 0) {
             out->status = HW_ASYNC_INVALID;
             return out->count;
         }
-        if (!hw_async_read_pair(context, pair)) {
+        if (!hw_async_read_pair(&window, context, pair)) {
             out->status = HW_ASYNC_UNREADABLE;
             return out->count;
         }

@@ -144,6 +144,9 @@ struct CapturePauseFigure {
     /// Pin the monitored thread and the watchdog to the same CPU: the watchdog's wake-up then
     /// competes with the handler for that CPU.
     var sameCPU = false
+    /// Hang in an async function with this many async callers (on an actor whose executor is the
+    /// loop's thread) instead of a plain call chain of `depth`.
+    var asyncCallers: Int?
 
     struct Outcome {
         var frames: Int
@@ -156,6 +159,8 @@ struct CapturePauseFigure {
         var observedP90Microseconds: Double
         /// The watchdog's CPU time during the hang, per sample.
         var watchdogMicrosecondsPerSample: Double
+        /// Of `frames`, the async callers read from the context chain.
+        var asyncFrames = 0
     }
 
     /// The largest `count` gaps a thread sees spinning as long, unmonitored: the machine's own noise.
@@ -186,7 +191,11 @@ struct CapturePauseFigure {
             }
             let gaps = GapRecorder(thresholdNanoseconds: 1500)
             let watchdogCPUBefore = watchdogs.compactMap(ProcessThreads.cpuNanoseconds).reduce(0, +)
-            loop.sync { _ = hangAtDepth(depth, milliseconds: hangMilliseconds, gaps: gaps) }
+            if let asyncCallers {
+                LoopActor.hang(on: loop, callers: asyncCallers, milliseconds: hangMilliseconds, gaps: gaps)
+            } else {
+                loop.sync { _ = hangAtDepth(depth, milliseconds: hangMilliseconds, gaps: gaps) }
+            }
             let watchdogCPU = watchdogs.compactMap(ProcessThreads.cpuNanoseconds).reduce(0, +) - watchdogCPUBefore
             if sameCPU {
                 ProcessThreads.pin(loop.tid, to: nil)
@@ -195,6 +204,9 @@ struct CapturePauseFigure {
             let reports = variant.reports()
             let pauses = reports.flatMap { $0.samples.compactMap(\.pauseUs) }
             let frames = reports.flatMap { report in report.samples.compactMap { $0.stack.map { report.stacks[$0].frames.count } } }
+            let asyncFrames = reports.flatMap { report in
+                report.samples.compactMap { $0.stack.map { report.stacks[$0].frames.filter { report.frames[$0].async == true }.count } }
+            }
             // Each capture leaves one gap; take the largest as many gaps as there were captures.
             let observed = gaps.gaps.sorted(by: >).prefix(pauses.count).map { Double($0) / 1000 }
             results.append(Outcome(
@@ -202,7 +214,8 @@ struct CapturePauseFigure {
                 p90Microseconds: Statistics.percentile(pauses, 0.9), samples: pauses.count,
                 observedMedianMicroseconds: Statistics.median(Array(observed)),
                 observedP90Microseconds: Statistics.percentile(Array(observed), 0.9),
-                watchdogMicrosecondsPerSample: Double(watchdogCPU) / 1000 / Double(max(1, pauses.count))))
+                watchdogMicrosecondsPerSample: Double(watchdogCPU) / 1000 / Double(max(1, pauses.count)),
+                asyncFrames: Int(Statistics.median(asyncFrames.map(Double.init)))))
         }
         return results
     }

@@ -110,6 +110,13 @@ if wanted("5") {
             add("5", "  watchdog CPU time per sample", "\(format(pause.watchdogMicrosecondsPerSample, 0)) us")
         }
     }
+    // The same with a Swift async function on the stack: its async callers read from the heap.
+    var asyncFigure = figure
+    asyncFigure.asyncCallers = 32
+    for pause in try asyncFigure.measure(depths: [0]) {
+        add("5", "capture pause, async: \(pause.frames) frames of which \(pause.asyncFrames) async callers, median (p90)",
+            "\(format(pause.medianMicroseconds, 1)) us (\(format(pause.p90Microseconds, 1)))")
+    }
     add("5", "  (no monitor: the same spin's largest gaps, median (p90))",
         "\(format(Statistics.median(noise), 1)) us (\(format(Statistics.percentile(noise, 0.9), 1)))")
 }
