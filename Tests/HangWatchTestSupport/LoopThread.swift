@@ -89,8 +89,10 @@ package final class LoopThread: @unchecked Sendable {
     package func stop() {
         stopRequested.store(true, ordering: .relaxed)
         // Stop the current run explicitly: on Linux, a run whose timeout passed during a nested run
-        // of the same mode does not return by itself.
-        perform { CFRunLoopStop(CFRunLoopGetCurrent()) }
-        finished.wait()
+        // of the same mode does not return by itself. Again until the thread is done: a stop that
+        // lands in a nested run (one a test's block still runs) ends only that one.
+        repeat {
+            perform { CFRunLoopStop(CFRunLoopGetCurrent()) }
+        } while finished.wait(timeout: .now() + .milliseconds(200)) == .timedOut
     }
 }

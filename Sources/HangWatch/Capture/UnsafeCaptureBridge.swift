@@ -52,6 +52,7 @@ enum UnsafeCaptureBridge {
 
     /// Installs the capture handler for `signal`. Idempotent.
     static func install(signal: Int32) throws {
+        _ = jobRunAddress
         let result = hw_capture_install(signal)
         if result != 0 {
             throw HangMonitorError.captureUnavailable(
@@ -128,13 +129,18 @@ enum UnsafeCaptureBridge {
     /// holding `swift_job_run`, whose job loop calls async functions); without it no async callers
     /// are read.
     static func publishConcurrencyRuntime(_ map: ImageMap) {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_job_run") else {
+        guard let address = jobRunAddress else {
             hw_async_runtime_set(0, 0)
             return
         }
-        let address = UInt(bitPattern: symbol)
         let segment = map.images.flatMap(\.unwindSegments).first { $0.range.contains(address) }
         hw_async_runtime_set(segment?.range.lowerBound ?? 0, segment?.range.upperBound ?? 0)
+    }
+
+    /// `swift_job_run`, looked up once when the capture handler is installed: `dlsym` takes the
+    /// loader's lock, which a thread hung inside `dlopen` holds, so it is never called during a hang.
+    private static let jobRunAddress: UInt? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_job_run").map {
+        UInt(bitPattern: $0)
     }
 
     private static func asyncCallers(_ chain: hw_async_chain) -> AsyncCallers? {
