@@ -72,6 +72,8 @@ func startMonitor(_ options: Options, sampleInterval: Duration) -> HangMonitor {
     var configuration = HangMonitor.Configuration(
         serviceName: "faults", threshold: .milliseconds(200), reportDirectory: options.reports)
     configuration.sampleInterval = sampleInterval
+    // These scenarios count the loop source's samples; the pool source has its own (`pool`).
+    configuration.watchesConcurrencyPool = false
     if !options.defaultLimits {
         configuration.repeatWindow = .zero
         configuration.reportsPerMinute = 1000
