@@ -58,6 +58,11 @@ extension HangMonitor {
         /// (the agent exports it as `hangwatch_loop_busy_seconds`), so lag below the threshold is
         /// visible too. Costs two clock reads per iteration. Needs the heartbeat. Default false.
         public var loopHistogram: Bool = false
+        /// Also watch Swift's cooperative pool (the global concurrent executor): probe it once per
+        /// threshold, keep a histogram of how late it starts a job (`Statistics.concurrencyPool`),
+        /// and report a starved pool with every pool thread's stack (`source` `concurrency-pool`).
+        /// One pool watch per process, run by the first running monitor that has this on. Default true.
+        public var watchesConcurrencyPool: Bool = true
 
         /// The directory used when none is configured.
         public static let defaultReportDirectory = "/var/lib/hangwatch/reports"

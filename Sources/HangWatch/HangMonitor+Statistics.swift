@@ -17,6 +17,29 @@ extension HangMonitor {
         public var captureFailures: Int
         /// Times the report directory was found deleted and made again.
         public var directoriesRecreated: Int
+        /// How late Swift's global concurrent executor started the pool probe, process-wide (every
+        /// monitor of the process shows the same figures; see docs/sources.md, "Cooperative pool").
+        public var concurrencyPool: PoolProbeDelays = PoolProbeDelays()
+    }
+
+    /// A histogram of the pool probe's start delays: from enqueueing a tiny job on the global
+    /// concurrent executor (priority `.medium`) to the job starting. Buckets have the layout of
+    /// the loop-busy histogram (the heartbeat page's).
+    public struct PoolProbeDelays: Sendable, Equatable {
+        /// Upper bounds of every bucket but the last, in nanoseconds (the last has no bound).
+        public var bucketUpperBoundsNanoseconds: [UInt64] = []
+        /// Probes per bucket: `bucketUpperBoundsNanoseconds.count + 1` values once a probe ran.
+        public var counts: [UInt64] = []
+        /// The sum of every delay counted, in nanoseconds.
+        public var totalNanoseconds: UInt64 = 0
+        /// Probes that had not started within the threshold: each is a starved pool (reported with
+        /// source `concurrency-pool` when the report policy admits it).
+        public var starvations: Int = 0
+
+        public init() {}
+
+        /// Probes counted.
+        public var probes: UInt64 { counts.reduce(0, +) }
     }
 }
 
@@ -35,6 +58,7 @@ final class MonitorStatistics: Sendable {
             hangsDetected: hangsDetected.load(ordering: .relaxed), reportsWritten: reportsWritten.load(ordering: .relaxed),
             hangsFolded: hangsFolded.load(ordering: .relaxed), hangsSuppressed: hangsSuppressed.load(ordering: .relaxed),
             writeFailures: writeFailures.load(ordering: .relaxed), captureFailures: captureFailures.load(ordering: .relaxed),
-            directoriesRecreated: directoriesRecreated.load(ordering: .relaxed))
+            directoriesRecreated: directoriesRecreated.load(ordering: .relaxed),
+            concurrencyPool: PoolProbeHistogram.shared.snapshot)
     }
 }

@@ -23,10 +23,10 @@ public final class HangMonitor: Sendable {
     /// The configuration this monitor was created with (`threshold` may since have changed: see
     /// `threshold`).
     public let configuration: Configuration
-    private let logger: Logger
+    let logger: Logger
     private let enricher: (any HangReportEnricher)?
-    private let statisticsStore = MonitorStatistics()
-    private let control: WatchdogControl
+    let statisticsStore = MonitorStatistics()
+    let control: WatchdogControl
     private let running = Mutex<Running?>(nil)
 
     private struct Running: Sendable {
@@ -230,6 +230,9 @@ public final class HangMonitor: Sendable {
                 environment: environment, sink: writer, images: images, statistics: statisticsStore, logger: logger,
                 heartbeat: heartbeat)
             watchdog.start()
+            if configuration.watchesConcurrencyPool {
+                enrollPoolWatch(writer: writer, images: images, signal: signal)
+            }
             running = Running(source: source, latch: latch, watchdog: watchdog, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
             logger.info(
                 "hang monitor started",
@@ -252,6 +255,7 @@ public final class HangMonitor: Sendable {
         }) else { return }
         control.stopRequested.store(true, ordering: .releasing)
         current.source.stop()
+        PoolWatchRegistry.withdraw(ObjectIdentifier(self))
         current.watchdog.join()
         current.heartbeat?.retire()
         current.writer.flush()

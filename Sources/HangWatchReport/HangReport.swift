@@ -12,7 +12,8 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// `hangwatch.hang/1.x`.
     public static let majorSchema = "hangwatch.hang/1"
     /// The schema this library writes (1.1 added `stacks[].truncation` and `stacks[].framePointer`;
-    /// 1.2 the async callers: `frames[].async` and `stacks[].asyncCallers`).
+    /// 1.2 the async callers (`frames[].async`, `stacks[].asyncCallers`) and `threads`, for
+    /// reports that hold several threads).
     public static let currentSchema = "hangwatch.hang/1.2"
 
     public var schema: String
@@ -22,7 +23,13 @@ public struct HangReport: Codable, Sendable, Equatable {
     public var host: String
     public var pid: Int32
     public var process: Process
+    /// The hung thread; in a report that holds several threads (`threads`, e.g. a starved
+    /// `concurrency-pool`), the first of them.
     public var thread: ThreadInfo
+    /// Every thread the report holds, each with its own stack and verdict (schema 1.2): set for a
+    /// `concurrency-pool` report (every thread of the starved pool); absent otherwise, and in
+    /// older reports.
+    public var threads: [ThreadSnapshot]?
     /// What kind of loop was watched: `runloop` (others come with other activity sources).
     public var source: String
     public var startedAt: Date

@@ -45,8 +45,22 @@ public struct HangReportSummary: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// One line that explains the hang: computing, blocked in a call, starved, stopped.
+    /// One line that explains the hang: computing, blocked in a call, starved, stopped. For a
+    /// report of several threads (a starved `concurrency-pool`), how many were held and how.
     public static func verdictLine(_ report: HangReport) -> String {
+        guard let threads = report.threads, !threads.isEmpty else { return threadVerdictLine(report) }
+        var counts: [String: Int] = [:]
+        for thread in threads { counts[thread.verdict, default: 0] += 1 }
+        let idle = counts.removeValue(forKey: HangReport.ThreadVerdict.idle.rawValue) ?? 0
+        let held = counts.values.reduce(0, +)
+        let kinds = counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        var line = "pool starved: \(held) of \(threads.count) threads held" + (kinds.isEmpty ? "" : " (\(kinds))")
+        if idle > 0 { line += ", \(idle) idle" }
+        if let call = report.context.blockedIn { line += "; mostly in \(call)" }
+        return line
+    }
+
+    private static func threadVerdictLine(_ report: HangReport) -> String {
         let context = report.context
         let onCPU = context.onCpuRatio.map { " (on CPU \(percent($0)))" } ?? ""
         switch context.verdict {

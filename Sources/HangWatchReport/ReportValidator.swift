@@ -52,6 +52,12 @@ public struct ReportValidator: Sendable {
             }
             check(Self.isHex(frame.address), "frames[\(index)].address: \"\(frame.address.prefix(40))\" is not a hexadecimal address")
         }
+        for (index, thread) in (report.threads ?? []).enumerated() {
+            if let stack = thread.stack {
+                check(stack >= 0 && stack < report.stacks.count, "threads[\(index)].stack: \(stack) is not an index into stacks (\(report.stacks.count))")
+            }
+            check(thread.tid > 0, "threads[\(index)].tid: \(thread.tid) is not a thread id")
+        }
         if let heaviest = report.heaviestStack {
             check(heaviest.stack >= 0 && heaviest.stack < report.stacks.count, "heaviestStack.stack: \(heaviest.stack) is not an index into stacks")
         }

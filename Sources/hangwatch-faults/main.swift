@@ -16,6 +16,8 @@ import HangWatchReport
 //       are off unless `--limits default`.
 //   hangwatch-faults write-reports --reports DIR --template REPORT
 //       rewrites the report REPORT under new ids, as fast as it can, until killed.
+//   hangwatch-faults pool --reports DIR --mode block|healthy [--seconds S] [--count N]
+//       starves the cooperative pool (or keeps it busy but healthy): PoolScenario.swift.
 //
 // Exit codes: 0 done, 2 bad arguments, 3 the monitor could not start.
 
@@ -29,6 +31,7 @@ struct Options {
     var count = 1
     var gapMilliseconds = 200
     var defaultLimits = false
+    var mode = "block"
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -39,7 +42,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 func parseOptions() -> Options {
     var options = Options()
     var arguments = CommandLine.arguments.dropFirst()
-    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports --reports DIR ...") }
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool --reports DIR ...") }
     options.scenario = scenario
     while let name = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
@@ -51,6 +54,9 @@ func parseOptions() -> Options {
         case "--seconds": options.seconds = Double(value) ?? -1
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
+        case "--mode":
+            guard ["block", "healthy", "idle"].contains(value) else { fail("--mode takes block, healthy or idle") }
+            options.mode = value
         case "--limits":
             guard value == "default" else { fail("--limits takes only `default`") }
             options.defaultLimits = true
@@ -66,6 +72,8 @@ func startMonitor(_ options: Options, sampleInterval: Duration) -> HangMonitor {
     var configuration = HangMonitor.Configuration(
         serviceName: "faults", threshold: .milliseconds(200), reportDirectory: options.reports)
     configuration.sampleInterval = sampleInterval
+    // These scenarios count the loop source's samples; the pool source has its own (`pool`).
+    configuration.watchesConcurrencyPool = false
     if !options.defaultLimits {
         configuration.repeatWindow = .zero
         configuration.reportsPerMinute = 1000
@@ -172,5 +180,6 @@ switch options.scenario {
 case "loop": runLibraryLoop(options)
 case "spin": runSpins(options)
 case "write-reports": runReportWrites(options)
+case "pool": runPool(options, mode: options.mode)
 default: fail("unknown scenario \(options.scenario)")
 }

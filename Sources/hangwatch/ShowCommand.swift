@@ -99,7 +99,11 @@ struct ReportDetail {
             lines.append("no stack was captured")
         }
         lines.append("")
-        lines.append(contentsOf: timeline(report))
+        if let threads = report.threads, !threads.isEmpty {
+            lines.append(contentsOf: threadStacks(report, threads))
+        } else {
+            lines.append(contentsOf: timeline(report))
+        }
         lines.append("")
 
         let context = report.context

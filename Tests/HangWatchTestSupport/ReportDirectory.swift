@@ -46,6 +46,9 @@ package struct ReportDirectory {
         configuration.repeatWindow = .zero
         configuration.reportBurst = 100
         configuration.reportsPerMinute = 1000
+        // In-process monitors share the test runner's cooperative pool, which tests blocking in it
+        // side by side starve on purpose: the pool source has its own tests, in child processes.
+        configuration.watchesConcurrencyPool = false
         return configuration
     }
 }

@@ -11,13 +11,16 @@ enum ActivitySourceKind: String, Sendable {
     case dispatchQueue = "dispatch-queue"
     /// A SwiftNIO event loop, pinged (HangWatchNIO).
     case nioEventLoop = "nio-eventloop"
+    /// Swift's global concurrent executor (the cooperative pool), probed once per threshold by the
+    /// process's one pool watch; its reports hold every pool thread (`threads`).
+    case concurrencyPool = "concurrency-pool"
 
     /// The report's `activity` for a stall of this source (run loops name the CF activity).
     var activityName: String? {
         switch self {
         case .runLoop: return nil
         case .scope: return "work"
-        case .dispatchMain, .dispatchQueue, .nioEventLoop: return "queued"
+        case .dispatchMain, .dispatchQueue, .nioEventLoop, .concurrencyPool: return "queued"
         }
     }
 }

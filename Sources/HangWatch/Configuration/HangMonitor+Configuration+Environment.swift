@@ -59,6 +59,7 @@ extension HangMonitor.Configuration {
         case heartbeatInterval = "HANGWATCH_HEARTBEAT_INTERVAL"
         case agentAccess = "HANGWATCH_AGENT_ACCESS"
         case loopHistogram = "HANGWATCH_LOOP_HISTOGRAM"
+        case concurrencyPool = "HANGWATCH_CONCURRENCY_POOL"
     }
 
     typealias Setting = (key: String, value: String, line: Int)
@@ -106,6 +107,9 @@ extension HangMonitor.Configuration {
             case .loopHistogram:
                 guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
                 loopHistogram = flag
+            case .concurrencyPool:
+                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
+                watchesConcurrencyPool = flag
             case .service:
                 serviceName = value
             case .threshold:

@@ -39,7 +39,7 @@ final class Watchdog: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Numbers hangs across every monitor in the process, so report ids (and file names) of
     /// monitors sharing a directory never collide.
-    private static let hangSequence = Atomic<Int>(0)
+    static let hangSequence = Atomic<Int>(0)
 
     init(
         settings: Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,

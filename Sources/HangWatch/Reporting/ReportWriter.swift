@@ -19,7 +19,7 @@ final class ReportWriter: Sendable {
     private let enricher: (any HangReportEnricher)?
     private let logger: Logger
     private let statistics: MonitorStatistics
-    private let builder: ReportBuilder
+    let builder: ReportBuilder
     private let images: ImageRegistry
     private let clock: any MonotonicClock
     private let queue = DispatchQueue(label: "hangwatch.report-writer", qos: .utility)
@@ -55,9 +55,27 @@ final class ReportWriter: Sendable {
 
     /// A hang was detected: write a provisional report, unless it is a probable repeat or over the limit.
     func hangStarted(_ recording: HangRecording) {
+        reportStarted { [builder] images, outcome in builder.build(recording, images: images, outcome: outcome) }
+    }
+
+    /// More samples of an ongoing hang: rewrite its provisional report, if it has one.
+    func hangProgressed(_ recording: HangRecording) {
+        reportProgressed(id: recording.id) { [builder] images, outcome in builder.build(recording, images: images, outcome: outcome) }
+    }
+
+    /// The hang is over (or the monitor stopped during it).
+    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
+        reportEnded(outcome: outcome) { [builder] images, outcome in builder.build(recording, images: images, outcome: outcome) }
+    }
+
+    /// Builds a report from the images known when it is written, with the outcome given.
+    typealias Build = @Sendable (ImageMap, HangReport.Outcome) -> HangReport
+
+    /// Detected: the provisional report `build` makes, unless a probable repeat or over the limit.
+    func reportStarted(_ build: @escaping Build) {
         let now = clock.microseconds()
         queue.async {
-            let report = self.builder.build(recording, images: self.images.current, outcome: .ongoing)
+            let report = build(self.images.current, .ongoing)
             let write = self.state.withLock { state -> Bool in
                 state.startSignatures[report.id] = ReportPolicy.startSignature(of: report)
                 return state.policy.hangStarted(report, now: now)
@@ -66,19 +84,19 @@ final class ReportWriter: Sendable {
         }
     }
 
-    /// More samples of an ongoing hang: rewrite its provisional report, if it has one.
-    func hangProgressed(_ recording: HangRecording) {
+    /// Still going on: rewrites report `id`'s provisional report, if it has one.
+    func reportProgressed(id: String, _ build: @escaping Build) {
         queue.async {
-            guard self.state.withLock({ $0.policy.hasProvisional(recording.id) }) else { return }
-            self.write(self.builder.build(recording, images: self.images.current, outcome: .ongoing), kind: "provisional")
+            guard self.state.withLock({ $0.policy.hasProvisional(id) }) else { return }
+            self.write(build(self.images.current, .ongoing), kind: "provisional")
         }
     }
 
-    /// The hang is over (or the monitor stopped during it).
-    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
+    /// Over: the final report, through the policy.
+    func reportEnded(outcome: HangReport.Outcome, _ build: @escaping Build) {
         let now = clock.microseconds()
         queue.async {
-            let report = self.builder.build(recording, images: self.images.current, outcome: outcome)
+            let report = build(self.images.current, outcome)
             let actions = self.state.withLock { state -> [ReportPolicy.Action] in
                 let start = state.startSignatures.removeValue(forKey: report.id) ?? nil
                 return state.policy.hangEnded(report, startSignature: start, now: now)

@@ -1,0 +1,22 @@
+import HangWatchReport
+
+extension HangMonitor {
+    /// Offers this monitor to run the process's pool watch (`Configuration.watchesConcurrencyPool`):
+    /// it does at once unless another running monitor already does, else when that one stops.
+    /// Its reports go through this monitor's writer; it probes once per this monitor's threshold.
+    func enrollPoolWatch(writer: ReportWriter, images: ImageRegistry, signal: Int32) {
+        let settings = PoolWatch.Settings(
+            thresholdMicroseconds: { [control] in control.thresholdMicroseconds.load(ordering: .relaxed) },
+            sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
+            serviceName: configuration.serviceName)
+        let probe = GlobalExecutorProbe(alternateStackSize: configuration.alternateSignalStackSize, signal: signal)
+        let threads = LinuxPoolThreads(
+            signal: signal, maxFrames: configuration.maxFrames,
+            timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout))
+        PoolWatchRegistry.enroll(ObjectIdentifier(self)) { [logger, statisticsStore] in
+            PoolWatch(
+                settings: settings, environment: SystemWatchdogEnvironment(), enqueue: { probe.enqueue($0) }, threads: threads,
+                sink: writer, statistics: statisticsStore, images: images, logger: logger)
+        }
+    }
+}

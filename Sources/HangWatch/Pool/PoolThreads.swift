@@ -1,0 +1,101 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One pool thread as the pool watch captured it.
+struct PoolThreadSample: Sendable, Equatable {
+    var tid: Int32
+    var name: String?
+    var sample: StackSample
+    /// It had been attached by a probe job (a signal capture was possible).
+    var attached: Bool
+}
+
+/// Finds the threads of the cooperative pool and captures each one's stack.
+protocol PoolThreadCapturing: Sendable {
+    /// Every pool thread whose id is not in `skipping`, captured once.
+    func capture(skipping: Set<Int32>, signalAllowed: Bool) -> [PoolThreadSample]
+}
+
+/// The real pool on Linux: libdispatch names each worker of a root queue after the last 15 bytes of
+/// the queue's label, so the default-QoS pool (where `.medium` tasks run) is every thread named
+/// `oot.default-qos` (`com.apple.root.default-qos`). Overcommit workers (`-qos.overcommit`: the
+/// main queue, serial queues, the manager) are not the pool.
+///
+/// A thread that a probe job attached is sampled like a monitored loop (signal when on a CPU, the
+/// `/proc` walk when blocked). Any other pool thread is walked from `/proc` when it is blocked in a
+/// system call, with the bounds of the stack mapping that holds its stack pointer; on a CPU it is
+/// recorded with its state and `thread not attached` (its signal mask, inherited from libdispatch,
+/// blocks the capture signal).
+struct LinuxPoolThreads: PoolThreadCapturing {
+    static let poolThreadNames: Set<String> = ["oot.default-qos"]
+
+    var signal: Int32
+    var maxFrames: Int
+    var timeoutNanoseconds: Int64
+    var attachments: UnsafePoolThreadAttachments = .shared
+
+    /// The pool's threads now: (tid, name).
+    static func list() -> [(tid: Int32, name: String)] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return [] }
+        return entries.compactMap { Int32($0) }.sorted().compactMap { tid in
+            guard let name = ProcTask(tid: tid).name(), poolThreadNames.contains(name) else { return nil }
+            return (tid, name)
+        }
+    }
+
+    func capture(skipping: Set<Int32>, signalAllowed: Bool) -> [PoolThreadSample] {
+        let threads = Self.list().filter { !skipping.contains($0.tid) }
+        guard !threads.isEmpty else { return [] }
+        var stackMappings: [StackMapping]?
+        return threads.map { tid, name in
+            let task = ProcTask(tid: tid)
+            let sampler = LinuxStackSampler(
+                signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock())
+            let startTime = task.stat()?.startTimeTicks ?? 0
+            if let attached = attachments.thread(tid: tid, startTimeTicks: startTime) {
+                return PoolThreadSample(
+                    tid: tid, name: name, sample: sampler.sample(attached, previous: nil, signalAllowed: signalAllowed), attached: true)
+            }
+            var thread = MonitoredThread(tid: tid, startTimeTicks: startTime, stackLow: 0, stackHigh: 0, name: name, isMain: false)
+            if case .inSyscall(_, _, let stackPointer, _)? = task.syscall() {
+                if stackMappings == nil { stackMappings = StackMapping.readAll() }
+                if let mapping = stackMappings?.first(where: { $0.start <= stackPointer && stackPointer < $0.end }) {
+                    thread.stackLow = mapping.start
+                    thread.stackHigh = mapping.end
+                }
+            }
+            // Never signalled: its mask blocks the capture signal, and it has no alternate stack.
+            var sample = sampler.sample(thread, previous: nil, signalAllowed: false)
+            if sample.failure == .debuggerAttached || (sample.failure == nil && sample.frames.isEmpty) {
+                sample.failure = .threadNotAttached
+            }
+            return PoolThreadSample(tid: tid, name: name, sample: sample, attached: false)
+        }
+    }
+}
+
+/// A private, writable, anonymous mapping of `/proc/self/maps`: where thread stacks live.
+struct StackMapping: Equatable {
+    var start: UInt
+    var end: UInt
+
+    static func readAll() -> [StackMapping] {
+        guard let maps = SmallFile.text("/proc/self/maps", limit: 16 << 20) else { return [] }
+        return maps.split(separator: "\n").compactMap(StackMapping.init(line:))
+    }
+
+    /// `start-end rw-p offset dev inode` with no path (or `[stack]`).
+    init?(line: Substring) {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 5, fields[1].hasPrefix("rw"), fields.count == 5 || fields[5] == "[stack]" else { return nil }
+        let range = fields[0].split(separator: "-")
+        guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16), start < end else {
+            return nil
+        }
+        self.start = start
+        self.end = end
+    }
+}

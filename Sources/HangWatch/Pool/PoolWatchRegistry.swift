@@ -1,0 +1,50 @@
+import Synchronization
+
+/// One pool watch per process, whatever the number of monitors: the first running monitor that
+/// watches the pool runs it (reports go to its directory, under its service name and threshold);
+/// when that monitor stops, the next one still running takes over.
+enum PoolWatchRegistry {
+    private struct State {
+        /// Monitors that would watch the pool, in the order they started: (owner, how it starts one).
+        var candidates: [(owner: ObjectIdentifier, make: @Sendable () -> PoolWatch)] = []
+        var active: (owner: ObjectIdentifier, watch: PoolWatch)?
+    }
+
+    private static let state = Mutex(State())
+
+    /// `owner` started and would watch the pool; it does at once if no other monitor does.
+    static func enroll(_ owner: ObjectIdentifier, make: @escaping @Sendable () -> PoolWatch) {
+        state.withLock { state in
+            state.candidates.append((owner, make))
+            if state.active == nil {
+                let watch = make()
+                watch.start()
+                state.active = (owner, watch)
+            }
+        }
+    }
+
+    /// `owner` stopped; if it ran the pool watch, that stops (a starvation in progress is written
+    /// `monitor stopped`) and the next monitor's starts.
+    static func withdraw(_ owner: ObjectIdentifier) {
+        let stopping = state.withLock { state -> PoolWatch? in
+            state.candidates.removeAll { $0.owner == owner }
+            guard let active = state.active, active.owner == owner else { return nil }
+            state.active = nil
+            return active.watch
+        }
+        guard let stopping else { return }
+        stopping.stopAndJoin()
+        state.withLock { state in
+            guard state.active == nil, let next = state.candidates.first else { return }
+            let watch = next.make()
+            watch.start()
+            state.active = (next.owner, watch)
+        }
+    }
+
+    /// Whether a pool watch runs in this process, and for which monitor.
+    static func activeOwner() -> ObjectIdentifier? {
+        state.withLock { $0.active?.owner }
+    }
+}

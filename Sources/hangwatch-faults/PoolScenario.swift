@@ -1,0 +1,161 @@
+import Foundation
+import HangWatch
+
+// hangwatch-faults pool --reports DIR --mode block|healthy|idle [--seconds S] [--count N]
+//   A monitor (threshold 200 ms, watching scopes on the main thread: nothing but the pool source
+//   can report) with the pool watch on by default, then:
+//   - block: N tasks (default 2 x cores) started together on the global executor at `.medium`,
+//     even ones sleeping S seconds in `usleep`, odd ones reading a pipe that a plain thread writes
+//     S seconds later. Waits until one report is written, and a while longer.
+//   - healthy: short tasks (1 ms of computing each, ncpu at a time) for S seconds.
+//   - idle: nothing for S seconds; prints the process's CPU time and context switches over them.
+//   Prints one JSON line: the tasks' thread ids, when the first task was spawned and when the last
+//   one ended (milliseconds of CLOCK_MONOTONIC), and the monitor's statistics.
+
+/// The kernel id of the calling thread (`/proc/thread-self` links to `<pid>/task/<tid>`).
+func currentThreadID() -> Int32 {
+    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+    return Int32(target.split(separator: "/").last ?? "") ?? 0
+}
+
+/// Threads named like the default-QoS pool's workers.
+func poolThreadIDs() -> [Int32] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { Int32($0) }.filter { tid in
+        let name = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)) ?? ""
+        return name.trimmingCharacters(in: .newlines) == "oot.default-qos"
+    }.sorted()
+}
+
+func monotonicMilliseconds() -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds) / 1e6
+}
+
+final class TaskLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var threadIDs: Set<Int32> = []
+    private(set) var lastEnd = 0.0
+    private(set) var ends: [Double] = []
+    var poolThreads: [Int32] = []
+    private(set) var writers: [Int32] = []
+    func recordWriter(tid: Int32) {
+        lock.withLock { writers.append(tid) }
+    }
+    func record(tid: Int32, end: Double) {
+        lock.withLock {
+            ends.append(end)
+            threadIDs.insert(tid)
+            lastEnd = max(lastEnd, end)
+        }
+    }
+}
+
+@inline(never)
+func blockInRead(_ descriptor: Int32) {
+    var byte: UInt8 = 0
+    _ = read(descriptor, &byte, 1)
+}
+
+func runPool(_ options: Options, mode: String) -> Never {
+    var configuration = HangMonitor.Configuration(serviceName: "pool", threshold: .milliseconds(200), reportDirectory: options.reports)
+    configuration.repeatWindow = .zero
+    configuration.reportsPerMinute = 1000
+    configuration.reportBurst = 1000
+    let monitor: HangMonitor
+    do {
+        // HANGWATCH_CONCURRENCY_POOL=false turns the pool watch off (the idle mode's baseline).
+        configuration = try configuration.applying(environment: ProcessInfo.processInfo.environment)
+        monitor = try HangMonitor(configuration: configuration)
+        try monitor.startWatchingScopes()
+    } catch {
+        fail("the monitor did not start: \(error)", code: 3)
+    }
+    // Let a few probes run first (they prepare the pool threads they run on).
+    usleep(600_000)
+    if mode == "idle" {
+        // The pool watch's cost on an idle process: CPU time and context switches of the whole
+        // process (every thread, exited ones included) over S seconds.
+        var before = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &before)
+        usleep(UInt32(options.seconds * 1e6))
+        var after = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &after)
+        func microseconds(_ time: timeval) -> Int { time.tv_sec * 1_000_000 + time.tv_usec }
+        let cpu = microseconds(after.ru_utime) + microseconds(after.ru_stime) - microseconds(before.ru_utime) - microseconds(before.ru_stime)
+        monitor.stop()
+        print(
+            "{\"cpuMicroseconds\":\(cpu),\"voluntarySwitches\":\(after.ru_nvcsw - before.ru_nvcsw),"
+                + "\"involuntarySwitches\":\(after.ru_nivcsw - before.ru_nivcsw),\"probes\":\(monitor.statistics.concurrencyPool.probes)}")
+        exit(0)
+    }
+    let log = TaskLog()
+    let spawned = monotonicMilliseconds()
+    let spawnedUnix = Date().timeIntervalSince1970 * 1000
+    let group = DispatchGroup()
+    if mode == "block" {
+        let count = options.count > 1 ? options.count : 2 * ProcessInfo.processInfo.activeProcessorCount
+        let microseconds = UInt32(options.seconds * 1e6)
+        for index in 0..<count {
+            group.enter()
+            if index % 2 == 0 {
+                Task.detached(priority: .medium) {
+                    usleep(microseconds)
+                    log.record(tid: currentThreadID(), end: monotonicMilliseconds())
+                    group.leave()
+                }
+            } else {
+                Task.detached(priority: .medium) {
+                    // The writer starts with the read, so every read blocks S seconds wherever it
+                    // waited in the queue.
+                    var descriptors: [Int32] = [0, 0]
+                    guard pipe(&descriptors) == 0 else { fail("pipe failed") }
+                    let (readEnd, writeEnd) = (descriptors[0], descriptors[1])
+                    Thread {
+                        // Named like the pool (Linux names a thread after its creator), not of it.
+                        log.recordWriter(tid: currentThreadID())
+                        usleep(microseconds)
+                        var byte: UInt8 = 1
+                        _ = write(writeEnd, &byte, 1)
+                        close(writeEnd)
+                    }.start()
+                    blockInRead(readEnd)
+                    log.record(tid: currentThreadID(), end: monotonicMilliseconds())
+                    close(readEnd)
+                    group.leave()
+                }
+            }
+        }
+        // Midway through the first tasks: the threads named like the pool's (the pool's workers, and
+        // the writers started from its jobs), which the report must hold (all but the writers).
+        usleep(microseconds / 2)
+        log.poolThreads = poolThreadIDs()
+        group.wait()
+        let deadline = Date().addingTimeInterval(10)
+        while monitor.statistics.reportsWritten + monitor.statistics.writeFailures < 1 && Date() < deadline {
+            usleep(20_000)
+        }
+        // Long enough for a second report, were one coming.
+        usleep(1_000_000)
+    } else {
+        let end = Date().addingTimeInterval(options.seconds)
+        while Date() < end {
+            for _ in 0..<ProcessInfo.processInfo.activeProcessorCount {
+                group.enter()
+                Task.detached(priority: .medium) {
+                    _ = spinComputing(seconds: 0.001)
+                    log.record(tid: currentThreadID(), end: monotonicMilliseconds())
+                    group.leave()
+                }
+            }
+            group.wait()
+        }
+    }
+    monitor.stop()
+    let statistics = monitor.statistics
+    let tids = log.threadIDs.sorted().map(String.init).joined(separator: ",")
+    print(
+        "{\"threadIDs\":[\(tids)],\"spawnedMs\":\(spawned),\"spawnedUnixMs\":\(spawnedUnix),\"lastEndMs\":\(log.lastEnd),\"firstEndMs\":\(log.ends.min() ?? 0),\"poolThreadIDs\":\(log.poolThreads),\"writerThreadIDs\":\(log.writers.sorted()),"
+            + "\"reportsWritten\":\(statistics.reportsWritten),\"hangsDetected\":\(statistics.hangsDetected),"
+            + "\"probes\":\(statistics.concurrencyPool.probes),\"starvations\":\(statistics.concurrencyPool.starvations)}")
+    exit(0)
+}
