@@ -8,7 +8,7 @@ final class HangWatchVariant: Baseline {
     let monitor: HangMonitor
     let directory: String
 
-    init(threshold: Duration = .milliseconds(250), name: String = "bench", loopHistogram: Bool = false) throws {
+    init(threshold: Duration = .milliseconds(250), name: String = "bench", loopHistogram: Bool = false, pool: Bool = true) throws {
         directory = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid())-\(name)"
         try? FileManager.default.removeItem(atPath: directory)
         var configuration = HangMonitor.Configuration(serviceName: "bench", threshold: threshold, reportDirectory: directory)
@@ -18,6 +18,7 @@ final class HangWatchVariant: Baseline {
         configuration.maxReports = 100_000
         configuration.maxReportBytes = 1 << 30
         configuration.loopHistogram = loopHistogram
+        configuration.watchesConcurrencyPool = pool
         monitor = try HangMonitor(configuration: configuration)
     }
 

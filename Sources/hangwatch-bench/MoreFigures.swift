@@ -29,6 +29,38 @@ struct IdleWakeupFigure {
     }
 }
 
+/// The cooperative pool's watch at rest: the whole process's voluntary context switches and CPU
+/// time over `seconds` of an idle monitored loop, with the pool watch on and off (each run once,
+/// side by side in one process).
+struct PoolWatchIdleFigure {
+    var seconds: Double
+
+    struct Outcome {
+        var contextSwitches: Int
+        var cpuMilliseconds: Double
+    }
+
+    func measure(pool: Bool) throws -> Outcome {
+        let loop = BenchLoop()
+        defer { loop.stop() }
+        let variant = try HangWatchVariant(name: "pool-\(pool)", pool: pool)
+        defer { variant.removeReports() }
+        variant.attach(to: loop)
+        usleep(1_000_000)  // settle: the first probe prepares its worker, the watchdog parks
+        var before = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &before)
+        usleep(useconds_t(seconds * 1_000_000))
+        var after = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &after)
+        variant.detach()
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
+        return Outcome(
+            contextSwitches: after.ru_nvcsw - before.ru_nvcsw,
+            cpuMilliseconds: milliseconds(after.ru_utime) + milliseconds(after.ru_stime) - milliseconds(before.ru_utime)
+                - milliseconds(before.ru_stime))
+    }
+}
+
 /// Figures 2c and 4, counted by valgrind (instructions, allocations): exact and repeatable, whatever
 /// else the machine does. Each variant runs N and 2N iterations in a child process; the difference
 /// over N is the per-iteration figure, free of start-up costs.

@@ -213,6 +213,21 @@ if wanted("14") {
         "(documented)")
 }
 
+// 15: the cooperative pool's watch at rest (probe once per threshold), the process as a whole.
+if wanted("15") {
+    let seconds = quick ? 2.0 : 10.0
+    let figure = PoolWatchIdleFigure(seconds: seconds)
+    let off = try figure.measure(pool: false)
+    let on = try figure.measure(pool: true)
+    add("15", "idle process, \(Int(seconds)) s, pool watch off: voluntary context switches, CPU",
+        "\(off.contextSwitches), \(format(off.cpuMilliseconds, 1)) ms")
+    add("15", "idle process, \(Int(seconds)) s, pool watch on (probe every 250 ms)",
+        "\(on.contextSwitches), \(format(on.cpuMilliseconds, 1)) ms")
+    add("15", "  per probe: context switches, CPU",
+        "\(format(Double(on.contextSwitches - off.contextSwitches) / (seconds / 0.25), 1)), "
+            + "\(format((on.cpuMilliseconds - off.cpuMilliseconds) / (seconds / 0.25) * 1000, 0)) us")
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))
