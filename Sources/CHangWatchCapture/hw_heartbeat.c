@@ -12,6 +12,8 @@ _Static_assert(offsetof(struct hw_heartbeat, tick_monotonic_ns) == 40, "heartbea
 _Static_assert(offsetof(struct hw_heartbeat, activity_word) == 72, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, loop_counts) == 112, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, hangs_suppressed) == 232, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, pool_counts) == 272, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, pool_starvations) == 392, "heartbeat layout is part of the file format");
 
 static uint64_t clock_ns(clockid_t clock) {
     struct timespec now;
@@ -55,6 +57,8 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
     for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
         store(&page->loop_counts[bucket], loop != NULL ? __atomic_load_n(&loop->counts[bucket], __ATOMIC_RELAXED) : 0);
     }
+    store(&page->pool_buckets, 0); /* published by hw_heartbeat_pool, from the monitor that runs the pool watch */
+    store(&page->pool_starvations, 0);
     store(&page->magic, HW_HEARTBEAT_MAGIC);
     end(page);
 }
@@ -76,5 +80,16 @@ void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activ
             store(&page->loop_counts[bucket], __atomic_load_n(&loop->counts[bucket], __ATOMIC_RELAXED));
         }
     }
+    end(page);
+}
+
+void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram *pool, uint64_t starvations) {
+    begin(page);
+    store(&page->pool_buckets, pool != NULL ? HW_LOOP_BUCKETS : 0);
+    store(&page->pool_delay_total_ns, pool != NULL ? pool->total_ns : 0);
+    for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
+        store(&page->pool_counts[bucket], pool != NULL ? pool->counts[bucket] : 0);
+    }
+    store(&page->pool_starvations, pool != NULL ? starvations : 0);
     end(page);
 }

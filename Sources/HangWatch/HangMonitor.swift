@@ -191,7 +191,10 @@ public final class HangMonitor: Sendable {
                 do {
                     heartbeat = try HeartbeatPublisher(
                         directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
-                        thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
+                        thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
+                        poolDelays: { [owner = ObjectIdentifier(self)] in
+                            PoolWatchRegistry.activeOwner() == owner ? PoolProbeHistogram.shared.snapshot : nil
+                        })
                 } catch {
                     logger.warning(
                         "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",

@@ -68,6 +68,17 @@ import Testing
         #expect(Self.text(exporter).contains(#"hangwatch_loop_busy_seconds_count{service="s"} 5"#))
     }
 
+    @Test func thePoolProbesStartDelaysAreAHistogramOfTheirOwn() throws {
+        let exporter = try Self.exporter()
+        exporter.publish(SpoolGauges(loopBusy: ["s": Self.loop([3], nanoseconds: 1000)], poolStartDelay: ["s": Self.loop([0, 2, 1], nanoseconds: 700_000)]))
+        let text = Self.text(exporter)
+        #expect(text.contains("# HELP \(AgentMetrics.poolStartDelay) ") && text.contains("# TYPE \(AgentMetrics.poolStartDelay) histogram"))
+        #expect(text.contains(#"hangwatch_pool_start_delay_seconds_bucket{service="s",le="0.0001"} 0"#))
+        #expect(text.contains(#"hangwatch_pool_start_delay_seconds_bucket{service="s",le="0.00025"} 2"#))
+        #expect(text.contains(#"hangwatch_pool_start_delay_seconds_count{service="s"} 3"#))
+        #expect(text.contains(#"hangwatch_loop_busy_seconds_count{service="s"} 3"#))
+    }
+
     @Test func labelsAreEscaped() {
         #expect(LoopBusyExposition.escapeLabel("a\"b\\c\nd") == #"a\"b\\c\nd"#)
         #expect(LoopBusyExposition.seconds(2_500_000_000) == "2.5" && LoopBusyExposition.seconds(1_000_000_000) == "1.0")

@@ -185,7 +185,7 @@ void hw_blocked_use_prologue(int enabled);
  * other processes retry when the sequence is odd or changed. No system call but clock_gettime.
  */
 #define HW_HEARTBEAT_MAGIC 0x3130303042485748ULL /* "HWHB0001" in file order (little-endian) */
-#define HW_HEARTBEAT_SIZE 256
+#define HW_HEARTBEAT_SIZE 512
 #define HW_LOOP_BUCKETS 15
 
 /*
@@ -240,6 +240,12 @@ struct hw_heartbeat {
     uint64_t loop_counts[HW_LOOP_BUCKETS]; /* 112 */
     uint64_t hangs_suppressed;    /* 232: hangs the rate limit kept from being written */
     uint64_t reserved[2];         /* 240 */
+    /* 256: the cooperative pool's probe (published by the monitor that runs the process's pool watch) */
+    uint64_t pool_buckets;        /* 256: buckets in the start-delay histogram; 0: not published */
+    uint64_t pool_delay_total_ns; /* 264 */
+    uint64_t pool_counts[HW_LOOP_BUCKETS]; /* 272: probes per bucket of start delay (the loop histogram's bounds) */
+    uint64_t pool_starvations;    /* 392: probes that had not started within the threshold */
+    uint64_t reserved_pool[14];   /* 400 */
 };
 
 /** Initializes `page` (HW_HEARTBEAT_SIZE bytes of a shared mapping) for this process; `loop`
@@ -253,6 +259,10 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
  */
 void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activity_word, uint64_t hangs_detected,
                        uint64_t hangs_suppressed, uint64_t threshold_us, const struct hw_loop_histogram *loop);
+
+/** Publishes the pool probe's start delays (`pool`, NULL: not published) and starvations. The
+ * watchdog thread only (the page's one writer), like hw_heartbeat_tick. */
+void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram *pool, uint64_t starvations);
 
 #ifdef __cplusplus
 }

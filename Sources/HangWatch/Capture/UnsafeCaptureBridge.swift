@@ -279,6 +279,20 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             page, state, activityWord, hangsDetected, hangsSuppressed, thresholdMicroseconds, histogram.map { UnsafePointer($0.storage) })
     }
 
+    /// Publishes the pool probe's start delays (nil: this monitor does not run the pool watch).
+    func pool(counts: [UInt64]?, totalNanoseconds: UInt64, starvations: UInt64) {
+        guard let counts, counts.count == Int(HW_LOOP_BUCKETS) else {
+            hw_heartbeat_pool(page, nil, 0)
+            return
+        }
+        var histogram = hw_loop_histogram()
+        histogram.total_ns = totalNanoseconds
+        withUnsafeMutableBytes(of: &histogram.counts) { raw in
+            for (index, count) in counts.enumerated() { raw.storeBytes(of: count, toByteOffset: index * 8, as: UInt64.self) }
+        }
+        hw_heartbeat_pool(page, &histogram, starvations)
+    }
+
     /// Byte offsets of the page's fields, by the names `MonitorHeartbeat` uses.
     static var layout: [String: Int] {
         [
@@ -298,6 +312,10 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "loopBusyTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.loop_busy_total_ns)!,
             "loopCounts": MemoryLayout<hw_heartbeat>.offset(of: \.loop_counts)!,
             "hangsSuppressed": MemoryLayout<hw_heartbeat>.offset(of: \.hangs_suppressed)!,
+            "poolBuckets": MemoryLayout<hw_heartbeat>.offset(of: \.pool_buckets)!,
+            "poolDelayTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.pool_delay_total_ns)!,
+            "poolCounts": MemoryLayout<hw_heartbeat>.offset(of: \.pool_counts)!,
+            "poolStarvations": MemoryLayout<hw_heartbeat>.offset(of: \.pool_starvations)!,
         ]
     }
 

@@ -5,7 +5,7 @@ import HangWatchReport
 import Glibc
 #endif
 
-/// The monitor's heartbeat file, `.heartbeat-<pid>` in its report directory: a 256-byte shared
+/// The monitor's heartbeat file, `.heartbeat-<pid>` in its report directory: a 512-byte shared
 /// mapping the watchdog thread updates on every wake-up (plain stores and `clock_gettime`, no
 /// other system call), so the host agent can see that the watchdog is alive, what it last saw the
 /// loop do, and how many hangs it found. The layout is `MonitorHeartbeat` in HangWatchReport.
@@ -15,6 +15,8 @@ import Glibc
 final class HeartbeatPublisher: @unchecked Sendable {
     let path: String
     private let page: UnsafeHeartbeatPage
+    /// The pool probe's delays when this monitor runs the process's pool watch, else nil.
+    private let poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)?
 
     enum State: UInt64 {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
@@ -24,8 +26,9 @@ final class HeartbeatPublisher: @unchecked Sendable {
     /// monitor then runs without a heartbeat).
     init(
         directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64,
-        loopHistogram: UnsafeLoopHistogram? = nil
+        loopHistogram: UnsafeLoopHistogram? = nil, poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)? = nil
     ) throws(SystemCallError) {
+        self.poolDelays = poolDelays
         let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
         let mode: mode_t = access == .private ? 0o600 : 0o640
         let size = UnsafeHeartbeatPage.size
@@ -64,6 +67,10 @@ final class HeartbeatPublisher: @unchecked Sendable {
         page.tick(
             state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected, hangsSuppressed: hangsSuppressed,
             thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
+        if let poolDelays {
+            let delays = poolDelays()
+            page.pool(counts: delays?.counts, totalNanoseconds: delays?.totalNanoseconds ?? 0, starvations: UInt64(delays?.starvations ?? 0))
+        }
     }
 
     /// The monitor stopped: say so, and remove the file.

@@ -77,7 +77,7 @@ final class SpoolKeeper: @unchecked Sendable {
     var gauges: SpoolGauges {
         SpoolGauges(
             reports: state.reports.count, bytes: state.totalBytes, monitors: state.monitorStates, services: state.services,
-            loopBusy: state.loopBusy)
+            loopBusy: state.loopBusy, poolStartDelay: state.poolStartDelay)
     }
 
     /// Checks the root again before a pass (as at start): a root replaced by a symlink, or made

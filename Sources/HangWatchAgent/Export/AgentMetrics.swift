@@ -17,6 +17,7 @@ final class AgentMetrics: Sendable {
     static let spoolBytes = "hangwatch_spool_size_bytes"
     static let spoolReports = "hangwatch_spool_reports"
     static let loopBusy = "hangwatch_loop_busy_seconds"
+    static let poolStartDelay = "hangwatch_pool_start_delay_seconds"
     static let buildInfo = "hangwatch_agent_build_info"
 
     /// Hang durations: from a quarter second (the default threshold) to five minutes.

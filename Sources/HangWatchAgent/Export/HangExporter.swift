@@ -55,4 +55,6 @@ struct SpoolGauges: Sendable, Equatable {
     var services: [String] = []
     /// Loop iterations the monitors of each service directory counted since the agent started.
     var loopBusy: [String: LoopBusyHistogram.Counts] = [:]
+    /// The pool probes' start delays of each service directory since the agent started.
+    var poolStartDelay: [String: LoopBusyHistogram.Counts] = [:]
 }

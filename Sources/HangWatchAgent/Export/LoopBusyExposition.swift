@@ -1,9 +1,10 @@
 import Foundation
 import HangWatchReport
 
-/// `hangwatch_loop_busy_seconds`, written as Prometheus text rather than through swift-metrics:
-/// monitors count iterations per bucket themselves (millions per minute), and swift-metrics can
-/// only record values one at a time. Prometheus only (not sent over OTLP).
+/// `hangwatch_loop_busy_seconds` and `hangwatch_pool_start_delay_seconds`, written as Prometheus
+/// text rather than through swift-metrics: monitors count per bucket themselves (millions of
+/// iterations per minute), and swift-metrics can only record values one at a time. Prometheus only
+/// (not sent over OTLP).
 enum LoopBusyExposition {
     /// The totals of `bySpoolService` summed by their `service` label (`label` maps a spool
     /// directory to it: several may share `_other`).
@@ -17,10 +18,15 @@ enum LoopBusyExposition {
         return totals
     }
 
-    static func text(_ histograms: [String: LoopBusyHistogram.Counts]) -> String {
+    static let loopBusyHelp = "Busy time of each loop iteration, from monitors that publish it (HANGWATCH_LOOP_HISTOGRAM)."
+    static let poolStartDelayHelp =
+        "How late Swift's cooperative pool started the monitor's probe job, once per threshold (a starved pool: the probe waits)."
+
+    static func text(
+        _ histograms: [String: LoopBusyHistogram.Counts], name: String = AgentMetrics.loopBusy, help: String = loopBusyHelp
+    ) -> String {
         guard !histograms.isEmpty else { return "" }
-        let name = AgentMetrics.loopBusy
-        var text = "# HELP \(name) Busy time of each loop iteration, from monitors that publish it (HANGWATCH_LOOP_HISTOGRAM).\n"
+        var text = "# HELP \(name) \(help)\n"
         text += "# TYPE \(name) histogram\n"
         for (service, counts) in histograms.sorted(by: { $0.key < $1.key }) {
             let label = "service=\"\(escapeLabel(service))\""

@@ -10,11 +10,11 @@ final class PrometheusExporter: HangExporter {
     let metrics: AgentMetrics
     let registry: PrometheusCollectorRegistry
     private let server: MetricsServer?
-    /// The loop histograms by `service` label, as of the last pass.
+    /// The loop and pool histograms by `service` label, as of the last pass.
     private let loopBusy: LoopBusyTotals
 
     private final class LoopBusyTotals: Sendable {
-        let byLabel = Mutex<[String: LoopBusyHistogram.Counts]>([:])
+        let byLabel = Mutex<(loop: [String: LoopBusyHistogram.Counts], pool: [String: LoopBusyHistogram.Counts])>(([:], [:]))
     }
 
     static let catalog: [String: PrometheusMetricsCatalog.Entry] = [
@@ -56,8 +56,9 @@ final class PrometheusExporter: HangExporter {
 
     func publish(_ gauges: SpoolGauges) {
         metrics.publish(gauges)
-        let byLabel = LoopBusyExposition.byLabel(gauges.loopBusy, label: metrics.serviceLabel)
-        loopBusy.byLabel.withLock { $0 = byLabel }
+        let loop = LoopBusyExposition.byLabel(gauges.loopBusy, label: metrics.serviceLabel)
+        let pool = LoopBusyExposition.byLabel(gauges.poolStartDelay, label: metrics.serviceLabel)
+        loopBusy.byLabel.withLock { $0 = (loop, pool) }
     }
 
     /// The Prometheus text exposition of everything recorded.
@@ -65,11 +66,18 @@ final class PrometheusExporter: HangExporter {
         Self.exposition(registry, loopBusy.byLabel.withLock { $0 })
     }
 
-    private static func exposition(_ registry: PrometheusCollectorRegistry, _ loopBusy: [String: LoopBusyHistogram.Counts]) -> [UInt8] {
+    private static func exposition(
+        _ registry: PrometheusCollectorRegistry,
+        _ histograms: (loop: [String: LoopBusyHistogram.Counts], pool: [String: LoopBusyHistogram.Counts])
+    ) -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(8192)
         registry.emit(into: &buffer)
-        buffer.append(contentsOf: LoopBusyExposition.text(loopBusy).utf8)
+        buffer.append(contentsOf: LoopBusyExposition.text(histograms.loop).utf8)
+        buffer.append(
+            contentsOf: LoopBusyExposition.text(
+                histograms.pool, name: AgentMetrics.poolStartDelay, help: LoopBusyExposition.poolStartDelayHelp
+            ).utf8)
         return buffer
     }
 

@@ -54,6 +54,9 @@ struct MonitorWatch {
             if let loop = heartbeat.loopBusy {
                 state.loopBusy[key.service, default: .zero].add(loop.since(previous?.heartbeat?.loopBusy))
             }
+            if let pool = heartbeat.poolStartDelay {
+                state.poolStartDelay[key.service, default: .zero].add(pool.since(previous?.heartbeat?.poolStartDelay))
+            }
             countSuppressed(heartbeat, key: key, state: state)
             state.monitors[key] = (heartbeat, health)
         }

@@ -42,6 +42,8 @@ final class SpoolState {
     var baselineTaken = false
     /// Loop iterations the monitors of each service counted since the agent started.
     var loopBusy: [String: LoopBusyHistogram.Counts] = [:]
+    /// How late the cooperative pool started the probes of each service's monitors, since the agent started.
+    var poolStartDelay: [String: LoopBusyHistogram.Counts] = [:]
 
     var totalBytes: UInt64 { reports.values.reduce(0) { $0 + $1.file.size } }
 

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// What a running monitor publishes about itself in `.heartbeat-<pid>` in its report directory:
-/// 256 bytes (128 before the loop histogram; both are read), little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
+/// 512 bytes (256 before the pool probe's section, 128 before the loop histogram; all are read), little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
 /// seqlock: `sequence` is odd while an update is in progress). Read by the host agent.
 ///
 /// | offset | field |
@@ -26,8 +26,12 @@ import Glibc
 /// | 104 | loop busy time in all, ns |
 /// | 112 | iterations per bucket (`LoopBusyHistogram.bounds`), 15 fields |
 /// | 232 | hangs the rate limit kept from being written (0 from monitors that predate it) |
+/// | 256 | pool-probe histogram buckets (15), or 0 when this monitor does not run the process's pool watch |
+/// | 264 | pool probes' start delays in all, ns |
+/// | 272 | probes per bucket of start delay (`LoopBusyHistogram.bounds`), 15 fields |
+/// | 392 | probes that had not started within the threshold (a starved pool) |
 public struct MonitorHeartbeat: Sendable, Equatable {
-    public static let size = 256
+    public static let size = 512
     /// The size of a page written before the loop histogram existed.
     public static let minimumSize = 128
     public static let fileNamePrefix = ".heartbeat-"
@@ -40,6 +44,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case tickMonotonicNanoseconds = 40, tickUnixMilliseconds = 48, intervalMilliseconds = 56, state = 64
         case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
         case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232
+        case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392
     }
 
     public enum State: UInt64, Sendable {
@@ -57,6 +62,11 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public var hangsDetected: UInt64
     /// Hangs the monitor's rate limit kept from being written, since it started.
     public var hangsSuppressed: UInt64 = 0
+    /// How late the cooperative pool started the probe's jobs (the loop histogram's buckets), from
+    /// the monitor that runs the process's pool watch; nil from the others and older monitors.
+    public var poolStartDelay: LoopBusyHistogram.Counts?
+    /// Probes that had not started within the threshold (each a starved pool), with `poolStartDelay`.
+    public var poolStarvations: UInt64 = 0
     public var thresholdMicroseconds: UInt64
     /// The loop-busy histogram, when the monitor keeps one (`HANGWATCH_LOOP_HISTOGRAM`).
     public var loopBusy: LoopBusyHistogram.Counts?
@@ -64,10 +74,13 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public init(
         pid: Int32, startTimeTicks: UInt64, startedUnixMilliseconds: UInt64, tickMonotonicNanoseconds: UInt64,
         tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
-        hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0
+        hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0,
+        poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0
     ) {
         self.loopBusy = loopBusy
         self.hangsSuppressed = hangsSuppressed
+        self.poolStartDelay = poolStartDelay
+        self.poolStarvations = poolStarvations
         self.pid = pid
         self.startTimeTicks = startTimeTicks
         self.startedUnixMilliseconds = startedUnixMilliseconds
@@ -148,7 +161,17 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             tickMonotonicNanoseconds: field(bytes, Offset.tickMonotonicNanoseconds.rawValue), tickUnixMilliseconds: field(bytes, Offset.tickUnixMilliseconds.rawValue),
             intervalMilliseconds: field(bytes, Offset.intervalMilliseconds.rawValue), state: state, activityWord: field(bytes, Offset.activityWord.rawValue),
             hangsDetected: field(bytes, Offset.hangsDetected.rawValue), thresholdMicroseconds: field(bytes, Offset.thresholdMicroseconds.rawValue), loopBusy: loopBusy(bytes),
-            hangsSuppressed: bytes.count >= Offset.hangsSuppressed.rawValue + 8 ? field(bytes, Offset.hangsSuppressed.rawValue) : 0)
+            hangsSuppressed: bytes.count >= Offset.hangsSuppressed.rawValue + 8 ? field(bytes, Offset.hangsSuppressed.rawValue) : 0,
+            poolStartDelay: poolStartDelay(bytes),
+            poolStarvations: poolStartDelay(bytes) != nil ? field(bytes, Offset.poolStarvations.rawValue) : 0)
+    }
+
+    static func poolStartDelay(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
+        let buckets = LoopBusyHistogram.bucketCount
+        guard bytes.count >= Offset.poolStarvations.rawValue + 8, field(bytes, Offset.poolBuckets.rawValue) == UInt64(buckets) else { return nil }
+        return LoopBusyHistogram.Counts(
+            buckets: (0..<buckets).map { field(bytes, Offset.poolCounts.rawValue + 8 * $0) },
+            totalNanoseconds: field(bytes, Offset.poolDelayTotalNanoseconds.rawValue))
     }
 
     static func loopBusy(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
@@ -171,6 +194,13 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         if let loopBusy {
             values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]
             values += loopBusy.buckets.enumerated().map { (Offset.loopCounts.rawValue + 8 * $0.offset, $0.element) }
+        }
+        if let poolStartDelay {
+            values += [
+                (Offset.poolBuckets.rawValue, UInt64(poolStartDelay.buckets.count)),
+                (Offset.poolDelayTotalNanoseconds.rawValue, poolStartDelay.totalNanoseconds), (Offset.poolStarvations.rawValue, poolStarvations),
+            ]
+            values += poolStartDelay.buckets.enumerated().map { (Offset.poolCounts.rawValue + 8 * $0.offset, $0.element) }
         }
         for (offset, value) in values {
             for byte in 0..<8 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }

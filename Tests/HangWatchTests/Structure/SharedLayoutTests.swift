@@ -28,6 +28,36 @@ import Testing
         #expect(heartbeat.hangsDetected == 12 && heartbeat.hangsSuppressed == 5 && heartbeat.thresholdMicroseconds == 300_000)
     }
 
+    /// The pool probe's delays, published by the monitor that runs the pool watch, read back.
+    @Test func thePoolSectionReadsBackThroughTheAgentsReader() throws {
+        let directory = ReportDirectory()
+        try ReportStore(directory: directory.path).prepare()
+        var delays = HangMonitor.PoolProbeDelays()
+        delays.counts = (0..<15).map { UInt64($0 * 3) }
+        delays.totalNanoseconds = 123_456
+        delays.starvations = 4
+        let published = delays
+        let publisher = try HeartbeatPublisher(
+            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000, poolDelays: { published })
+        defer { publisher.retire() }
+        publisher.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000)
+        let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let heartbeat = try MonitorHeartbeat.read(path: path)
+        #expect(heartbeat.poolStartDelay?.buckets == delays.counts)
+        #expect(heartbeat.poolStartDelay?.totalNanoseconds == 123_456 && heartbeat.poolStarvations == 4)
+
+        // A monitor that does not run the pool watch publishes none; a 256-byte page (older
+        // monitors) reads without it.
+        let other = try HeartbeatPublisher(directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1)
+        other.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1)
+        #expect(try MonitorHeartbeat.read(path: path).poolStartDelay == nil)
+        other.retire()
+        var old = MonitorHeartbeat.decode(heartbeat.encoded())!
+        #expect(old.poolStartDelay == heartbeat.poolStartDelay)
+        old = try #require(MonitorHeartbeat.decode(Array(heartbeat.encoded().prefix(256))))
+        #expect(old.poolStartDelay == nil && old.pid == getpid())
+    }
+
     @Test func theHistogramReaderUsesTheWritersBuckets() {
         #expect(UnsafeLoopHistogram.bucketBounds == LoopBusyHistogram.bounds)
     }
