@@ -30,6 +30,11 @@ public enum FrameNaming {
     /// argument labels, then the type, then characters at the end.
     public static func fit(_ name: String, width: Int) -> String {
         if name.count <= width { return name }
+        // `f(x:) (async)`: the mark stays, the name before it is fitted.
+        let mark = " (async)"
+        if name.hasSuffix(mark), width > mark.count + 1 {
+            return fit(String(name.dropLast(mark.count)), width: width - mark.count) + mark
+        }
         var shorter = name
         if let open = shorter.firstIndex(of: "("), shorter.hasSuffix(")") {
             shorter = String(shorter[..<open]).trimmingCharacters(in: .whitespaces)

@@ -43,3 +43,16 @@ import Testing
         #expect(SymbolName.short("weird(name") == "weird(name")
     }
 }
+
+@Suite struct FrameNamingFitTests {
+    @Test func aLongNameLosesItsLabelsThenItsTypeThenCharacters() {
+        #expect(FrameNaming.fit("Pricing.recompute(for:)", width: 40) == "Pricing.recompute(for:)")
+        #expect(FrameNaming.fit("Pricing.recompute(for:)", width: 18) == "Pricing.recompute")
+        #expect(FrameNaming.fit("Pricing.recompute(for:)", width: 10) == "recompute")
+    }
+
+    @Test func theAsyncMarkStays() {
+        #expect(FrameNaming.fit("closure #1 in app.runPool(_:mode:) (async)", width: 40) == "closure #1 in app.runPool (async)")
+        #expect(FrameNaming.fit("Service.loadProfile(id:) (async)", width: 20).hasSuffix(" (async)"))
+    }
+}
