@@ -16,6 +16,9 @@ import HangWatchReport
 //       are off unless `--limits default`.
 //   hangwatch-faults write-reports --reports DIR --template REPORT
 //       rewrites the report REPORT under new ids, as fast as it can, until killed.
+//   hangwatch-faults lifecycle --reports DIR --source run-loop|scopes|queue --count N [--warm-up W]
+//       starts and stops one monitor W + N times; prints the growth of resident memory over the
+//       last N as one JSON line (Lifecycle.swift).
 //
 // Exit codes: 0 done, 2 bad arguments, 3 the monitor could not start.
 
@@ -29,6 +32,8 @@ struct Options {
     var count = 1
     var gapMilliseconds = 200
     var defaultLimits = false
+    var source = "run-loop"
+    var warmUp = 500
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -39,7 +44,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 func parseOptions() -> Options {
     var options = Options()
     var arguments = CommandLine.arguments.dropFirst()
-    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports --reports DIR ...") }
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|lifecycle --reports DIR ...") }
     options.scenario = scenario
     while let name = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
@@ -51,6 +56,8 @@ func parseOptions() -> Options {
         case "--seconds": options.seconds = Double(value) ?? -1
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
+        case "--source": options.source = value
+        case "--warm-up": options.warmUp = Int(value) ?? -1
         case "--limits":
             guard value == "default" else { fail("--limits takes only `default`") }
             options.defaultLimits = true
@@ -58,7 +65,7 @@ func parseOptions() -> Options {
         }
     }
     guard !options.reports.isEmpty else { fail("--reports is required") }
-    guard options.seconds >= 0, options.count >= 1, options.gapMilliseconds >= 0 else { fail("bad number") }
+    guard options.seconds >= 0, options.count >= 1, options.gapMilliseconds >= 0, options.warmUp >= 0 else { fail("bad number") }
     return options
 }
 
@@ -172,5 +179,6 @@ switch options.scenario {
 case "loop": runLibraryLoop(options)
 case "spin": runSpins(options)
 case "write-reports": runReportWrites(options)
+case "lifecycle": runLifecycle(options)
 default: fail("unknown scenario \(options.scenario)")
 }
