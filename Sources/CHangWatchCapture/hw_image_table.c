@@ -54,6 +54,18 @@ int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
         return E2BIG;
     }
     pthread_mutex_lock(&g_publish_lock);
+    /* The same images as the table in force: nothing to do. Publishing them again would invalidate
+     * every cached rule and libunwind's register-state cache, and each rule derived again costs
+     * memory for good: libunwind (1.6 to 1.8) allocates unwind information for a step through a
+     * dynamically registered table and never frees it (dwarf_put_unwind_info is a no-op). Every
+     * monitor start publishes; without this check each start/stop cycle grew the process. */
+    const hw_table *active = &g_tables[atomic_load(&g_active_table)];
+    if (active->segment_count == segment_count && active->range_count == range_count
+        && memcmp(active->segments, segments, segment_count * sizeof(hw_unwind_segment)) == 0
+        && memcmp(active->ranges, ranges, range_count * sizeof(hw_address_range)) == 0 && segment_count > 0) {
+        pthread_mutex_unlock(&g_publish_lock);
+        return 0;
+    }
     if (atomic_load(&g_walks_in_flight) != 0) {
         pthread_mutex_unlock(&g_publish_lock);
         return EAGAIN;

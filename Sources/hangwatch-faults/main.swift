@@ -18,6 +18,9 @@ import HangWatchReport
 //       rewrites the report REPORT under new ids, as fast as it can, until killed.
 //   hangwatch-faults pool --reports DIR --mode block|healthy [--seconds S] [--count N]
 //       starves the cooperative pool (or keeps it busy but healthy): PoolScenario.swift.
+//   hangwatch-faults lifecycle --reports DIR --source run-loop|scopes|queue --count N [--warm-up W]
+//       starts and stops one monitor W + N times; prints the growth of resident memory over the
+//       last N as one JSON line (Lifecycle.swift).
 //
 // Exit codes: 0 done, 2 bad arguments, 3 the monitor could not start.
 
@@ -32,6 +35,8 @@ struct Options {
     var gapMilliseconds = 200
     var defaultLimits = false
     var mode = "block"
+    var source = "run-loop"
+    var warmUp = 500
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -42,7 +47,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 func parseOptions() -> Options {
     var options = Options()
     var arguments = CommandLine.arguments.dropFirst()
-    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool --reports DIR ...") }
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|lifecycle --reports DIR ...") }
     options.scenario = scenario
     while let name = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
@@ -57,6 +62,8 @@ func parseOptions() -> Options {
         case "--mode":
             guard ["block", "healthy", "idle"].contains(value) else { fail("--mode takes block, healthy or idle") }
             options.mode = value
+        case "--source": options.source = value
+        case "--warm-up": options.warmUp = Int(value) ?? -1
         case "--limits":
             guard value == "default" else { fail("--limits takes only `default`") }
             options.defaultLimits = true
@@ -64,7 +71,7 @@ func parseOptions() -> Options {
         }
     }
     guard !options.reports.isEmpty else { fail("--reports is required") }
-    guard options.seconds >= 0, options.count >= 1, options.gapMilliseconds >= 0 else { fail("bad number") }
+    guard options.seconds >= 0, options.count >= 1, options.gapMilliseconds >= 0, options.warmUp >= 0 else { fail("bad number") }
     return options
 }
 
@@ -181,5 +188,6 @@ case "loop": runLibraryLoop(options)
 case "spin": runSpins(options)
 case "write-reports": runReportWrites(options)
 case "pool": runPool(options, mode: options.mode)
+case "lifecycle": runLifecycle(options)
 default: fail("unknown scenario \(options.scenario)")
 }

@@ -3,6 +3,10 @@ import Foundation
 import HangWatchExport
 import HangWatchReport
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Which reports export and flamegraph work on: one, a group, or all matching.
 struct SelectionOptions: ParsableArguments {
     @Argument(help: "latest, a report id, or a path (omit with --signature or --all).")
@@ -33,17 +37,38 @@ struct SelectionOptions: ParsableArguments {
     }
 }
 
-/// Writes command output to a file (atomically) or standard output.
+/// Writes command output to a file (atomically: a temporary file beside it, then a rename) or
+/// standard output. A failure names the path and the fix.
 enum Output {
-    static func write(_ data: Data, to path: String?) throws {
+    static func write(_ data: Data, to path: String?, option: String = "-o") throws {
         guard let path, path != "-" else {
             FileHandle.standardOutput.write(data)
             return
         }
-        do {
-            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        let folder = PathText.parent(of: path)
+        let temporary = (folder.isEmpty ? "." : folder) + "/.hangwatch-" + String(getpid()) + "-" + PathText.lastComponent(of: path)
+        do throws(SystemCallError) {
+            let fd = try SystemCall.check("open", path: path) { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666) }
+            var failure: SystemCallError?
+            data.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count, failure == nil {
+                    switch SystemCall.result("write", path: path, { Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset) }) {
+                    case .success(let written): offset += written
+                    case .failure(let error): failure = error
+                    }
+                }
+            }
+            if case .failure(let error) = SystemCall.result("close", path: path, { close(fd) }), failure == nil { failure = error }
+            if failure == nil, case .failure(let error) = SystemCall.result("rename", path: path, { rename(temporary, path) }) {
+                failure = error
+            }
+            if let failure {
+                unlink(temporary)
+                throw failure
+            }
         } catch {
-            throw CommandFailure(message: "cannot write \(path): \(error.localizedDescription)", exitCode: Exit.badInput)
+            throw CommandFailure(message: ErrorText.cannot(.write, path, code: error.code, option: option), exitCode: Exit.badInput)
         }
     }
 }
@@ -53,14 +78,16 @@ struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export sampled stacks: folded (flamegraph.pl, inferno), speedscope, pprof, or the reports as JSON.",
+        usage: "hangwatch export <report> | --signature <sig> | --all [<options>]",
         discussion: """
             Weights are sampled time in milliseconds: each sample stands for the time until the next.
 
             Examples:
               hangwatch export latest --format folded | flamegraph.pl > hang.svg
-              hangwatch export --signature 1a2b3c4d --format speedscope -o group.speedscope.json
+              hangwatch export --signature 1a2b3c4d --format speedscope -o group.json
               hangwatch export --all --since 1d --format json -o hangs.json
-              hangwatch export --all --format pprof -o hangs.pb.gz && go tool pprof -top hangs.pb.gz
+              hangwatch export --all --format pprof -o hangs.pb.gz
+              go tool pprof -top hangs.pb.gz
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -94,7 +121,7 @@ struct ExportCommand: ParsableCommand {
             do {
                 data = try PprofExport.render(reports)
             } catch {
-                throw CommandFailure(message: "cannot write the pprof profile: \(error)", exitCode: Exit.badInput)
+                throw CommandFailure(message: "cannot make the pprof profile: \(ErrorText.message(for: error))", exitCode: Exit.badInput)
             }
         case .json:
             data = try HangReport.makeEncoder().encode(reports) + Data("\n".utf8)

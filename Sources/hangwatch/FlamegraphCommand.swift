@@ -7,6 +7,7 @@ struct FlamegraphCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flamegraph",
         abstract: "Draw a flame graph (a self-contained SVG) of one hang, a group, or all matching hangs.",
+        usage: "hangwatch flamegraph <report> | --signature <sig> | --all [<options>]",
         discussion: """
             Width is sampled time. Hover a frame for its name, time and share. Opens in any browser.
 

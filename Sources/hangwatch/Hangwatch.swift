@@ -7,13 +7,18 @@ struct Hangwatch: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hangwatch",
         abstract: "Read, group, explain and export HangWatch hang reports.",
+        // Paragraphs are single lines (a `\` ends each source line) that the argument parser wraps to
+        // the terminal; a blank line parts them. Examples stay under 78 columns.
         discussion: """
-            Reports are read from --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool
-            (\(DirectoryOptions.defaultDirectory)) if it exists, else the demo's \(DirectoryOptions.demoDirectory)
+            Reports are read from --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool \
+            (\(DirectoryOptions.defaultDirectory)) if it exists, else the demo's \(DirectoryOptions.demoDirectory) \
             if it exists (each with its service subdirectories).
 
-            Exit status: 0 ok, 1 nothing matched, 2 usage error, 3 bad input (an unreadable or invalid report).
-            Shell completions: hangwatch --generate-completion-script bash|zsh|fish
+            Exit status: 0 ok, 1 nothing matched, 2 usage error, 3 bad input (an unreadable or \
+            invalid report).
+
+            Shell completions:
+              hangwatch --generate-completion-script bash|zsh|fish
             """,
         version: "0.1.0",
         subcommands: [
@@ -28,20 +33,40 @@ struct Hangwatch: ParsableCommand {
             Terminal.warn("hangwatch: \(message)")
             Foundation.exit(Exit.usage.rawValue)
         }
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
+            command = try parseAsRoot()
+        } catch {
+            exitForParsing(error)
+        }
+        do {
             try command.run()
         } catch let failure as CommandFailure {
             Terminal.warn("hangwatch: \(failure.message)")
             Foundation.exit(failure.exitCode.rawValue)
+        } catch let error where error is ExitCode || error is CleanExit || error is ValidationError || !isOurs(command) {
+            // The parser's answers: help (its own help command), a usage error, an exit code.
+            exitForParsing(error)
         } catch {
-            let code = exitCode(for: error)
-            if code == .validationFailure {
-                Terminal.warn(fullMessage(for: error))
-                Foundation.exit(Exit.usage.rawValue)
-            }
-            exit(withError: error)
+            // Anything else a command let go, in plain words (never Foundation's or a decoder's).
+            Terminal.warn("hangwatch: \(ErrorText.message(for: error))")
+            Foundation.exit(Exit.badInput.rawValue)
         }
+    }
+
+    /// Whether `command` is one of this tool's commands (not the argument parser's `help`).
+    static func isOurs(_ command: any ParsableCommand) -> Bool {
+        configuration.subcommands.contains { ObjectIdentifier($0) == ObjectIdentifier(type(of: command)) }
+    }
+
+    /// Help, a usage error or an exit code: the argument parser's own text and status (a usage
+    /// error is exit 2).
+    static func exitForParsing(_ error: any Error) -> Never {
+        if exitCode(for: error) == .validationFailure {
+            Terminal.warn(fullMessage(for: error))
+            Foundation.exit(Exit.usage.rawValue)
+        }
+        exit(withError: error)
     }
 
     /// A first word that looks like a mistyped command (`lsit`, `shwo`), with the command meant;

@@ -7,9 +7,12 @@ struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List hangs, newest first.",
+        // The generated usage lists every option on one line, wider than a terminal; OPTIONS
+        // below lists them.
+        usage: "hangwatch list [<options>]",
         discussion: """
-            Columns: when it started, service, pid, duration, thread CPU share, what the thread was
-            doing (computing, a system call, starved, stopped), the first frame of the service's own
+            Columns: when it started, service, pid, duration, thread CPU share, what the thread was \
+            doing (computing, a system call, starved, stopped), the first frame of the service's own \
             code in the heaviest stack, and the signature (hangs with one culprit share it).
 
             Examples:
@@ -48,47 +51,53 @@ struct ListCommand: ParsableCommand {
         }
     }
 
-    /// The table, as wide as the terminal (80 columns when not a terminal).
-    static func table(_ summaries: [ReportSummary], terminal: Terminal) -> String {
+    /// The table: each column as wide as its widest cell; the top frame is cut (by `FrameNaming.fit`)
+    /// only when a row would be wider than the terminal (80 columns when not a terminal). With
+    /// `streaming` (`watch`, one row at a time) the columns have fixed widths, so rows align.
+    static func table(_ summaries: [ReportSummary], terminal: Terminal, streaming: Bool = false) -> String {
         // Times of today without the date.
         let today = Text.time(Date()).prefix(5)
         let dated = summaries.contains { Text.time($0.startedAt).prefix(5) != today }
-        let timeWidth = dated ? 14 : 8
         // The zone is said once, in the header: `STARTED +01:00` over dates and times, just
         // `+01:00` (or `UTC`) over times of today.
         let zone = Text.zone(summaries.first?.startedAt ?? Date())
-        let timeHeader = dated ? "STARTED " + zone : zone
         func time(_ date: Date) -> String {
             let text = Text.time(date)
             return dated ? text : String(text.dropFirst(6))
         }
-        // time, service 10, pid 7, duration 6, cpu 4, state 10, signature 8, 7 spaces: 52 + time + frame
-        let frameWidth = max(15, terminal.width - 52 - timeWidth)
-        var lines = [
-            terminal.paint(
-                Text.fit(timeHeader, timeWidth) + " " + Text.fit("SERVICE", 10) + " " + Text.fit("PID", 7, right: true) + " "
-                    + Text.fit("DUR", 6, right: true) + " " + Text.fit("CPU", 4, right: true) + " " + Text.fit("DOING", 10) + " "
-                    + Text.fit("TOP FRAME", frameWidth) + " " + "SIG", .bold)
-        ]
+        func fixed(_ width: Int) -> Int? { streaming ? width : nil }
+        let timeWidth = dated ? 14 : 8
+        var table = Table([
+            .init(header: dated ? "STARTED " + zone : zone, fixed: fixed(timeWidth)),
+            .init(header: "SERVICE", maximum: 24, fixed: fixed(10)),
+            .init(header: "PID", right: true, fixed: fixed(7)),
+            .init(header: "DUR", right: true, fixed: fixed(6)),
+            .init(header: "CPU", right: true, fixed: fixed(4)),
+            .init(header: "DOING", fixed: fixed(10)),
+            // Streaming: what the terminal leaves beside the other fixed columns and spaces, 12 to 40.
+            .init(
+                header: "TOP FRAME", shrinkable: true, minimum: 12, fixed: fixed(min(40, max(12, terminal.width - 52 - timeWidth))),
+                cut: { FrameNaming.fit($0, width: $1) }),
+            .init(header: "SIG"),
+        ])
         for summary in summaries {
-            let duration = Text.fit(Text.duration(summary.durationMs) + (summary.outcome == .ongoing ? "+" : ""), 6, right: true)
-            var state = Text.fit(summary.stateWord, 10)
-            switch summary.verdict {
-            case .computing: state = terminal.paint(state, .yellow)
-            case .blocked: state = terminal.paint(state, .cyan)
-            case .starved, .stopped, .debugger: state = terminal.paint(state, .magenta)
-            case .unknown: break
-            }
-            lines.append(
-                Text.fit(time(summary.startedAt), timeWidth) + " " + Text.fit(summary.service, 10) + " "
-                    + Text.fit(String(summary.pid), 7, right: true) + " "
-                    + (summary.durationMs >= 1000 ? terminal.paint(duration, .red) : duration) + " "
-                    + Text.fit(Text.percent(summary.onCpuRatio), 4, right: true) + " " + state + " "
-                    + Text.fit(FrameNaming.fit(summary.topFrame ?? "-", width: frameWidth), frameWidth) + " "
-                    + String(summary.signature.prefix(8))
-                    // Folded repeats: the report stands for more hangs than its own.
-                    + (summary.repeats > 0 ? " +\(summary.repeats) repeats" : ""))
+            let state: Terminal.Style? =
+                switch summary.verdict {
+                case .computing: .yellow
+                case .blocked: .cyan
+                case .starved, .stopped, .debugger: .magenta
+                case .unknown: nil
+                }
+            table.append(
+                [
+                    .init(time(summary.startedAt)), .init(summary.service), .init(String(summary.pid)),
+                    .init(Text.duration(summary.durationMs) + (summary.outcome == .ongoing ? "+" : ""), summary.durationMs >= 1000 ? .red : nil),
+                    .init(Text.percent(summary.onCpuRatio)), .init(summary.stateWord, state), .init(summary.topFrame ?? "-"),
+                    .init(String(summary.signature.prefix(8))),
+                ],
+                // Folded repeats: the report stands for more hangs than its own.
+                trailer: summary.repeats > 0 ? " +\(summary.repeats) repeats" : "")
         }
-        return lines.joined(separator: "\n")
+        return table.render(terminal: terminal, header: !streaming).joined(separator: "\n")
     }
 }

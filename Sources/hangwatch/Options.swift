@@ -84,7 +84,7 @@ struct ReadingOptions: ParsableArguments {
     @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for debug files here, by build-id (repeatable).", valueName: "dir"))
     var debugDirectories: [String] = []
 
-    @Option(help: "Colour: auto (on a terminal, without NO_COLOR), always, never.")
+    @Option(help: "When to colour the output (auto: on a terminal, unless NO_COLOR is set).")
     var color: Terminal.ColorChoice = .auto
 
     @Flag(help: "Times in UTC (default: local time; the offset is always shown).")

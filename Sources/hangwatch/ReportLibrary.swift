@@ -42,9 +42,7 @@ struct ReportLibrary {
 
     /// Summaries matching `filter`, newest first; unreadable files are warned about, one line each.
     func summaries(_ filter: ReportFilter) throws -> [ReportSummary] {
-        guard DirectoryOptions.isDirectory(directory) else {
-            throw CommandFailure(message: "no report directory: looked at \(searched)", exitCode: Exit.badInput)
-        }
+        try checkDirectory()
         let progress = Terminal.Progress("reading reports", terminal: terminal)
         var enrich: (@Sendable (inout HangReport) -> Void)?
         if let symbolicator {
@@ -55,13 +53,38 @@ struct ReportLibrary {
             scan = try catalog.summaries(enrich: enrich, progress: { done, total in progress.update(done, total) })
         } catch {
             progress.finish()
-            throw CommandFailure(message: "\(error)", exitCode: Exit.badInput)
+            throw CommandFailure(message: ErrorText.message(for: error), exitCode: Exit.badInput)
         }
         progress.finish()
         for problem in scan.problems {
             Terminal.warn("hangwatch: warning: \(problem)")
         }
         return scan.summaries.filter(filter.matches).sorted { ($0.startedAt, $0.path) > ($1.startedAt, $1.path) }
+    }
+
+    /// The report directory exists, is a directory and can be listed; else a failure that says
+    /// where it was looked for, or why it cannot be read, and what to do.
+    func checkDirectory() throws {
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw CommandFailure(message: "no report directory: looked at \(searched)", exitCode: Exit.badInput)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw CommandFailure(
+                message: "\(directory) is a file, not a directory: --dir takes the directory that holds the reports (show and validate take a file)",
+                exitCode: Exit.badInput)
+        }
+        if let code = Self.listingError(directory) {
+            throw CommandFailure(message: ErrorText.cannot(.read, directory, code: code, option: "--dir"), exitCode: Exit.badInput)
+        }
+    }
+
+    /// Why `directory` cannot be listed (`EACCES`), or nil when it can.
+    static func listingError(_ directory: String) -> Int32? {
+        switch SystemCall.result("opendir", path: directory, { opendir(directory).map { closedir($0) } ?? -1 }) {
+        case .success: return nil
+        case .failure(let error): return error.code
+        }
     }
 
     /// The path of report `reference`: `latest`, a file path, a report id, or a unique id prefix.
@@ -95,7 +118,7 @@ struct ReportLibrary {
         do {
             report = try ReportReader().read(path: path)
         } catch {
-            throw CommandFailure(message: "\(error)", exitCode: Exit.badInput)
+            throw CommandFailure(message: ErrorText.message(for: error), exitCode: Exit.badInput)
         }
         if let symbolicator, report.frames.contains(where: { $0.symbol == nil }) {
             symbolicator.symbolicate(&report)
@@ -113,7 +136,7 @@ struct ReportLibrary {
             do {
                 return try load(summary.path)
             } catch {
-                Terminal.warn("hangwatch: warning: skipped \(summary.path): \(error)")
+                Terminal.warn("hangwatch: warning: skipped \(summary.path): \(ErrorText.message(for: error))")
                 return nil
             }
         }

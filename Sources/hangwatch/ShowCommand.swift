@@ -7,8 +7,9 @@ struct ShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Explain one hang: what, how long, why, and where the time went.",
+        usage: "hangwatch show [<report>] [<options>]",
         discussion: """
-            REPORT is `latest`, a report id (or a unique start of one), or a path. Frames are
+            REPORT is `latest`, a report id (or a unique start of one), or a path. Frames are \
             symbolicated on the fly when the report holds raw addresses.
 
             Examples:
@@ -80,14 +81,26 @@ struct ReportDetail {
             let stack = report.stack(at: heaviest.stack)
             lines.append(terminal.paint("heaviest stack", .bold) + " (\(heaviest.sampleCount) of \(report.samples.count) samples, \(Text.duration(heaviest.weightMs)))")
             let appFrames = Set(StackSignature.appFrames(heaviest.frames, images: report.images).map(\.address))
-            for (index, frame) in heaviest.frames.prefix(maxFrames).enumerated() {
-                let number = Text.fit("#\(index)", 4)
-                let location = frame.file.map { StackSignature.baseName($0) + (frame.line.map { ":\($0)" } ?? "") } ?? ""
-                let nameWidth = max(20, width - 2 - 4 - (location.isEmpty ? 0 : min(28, location.count) + 1))
-                let nameColumn = location.isEmpty ? width - 6 : nameWidth
-                var name = Text.fit(FrameNaming.fit(FrameNaming.displayName(frame, images: report.images), width: nameColumn), nameColumn)
-                if appFrames.contains(frame.address) { name = terminal.paint(name, .bold) }
-                let tail = location.isEmpty ? "" : " " + terminal.paint(Text.fit(location, min(28, location.count)), .dim)
+            let shown = heaviest.frames.prefix(maxFrames).map { frame in
+                (
+                    frame: frame, name: FrameNaming.displayName(frame, images: report.images),
+                    location: frame.file.map { StackSignature.baseName($0) + (frame.line.map { ":\($0)" } ?? "") } ?? ""
+                )
+            }
+            // The file and line follow the longest name that has one; names are cut only when a
+            // line would pass the terminal's width.
+            let numberWidth = max(4, "#\(max(0, shown.count - 1)) ".count)
+            let longestLocated = shown.filter { !$0.location.isEmpty }.map(\.name.count).max() ?? 0
+            for (index, entry) in shown.enumerated() {
+                let number = Text.fit("#\(index)", numberWidth)
+                let location = min(28, entry.location.count)
+                let room = max(20, width - 2 - numberWidth - (location == 0 ? 0 : location + 1))
+                var name =
+                    entry.location.isEmpty
+                    ? FrameNaming.fit(entry.name, width: room)
+                    : Text.fit(FrameNaming.fit(entry.name, width: min(longestLocated, room)), min(longestLocated, room))
+                if appFrames.contains(entry.frame.address) { name = terminal.paint(name, .bold) }
+                let tail = entry.location.isEmpty ? "" : " " + terminal.paint(Text.clip(entry.location, location), .dim)
                 lines.append("  " + number + name + tail)
             }
             if heaviest.frames.count > maxFrames {

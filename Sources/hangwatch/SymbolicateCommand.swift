@@ -8,14 +8,15 @@ struct SymbolicateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "symbolicate",
         abstract: "Write function names and source lines into a report, using its binaries or separate debug files.",
+        usage: "hangwatch symbolicate <report> [<options>]",
         discussion: """
-            Images are found at the paths the report names, or by build-id in the debug directories
-            (DIR/.build-id/xx/yyyy.debug) and /usr/lib/debug. A file whose build-id differs from the
+            Images are found at the paths the report names, or by build-id in the debug directories \
+            (DIR/.build-id/xx/yyyy.debug) and /usr/lib/debug. A file whose build-id differs from the \
             report's is never used. The report is rewritten atomically (or written to --output).
 
             Examples:
               hangwatch symbolicate latest
-              hangwatch symbolicate ./hang-…json --debug-dir /srv/debug --output named.json
+              hangwatch symbolicate ./hang-…json --debug-dir /srv/debug -o named.json
             """)
 
     @Argument(help: "latest, a report id, or a path.")
@@ -53,8 +54,8 @@ struct SymbolicateCommand: ParsableCommand {
                 if PathText.lastComponent(of: path) != ReportStore.fileName(forID: hang.id) {
                     try Output.write(encoded, to: path)
                 }
-            } catch {
-                throw CommandFailure(message: "cannot rewrite \(path): \(error)", exitCode: Exit.badInput)
+            } catch ReportStoreError.writeFailed(_, let code, _) {
+                throw CommandFailure(message: ErrorText.cannot(.write, path, code: code, option: "--output"), exitCode: Exit.badInput)
             }
         }
         print("\(summary.framesResolved) frames named, \(summary.framesUnresolved) not" + (summary.imageErrors.isEmpty ? "" : " (\(summary.imageErrors.count) images refused or missing)"))

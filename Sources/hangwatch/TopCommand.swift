@@ -8,8 +8,9 @@ struct TopCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "top",
         abstract: "Group hangs by signature (their culprit), most total time first: what to fix first.",
+        usage: "hangwatch top [<options>]",
         discussion: """
-            Each group: how many hangs, the time they took in all, their p50/p95/max duration, when
+            Each group: how many hangs, the time they took in all, their p50/p95/max duration, when \
             the first and last were seen, which services, and a representative stack.
 
             Examples:
@@ -67,18 +68,24 @@ struct TopCommand: ParsableCommand {
         }
     }
 
+    /// Each column as wide as its widest entry; the terminal's width only cuts the services and
+    /// the frames.
     func render(_ groups: [HangGroup], terminal: Terminal) -> String {
-        var lines: [String] = []
         let width = terminal.width
-        for (rank, group) in groups.enumerated() {
-            let head = "#\(rank + 1)  \(group.count) hang\(group.count == 1 ? "" : "s"), \(Text.duration(group.totalMs)) in all"
-            let stats = "p50 \(Text.duration(group.p50Ms))  p95 \(Text.duration(group.p95Ms))  max \(Text.duration(group.maxMs))"
-            let signature = "sig \(group.signature.prefix(8))"
-            lines.append(terminal.paint(Text.fit(head, 32), .bold) + " " + Text.fit(stats, width - 32 - 14) + " " + signature)
-            let zone = Text.zone(group.lastSeen)
-            lines.append(
-                "    " + Text.fit(group.services.joined(separator: ", "), max(10, width - 4 - 45 - zone.count)) + "  first "
-                    + Text.time(group.firstSeen) + "  last " + Text.time(group.lastSeen) + " " + zone)
+        let heads = groups.map { "\($0.count) hang\($0.count == 1 ? "" : "s"), \(Text.duration($0.totalMs)) in all" }
+        let ranks = groups.indices.map { "#\($0 + 1)" }
+        let stats = groups.map { "p50 \(Text.duration($0.p50Ms))  p95 \(Text.duration($0.p95Ms))  max \(Text.duration($0.maxMs))" }
+        let services = groups.map { $0.services.joined(separator: ", ") }
+        let rankWidth = ranks.map(\.count).max() ?? 0
+        let headWidth = heads.map(\.count).max() ?? 0
+        let statsWidth = stats.map(\.count).max() ?? 0
+        var lines: [String] = []
+        for (index, group) in groups.enumerated() {
+            let head = Text.fit(ranks[index], rankWidth) + "  " + Text.fit(heads[index], headWidth)
+            lines.append(terminal.paint(head, .bold) + "  " + Text.fit(stats[index], statsWidth) + "  sig \(group.signature.prefix(8))")
+            let seen = "first " + Text.time(group.firstSeen) + "  last " + Text.time(group.lastSeen) + " " + Text.zone(group.lastSeen)
+            let servicesWidth = min(services.map(\.count).max() ?? 0, max(10, width - 4 - 2 - seen.count))
+            lines.append("    " + Text.fit(services[index], servicesWidth) + "  " + seen)
             for frame in group.representative.stack.prefix(frames) {
                 lines.append("      " + FrameNaming.fit(frame, width: width - 6))
             }

@@ -8,8 +8,9 @@ struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
         abstract: "Check report files against the schema, with precise errors.",
+        usage: "hangwatch validate <path> ... [--quiet]",
         discussion: """
-            A PATH that is a directory checks every report file in it. Exit status 3 if any file is
+            A PATH that is a directory checks every report file in it. Exit status 3 if any file is \
             invalid.
 
             Examples:
@@ -30,15 +31,23 @@ struct ValidateCommand: ParsableCommand {
     func run() throws {
         let validator = ReportValidator()
         var files: [String] = []
+        var unlisted = 0
         for path in paths {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                // A directory that cannot be listed is said so, not taken for an empty one.
+                if let code = ReportLibrary.listingError(path) {
+                    unlisted += 1
+                    print("INVALID  \(path)")
+                    print("         " + ErrorText.cannot(.read, path, code: code))
+                    continue
+                }
                 files.append(contentsOf: ((try? ReportCatalog(directory: path, indexPath: nil).files()) ?? []).map(\.path))
             } else {
                 files.append(path)
             }
         }
-        var invalid = 0
+        var invalid = unlisted
         for file in files {
             let problems = validator.problems(path: file)
             if problems.isEmpty {
@@ -49,7 +58,7 @@ struct ValidateCommand: ParsableCommand {
                 for problem in problems { print("         \(problem)") }
             }
         }
-        if !quiet || invalid > 0 { print("\(files.count - invalid) valid, \(invalid) invalid") }
+        if !quiet || invalid > 0 { print("\(files.count + unlisted - invalid) valid, \(invalid) invalid") }
         if invalid > 0 { throw ExitCode(Exit.badInput.rawValue) }
         if files.isEmpty { throw ExitCode(Exit.nothingMatched.rawValue) }
     }

@@ -8,8 +8,9 @@ struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Follow the report directory and print each new hang as it lands.",
+        usage: "hangwatch watch [<options>]",
         discussion: """
-            A hang appears when it is detected (marked "ongoing", its duration so far) and again when
+            A hang appears when it is detected (marked "ongoing", its duration so far) and again when \
             it ends. Stop with Ctrl-C, or give --timeout.
 
             Examples:
@@ -42,6 +43,8 @@ struct WatchCommand: ParsableCommand {
 
     func run() throws {
         let library = ReportLibrary(directory: directory, reading: reading)
+        // A directory that is missing or cannot be read would be watched in silence forever.
+        try library.checkDirectory()
         let filter = filters.filter()
         let catalog = ReportCatalog(directory: library.directory, indexPath: nil)
         // What each file looked like when last seen (a file is read only when it changes), and
@@ -64,7 +67,7 @@ struct WatchCommand: ParsableCommand {
                 printed[entry.path] = report.outcome
                 let summary = ReportSummary(report: report, path: entry.path)
                 guard filter.matches(summary) else { continue }
-                let line = ListCommand.table([summary], terminal: library.terminal).split(separator: "\n").last.map(String.init) ?? ""
+                let line = ListCommand.table([summary], terminal: library.terminal, streaming: true)
                 emit(line + (report.outcome == .ongoing ? "  (ongoing)" : ""))
             }
             Thread.sleep(forTimeInterval: interval)

@@ -18,6 +18,37 @@ import Testing
         #expect(top.output.contains("Exit status: 0 ok, 1 nothing matched, 2 usage error, 3 bad input"))
     }
 
+    /// Help reads well at 80 columns and at 200: prose is wrapped by the argument parser to the
+    /// width (a line breaks only where the next word would not fit; no hard breaks left from the
+    /// source), no line passes the width, and examples are never cut in two.
+    @Test func helpIsWrappedCleanlyAtAnyWidth() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        for command in [[]] + Self.subcommands.map({ [$0] }) {
+            var examples: [String: Set<String>] = [:]
+            for columns in [80, 200] {
+                let result = try Hangwatch.run(command + ["--help"], cache: fixture.cache, environment: ["COLUMNS": "\(columns)"])
+                #expect(result.status == 0, "\(command)")
+                let lines = result.lines
+                #expect(lines.allSatisfy { $0.count <= columns }, "\(command) at \(columns): \(lines.filter { $0.count > columns })")
+                for (line, next) in zip(lines, lines.dropFirst()) where Self.isProse(line) && Self.isProse(next) {
+                    let word = next.prefix { $0 != " " }
+                    #expect(
+                        line.count + 1 + word.count >= columns,
+                        "\(command) at \(columns): a ragged break after \"\(line)\" (\"\(word)\" fits)")
+                }
+                examples[String(columns)] = Set(lines.filter { $0.hasPrefix("  hangwatch ") })
+            }
+            #expect(examples["80"] == examples["200"], "\(command): examples wrapped at 80 columns")
+            #expect(examples["80"]?.isEmpty == false, "\(command)")
+        }
+    }
+
+    /// A line of the overview's paragraphs: at the margin, not a heading or a section's first line.
+    static func isProse(_ line: String) -> Bool {
+        guard let first = line.first, first != " " else { return false }
+        return !line.hasSuffix(":") && !line.hasPrefix("USAGE:") && !line.contains("  ")
+    }
+
     @Test func shellCompletionsCanBeGenerated() throws {
         let fixture = try Fixture(withDemoReports: false)
         for shell in ["bash", "zsh", "fish"] {

@@ -30,6 +30,25 @@ import Testing
         #expect(lines.filter { $0.contains("computing") || $0.contains("starved") }.count == 3, "\(lines)")
     }
 
+    /// A wide terminal does not spread the columns apart: each is as wide as its widest cell, the
+    /// same at 120 columns as at 300; at 80 the top frame is what gives way.
+    @Test func columnsAreAsWideAsTheirContentNotTheTerminal() throws {
+        let fixture = try Fixture()
+        let wide = try fixture.hangwatch(["list"], environment: ["COLUMNS": "300"])
+        let wider = try fixture.hangwatch(["list"], environment: ["COLUMNS": "120"])
+        let narrow = try fixture.hangwatch(["list"], environment: ["COLUMNS": "80"])
+        #expect(wide.status == 0, "\(wide.errors)")
+        #expect(wide.output == wider.output, "\(wide.output)\n\(wider.output)")
+        #expect(narrow.lines.allSatisfy { $0.count <= 80 }, "\(narrow.lines.map(\.count))")
+        let lines = wide.lines
+        let longest = try #require(lines.map(\.count).max())
+        #expect(longest < 120, "\(lines.map(\.count))")
+        // The widest top frame reaches the signature's column (one space before it).
+        let header = try #require(lines.first)
+        let signature = try #require(header.range(of: " SIG")).lowerBound.utf16Offset(in: header)
+        #expect(lines.dropFirst().contains { Array($0)[signature - 1] != " " }, "\(wide.output)")
+    }
+
     @Test func jsonSummariesMatchTheReports() throws {
         let fixture = try Fixture()
         let reports = try DemoReports.reports()

@@ -4,6 +4,26 @@ import HangWatchTestSupport
 import Testing
 
 @Suite(.serialized) struct ShowCommandTests {
+    /// Frame names are as wide as the longest one shown, not the terminal: at 300 columns the
+    /// stack reads as at 120, each file:line one space after the widest name.
+    @Test func theStackIsAsWideAsItsNamesNotTheTerminal() throws {
+        let fixture = try Fixture()
+        let wide = try fixture.hangwatch(["show", "latest"], environment: ["COLUMNS": "300"])
+        let wider = try fixture.hangwatch(["show", "latest"], environment: ["COLUMNS": "120"])
+        #expect(wide.status == 0, "\(wide.errors)")
+        func stack(_ result: CommandResult) -> [String] {
+            Array(result.lines.drop { !$0.hasPrefix("heaviest stack") }.dropFirst().prefix { !$0.isEmpty })
+        }
+        // Frames with a file and line (frames without one are cut only to the terminal's width).
+        func located(_ result: CommandResult) -> [String] {
+            stack(result).filter { $0.range(of: #"\.(swift|c|h):\d+$"#, options: .regularExpression) != nil }
+        }
+        #expect(!located(wide).isEmpty, "\(wide.output)")
+        #expect(located(wide) == located(wider), "\(stack(wide))\n\(stack(wider))")
+        #expect(located(wide).contains { $0.range(of: #"\S \S+:\d+$"#, options: .regularExpression) != nil }, "\(located(wide))")
+        #expect(located(wide).allSatisfy { $0.count < 120 }, "\(located(wide).map(\.count))")
+    }
+
     @Test func latestExplainsTheNewestHang() throws {
         let fixture = try Fixture()
         let newest = try #require(try DemoReports.reports().max { $0.startedAt < $1.startedAt })

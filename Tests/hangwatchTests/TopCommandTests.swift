@@ -69,6 +69,24 @@ import Testing
         #expect(limited.lines.filter { $0.hasPrefix("#") }.count == 2)
     }
 
+    /// The groups' lines are as wide as what they say, the same at 120 columns as at 300: the
+    /// signature follows the widest statistics, the times follow the services.
+    @Test func columnsAreAsWideAsTheirContentNotTheTerminal() throws {
+        let fixture = try Fixture()
+        let wide = try fixture.hangwatch(["top"], environment: ["COLUMNS": "300"])
+        let wider = try fixture.hangwatch(["top"], environment: ["COLUMNS": "120"])
+        #expect(wide.status == 0, "\(wide.errors)")
+        // The groups' own lines (frames are cut only to the terminal's width).
+        func groupLines(_ result: CommandResult) -> [String] { result.lines.filter { $0.hasPrefix("#") || $0.contains("  first ") } }
+        #expect(!groupLines(wide).isEmpty)
+        #expect(groupLines(wide) == groupLines(wider), "\(wide.output)\n\(wider.output)")
+        #expect(groupLines(wide).allSatisfy { $0.count < 120 }, "\(groupLines(wide).map(\.count))")
+        let heads = wide.lines.filter { $0.hasPrefix("#") }
+        #expect(heads.contains { $0.range(of: #"ms  sig [0-9a-f]{8}$|s  sig [0-9a-f]{8}$"#, options: .regularExpression) != nil }, "\(heads)")
+        let seen = wide.lines.filter { $0.hasPrefix("    ") && $0.contains("  first ") }
+        #expect(seen.contains { $0.range(of: #"^    \S.*\S  first "#, options: .regularExpression) != nil }, "\(seen)")
+    }
+
     @Test func nothingToGroupIsExitOne() throws {
         let fixture = try Fixture(withDemoReports: false)
         let result = try fixture.hangwatch("top")

@@ -75,7 +75,8 @@ typedef struct hw_address_range {
 /**
  * Publish the unwind table. Both arrays must be sorted by start address. Copies into the idle half
  * of a double buffer, then flips. Not async-signal-safe; call from one thread at a time.
- * Returns 0, EAGAIN while an unwind is in flight (retry later), or E2BIG when over capacity.
+ * Returns 0 (at once, changing nothing, when these are the images already published), EAGAIN
+ * while an unwind is in flight (retry later), or E2BIG when over capacity.
  */
 int hw_images_publish(const hw_unwind_segment *segments, size_t segment_count,
                       const hw_address_range *ranges, size_t range_count);

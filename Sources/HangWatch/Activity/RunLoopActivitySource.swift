@@ -38,10 +38,10 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
             | HangMonitor.Activity.afterWaiting.rawValue
     }
 
-    /// Binds to the loop and installs the observers: at once when called on the loop's thread or for
-    /// the main loop (which then attaches on its next turn); for another thread's loop, from that
-    /// thread (a timer due now, added from here, also wakes the loop if it sleeps; `RunLoop.perform`
-    /// would wait for its next wake).
+    /// Binds to the loop and installs the observers: at once when called on the loop's thread, for
+    /// the main loop, or for a loop reached before (each then attaches on its next turn, woken now);
+    /// the first time for another thread's loop, from that thread (a timer due now, added from here,
+    /// also wakes the loop if it sleeps; `RunLoop.perform` would wait for its next wake).
     func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
         state.withLock { $0.latch = latch }
         if Self.isCurrent(target) {
@@ -52,13 +52,45 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
             bindMainLoop()
             install(additionalModes: additionalModes)
             perform(attach)
+        } else if let known = Self.reached(target) {
+            bind(known)
+            install(additionalModes: additionalModes)
+            perform(attach)
         } else {
-            let timer = Timer(timeInterval: 0, repeats: false) { [self] _ in
+            // swift-corelibs-foundation never releases a Timer (its CFRunLoopTimer's context retains
+            // it, with no release callback): this one, and what its block holds, stays for good. So
+            // a loop is reached by a timer once (the block holds this source weakly), and by
+            // CFRunLoopPerformBlock from then on.
+            let timer = Timer(timeInterval: 0, repeats: false) { [weak self] _ in
+                Self.remember(RunLoop.current, CFRunLoopGetCurrent())
+                guard let self else { return }
                 bindCurrentLoop()
-                install(additionalModes: additionalModes)
+                install(additionalModes: self.additionalModes)
                 attach()
             }
             target.add(timer, forMode: .common)
+        }
+    }
+
+    /// The CFRunLoop behind a RunLoop reached before from another thread (Foundation on Linux does
+    /// not expose it). An entry lasts as long as its RunLoop (which holds its CFRunLoop); entries of
+    /// loops gone are dropped when another is remembered.
+    private struct ReachedLoop: @unchecked Sendable {
+        weak var runLoop: RunLoop?
+        let loop: Unmanaged<CFRunLoop>
+    }
+    private static let reachedLoops = Mutex<[ReachedLoop]>([])
+
+    private static func reached(_ runLoop: RunLoop) -> CFRunLoop? {
+        reachedLoops.withLock { loops in
+            loops.first { $0.runLoop === runLoop }.map { $0.loop.takeUnretainedValue() }
+        }
+    }
+
+    private static func remember(_ runLoop: RunLoop, _ loop: CFRunLoop) {
+        reachedLoops.withLock { loops in
+            loops.removeAll { $0.runLoop == nil || $0.runLoop === runLoop }
+            loops.append(ReachedLoop(runLoop: runLoop, loop: .passUnretained(loop)))
         }
     }
 
