@@ -62,6 +62,9 @@ struct ReportDetail {
         lines.append(terminal.paint("hang \(report.id)", .bold))
         let thread = [report.thread.name, "tid \(report.thread.tid)", report.thread.isMain ? "main" : nil].compactMap { $0 }
         field("service", "\(report.service) (pid \(report.pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
+        if let name = report.thread.name, let role = ThreadNaming.role(of: name) {
+            field("thread", role)
+        }
         let timing = "\(Text.timestamp(report.startedAt)), lasted \(Text.duration(report.durationMs))"
             + (report.outcome == .ongoing ? " so far" : "") + " (threshold \(Text.duration(report.thresholdMs)))"
         field("started", timing)

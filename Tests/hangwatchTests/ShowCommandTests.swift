@@ -24,6 +24,21 @@ import Testing
         #expect(located(wide).allSatisfy { $0.count < 120 }, "\(located(wide).map(\.count))")
     }
 
+    /// A dispatch worker's or an event loop's kernel name says little; show says what the thread is.
+    @Test func aWellKnownThreadNameIsExplained() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        var report = ReportFixtures.report()
+        report.thread.name = "-qos.overcommit"
+        try ReportStore(directory: fixture.directory).write(report)
+        let result = try fixture.hangwatch("show", "latest")
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.lines.contains { $0.hasPrefix("thread ") && $0.contains("libdispatch worker, overcommit pool") }, "\(result.output)")
+        report.thread.name = "billing-main"
+        let other = try Fixture(withDemoReports: false)
+        try ReportStore(directory: other.directory).write(report)
+        #expect(!(try other.hangwatch("show", "latest")).lines.contains { $0.hasPrefix("thread ") })
+    }
+
     @Test func latestExplainsTheNewestHang() throws {
         let fixture = try Fixture()
         let newest = try #require(try DemoReports.reports().max { $0.startedAt < $1.startedAt })
