@@ -94,7 +94,12 @@ struct ReportDetail {
             // line would pass the terminal's width.
             let numberWidth = max(4, "#\(max(0, shown.count - 1)) ".count)
             let longestLocated = shown.filter { !$0.location.isEmpty }.map(\.name.count).max() ?? 0
+            let firstAsync = shown.firstIndex { $0.frame.isAsyncCaller }
+            let lastAsync = shown.lastIndex { $0.frame.isAsyncCaller }
             for (index, entry) in shown.enumerated() {
+                if index == firstAsync {
+                    lines.append(terminal.paint("  ⋯ async callers, from the task's chain of async contexts:", .dim))
+                }
                 let number = Text.fit("#\(index)", numberWidth)
                 let location = min(28, entry.location.count)
                 let room = max(20, width - 2 - numberWidth - (location == 0 ? 0 : location + 1))
@@ -105,6 +110,14 @@ struct ReportDetail {
                 if appFrames.contains(entry.frame.address) { name = terminal.paint(name, .bold) }
                 let tail = entry.location.isEmpty ? "" : " " + terminal.paint(Text.clip(entry.location, location), .dim)
                 lines.append("  " + number + name + tail)
+                if index == lastAsync {
+                    if let end = stack?.asyncCallers, end != "complete" {
+                        lines.append(terminal.paint("  ⋯ the async callers stop here: \(end)", .dim))
+                    }
+                    if index + 1 < shown.count {
+                        lines.append(terminal.paint("  ⋯ the thread's stack again (the executor running the task):", .dim))
+                    }
+                }
             }
             if heaviest.frames.count > maxFrames {
                 lines.append("  … \(heaviest.frames.count - maxFrames) more frames (--frames \(heaviest.frames.count))")

@@ -39,6 +39,24 @@ import Testing
         #expect(!(try other.hangwatch("show", "latest")).lines.contains { $0.hasPrefix("thread ") })
     }
 
+    /// Async callers come from the task's context chain, not the thread's stack: show says where
+    /// they begin, and why they stop when they stop early.
+    @Test func asyncCallersAreSetApart() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        var report = ReportFixtures.report(frames: 4)
+        report.frames[2].async = true
+        report.stacks[0].asyncCallers = "async context unreadable"
+        report.heaviestStack?.frames = report.stacks[0].frames.map { report.frames[$0] }
+        try ReportStore(directory: fixture.directory).write(report)
+        let result = try fixture.hangwatch("show", "latest")
+        #expect(result.status == 0, "\(result.errors)")
+        let lines = result.lines
+        let marker = try #require(lines.firstIndex { $0.contains("async callers, from the task's chain") }, "\(result.output)")
+        #expect(lines[marker + 1].hasPrefix("  #2"), "\(result.output)")
+        #expect(lines[marker + 2].contains("the async callers stop here: async context unreadable"), "\(result.output)")
+        #expect(lines[marker + 3].contains("the thread's stack again") && lines[marker + 4].hasPrefix("  #3"), "\(result.output)")
+    }
+
     @Test func latestExplainsTheNewestHang() throws {
         let fixture = try Fixture()
         let newest = try #require(try DemoReports.reports().max { $0.startedAt < $1.startedAt })
