@@ -60,15 +60,12 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     /// new draining thread runs `attach` there.
     func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
         connect(edges: latch, attach: attach)
-        let thread = Thread { [self] in
-            Thread.current.name = "hangwatch-ping"
+        NamedThread.start("hangwatch-ping", stackSize: 256 << 10) { [self] in
             while !stopped.load(ordering: .relaxed) {
                 ping()
                 _ = sleeper.wait(timeout: .now() + .nanoseconds(periodNanoseconds))
             }
         }
-        thread.stackSize = 256 << 10
-        thread.start()
     }
 
     /// Where the edges go, without the pinging thread (tests call `ping()` themselves).

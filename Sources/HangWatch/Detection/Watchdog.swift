@@ -39,7 +39,14 @@ final class Watchdog: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Numbers hangs across every monitor in the process, so report ids (and file names) of
     /// monitors sharing a directory never collide.
-    static let hangSequence = Atomic<Int>(0)
+    private static let hangSequence = Atomic<Int>(0)
+
+    /// The id of a new report (watchdog or pool watch): its start on the wall clock (`namingTime`),
+    /// the service, the pid and the process-wide sequence number.
+    static func nextReportID(start: Date, serviceName: String) -> String {
+        let sequence = hangSequence.add(1, ordering: .relaxed).newValue
+        return ReportTimestamp.compact(namingTime(start)) + "-" + serviceName + "-" + String(getpid()) + "-" + String(sequence)
+    }
 
     init(
         settings: Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
@@ -65,15 +72,10 @@ final class Watchdog: @unchecked Sendable {
 
     /// Runs the watchdog on a thread of its own until `control.stopRequested` is set and `join()`ed.
     func start() {
-        let thread = Thread { [self] in
-            // Foundation's Thread.name does not reach the kernel on Linux; name the thread here.
-            ProcTask(tid: UnsafeCaptureBridge.currentThreadID()).setName(Self.threadName)
+        NamedThread.start(Self.threadName, stackSize: 1 << 20) { [self] in
             self.run()
             self.finished.signal()
         }
-        thread.name = Self.threadName
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     /// Waits for the watchdog thread to finish after `control.stopRequested` was set.
@@ -186,11 +188,9 @@ final class Watchdog: @unchecked Sendable {
         latch.setRecordingHang(true)
         defer { latch.setRecordingHang(false) }
         statistics.hangsDetected.add(1, ordering: .relaxed)
-        let sequence = Self.hangSequence.add(1, ordering: .relaxed).newValue
         let detected = environment.now()
         let thread = threadSlot.thread
-        let id = ReportTimestamp.compact(Self.namingTime(environment.date(ofMicroseconds: startMicroseconds))) + "-"
-            + settings.serviceName + "-" + String(getpid()) + "-" + String(sequence)
+        let id = Self.nextReportID(start: environment.date(ofMicroseconds: startMicroseconds), serviceName: settings.serviceName)
         var recording = HangRecording(
             id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
             mode: context, thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed),

@@ -58,14 +58,10 @@ final class PoolWatch: @unchecked Sendable {
     var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
     func start() {
-        let thread = Thread { [self] in
-            ProcTask(tid: UnsafeCaptureBridge.currentThreadID()).setName(Self.threadName)
+        NamedThread.start(Self.threadName, stackSize: 1 << 20) { [self] in
             self.run()
             self.finished.signal()
         }
-        thread.name = Self.threadName
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     /// Asks `run()` to return (at once, mid-wait); a starvation in progress ends `monitor stopped`.
@@ -103,9 +99,7 @@ final class PoolWatch: @unchecked Sendable {
     private func record(_ slot: PoolProbeSlot, enqueuedMicroseconds start: UInt64, thresholdMicroseconds: UInt64) {
         histogram.addStarvation()
         statistics?.hangsDetected.add(1, ordering: .relaxed)
-        let sequence = Watchdog.hangSequence.add(1, ordering: .relaxed).newValue
-        let id = ReportTimestamp.compact(Watchdog.namingTime(environment.date(ofMicroseconds: start))) + "-"
-            + settings.serviceName + "-" + String(getpid()) + "-" + String(sequence)
+        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: start), serviceName: settings.serviceName)
         let process = environment.processSnapshot()
         var recording = PoolRecording(
             id: id, startMicroseconds: start, detectedMicroseconds: environment.now(), thresholdMicroseconds: thresholdMicroseconds,
