@@ -43,10 +43,7 @@ extension ReportBuilder {
             report.thread = HangReport.ThreadInfo(tid: first.tid, name: first.name, isMain: false)
         }
         let frames = report.frames
-        if let path = HeaviestPath.find(held, identity: { index in
-            let frame = frames[index]
-            return frame.image.map { "\($0):\(frame.functionOffset ?? frame.offset ?? frame.address)" } ?? frame.address
-        }) {
+        if let path = HeaviestPath.find(held, identity: { Self.pathIdentity(frames[$0]) }) {
             let stack = report.stacks[path.stack]
             report.heaviestStack = HangReport.HeaviestStack(
                 stack: path.stack, sampleCount: path.sampleCount, weightMs: Self.milliseconds(Int64(wait)),
@@ -68,7 +65,7 @@ extension ReportBuilder {
         guard !sample.truncated, !sample.frames.isEmpty else { return false }
         return !sample.frames.contains { address in
             guard let index = images.imageIndex(containing: address) else { return false }
-            return images.images[index].path.split(separator: "/").last?.hasPrefix("libdispatch.so") == true
+            return StackSignature.baseName(images.images[index].path).hasPrefix("libdispatch.so")
         }
     }
 
@@ -81,7 +78,7 @@ extension ReportBuilder {
             if let stack, !stack.truncated, !stack.frames.isEmpty,
                 report.frames(of: stack).allSatisfy({ frame in
                     guard let path = frame.image(in: report.images)?.path else { return false }
-                    let file = path.split(separator: "/").last.map(String.init) ?? path
+                    let file = StackSignature.baseName(path)
                     return idleImagePrefixes.contains { file.hasPrefix($0) }
                 })
             {

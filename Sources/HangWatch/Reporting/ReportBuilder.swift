@@ -93,10 +93,7 @@ struct ReportBuilder: Sendable {
                 stack: stack, complete: !sample.truncated)
         }
         var heaviest: HangReport.HeaviestStack?
-        if let path = HeaviestPath.find(weighed, identity: { index in
-            let frame = frames[index]
-            return frame.image.map { "\($0):\(frame.functionOffset ?? frame.offset ?? frame.address)" } ?? frame.address
-        }) {
+        if let path = HeaviestPath.find(weighed, identity: { Self.pathIdentity(frames[$0]) }) {
             heaviest = HangReport.HeaviestStack(
                 stack: path.stack, sampleCount: path.sampleCount, weightMs: Self.milliseconds(Int64(path.weight)),
                 frames: stacks[path.stack].frames.map { frames[$0] })
@@ -117,6 +114,12 @@ struct ReportBuilder: Sendable {
             mode: source == .runLoop ? recording.mode : nil, samples: reportSamples,
             stacks: stacks, heaviestStack: heaviest, frames: frames, images: reportImages, signature: signature,
             context: context(recording), capture: capture(recording))
+    }
+
+    /// What makes two frames one node of the heaviest path: the same function of the same image
+    /// (samples at different instructions of one function agree), else the same address.
+    static func pathIdentity(_ frame: HangReport.Frame) -> String {
+        frame.image.map { "\($0):\(frame.functionOffset ?? frame.offset ?? frame.address)" } ?? frame.address
     }
 
     /// One frame as the report records it: its image, offsets and (for the vDSO, which is no file a
