@@ -39,27 +39,6 @@ void hw_async_runtime_set(uintptr_t start, uintptr_t end) {
     atomic_store(&g_runtime_start, start);
 }
 
-/* The start of the function that covers `address` in the unwind tables' search table (the last
- * entry starting at or before it), or 0. */
-static uintptr_t hw_async_function_start(const hw_table *table, uintptr_t address) {
-    const hw_unwind_segment *segment = hw_table_segment(table, address);
-    if (segment == NULL || segment->table_words == 0 ||
-        !hw_table_readable(table, segment->table_data, segment->table_data + segment->table_words * 8)) {
-        return 0;
-    }
-    const int32_t *pairs = (const int32_t *)segment->table_data;
-    size_t low = 0, high = segment->table_words;
-    while (low < high) {
-        size_t mid = low + (high - low) / 2;
-        if (segment->eh_frame_hdr + (uintptr_t)(intptr_t)pairs[2 * mid] <= address) {
-            low = mid + 1;
-        } else {
-            high = mid;
-        }
-    }
-    return low == 0 ? 0 : segment->eh_frame_hdr + (uintptr_t)(intptr_t)pairs[2 * (low - 1)];
-}
-
 /* This process's memory read through the kernel: a bad address fails with EFAULT, never faults. */
 static int hw_async_read(uintptr_t address, void *out, size_t size) {
     struct iovec local = {out, size};
@@ -111,7 +90,7 @@ int hw_async_chain_read(const uintptr_t *frames, int count, uintptr_t sp, uintpt
         if (caller < runtime_start || caller >= runtime_end) {
             continue;
         }
-        const uintptr_t start = hw_async_function_start(table, i == 0 ? frames[0] : frames[i] - 1);
+        const uintptr_t start = hw_table_function_start(table, i == 0 ? frames[0] : frames[i] - 1);
         hw_prologue prologue;
         if (start != 0 && hw_prologue_read(table, start, &prologue) && prologue.swift_async) {
             frame = i;

@@ -173,25 +173,49 @@ int hw_unwind_info_covers(uintptr_t lookup_ip, void *arg) {
     return hw_function_bounds(lookup_ip, arg, NULL, NULL);
 }
 
-/* The lowest function start in `segment`'s search table above `address`, or the segment's end.
- * The table holds sorted pairs of 4-byte offsets from .eh_frame_hdr: (function start, FDE). */
-static uintptr_t hw_next_covered_start(const hw_table *table, const hw_unwind_segment *segment, uintptr_t address) {
+/* `segment`'s search table holds sorted pairs of 4-byte offsets from .eh_frame_hdr (function
+ * start, FDE). How many entries start at or before `address` (into *below); 0 when the table
+ * cannot be read. */
+static int hw_table_entries_below(const hw_table *table, const hw_unwind_segment *segment, uintptr_t address, size_t *below) {
     const uintptr_t entries = segment->table_words; /* one 8-byte pair per word */
     if (entries == 0 || !hw_table_readable(table, segment->table_data, segment->table_data + entries * 8)) {
-        return address; /* unknown: say "right away", which refuses the stretch */
+        return 0;
     }
     const int32_t *pairs = (const int32_t *)segment->table_data;
     size_t low = 0, high = entries;
     while (low < high) {
         size_t mid = low + (high - low) / 2;
-        uintptr_t start = segment->eh_frame_hdr + (uintptr_t)(intptr_t)pairs[2 * mid];
-        if (start <= address) {
+        if (segment->eh_frame_hdr + (uintptr_t)(intptr_t)pairs[2 * mid] <= address) {
             low = mid + 1;
         } else {
             high = mid;
         }
     }
-    return low < entries ? segment->eh_frame_hdr + (uintptr_t)(intptr_t)pairs[2 * low] : segment->end;
+    *below = low;
+    return 1;
+}
+
+/* The function start of entry `index` (of a table hw_table_entries_below could read). */
+static uintptr_t hw_table_entry_start(const hw_unwind_segment *segment, size_t index) {
+    return segment->eh_frame_hdr + (uintptr_t)(intptr_t)((const int32_t *)segment->table_data)[2 * index];
+}
+
+/* The lowest function start in `segment`'s search table above `address`, or the segment's end. */
+static uintptr_t hw_next_covered_start(const hw_table *table, const hw_unwind_segment *segment, uintptr_t address) {
+    size_t below = 0;
+    if (!hw_table_entries_below(table, segment, address, &below)) {
+        return address; /* unknown: say "right away", which refuses the stretch */
+    }
+    return below < segment->table_words ? hw_table_entry_start(segment, below) : segment->end;
+}
+
+uintptr_t hw_table_function_start(const hw_table *table, uintptr_t address) {
+    const hw_unwind_segment *segment = hw_table_segment(table, address);
+    size_t below = 0;
+    if (segment == NULL || !hw_table_entries_below(table, segment, address, &below) || below == 0) {
+        return 0;
+    }
+    return hw_table_entry_start(segment, below - 1);
 }
 
 int hw_same_uncovered_stretch(const hw_table *table, void *arg, uintptr_t start, uintptr_t address) {

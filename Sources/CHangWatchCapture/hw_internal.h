@@ -34,6 +34,9 @@ const hw_table *hw_table_active(void);
 /* A walk in flight keeps hw_images_publish from replacing the table. Async-signal-safe. */
 void hw_walk_begin(void);
 void hw_walk_end(void);
+/* The start of the function covering `address` in its segment's .eh_frame_hdr search table (the
+ * last entry at or before it), or 0. No libunwind session needed. */
+uintptr_t hw_table_function_start(const hw_table *table, uintptr_t address);
 /* The executable segment containing `ip`, or NULL. */
 const hw_unwind_segment *hw_table_segment(const hw_table *table, uintptr_t ip);
 /* Whether [start, end) lies inside one published readable range. */
