@@ -17,6 +17,8 @@ final class HeartbeatPublisher: @unchecked Sendable {
     private let page: UnsafeHeartbeatPage
     /// The pool probe's delays when this monitor runs the process's pool watch, else nil.
     private let poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)?
+    /// Whether the page holds the pool section (the watchdog thread only, like every tick).
+    private var publishesPool = false
 
     enum State: UInt64 {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
@@ -67,9 +69,13 @@ final class HeartbeatPublisher: @unchecked Sendable {
         page.tick(
             state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected, hangsSuppressed: hangsSuppressed,
             thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
+        // Written while this monitor runs the pool watch, and cleared once when it stops running it.
         if let poolDelays {
             let delays = poolDelays()
-            page.pool(counts: delays?.counts, totalNanoseconds: delays?.totalNanoseconds ?? 0, starvations: UInt64(delays?.starvations ?? 0))
+            if delays != nil || publishesPool {
+                page.pool(counts: delays?.counts, totalNanoseconds: delays?.totalNanoseconds ?? 0, starvations: UInt64(delays?.starvations ?? 0))
+            }
+            publishesPool = delays != nil
         }
     }
 
