@@ -19,8 +19,23 @@ public enum SymbolName {
             suffix = " (async)"
         }
         // `merged ` stays: identical code folded into one function may be any of several names.
-        for prefix in ["static ", "@objc ", "partial apply for ", "partial apply forwarder for ", "dispatch thunk of "] {
-            while text.hasPrefix(prefix) { text = text.dropFirst(prefix.count) }
+        // `function signature specialization <Arg[1] = Dead> of f`, `generic specialization <…> of
+        // f`: a copy the optimizer made of f (release builds name most functions so); f is the name.
+        var stripped = true
+        while stripped {
+            stripped = false
+            for prefix in ["static ", "@objc ", "partial apply for ", "partial apply forwarder for ", "dispatch thunk of "]
+            where text.hasPrefix(prefix) {
+                text = text.dropFirst(prefix.count)
+                stripped = true
+            }
+            for prefix in ["function signature specialization <", "generic specialization <"] where text.hasPrefix(prefix) {
+                let open = text.index(text.startIndex, offsetBy: prefix.count - 1)
+                if let close = matchingClose(in: text, from: open), text[text.index(after: close)...].hasPrefix(" of ") {
+                    text = text[text.index(close, offsetBy: 5)...]
+                    stripped = true
+                }
+            }
         }
         // `reabstraction thunk helper <A …> from … to …`: the runtime's glue between two function
         // types; the types say nothing about where the time went.
@@ -33,7 +48,7 @@ public enum SymbolName {
             let character = text[index]
             if character == "(" {
                 // An argument list: keep the labels.
-                guard let close = matchingParenthesis(in: text, from: index) else {
+                guard let close = matchingClose(in: text, from: index) else {
                     output += text[index...]
                     break
                 }
@@ -90,15 +105,22 @@ public enum SymbolName {
         return text[..<range.lowerBound]
     }
 
-    private static func matchingParenthesis(in text: Substring, from open: Substring.Index) -> Substring.Index? {
+    /// The bracket that closes the `(` or `<` at `open` (brackets inside counted, the `>` of a
+    /// function type's arrow not), or nil when another kind closes it first.
+    private static func matchingClose(in text: Substring, from open: Substring.Index) -> Substring.Index? {
+        let wanted: Character = text[open] == "<" ? ">" : ")"
         var depth = 0
         var index = open
         while index < text.endIndex {
+            if text[index] == ">", index > open, text[text.index(before: index)] == "-" {
+                index = text.index(after: index)
+                continue
+            }
             switch text[index] {
             case "(", "<", "[": depth += 1
             case ")", ">", "]":
                 depth -= 1
-                if depth == 0 { return text[index] == ")" ? index : nil }
+                if depth == 0 { return text[index] == wanted ? index : nil }
             default: break
             }
             index = text.index(after: index)

@@ -30,6 +30,13 @@ import Testing
          "reabstraction thunk (async)"),
         ("partial apply forwarder for reabstraction thunk helper <A> from @escaping @isolated(any) () async -> (@out A) to () async -> (@out A)",
          "reabstraction thunk"),
+        // Release builds: the optimizer's copies are named after the function they copy.
+        ("(2) suspend resume partial function for function signature specialization <Arg[1] = Dead> of static app.AsyncDemo.storeBlob(size: Swift.Int) async -> Swift.Int",
+         "app.AsyncDemo.storeBlob(size:) (async)"),
+        ("generic specialization <Swift.Int, [Swift.String]> of app.Cache.lookup(_: A) -> B", "app.Cache.lookup(_:)"),
+        ("generic specialization <(Swift.Int) -> Swift.Int> of app.apply(_: (A) -> B) -> ()", "app.apply(_:)"),
+        ("(1) await resume partial function for function signature specialization <Arg[1] = [Constant Propagated Function : async_Main]> of reabstraction thunk helper from @escaping @convention(thin) @async () -> () to @escaping @callee_guaranteed @async () -> (@out (), @error @owned Swift.Error)",
+         "reabstraction thunk (async)"),
         // C++ parameter types with namespaces are not labels.
         ("completeTaskWithClosure(swift::AsyncContext*, swift::SwiftError*)", "completeTaskWithClosure(_:_:)"),
         // Folded identical code may be any of several functions: it says so.
