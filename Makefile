@@ -75,6 +75,7 @@ demo: build
 #   with more beside them).
 # UNTIMED_IN_TIMED names suites (or Suite/test) of the timed targets that belong to the second
 # run. The stack corpus is also built in release mode: its test compares both builds' stacks.
+# scripts/test-phase repeats a phase's failures at its end.
 TIMED_TESTS := HangWatchTests|HangWatchNIOTests
 # Suites of other targets that run in the first run too. SpoolKeeperNamingTests: its frames in the
 # C library went unnamed (no error) twice in ~8 runs beside the other suites, never alone; see the
@@ -85,9 +86,9 @@ UNTIMED_IN_TIMED := StackCorpusTests|PoolWatchTests|ReportBuilderPoolTests|DemoE
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release --product hangwatch-stackcorpus
-	"$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
+	scripts/test-phase "$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
 		--no-parallel --filter '$(TIMED_TESTS)|$(SERIAL_TESTS)' --skip '$(UNTIMED_IN_TIMED)'
-	"$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
+	scripts/test-phase "$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
 		--experimental-maximum-parallelization-width 4 --skip '($(TIMED_TESTS))\.(?!$(UNTIMED_IN_TIMED))|$(SERIAL_TESTS)'
 
 bench: deps test-deps

@@ -77,6 +77,8 @@ static int hw_async_read_pair(hw_async_window *window, uintptr_t address, uintpt
 int hw_async_chain_read(const uintptr_t *frames, int count, uintptr_t sp, uintptr_t stack_high, hw_async_chain *out) {
     out->after = -1;
     out->count = 0;
+    out->first_context = 0;
+    out->last_context = 0;
     out->status = HW_ASYNC_NONE;
     const uintptr_t runtime_start = atomic_load(&g_runtime_start), runtime_end = atomic_load(&g_runtime_end);
     if (runtime_start == 0 || count < 2 || sp == 0 || sp >= stack_high || (sp & 7) != 0) {
@@ -133,6 +135,10 @@ int hw_async_chain_read(const uintptr_t *frames, int count, uintptr_t sp, uintpt
             out->status = HW_ASYNC_INVALID;
             return out->count;
         }
+        if (out->count == 0) {
+            out->first_context = context;
+        }
+        out->last_context = context;
         out->resume[out->count++] = pair[1];
         if (pair[0] == 0) {
             out->status = HW_ASYNC_COMPLETE; /* the task's first context: no caller */

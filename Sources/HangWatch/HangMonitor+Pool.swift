@@ -8,14 +8,16 @@ extension HangMonitor {
         let settings = PoolWatch.Settings(
             thresholdMicroseconds: { [control] in control.thresholdMicroseconds.load(ordering: .relaxed) },
             sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
-            serviceName: configuration.serviceName)
+            serviceName: configuration.serviceName, maxSamples: configuration.maxSamplesPerHang)
         let probe = GlobalExecutorProbe(alternateStackSize: configuration.alternateSignalStackSize, signal: signal)
         let threads = LinuxPoolThreads(
             signal: signal, maxFrames: configuration.maxFrames,
             timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout))
-        PoolWatchRegistry.enroll(ObjectIdentifier(self)) { [logger, statisticsStore] in
+        let timeout = DurationText.nanoseconds(configuration.captureTimeout)
+        PoolWatchRegistry.enroll(ObjectIdentifier(self)) { [logger, statisticsStore, configuration] in
             PoolWatch(
                 settings: settings, environment: SystemWatchdogEnvironment(), enqueue: { probe.enqueue($0) }, threads: threads,
+                looker: LinuxPoolThreadLooker(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
                 sink: writer, statistics: statisticsStore, images: images, logger: logger)
         }
     }

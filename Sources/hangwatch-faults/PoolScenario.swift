@@ -1,12 +1,17 @@
 import Foundation
 import HangWatch
+import Synchronization
 
-// hangwatch-faults pool --reports DIR --mode block|healthy|idle [--seconds S] [--count N]
+// hangwatch-faults pool --reports DIR --mode block|hold|healthy|idle [--seconds S] [--count N]
 //   A monitor (threshold 200 ms, watching scopes on the main thread: nothing but the pool source
 //   can report) with the pool watch on by default, then:
 //   - block: N tasks (default 2 x cores) started together on the global executor at `.medium`,
 //     even ones sleeping S seconds in `usleep`, odd ones reading a pipe that a plain thread writes
 //     S seconds later. Waits until one report is written, and a while longer.
+//   - hold: one task on the global executor (the rest of the pool free) awaits
+//     `poolJobRoute`, which holds its pool thread S seconds in `usleep`
+//     (`holdPoolThreadSleeping`), then S seconds computing (`holdPoolThreadComputing`). Prints
+//     when each step started and ended (milliseconds since the Unix epoch) as `holds`.
 //   - healthy: short tasks (1 ms of computing each, ncpu at a time) for S seconds.
 //   - idle: nothing for S seconds; prints the process's CPU time and context switches over them.
 //   Prints one JSON line: the tasks' thread ids, when the first task was spawned and when the last
@@ -51,6 +56,28 @@ final class TaskLog: @unchecked Sendable {
 }
 
 @inline(never)
+func holdPoolThreadSleeping(seconds: Double) async -> (start: Double, end: Double) {
+    let start = Date().timeIntervalSince1970 * 1000
+    usleep(UInt32(seconds * 1e6))
+    return (start, Date().timeIntervalSince1970 * 1000)
+}
+
+@inline(never)
+func holdPoolThreadComputing(seconds: Double) async -> (start: Double, end: Double) {
+    let start = Date().timeIntervalSince1970 * 1000
+    _ = spinComputing(seconds: seconds)
+    return (start, Date().timeIntervalSince1970 * 1000)
+}
+
+/// An async caller for both, as a request handler would be.
+@inline(never)
+func poolJobRoute(seconds: Double) async -> [(start: Double, end: Double)] {
+    let slept = await holdPoolThreadSleeping(seconds: seconds)
+    let computed = await holdPoolThreadComputing(seconds: seconds)
+    return [slept, computed]
+}
+
+@inline(never)
 func blockInRead(_ descriptor: Int32) {
     var byte: UInt8 = 0
     _ = read(descriptor, &byte, 1)
@@ -92,6 +119,27 @@ func runPool(_ options: Options, mode: String) -> Never {
     let spawned = monotonicMilliseconds()
     let spawnedUnix = Date().timeIntervalSince1970 * 1000
     let group = DispatchGroup()
+    if mode == "hold" {
+        let holds = Mutex<[(start: Double, end: Double)]>([])
+        group.enter()
+        Task.detached(priority: .medium) {
+            let steps = await poolJobRoute(seconds: options.seconds)
+            holds.withLock { $0 = steps }
+            group.leave()
+        }
+        group.wait()
+        let deadline = Date().addingTimeInterval(10)
+        while monitor.statistics.reportsWritten + monitor.statistics.writeFailures < 2 && Date() < deadline {
+            usleep(20_000)
+        }
+        usleep(500_000)
+        monitor.stop()
+        let steps = holds.withLock { $0 }.map { "{\"startUnixMs\":\($0.start),\"endUnixMs\":\($0.end)}" }.joined(separator: ",")
+        print(
+            "{\"holds\":[\(steps)],\"reportsWritten\":\(monitor.statistics.reportsWritten),"
+                + "\"hangsDetected\":\(monitor.statistics.hangsDetected),\"starvations\":\(monitor.statistics.concurrencyPool.starvations)}")
+        exit(0)
+    }
     if mode == "block" {
         let count = options.count > 1 ? options.count : 2 * ProcessInfo.processInfo.activeProcessorCount
         let microseconds = UInt32(options.seconds * 1e6)

@@ -69,7 +69,12 @@ struct ReportDetail {
             + (report.outcome == .ongoing ? " so far" : "") + " (threshold \(Text.duration(report.thresholdMs)))"
         field("started", timing)
         field("outcome", report.outcome.rawValue)
-        field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
+        if report.source == "pool-job" {
+            // The pool watch saw one job on this thread at every look; the edges are looks apart.
+            field("stuck", "one job held this pool thread without suspending (start and end sampled every \(Text.duration(report.capture.sampleIntervalMs)))")
+        } else {
+            field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
+        }
         let verdict = HangReportSummary.verdictLine(report)
         field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : .cyan))
         if let exit = report.processExit {

@@ -67,6 +67,49 @@ import Testing
         #expect(child.probes >= 2)
     }
 
+    struct HoldRun: Decodable {
+        struct Step: Decodable {
+            var startUnixMs: Double
+            var endUnixMs: Double
+        }
+        var holds: [Step]
+        var reportsWritten: Int
+        var starvations: Int
+    }
+
+    /// One task holds its pool thread 0.8 s in `usleep`, then 0.8 s computing, while the rest of
+    /// the pool is free: a `pool-job` report for each step, of that thread, naming the step's
+    /// function and its async caller, lasting what the step measured (the edges are looks 50 ms
+    /// apart: each within half of that, plus a margin for a loaded machine).
+    @Test func oneJobHoldingAPoolThreadGetsAReportOfThatThreadPerStep() throws {
+        let directory = ReportDirectory()
+        let result = try ExecutableRun.run(
+            BuiltExecutable.path("hangwatch-faults"), ["pool", "--reports", directory.path, "--mode", "hold", "--seconds", "0.8"],
+            timeout: 60)
+        try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
+        let child = try JSONDecoder().decode(HoldRun.self, from: Data(try #require(result.lines.last).utf8))
+        #expect(child.starvations == 0)
+        let reports = directory.reports().sorted { $0.startedAt < $1.startedAt }
+        try #require(reports.count == 2, "\(reports.map(\.id))")
+        try #require(child.holds.count == 2)
+        for (report, (step, function)) in zip(reports, zip(child.holds, ["holdPoolThreadSleeping", "holdPoolThreadComputing"])) {
+            #expect(report.source == "pool-job")
+            #expect(report.outcome == .recovered)
+            #expect(report.thread.name == "oot.default-qos")
+            #expect(ReportValidator().problems(report).isEmpty, "\(ReportValidator().problems(report))")
+            let measured = step.endUnixMs - step.startUnixMs
+            #expect(abs(report.durationMs - measured) <= 75, "\(function): \(report.durationMs) ms reported, \(measured) ms measured")
+            #expect(abs(report.startedAt.timeIntervalSince1970 * 1000 - step.startUnixMs) <= 75, "\(function) start")
+            let frames = try #require(report.heaviestStack?.frames)
+            let symbols = frames.map { $0.symbol ?? "" }
+            let own = try #require(symbols.firstIndex { $0.contains(function) }, "\(symbols)")
+            // Its async caller follows it, read from the task's chain.
+            let caller = try #require(symbols.firstIndex { $0.contains("poolJobRoute") }, "\(symbols)")
+            #expect(caller > own && frames[caller].async == true)
+        }
+        #expect(reports[0].context.verdict == .blocked && reports[1].context.verdict == .computing)
+    }
+
     @Test func aPoolKeptBusyWithShortTasksGivesNoReport() throws {
         let directory = ReportDirectory()
         let child = try run(["--mode", "healthy", "--seconds", "2"], directory: directory)

@@ -12,7 +12,7 @@ import Testing
 /// times in milliseconds from the script's start.
 @Suite struct PoolWatchTests {
     final class Harness: @unchecked Sendable {
-        let clock = ScriptedClock(start: 1_000_000_000)
+        let clock: ScriptedClock
         let environment: FakeWatchdogEnvironment
         let histogram = PoolProbeHistogram(bounds: [100_000, 1_000_000, 250_000_000])
         let sink = RecordingPoolSink()
@@ -23,13 +23,14 @@ import Testing
         private(set) var enqueued: [UInt64] = []
         var watch: PoolWatch!
 
-        init() {
+        init(clock: ScriptedClock = ScriptedClock(start: 1_000_000_000), looker: (any PoolThreadLooking)? = nil) {
+            self.clock = clock
             environment = FakeWatchdogEnvironment(clock: clock)
             threads = ScriptedPoolThreads(clock: clock)
             watch = PoolWatch(
                 settings: .init(thresholdMicroseconds: { 250_000 }, sampleIntervalMicroseconds: 50_000, serviceName: "svc"),
-                environment: environment, enqueue: { [unowned self] slot in self.enqueue(slot) }, threads: threads, sink: sink,
-                histogram: histogram, statistics: nil, images: nil, logger: Logger(label: "test"))
+                environment: environment, enqueue: { [unowned self] slot in self.enqueue(slot) }, threads: threads, looker: looker,
+                sink: sink, histogram: histogram, statistics: nil, images: nil, functionStart: { $0 & ~0xff }, logger: Logger(label: "test"))
             clock.whenScriptEnds = { [unowned self] in watch.requestStop() }
         }
 
@@ -103,6 +104,28 @@ import Testing
         #expect(h.histogram.snapshot.counts[2] == 1)
     }
 
+    @Test func oneJobHoldingAPoolThreadIsSampledAtEveryLookAndReportedOnce() throws {
+        let clock = ScriptedClock(start: 1_000_000_000)
+        let looker = ScriptedPoolLooker(clock: clock)
+        // Thread 101 runs one job from 300 to 1,000 ms (it sleeps in it); thread 102 stays idle.
+        looker.job = { now in (1_000_300_000..<1_001_000_000).contains(now) ? 101 : nil }
+        let h = Harness(clock: clock, looker: looker)
+        h.run(until: 1_500)
+
+        #expect(h.sink.events == ["job held", "job ended"], "\(h.sink.events)")
+        let (recording, outcome) = try #require(h.sink.jobs.first)
+        #expect(outcome == .recovered)
+        #expect(recording.thread?.tid == 101)
+        // Looks every 50 ms: first seen at 300 (start half-way from 250), held once 250 ms from
+        // that start were seen (at 550), last seen at 950 (end half-way to 1,000).
+        #expect(h.ms(recording.startMicroseconds) == 275)
+        #expect(h.ms(recording.detectedMicroseconds) == 550)
+        #expect(h.ms(try #require(recording.endMicroseconds)) == 975)
+        #expect(recording.samples.map { h.ms($0.microseconds) } == stride(from: 300.0, through: 950, by: 50).map { $0 })
+        // Every 50 ms until the stop (at 1,500 ms: no look then).
+        #expect(Set(looker.looks.map { h.ms($0) }) == Set(stride(from: 50.0, through: 1_450, by: 50).map { $0 }))
+    }
+
     @Test func stoppingDuringAStarvationEndsItAsMonitorStopped() throws {
         let h = Harness()
         h.defaultDelay = 10_000
@@ -111,6 +134,31 @@ import Testing
         #expect(outcome == .monitorStopped)
         #expect(h.ms(try #require(recording.endMicroseconds)) == 400)
         #expect(h.histogram.snapshot.probes == 0)
+    }
+}
+
+/// Looks at pool threads 101 and 102 on scripted time: the one `job` names runs one job (the same
+/// activation at every look, blocked in it), the others are idle workers.
+final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
+    let clock: ScriptedClock
+    var job: (UInt64) -> Int32? = { _ in nil }
+    private(set) var looks: [UInt64] = []
+
+    init(clock: ScriptedClock) {
+        self.clock = clock
+    }
+
+    func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] {
+        looks.append(clock.now)
+        return [Int32(101), 102].map { tid in
+            let thread = MonitoredThread(tid: tid, startTimeTicks: 1, stackLow: 0, stackHigh: 1, name: "oot.default-qos", isMain: false)
+            var sample = ScriptedSampler.blocked([0x2010, 0x3010, 0x1020], syscall: 230)
+            sample.microseconds = clock.now
+            if job(clock.now) == tid {
+                sample.asyncCallers = AsyncCallers(after: 1, resumeAddresses: [0x4000], end: .complete, contexts: (0xa0, 0xb0))
+            }
+            return (thread, sample, true)
+        }
     }
 }
 
@@ -137,6 +185,7 @@ final class ScriptedPoolThreads: PoolThreadCapturing, @unchecked Sendable {
 
 final class RecordingPoolSink: PoolSink, @unchecked Sendable {
     private(set) var events: [String] = []
+    private(set) var jobs: [(recording: HangRecording, outcome: HangReport.Outcome)] = []
     private(set) var recovered: [(recording: PoolRecording, outcome: HangReport.Outcome)] = []
 
     func poolStarved(_ recording: PoolRecording) { events.append("starved") }
@@ -144,5 +193,11 @@ final class RecordingPoolSink: PoolSink, @unchecked Sendable {
     func poolRecovered(_ recording: PoolRecording, outcome: HangReport.Outcome) {
         events.append("recovered")
         recovered.append((recording, outcome))
+    }
+    func jobHeld(_ recording: HangRecording) { events.append("job held") }
+    func jobProgressed(_ recording: HangRecording) { events.append("job progressed") }
+    func jobEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
+        events.append("job ended")
+        jobs.append((recording, outcome))
     }
 }

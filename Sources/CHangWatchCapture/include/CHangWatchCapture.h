@@ -99,6 +99,8 @@ typedef struct hw_async_chain {
     int32_t count;
     int32_t status; /* HW_ASYNC_* */
     int32_t reserved;
+    uintptr_t first_context; /* the async function's own context; 0: none read */
+    uintptr_t last_context;  /* the last context read (the task's first when status is COMPLETE) */
     uintptr_t resume[HW_MAX_ASYNC_FRAMES]; /* each caller's resume function (a partial function's entry), innermost first */
 } hw_async_chain;
 

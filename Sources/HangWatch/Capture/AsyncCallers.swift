@@ -22,11 +22,21 @@ package struct AsyncCallers: Sendable, Equatable {
     /// Each caller's resume address (a partial function's entry, not a return address), innermost first.
     package var resumeAddresses: [UInt]
     package var end: End
+    /// The heap addresses of the async function's own context and of the last context read (the
+    /// task's first when the chain is complete): which activation of the function ran, for telling
+    /// one job that holds a pool thread from the next (`HeldJobTracker`). Not in reports.
+    package var contexts: (first: UInt, last: UInt)?
 
-    package init(after: Int, resumeAddresses: [UInt], end: End) {
+    package init(after: Int, resumeAddresses: [UInt], end: End, contexts: (first: UInt, last: UInt)? = nil) {
         self.after = after
         self.resumeAddresses = resumeAddresses
         self.end = end
+        self.contexts = contexts
+    }
+
+    package static func == (lhs: AsyncCallers, rhs: AsyncCallers) -> Bool {
+        lhs.after == rhs.after && lhs.resumeAddresses == rhs.resumeAddresses && lhs.end == rhs.end
+            && lhs.contexts?.first == rhs.contexts?.first && lhs.contexts?.last == rhs.contexts?.last
     }
 
     /// Keeps the callers up to the first whose resume address is not exactly a function's start
@@ -36,7 +46,7 @@ package struct AsyncCallers: Sendable, Equatable {
         var kept: [UInt] = []
         for address in resumeAddresses {
             guard functionStart(address) == address else {
-                return AsyncCallers(after: after, resumeAddresses: kept, end: .unproven)
+                return AsyncCallers(after: after, resumeAddresses: kept, end: .unproven, contexts: contexts)
             }
             kept.append(address)
         }

@@ -80,7 +80,11 @@ struct LinuxStackSampler: StackSampling {
             sample.syscall = number
             let key = [UInt(number)] + arguments + [stackPointer, programCounter]
             sample.blockedKey = key
-            if let previous, previous.blockedKey == key, !previous.frames.isEmpty {
+            // Unchanged only if the thread has not run since (no CPU time): a thread that woke and
+            // entered the same call again may have done anything in between.
+            if let previous, previous.blockedKey == key, !previous.frames.isEmpty,
+                previous.onCPUNanoseconds == sample.onCPUNanoseconds
+            {
                 sample.frames = previous.frames
                 sample.truncated = previous.truncated
                 sample.truncation = previous.truncation

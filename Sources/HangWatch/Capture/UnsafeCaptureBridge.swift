@@ -155,7 +155,9 @@ enum UnsafeCaptureBridge {
         case Int32(HW_ASYNC_UNREADABLE): end = .unreadable
         default: end = .invalid
         }
-        return AsyncCallers(after: Int(chain.after), resumeAddresses: addresses, end: end)
+        var callers = AsyncCallers(after: Int(chain.after), resumeAddresses: addresses, end: end)
+        callers.contexts = chain.first_context == 0 ? nil : (UInt(chain.first_context), UInt(chain.last_context))
+        return callers
     }
 
     enum SignalCaptureError: Error, Equatable {

@@ -11,6 +11,11 @@ import Synchronization
 /// it lasts are captured too, and when the probe finally starts the report is finished with the
 /// exact wait (enqueue to start).
 ///
+/// Between probes it looks at every pool thread a short interval apart (`lookInterval`) for one
+/// job that holds a thread past the threshold while the rest of the pool may be free: a blocking
+/// call or a long computation in async code (`HeldJobTracker` decides; each such job gets a
+/// `pool-job` report of that thread, sampled while it lasts).
+///
 /// One per process (`PoolWatchRegistry`). Runs on a thread of its own that the pool does not
 /// need; tests run `run()` on their own thread against a scripted environment.
 final class PoolWatch: @unchecked Sendable {
@@ -21,6 +26,8 @@ final class PoolWatch: @unchecked Sendable {
         var serviceName: String
         /// Pool threads kept per report.
         var maxThreads = 256
+        /// Samples kept per held-job report.
+        var maxSamples = 100
     }
 
     private let settings: Settings
@@ -28,6 +35,14 @@ final class PoolWatch: @unchecked Sendable {
     private let enqueue: @Sendable (PoolProbeSlot) -> Void
     private let threads: any PoolThreadCapturing
     private let sink: any PoolSink
+    private let looker: (any PoolThreadLooking)?
+    /// Where a job's function starts (the unwind tables of `images`, unless a test scripts it).
+    private let functionStart: (@Sendable (UInt) -> UInt?)?
+    private var tracker = HeldJobTracker()
+    /// The open report of each held job, by thread.
+    private var heldJobs: [Int32: HangRecording] = [:]
+    /// When a probe job last started (the pool had room then).
+    private var probeStarted: UInt64?
     private let histogram: PoolProbeHistogram
     private let statistics: MonitorStatistics?
     private let images: ImageRegistry?
@@ -38,13 +53,16 @@ final class PoolWatch: @unchecked Sendable {
 
     init(
         settings: Settings, environment: any WatchdogEnvironment, enqueue: @escaping @Sendable (PoolProbeSlot) -> Void,
-        threads: any PoolThreadCapturing, sink: any PoolSink, histogram: PoolProbeHistogram = .shared,
-        statistics: MonitorStatistics?, images: ImageRegistry?, logger: Logger
+        threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil, sink: any PoolSink,
+        histogram: PoolProbeHistogram = .shared,
+        statistics: MonitorStatistics?, images: ImageRegistry?, functionStart: (@Sendable (UInt) -> UInt?)? = nil, logger: Logger
     ) {
+        self.functionStart = functionStart ?? images.map { images in { @Sendable address in images.current.functionStart(of: address) } }
         self.settings = settings
         self.environment = environment
         self.enqueue = enqueue
         self.threads = threads
+        self.looker = looker
         self.sink = sink
         self.histogram = histogram
         self.statistics = statistics
@@ -84,15 +102,82 @@ final class PoolWatch: @unchecked Sendable {
             let enqueued = environment.now()
             enqueue(slot)
             let deadline = enqueued + threshold
-            while !isStopping, environment.now() < deadline {
-                _ = environment.wait(wake, until: deadline)
+            while !isStopping {
+                let now = environment.now()
+                if now >= deadline { break }
+                _ = environment.wait(wake, until: looker == nil ? deadline : min(deadline, now + lookInterval(threshold)))
+                if !isStopping {
+                    if let started = slot.startedMicroseconds { probeStarted = started }
+                    lookAtJobs(thresholdMicroseconds: threshold)
+                }
             }
             if isStopping { break }
             if let started = slot.startedMicroseconds {
+                probeStarted = started
                 histogram.add(delayNanoseconds: (started - min(started, enqueued)) * 1000)
                 continue
             }
             record(slot, enqueuedMicroseconds: enqueued, thresholdMicroseconds: threshold)
+        }
+        for event in tracker.stop() { handle(event, outcome: .monitorStopped) }
+    }
+
+    /// How far apart the looks for held jobs are: the sample interval, and at least four per
+    /// threshold, so a job is first seen within a quarter threshold of its start.
+    func lookInterval(_ thresholdMicroseconds: UInt64) -> UInt64 {
+        max(1000, min(settings.sampleIntervalMicroseconds, thresholdMicroseconds / 4))
+    }
+
+    private func lookAtJobs(thresholdMicroseconds: UInt64) {
+        guard let looker else { return }
+        let looks = looker.look()
+        let now = environment.now()
+        let tracked = looks.map { thread, sample, isWorker in
+            HeldJobTracker.Look(
+                thread: thread, sample: sample, activation: functionStart.flatMap { JobActivation(sample, functionStart: $0) },
+                isWorker: isWorker)
+        }
+        let events = tracker.observe(
+            tracked, at: now, thresholdMicroseconds: thresholdMicroseconds, probeStartedMicroseconds: probeStarted)
+        for event in events {
+            handle(event, outcome: .recovered, thresholdMicroseconds: thresholdMicroseconds)
+        }
+    }
+
+    private func handle(_ event: HeldJobTracker.Event, outcome: HangReport.Outcome, thresholdMicroseconds: UInt64 = 0) {
+        switch event {
+        case .held(let episode):
+            statistics?.hangsDetected.add(1, ordering: .relaxed)
+            let first = episode.samples.first
+            var recording = HangRecording(
+                id: Watchdog.nextReportID(start: environment.date(ofMicroseconds: episode.startMicroseconds), serviceName: settings.serviceName),
+                startMicroseconds: episode.startMicroseconds, detectedMicroseconds: episode.lastSeenMicroseconds, activity: 0, mode: nil,
+                thresholdMicroseconds: thresholdMicroseconds, thread: episode.thread, process: environment.processSnapshot(),
+                baseline: first.flatMap { sample in
+                    sample.onCPUNanoseconds.map {
+                        ProcTask.SchedStat(onCPUNanoseconds: $0, runQueueNanoseconds: sample.runQueueNanoseconds ?? 0)
+                    }
+                },
+                watchdogOversleepMicroseconds: 0, stopSuspected: false, maxSamples: settings.maxSamples,
+                sampleIntervalMicroseconds: lookInterval(thresholdMicroseconds))
+            for sample in episode.samples { recording.add(sample) }
+            images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
+            heldJobs[episode.thread.tid] = recording
+            logger.debug(
+                "pool thread held by one job",
+                metadata: ["hangwatch.id": "\(recording.id)", "hangwatch.tid": "\(episode.thread.tid)"])
+            sink.jobHeld(recording)
+        case .sampled(let tid, let sample):
+            guard var recording = heldJobs[tid] else { return }
+            recording.add(sample)
+            heldJobs[tid] = recording
+            // The provisional report is rewritten now and then, not at every look.
+            if recording.samples.count % 20 == 0 { sink.jobProgressed(recording) }
+        case .ended(let tid, let end):
+            guard var recording = heldJobs.removeValue(forKey: tid) else { return }
+            recording.endMicroseconds = end
+            images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
+            sink.jobEnded(recording, outcome: outcome)
         }
     }
 
@@ -108,11 +193,13 @@ final class PoolWatch: @unchecked Sendable {
             threads.capture(skipping: [], signalAllowed: !process.debuggerAttached).prefix(settings.maxThreads))
         logger.debug("cooperative pool starved", metadata: ["hangwatch.id": "\(id)", "hangwatch.threads": "\(recording.threads.count)"])
         sink.poolStarved(recording)
+        tracker.coverUnheld()
 
         var outcome = HangReport.Outcome.recovered
         while true {
             if let started = slot.startedMicroseconds {
                 recording.endMicroseconds = max(started, start)
+                probeStarted = started
                 break
             }
             if isStopping {
@@ -121,6 +208,11 @@ final class PoolWatch: @unchecked Sendable {
                 break
             }
             _ = environment.wait(wake, until: environment.now() + settings.sampleIntervalMicroseconds)
+            if !isStopping {
+                // Jobs seen while the pool is starved are in this report, not in reports of their own.
+                lookAtJobs(thresholdMicroseconds: thresholdMicroseconds)
+                tracker.coverUnheld()
+            }
             guard slot.startedMicroseconds == nil, !isStopping, recording.threads.count < settings.maxThreads else { continue }
             let more = threads.capture(skipping: Set(recording.threads.map(\.tid)), signalAllowed: !process.debuggerAttached)
             if !more.isEmpty {

@@ -1,0 +1,165 @@
+/// Which run of an async function a pool thread is in: the partial function the concurrency
+/// runtime called (its start, from the unwind tables), that function's own async context, and the
+/// last context of its chain (the task's first, when the chain is complete). Read from one stack
+/// capture; two looks with the same activation saw the same job still running.
+struct JobActivation: Hashable, Sendable {
+    var function: UInt
+    var context: UInt
+    var taskContext: UInt
+
+    /// The activation of a captured stack; nil when the stack holds no async function called by
+    /// the runtime (an idle worker, a capture that failed) or its function is not in the tables.
+    init?(_ sample: StackSample, functionStart: (UInt) -> UInt?) {
+        guard let callers = sample.asyncCallers, let contexts = callers.contexts, callers.after < sample.frames.count
+        else { return nil }
+        let address = sample.frames[callers.after]
+        // The innermost frame is the exact program counter; the others are return addresses.
+        guard let start = functionStart(callers.after == 0 ? address : address &- 1) else { return nil }
+        function = start
+        context = contexts.first
+        taskContext = contexts.last
+    }
+
+    init(function: UInt, context: UInt, taskContext: UInt) {
+        self.function = function
+        self.context = context
+        self.taskContext = taskContext
+    }
+}
+
+/// Decides when one job holds a cooperative-pool thread past the threshold, from looks at every
+/// pool thread taken a short interval apart (the pool watch takes them). Pure: times and looks
+/// come in as values, so tests script them.
+///
+/// A thread holds a job while every look finds it in the same `JobActivation`. The edges are
+/// sampled: the job started between the look before it was first seen and that first sighting,
+/// and ended between its last sighting and the next look; each edge is put half-way, so either is
+/// off by at most half the interval between looks. It is a hang once the time from that start to
+/// the last sighting reaches the threshold.
+///
+/// What it cannot tell apart: a task that suspends and is resumed on the same thread, at the same
+/// point, between two looks reads as one job (it kept that thread busy all the same).
+///
+/// A job is reported as held only when the pool had room after it was first seen (an idle pool
+/// thread, or a probe job that started): while every pool thread is busy, it may be one of the
+/// jobs of a starvation, which gets one report holding every thread (`coverUnheld`).
+struct HeldJobTracker: Sendable {
+    /// One pool thread as a look found it.
+    struct Look: Sendable {
+        var thread: MonitoredThread
+        var sample: StackSample
+        var activation: JobActivation?
+        /// Known to be a worker of the pool (it ran a probe job); a thread seen in a job is one too.
+        var isWorker = false
+    }
+
+    /// A job seen on a thread, from its first sighting.
+    struct Episode: Sendable {
+        var thread: MonitoredThread
+        var activation: JobActivation
+        /// Half-way between the look before the first sighting and the first sighting.
+        var startMicroseconds: UInt64
+        var firstSeenMicroseconds: UInt64
+        var lastSeenMicroseconds: UInt64
+        /// Every sighting's sample, oldest first, until the episode is held (then the watch keeps them).
+        var samples: [StackSample]
+        /// Held past the threshold (a report is open).
+        var held = false
+        /// A starved-pool report already holds this job: it gets no report of its own.
+        var covered = false
+    }
+
+    enum Event: Sendable {
+        /// Held past the threshold: `episode.samples` are every sighting so far.
+        case held(Episode)
+        /// Still held: one more sample.
+        case sampled(tid: Int32, StackSample)
+        /// No longer held (another job, idle, gone): ended half-way between its last sighting and now.
+        case ended(tid: Int32, endMicroseconds: UInt64)
+    }
+
+    private(set) var episodes: [Int32: Episode] = [:]
+    /// Threads seen in a job (by tid and start time): workers of the pool.
+    private var workers: Set<[UInt64]> = []
+    private var previousLookMicroseconds: UInt64?
+    /// Bounds the samples kept before a report opens (a long job is sampled on in the report).
+    var maxSamplesBeforeHeld = 256
+
+    /// Takes one round of looks (every pool thread) taken at `now`. `probeStartedMicroseconds`: when
+    /// a probe job last started (the pool had room then).
+    mutating func observe(
+        _ looks: [Look], at now: UInt64, thresholdMicroseconds: UInt64, probeStartedMicroseconds: UInt64? = nil
+    ) -> [Event] {
+        for look in looks where look.activation != nil {
+            workers.insert([UInt64(look.thread.tid), look.thread.startTimeTicks])
+        }
+        workers = workers.intersection(looks.map { [UInt64($0.thread.tid), $0.thread.startTimeTicks] })
+        // Room now: a worker of the pool that runs no job and whose stack was read (a thread a job
+        // started is named like the pool's workers, but is none of them).
+        let idleThreadSeen = looks.contains { look in
+            look.activation == nil && look.sample.failure == nil && !look.sample.frames.isEmpty
+                && (look.isWorker || workers.contains([UInt64(look.thread.tid), look.thread.startTimeTicks]))
+        }
+        let room = idleThreadSeen ? now : probeStartedMicroseconds
+        var events: [Event] = []
+        var seen = Set<Int32>()
+        let previous = previousLookMicroseconds
+        previousLookMicroseconds = now
+        for look in looks {
+            let tid = look.thread.tid
+            seen.insert(tid)
+            let same = episodes[tid].map { $0.activation == look.activation && $0.thread.startTimeTicks == look.thread.startTimeTicks } ?? false
+            if !same, let ended = episodes.removeValue(forKey: tid) {
+                events += Self.end(ended, now: now)
+            }
+            guard let activation = look.activation else { continue }
+            if var episode = episodes[tid] {
+                episode.lastSeenMicroseconds = now
+                if episode.held {
+                    events.append(.sampled(tid: tid, look.sample))
+                } else {
+                    if episode.samples.count < maxSamplesBeforeHeld { episode.samples.append(look.sample) }
+                    if !episode.covered, now - min(now, episode.startMicroseconds) >= thresholdMicroseconds,
+                        let room, room >= episode.firstSeenMicroseconds
+                    {
+                        episode.held = true
+                        events.append(.held(episode))
+                    }
+                }
+                episodes[tid] = episode
+            } else {
+                let start = previous.map { $0 + (now - min(now, $0)) / 2 } ?? now
+                episodes[tid] = Episode(
+                    thread: look.thread, activation: activation, startMicroseconds: start, firstSeenMicroseconds: now,
+                    lastSeenMicroseconds: now, samples: [look.sample])
+            }
+        }
+        for tid in episodes.keys where !seen.contains(tid) {
+            if let ended = episodes.removeValue(forKey: tid) { events += Self.end(ended, now: now) }
+        }
+        return events
+    }
+
+    /// A starved pool was reported with every pool thread: the jobs seen now and not yet held are
+    /// in that report and get none of their own (a job already held keeps its report).
+    mutating func coverUnheld() {
+        for tid in episodes.keys where !(episodes[tid]?.held ?? true) {
+            episodes[tid]?.covered = true
+        }
+    }
+
+    /// The looks stopped (the watch stops): every held job ends at its last sighting.
+    mutating func stop() -> [Event] {
+        defer { episodes = [:] }
+        return episodes.values.filter(\.held).map { .ended(tid: $0.thread.tid, endMicroseconds: $0.lastSeenMicroseconds) }
+    }
+
+    /// Whether any job is on a pool thread now (the watch then looks at its finer interval).
+    var isFollowing: Bool { !episodes.isEmpty }
+
+    private static func end(_ episode: Episode, now: UInt64) -> [Event] {
+        guard episode.held else { return [] }
+        let last = episode.lastSeenMicroseconds
+        return [.ended(tid: episode.thread.tid, endMicroseconds: last + (now - min(now, last)) / 2)]
+    }
+}

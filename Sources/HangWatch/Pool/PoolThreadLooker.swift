@@ -1,0 +1,103 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Takes the looks `HeldJobTracker` decides from: every pool thread's stack, now. Runs on the pool
+/// watch's thread only.
+protocol PoolThreadLooking: AnyObject {
+    /// One look at every pool thread alive now. `isWorker`: the thread ran a probe job (it is a
+    /// worker of the pool, not a thread named like one because a job started it).
+    func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)]
+}
+
+/// Looks at the real pool (the threads `LinuxPoolThreads` names), cheaply when nothing moved:
+/// thread names and stack bounds are learnt once per thread, each thread keeps its open `/proc`
+/// files, and a thread still blocked in the same system call (an idle worker in its wait) costs
+/// one read of its `syscall` file. A thread on a CPU is captured by signal when a probe job
+/// attached it; otherwise it is left unread (no activation: it cannot be held).
+final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
+    private struct Known {
+        var isPool: Bool
+        var thread: MonitoredThread
+        var attached: Bool
+        var sampler: LinuxStackSampler?
+        var previous: StackSample?
+    }
+
+    private let signal: Int32
+    private let maxFrames: Int
+    private let timeoutNanoseconds: Int64
+    private let attachments: UnsafePoolThreadAttachments
+    private var known: [Int32: Known] = [:]
+
+    init(signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, attachments: UnsafePoolThreadAttachments = .shared) {
+        self.signal = signal
+        self.maxFrames = maxFrames
+        self.timeoutNanoseconds = timeoutNanoseconds
+        self.attachments = attachments
+    }
+
+    func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] {
+        let tids = Self.threadIDs()
+        let alive = Set(tids)
+        known = known.filter { alive.contains($0.key) }
+        var looks: [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] = []
+        var stackMappings: [StackMapping]?
+        for tid in tids {
+            if known[tid] == nil {
+                let task = ProcTask(tid: tid)
+                let name = task.name()
+                let isPool = name.map(LinuxPoolThreads.poolThreadNames.contains) ?? false
+                let start = isPool ? task.stat()?.startTimeTicks ?? 0 : 0
+                known[tid] = Known(
+                    isPool: isPool,
+                    thread: MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: name, isMain: false),
+                    attached: false)
+            }
+            guard var entry = known[tid], entry.isPool else { continue }
+            if !entry.attached, let attached = attachments.thread(tid: tid, startTimeTicks: entry.thread.startTimeTicks) {
+                entry.thread = attached
+                entry.attached = true
+                entry.previous = nil
+            }
+            if !entry.attached, entry.thread.stackHigh == 0,
+                case .inSyscall(_, _, let stackPointer, _)? = ProcTask(tid: tid).syscall()
+            {
+                if stackMappings == nil { stackMappings = StackMapping.readAll() }
+                if let mapping = stackMappings?.first(where: { $0.start <= stackPointer && stackPointer < $0.end }) {
+                    entry.thread.stackLow = mapping.start
+                    entry.thread.stackHigh = mapping.end
+                }
+            }
+            let sampler = entry.sampler
+                ?? LinuxStackSampler(signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock())
+            entry.sampler = sampler
+            // A thread not attached has the capture signal blocked (libdispatch's mask) and no alternate stack.
+            let sample = sampler.sample(entry.thread, previous: entry.previous, signalAllowed: entry.attached)
+            entry.previous = sample
+            known[tid] = entry
+            looks.append((entry.thread, sample, entry.attached))
+        }
+        return looks
+    }
+
+    /// The process's thread ids, from `/proc/self/task` (no allocation per entry beyond the array).
+    static func threadIDs() -> [Int32] {
+        guard let directory = opendir("/proc/self/task") else { return [] }
+        defer { closedir(directory) }
+        var tids: [Int32] = []
+        while let entry = readdir(directory) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) { bytes -> Int32 in
+                var value: Int32 = 0
+                for byte in bytes {
+                    guard byte != 0 else { break }
+                    guard byte >= 0x30, byte <= 0x39 else { return 0 }
+                    value = value &* 10 &+ Int32(byte - 0x30)
+                }
+                return value
+            }
+            if tid > 0 { tids.append(tid) }
+        }
+        return tids.sorted()
+    }
+}

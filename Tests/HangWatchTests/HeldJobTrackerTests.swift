@@ -1,0 +1,142 @@
+@testable import HangWatch
+import HangWatchTestSupport
+import Testing
+
+/// When one job holds a cooperative-pool thread, decided from scripted looks: threshold 250 ms,
+/// looks every 50 ms; times in milliseconds.
+@Suite struct HeldJobTrackerTests {
+    static let threshold: UInt64 = 250_000
+    let worker = MonitoredThread(tid: 7, startTimeTicks: 100, stackLow: 0, stackHigh: 1, name: "oot.default-qos", isMain: false)
+    let other = MonitoredThread(tid: 8, startTimeTicks: 100, stackLow: 0, stackHigh: 1, name: "oot.default-qos", isMain: false)
+    let jobA = JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100)
+
+    func t(_ milliseconds: UInt64) -> UInt64 { 1_000_000 + milliseconds * 1000 }
+
+    func look(_ thread: MonitoredThread, _ activation: JobActivation?, at milliseconds: UInt64) -> HeldJobTracker.Look {
+        var sample = activation == nil ? ScriptedSampler.blocked() : ScriptedSampler.computing()
+        sample.microseconds = t(milliseconds)
+        return HeldJobTracker.Look(thread: thread, sample: sample, activation: activation, isWorker: true)
+    }
+
+    /// Runs looks every 50 ms from 0 to `until`; `job(ms)` is what the worker runs then. Another
+    /// pool thread is idle throughout (the pool has room).
+    func run(_ tracker: inout HeldJobTracker, until: UInt64, from: UInt64 = 0, job: (UInt64) -> JobActivation?) -> [(UInt64, HeldJobTracker.Event)] {
+        var events: [(UInt64, HeldJobTracker.Event)] = []
+        for ms in stride(from: from, through: until, by: 50) {
+            let looks = [look(worker, job(ms), at: ms), look(other, nil, at: ms)]
+            events += tracker.observe(looks, at: t(ms), thresholdMicroseconds: Self.threshold).map { (ms, $0) }
+        }
+        return events
+    }
+
+    @Test func oneJobSeenPastTheThresholdIsHeldFromHalfWayBeforeItsFirstSightingUntilHalfWayAfterItsLast() throws {
+        var tracker = HeldJobTracker()
+        // The job runs from 120 to 530 ms: first seen at 150, last at 500.
+        let events = run(&tracker, until: 700) { (120..<530).contains($0) ? jobA : nil }
+        try #require(events.count == 4, "\(events.map(\.1))")
+        guard case (let heldAt, .held(let episode)) = events[0] else { Issue.record("\(events[0])"); return }
+        #expect(episode.startMicroseconds == t(125))
+        #expect(episode.firstSeenMicroseconds == t(150))
+        // 375 - 125 >= 250: held at the look at 400 ms, with the 6 sightings so far.
+        #expect(heldAt == 400 && episode.samples.count == 6)
+        // Sampled at 450 and 500; not seen at 550.
+        #expect(events[1...2].map(\.0) == [450, 500])
+        #expect(events[1...2].allSatisfy { if case .sampled(7, _) = $0.1 { true } else { false } })
+        guard case (550, .ended(7, let end)) = events[3] else { Issue.record("\(events[3])"); return }
+        #expect(end == t(525))
+    }
+
+    @Test func aJobShorterThanTheThresholdIsNothing() {
+        var tracker = HeldJobTracker()
+        #expect(run(&tracker, until: 700) { (100..<300).contains($0) ? jobA : nil }.isEmpty)
+    }
+
+    @Test func jobsFollowingEachOtherOnOneThreadAreEachTheirOwn() {
+        var tracker = HeldJobTracker()
+        // Three 200 ms jobs back to back: the same function, each with its own context.
+        let events = run(&tracker, until: 800) { ms in
+            ms < 600 ? JobActivation(function: 0x1000, context: 0xa000 + UInt(ms / 200) * 0x100, taskContext: 0xb000 + UInt(ms / 200) * 0x100) : nil
+        }
+        #expect(events.isEmpty, "\(events.map(\.1))")
+    }
+
+    @Test func aJobHeldWhileEveryPoolThreadIsBusyWaitsForRoomAndIsCoveredByAStarvation() throws {
+        var tracker = HeldJobTracker()
+        // Both threads busy with one job each from 0 ms, no idle thread and no probe started: never held.
+        let jobB = JobActivation(function: 0x2000, context: 0xc000, taskContext: 0xc100)
+        for ms in stride(from: UInt64(0), through: 500, by: 50) {
+            let events = tracker.observe(
+                [look(worker, jobA, at: ms), look(other, jobB, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold,
+                probeStartedMicroseconds: t(0) - 10_000)
+            #expect(events.isEmpty)
+        }
+        // A probe that starts now shows room: both are held at the next look...
+        var fresh = tracker
+        let held = fresh.observe(
+            [look(worker, jobA, at: 550), look(other, jobB, at: 550)], at: t(550), thresholdMicroseconds: Self.threshold,
+            probeStartedMicroseconds: t(520))
+        #expect(held.count == 2)
+        // ...unless a starvation report took them.
+        tracker.coverUnheld()
+        let covered = tracker.observe(
+            [look(worker, jobA, at: 550), look(other, jobB, at: 550)], at: t(550), thresholdMicroseconds: Self.threshold,
+            probeStartedMicroseconds: t(520))
+        #expect(covered.isEmpty)
+    }
+
+    @Test func aThreadNamedLikeThePoolButNoWorkerOfItIsNoRoom() {
+        var tracker = HeldJobTracker()
+        // A thread a job started (named like the pool's workers) sleeps beside the held job.
+        for ms in stride(from: UInt64(0), through: 500, by: 50) {
+            var bystander = look(other, nil, at: ms)
+            bystander.isWorker = false
+            #expect(tracker.observe([look(worker, jobA, at: ms), bystander], at: t(ms), thresholdMicroseconds: Self.threshold).isEmpty)
+        }
+        // Once seen in a job, a thread is a worker: idle, it is room.
+        let jobB = JobActivation(function: 0x2000, context: 0xc000, taskContext: 0xc100)
+        var bystander = look(other, jobB, at: 550)
+        bystander.isWorker = false
+        _ = tracker.observe([look(worker, jobA, at: 550), bystander], at: t(550), thresholdMicroseconds: Self.threshold)
+        bystander = look(other, nil, at: 600)
+        bystander.isWorker = false
+        let events = tracker.observe([look(worker, jobA, at: 600), bystander], at: t(600), thresholdMicroseconds: Self.threshold)
+        #expect(events.count == 1, "\(events)")
+    }
+
+    @Test func aThreadThatGoesAwayOrIsReplacedEndsItsJob() throws {
+        var tracker = HeldJobTracker()
+        _ = run(&tracker, until: 400) { _ in jobA }
+        // The same tid, a new thread (another start time), same-looking job: the old one ended.
+        var replaced = worker
+        replaced.startTimeTicks = 200
+        let events = tracker.observe([look(replaced, jobA, at: 450), look(other, nil, at: 450)], at: t(450), thresholdMicroseconds: Self.threshold)
+        guard case .ended(7, let end)? = events.first else { Issue.record("\(events)"); return }
+        #expect(end == t(425))
+        // Gone altogether.
+        _ = run(&tracker, until: 800, from: 500) { _ in jobA }
+        let gone = tracker.observe([look(other, nil, at: 850)], at: t(850), thresholdMicroseconds: Self.threshold)
+        guard case .ended(7, let goneEnd)? = gone.first else { Issue.record("\(gone)"); return }
+        #expect(goneEnd == t(825))
+    }
+
+    @Test func stoppingEndsHeldJobsAtTheirLastSighting() {
+        var tracker = HeldJobTracker()
+        _ = run(&tracker, until: 400) { _ in jobA }
+        let events = tracker.stop()
+        guard case .ended(7, let end)? = events.first else { Issue.record("\(events)"); return }
+        #expect(end == t(400) && events.count == 1 && !tracker.isFollowing)
+    }
+
+    @Test func anActivationIsTheRuntimeCalledFunctionAndItsContexts() throws {
+        var sample = ScriptedSampler.computing([0x1234, 0x5000, 0x6000])
+        sample.asyncCallers = AsyncCallers(after: 1, resumeAddresses: [0x7000], end: .complete, contexts: (0xa0, 0xb0))
+        let activation = try #require(JobActivation(sample, functionStart: { $0 >= 0x4000 && $0 < 0x5100 ? 0x4f00 : nil }))
+        // frames[1] is a return address: its function is looked up from the byte before.
+        #expect(activation == JobActivation(function: 0x4f00, context: 0xa0, taskContext: 0xb0))
+        // No contexts read, or a function not in the tables: no activation.
+        sample.asyncCallers?.contexts = nil
+        #expect(JobActivation(sample, functionStart: { _ in 0x4f00 }) == nil)
+        sample.asyncCallers?.contexts = (0xa0, 0xb0)
+        #expect(JobActivation(sample, functionStart: { _ in nil }) == nil)
+    }
+}
