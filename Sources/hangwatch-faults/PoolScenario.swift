@@ -129,7 +129,7 @@ func runPool(_ options: Options, mode: String) -> Never {
         }
         group.wait()
         let deadline = Date().addingTimeInterval(10)
-        while monitor.statistics.reportsWritten + monitor.statistics.writeFailures < 2 && Date() < deadline {
+        while monitor.statistics.reportsWritten + monitor.statistics.writeFailures < 1 && Date() < deadline {
             usleep(20_000)
         }
         usleep(500_000)

@@ -92,6 +92,9 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         defer { try? group.syncShutdownGracefully() }
         var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
+        // The test's own client (`Data(contentsOf:)`, on a pool thread) blocks while the loop is
+        // held: the pool watch rightly reports that job. Only the loops are under test here.
+        configuration.watchesConcurrencyPool = false
         configuration.repeatWindow = .zero
         let watch = try HangMonitor.watch(group, configuration: configuration)
         defer { watch.stop() }
@@ -128,6 +131,9 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
         var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
+        // The test's own client (`Data(contentsOf:)`, on a pool thread) blocks while the loop is
+        // held: the pool watch rightly reports that job. Only the loops are under test here.
+        configuration.watchesConcurrencyPool = false
         configuration.repeatWindow = .zero
         configuration.reportBurst = 100
         let watch = try HangMonitor.watch(group, configuration: configuration)

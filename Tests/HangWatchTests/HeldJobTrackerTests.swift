@@ -3,7 +3,8 @@ import HangWatchTestSupport
 import Testing
 
 /// When one job holds a cooperative-pool thread, decided from scripted looks: threshold 250 ms,
-/// looks every 50 ms; times in milliseconds.
+/// looks every 50 ms; times in milliseconds. A thread in a job is blocked in the same system call
+/// with no CPU time since the look before (`unchanged`) unless a test says otherwise.
 @Suite struct HeldJobTrackerTests {
     static let threshold: UInt64 = 250_000
     let worker = MonitoredThread(tid: 7, startTimeTicks: 100, stackLow: 0, stackHigh: 1, name: "oot.default-qos", isMain: false)
@@ -13,7 +14,8 @@ import Testing
     func t(_ milliseconds: UInt64) -> UInt64 { 1_000_000 + milliseconds * 1000 }
 
     func look(_ thread: MonitoredThread, _ activation: JobActivation?, at milliseconds: UInt64) -> HeldJobTracker.Look {
-        var sample = activation == nil ? ScriptedSampler.blocked() : ScriptedSampler.computing()
+        var sample = ScriptedSampler.blocked()
+        if activation != nil { sample.method = .unchanged }
         sample.microseconds = t(milliseconds)
         return HeldJobTracker.Look(thread: thread, sample: sample, activation: activation, isWorker: true)
     }
@@ -44,6 +46,26 @@ import Testing
         #expect(events[1...2].allSatisfy { if case .sampled(7, _) = $0.1 { true } else { false } })
         guard case (550, .ended(7, let end)) = events[3] else { Issue.record("\(events[3])"); return }
         #expect(end == t(525))
+    }
+
+    @Test func aThreadThatRanBetweenTwoLooksOrComputesIsNotProvenToStayInOneJob() {
+        var tracker = HeldJobTracker()
+        // Same activation at every look, but the thread had CPU time between them (its blocking
+        // call was read afresh): it may be another task reusing the first one's memory.
+        var events: [HeldJobTracker.Event] = []
+        for ms in stride(from: UInt64(0), through: 700, by: 50) {
+            var job = look(worker, jobA, at: ms)
+            job.sample.method = .syscall
+            events += tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold)
+        }
+        #expect(events.isEmpty)
+        // On a CPU: never followed.
+        for ms in stride(from: UInt64(750), through: 1_500, by: 50) {
+            var job = look(worker, jobA, at: ms)
+            job.sample = ScriptedSampler.computing()
+            events += tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold)
+        }
+        #expect(events.isEmpty && !tracker.isFollowing)
     }
 
     @Test func aJobShorterThanTheThresholdIsNothing() {

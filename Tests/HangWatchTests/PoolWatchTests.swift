@@ -155,6 +155,7 @@ final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
             var sample = ScriptedSampler.blocked([0x2010, 0x3010, 0x1020], syscall: 230)
             sample.microseconds = clock.now
             if job(clock.now) == tid {
+                sample.method = .unchanged
                 sample.asyncCallers = AsyncCallers(after: 1, resumeAddresses: [0x4000], end: .complete, contexts: (0xa0, 0xb0))
             }
             return (thread, sample, true)

@@ -31,7 +31,12 @@ struct JobActivation: Hashable, Sendable {
 /// pool thread taken a short interval apart (the pool watch takes them). Pure: times and looks
 /// come in as values, so tests script them.
 ///
-/// A thread holds a job while every look finds it in the same `JobActivation`. The edges are
+/// A thread holds a job while every look finds it in the same `JobActivation` and in the same
+/// system call, with no CPU time since the look before (`StackSample.Method.unchanged`): one
+/// blocking call that never returned. That proof is needed because the activation alone does not
+/// tell two tasks apart that run the same code one after the other on one thread (the second
+/// task's memory is the first's, reused). A job that computes is therefore not followed: telling
+/// it from a run of short tasks needs the task's own id, which the capture does not read yet. The edges are
 /// sampled: the job started between the look before it was first seen and that first sighting,
 /// and ended between its last sighting and the next look; each edge is put half-way, so either is
 /// off by at most half the interval between looks. It is a hang once the time from that start to
@@ -108,11 +113,15 @@ struct HeldJobTracker: Sendable {
         for look in looks {
             let tid = look.thread.tid
             seen.insert(tid)
-            let same = episodes[tid].map { $0.activation == look.activation && $0.thread.startTimeTicks == look.thread.startTimeTicks } ?? false
+            let same = episodes[tid].map {
+                $0.activation == look.activation && $0.thread.startTimeTicks == look.thread.startTimeTicks
+                    && look.sample.method == .unchanged
+            } ?? false
             if !same, let ended = episodes.removeValue(forKey: tid) {
                 events += Self.end(ended, now: now)
             }
-            guard let activation = look.activation else { continue }
+            // Only a thread blocked in a system call can be proven to stay in one job.
+            guard let activation = look.activation, look.sample.syscall != nil, look.sample.failure == nil else { continue }
             if var episode = episodes[tid] {
                 episode.lastSeenMicroseconds = now
                 if episode.held {

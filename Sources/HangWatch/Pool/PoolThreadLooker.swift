@@ -22,6 +22,8 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
         var attached: Bool
         var sampler: LinuxStackSampler?
         var previous: StackSample?
+        /// Its stack mapping was looked up in `/proc/self/maps` (once: the file is long).
+        var stackLookedUp = false
     }
 
     private let signal: Int32
@@ -60,9 +62,8 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
                 entry.attached = true
                 entry.previous = nil
             }
-            if !entry.attached, entry.thread.stackHigh == 0,
-                case .inSyscall(_, _, let stackPointer, _)? = ProcTask(tid: tid).syscall()
-            {
+            if !entry.attached, !entry.stackLookedUp, case .inSyscall(_, _, let stackPointer, _)? = ProcTask(tid: tid).syscall() {
+                entry.stackLookedUp = true
                 if stackMappings == nil { stackMappings = StackMapping.readAll() }
                 if let mapping = stackMappings?.first(where: { $0.start <= stackPointer && stackPointer < $0.end }) {
                     entry.thread.stackLow = mapping.start
