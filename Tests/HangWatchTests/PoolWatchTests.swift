@@ -115,7 +115,7 @@ import Testing
         #expect(h.sink.events == ["job held", "job ended"], "\(h.sink.events)")
         let (recording, outcome) = try #require(h.sink.jobs.first)
         #expect(outcome == .recovered)
-        #expect(recording.thread?.tid == 101)
+        #expect(recording.thread?.tid == 101 && recording.source == .poolJob)
         // Looks every 50 ms: first seen at 300 (start half-way from 250), held once 250 ms from
         // that start were seen (at 550), last seen at 950 (end half-way to 1,000).
         #expect(h.ms(recording.startMicroseconds) == 275)
@@ -195,9 +195,9 @@ final class RecordingPoolSink: PoolSink, @unchecked Sendable {
         events.append("recovered")
         recovered.append((recording, outcome))
     }
-    func jobHeld(_ recording: HangRecording) { events.append("job held") }
-    func jobProgressed(_ recording: HangRecording) { events.append("job progressed") }
-    func jobEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
+    func hangStarted(_ recording: HangRecording) { events.append("job held") }
+    func hangProgressed(_ recording: HangRecording) { events.append("job progressed") }
+    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
         events.append("job ended")
         jobs.append((recording, outcome))
     }

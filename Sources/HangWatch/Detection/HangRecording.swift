@@ -27,6 +27,9 @@ struct HangRecording: Sendable {
     private(set) var sampleIntervalMicroseconds: UInt64
     /// When the loop moved again; nil while the hang lasts.
     var endMicroseconds: UInt64?
+    /// The report's source when it is not the monitor's own (a job holding a pool thread, found
+    /// by the pool watch: `poolJob`).
+    var source: ActivitySourceKind?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

@@ -31,12 +31,13 @@ protocol PoolSink: Sendable {
     func poolProgressed(_ recording: PoolRecording)
     /// The probe started (or the monitor stopped).
     func poolRecovered(_ recording: PoolRecording, outcome: HangReport.Outcome)
-    /// One job has held a pool thread past the threshold (`recording.thread` is that thread).
-    func jobHeld(_ recording: HangRecording)
+    /// One job has held a pool thread past the threshold (`recording.thread` is that thread,
+    /// `recording.source` is `poolJob`); the same calls as a watchdog's hang.
+    func hangStarted(_ recording: HangRecording)
     /// More samples of it.
-    func jobProgressed(_ recording: HangRecording)
+    func hangProgressed(_ recording: HangRecording)
     /// It let go of the thread (or the monitor stopped).
-    func jobEnded(_ recording: HangRecording, outcome: HangReport.Outcome)
+    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome)
 }
 
 /// A starved pool's reports go through the owning monitor's writer (its policy, limits, retention).
@@ -51,23 +52,5 @@ extension ReportWriter: PoolSink {
 
     func poolRecovered(_ recording: PoolRecording, outcome: HangReport.Outcome) {
         reportEnded(outcome: outcome) { [builder] images, outcome in builder.build(pool: recording, images: images, outcome: outcome) }
-    }
-
-    private var jobBuilder: ReportBuilder {
-        var builder = builder
-        builder.source = .poolJob
-        return builder
-    }
-
-    func jobHeld(_ recording: HangRecording) {
-        reportStarted { [jobBuilder] images, outcome in jobBuilder.build(recording, images: images, outcome: outcome) }
-    }
-
-    func jobProgressed(_ recording: HangRecording) {
-        reportProgressed(id: recording.id) { [jobBuilder] images, outcome in jobBuilder.build(recording, images: images, outcome: outcome) }
-    }
-
-    func jobEnded(_ recording: HangRecording, outcome: HangReport.Outcome) {
-        reportEnded(outcome: outcome) { [jobBuilder] images, outcome in jobBuilder.build(recording, images: images, outcome: outcome) }
     }
 }

@@ -65,7 +65,7 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
             if !entry.attached, !entry.stackLookedUp, case .inSyscall(_, _, let stackPointer, _)? = ProcTask(tid: tid).syscall() {
                 entry.stackLookedUp = true
                 if stackMappings == nil { stackMappings = StackMapping.readAll() }
-                if let mapping = stackMappings?.first(where: { $0.start <= stackPointer && stackPointer < $0.end }) {
+                if let mapping = stackMappings?.first(where: { $0.contains(stackPointer) }) {
                     entry.thread.stackLow = mapping.start
                     entry.thread.stackHigh = mapping.end
                 }

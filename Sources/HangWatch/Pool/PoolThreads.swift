@@ -62,7 +62,7 @@ struct LinuxPoolThreads: PoolThreadCapturing {
             var thread = MonitoredThread(tid: tid, startTimeTicks: startTime, stackLow: 0, stackHigh: 0, name: name, isMain: false)
             if case .inSyscall(_, _, let stackPointer, _)? = task.syscall() {
                 if stackMappings == nil { stackMappings = StackMapping.readAll() }
-                if let mapping = stackMappings?.first(where: { $0.start <= stackPointer && stackPointer < $0.end }) {
+                if let mapping = stackMappings?.first(where: { $0.contains(stackPointer) }) {
                     thread.stackLow = mapping.start
                     thread.stackHigh = mapping.end
                 }
@@ -81,6 +81,8 @@ struct LinuxPoolThreads: PoolThreadCapturing {
 struct StackMapping: Equatable {
     var start: UInt
     var end: UInt
+
+    func contains(_ address: UInt) -> Bool { start <= address && address < end }
 
     static func readAll() -> [StackMapping] {
         guard let maps = SmallFile.text("/proc/self/maps", limit: 16 << 20) else { return [] }

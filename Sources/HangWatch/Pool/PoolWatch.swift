@@ -160,24 +160,25 @@ final class PoolWatch: @unchecked Sendable {
                 },
                 watchdogOversleepMicroseconds: 0, stopSuspected: false, maxSamples: settings.maxSamples,
                 sampleIntervalMicroseconds: lookInterval(thresholdMicroseconds))
+            recording.source = .poolJob
             for sample in episode.samples { recording.add(sample) }
             images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
             heldJobs[episode.thread.tid] = recording
             logger.debug(
                 "pool thread held by one job",
                 metadata: ["hangwatch.id": "\(recording.id)", "hangwatch.tid": "\(episode.thread.tid)"])
-            sink.jobHeld(recording)
+            sink.hangStarted(recording)
         case .sampled(let tid, let sample):
             guard var recording = heldJobs[tid] else { return }
             recording.add(sample)
             heldJobs[tid] = recording
             // The provisional report is rewritten now and then, not at every look.
-            if recording.samples.count % 20 == 0 { sink.jobProgressed(recording) }
+            if recording.samples.count % 20 == 0 { sink.hangProgressed(recording) }
         case .ended(let tid, let end):
             guard var recording = heldJobs.removeValue(forKey: tid) else { return }
             recording.endMicroseconds = end
             images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
-            sink.jobEnded(recording, outcome: outcome)
+            sink.hangEnded(recording, outcome: outcome)
         }
     }
 

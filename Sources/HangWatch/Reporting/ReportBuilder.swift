@@ -16,6 +16,7 @@ struct ReportBuilder: Sendable {
     var source = ActivitySourceKind.runLoop
 
     func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
+        let source = recording.source ?? source
         var frames: [HangReport.Frame] = []
         var frameIndex: [UInt: Int] = [:]
         var asyncFrameIndex: [UInt: Int] = [:]
