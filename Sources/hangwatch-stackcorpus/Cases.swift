@@ -280,9 +280,14 @@ final class PthreadSync: @unchecked Sendable {
     corpus_keep(churn(158))
     markEntered()
     var timeout = timespec(tv_sec: 30, tv_nsec: 0)
+    // Waits for the release signal itself, not for `released`: the flag is set just before the
+    // signal is sent, and a thread woken in between (a capture signal's EINTR) that unblocked
+    // SIGUSR2 would be killed by it (seen: the corpus died of SIGUSR2 about once in 30 runs).
     withStackBuffer { scratch in
-        while !released.load(ordering: .relaxed) {
-            noteEINTR(Int(sigtimedwait(&set, nil, &timeout)))
+        while true {
+            let received = sigtimedwait(&set, nil, &timeout)
+            if received == SIGUSR2 { break }
+            noteEINTR(Int(received))
         }
         scratch[0] = 1
     }
