@@ -182,6 +182,49 @@ import Testing
         #expect(map.covers(walk.frames))
     }
 
+    /// A blocked thread's stack is reused only while the thread has not run: one that woke, ran and
+    /// entered the very same call again (same arguments, stack and program counter) is read anew.
+    @Test func aBlockedStackIsReusedOnlyUntilTheThreadRuns() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let reader = fds[0]
+        let started = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var attachment: UnsafeCaptureBridge.Attachment?
+        let reads = Atomic<Int>(0)
+        Thread {
+            attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
+            started.signal()
+            var byte: UInt8 = 0
+            while read(reader, &byte, 1) == 1, byte != 0 { reads.add(1, ordering: .relaxed) }
+        }.start()
+        started.wait()
+        let attached = try #require(attachment)
+        let thread = MonitoredThread(
+            tid: attached.tid, startTimeTicks: ProcTask(tid: attached.tid).stat()?.startTimeTicks ?? 0, stackLow: attached.stackLow,
+            stackHigh: attached.stackHigh, name: nil, isMain: false)
+        let sampler = LinuxStackSampler(signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000, clock: SystemMonotonicClock())
+        func sampleInRead(previous: StackSample?) -> StackSample {
+            Eventually.value({ sampler.sample(thread, previous: previous, signalAllowed: true) }) { $0.syscall.map(SyscallNames.name) == "read" }
+        }
+        let first = sampleInRead(previous: nil)
+        #expect(first.syscall.map(SyscallNames.name) == "read")
+        #expect(first.method == .syscall)
+        #expect(!first.frames.isEmpty)
+        let second = sampler.sample(thread, previous: first, signalAllowed: true)
+        #expect(second.method == .unchanged)
+        #expect(second.frames == first.frames)
+
+        var one: UInt8 = 1
+        #expect(write(fds[1], &one, 1) == 1)
+        #expect(Eventually.value({ reads.load(ordering: .relaxed) }) { $0 == 1 } == 1)
+        let third = sampleInRead(previous: second)
+        #expect(third.blockedKey == first.blockedKey, "the same call, entered again")
+        #expect(third.method == .syscall, "the thread ran since: its stack is read again")
+        var zero: UInt8 = 0
+        #expect(write(fds[1], &zero, 1) == 1)
+    }
+
     @Test func aHandlerInstalledBeforeStillGetsItsSignals() throws {
         let other = CaptureSignal.realtimeRange.lowerBound + 9
         PreviousHandlerProbe.install(on: other)

@@ -23,7 +23,8 @@ import Testing
     }
 
     @Test func parsesSchedStat() {
-        #expect(ProcTask.parseSchedStat("123456 7890 12\n") == ProcTask.SchedStat(onCPUNanoseconds: 123456, runQueueNanoseconds: 7890))
+        #expect(ProcTask.parseSchedStat("123456 7890 12\n") == ProcTask.SchedStat(onCPUNanoseconds: 123456, runQueueNanoseconds: 7890, timeslices: 12))
+        #expect(ProcTask.parseSchedStat("123456 7890\n")?.timeslices == 0)
         #expect(ProcTask.parseSchedStat("x") == nil)
     }
 

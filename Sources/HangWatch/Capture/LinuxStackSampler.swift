@@ -50,6 +50,18 @@ struct LinuxStackSampler: StackSampling {
         }
     }
 
+    /// True when `previous` found the thread blocked in a system call with its stack read, and the
+    /// thread has not been put on a CPU since (same run count, same CPU time): it cannot have left
+    /// the call, so neither `syscall` nor the stack need reading. Only where the kernel counts runs.
+    static func stillBlocked(since previous: StackSample, schedule: ProcTask.SchedStat) -> Bool {
+        guard previous.failure == nil, previous.blockedKey != nil, !previous.frames.isEmpty,
+            previous.method == .syscall || previous.method == .unchanged,
+            schedule.timeslices > 0, previous.timeslices == schedule.timeslices,
+            previous.onCPUNanoseconds == schedule.onCPUNanoseconds
+        else { return false }
+        return true
+    }
+
     func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool) -> StackSample {
         let task = ProcTask(tid: thread.tid)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)
@@ -61,6 +73,16 @@ struct LinuxStackSampler: StackSampling {
         }
         sample.onCPUNanoseconds = schedule.onCPUNanoseconds
         sample.runQueueNanoseconds = schedule.runQueueNanoseconds
+        sample.timeslices = schedule.timeslices
+        if let previous, Self.stillBlocked(since: previous, schedule: schedule) {
+            // Not put on a CPU since it was seen blocked: still in that call, same stack.
+            var unchanged = previous
+            unchanged.microseconds = sample.microseconds
+            unchanged.runQueueNanoseconds = schedule.runQueueNanoseconds
+            unchanged.method = .unchanged
+            unchanged.pauseNanoseconds = nil
+            return unchanged
+        }
         // The syscall file tells running from blocked; `stat` (the costliest proc file) is read only
         // for a thread blocked outside a system call, to tell stopped from waiting on a page.
         switch kernelState {

@@ -86,6 +86,8 @@ package struct StackSample: Sendable, Equatable {
     package var blockedKey: [UInt]?
     package var onCPUNanoseconds: UInt64?
     package var runQueueNanoseconds: UInt64?
+    /// Times the thread was put on a CPU so far (schedstat), when known.
+    package var timeslices: UInt64?
     /// How long the signal handler held the thread.
     package var pauseNanoseconds: Int64?
     package var failure: Failure?

@@ -17,9 +17,14 @@ package struct ProcTask: Sendable {
     package struct SchedStat: Equatable, Sendable {
         package var onCPUNanoseconds: UInt64
         package var runQueueNanoseconds: UInt64
-        package init(onCPUNanoseconds: UInt64, runQueueNanoseconds: UInt64) {
+        /// How many times the thread was put on a CPU (0 where the kernel keeps no count). Unlike
+        /// the CPU time, which is brought up to date only now and then while a thread runs, it
+        /// moves the moment a sleeping thread is woken and runs.
+        package var timeslices: UInt64
+        package init(onCPUNanoseconds: UInt64, runQueueNanoseconds: UInt64, timeslices: UInt64 = 0) {
             self.onCPUNanoseconds = onCPUNanoseconds
             self.runQueueNanoseconds = runQueueNanoseconds
+            self.timeslices = timeslices
         }
     }
 
@@ -95,7 +100,8 @@ package struct ProcTask: Sendable {
         guard let first = fields.next(), let second = fields.next(),
             let onCPU = ByteFields.decimal(first), let queue = ByteFields.decimal(second)
         else { return nil }
-        return SchedStat(onCPUNanoseconds: onCPU, runQueueNanoseconds: queue)
+        let timeslices = fields.next().flatMap(ByteFields.decimal) ?? 0
+        return SchedStat(onCPUNanoseconds: onCPU, runQueueNanoseconds: queue, timeslices: timeslices)
     }
 
     static func parseSyscall(bytes: ArraySlice<UInt8>) -> SyscallState? {

@@ -16,14 +16,20 @@ protocol PoolThreadLooking: AnyObject {
 /// one read of its `syscall` file. A thread on a CPU is captured by signal when a probe job
 /// attached it; otherwise it is left unread (no activation: it cannot be held).
 final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
-    private struct Known {
-        var isPool: Bool
+    /// One thread of the process, learnt once. A class: a look updates it in place.
+    private final class Known {
+        let isPool: Bool
         var thread: MonitoredThread
-        var attached: Bool
+        var attached = false
         var sampler: LinuxStackSampler?
         var previous: StackSample?
         /// Its stack mapping was looked up in `/proc/self/maps` (once: the file is long).
         var stackLookedUp = false
+
+        init(isPool: Bool, thread: MonitoredThread) {
+            self.isPool = isPool
+            self.thread = thread
+        }
     }
 
     private let signal: Int32
@@ -31,6 +37,10 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     private let timeoutNanoseconds: Int64
     private let attachments: UnsafePoolThreadAttachments
     private var known: [Int32: Known] = [:]
+    /// The thread ids of the last look, and the pool threads among them in that order.
+    private var lastThreadIDs: [Int32] = []
+    private var poolThreads: [(tid: Int32, known: Known)] = []
+    private let directory = TaskDirectory()
 
     init(signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, attachments: UnsafePoolThreadAttachments = .shared) {
         self.signal = signal
@@ -40,23 +50,12 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     }
 
     func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] {
-        let tids = Self.threadIDs()
-        let alive = Set(tids)
-        known = known.filter { alive.contains($0.key) }
+        let tids = directory.threadIDs()
+        if tids != lastThreadIDs { learn(tids) }
         var looks: [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] = []
+        looks.reserveCapacity(poolThreads.count)
         var stackMappings: [StackMapping]?
-        for tid in tids {
-            if known[tid] == nil {
-                let task = ProcTask(tid: tid)
-                let name = task.name()
-                let isPool = name.map(LinuxPoolThreads.poolThreadNames.contains) ?? false
-                let start = isPool ? task.stat()?.startTimeTicks ?? 0 : 0
-                known[tid] = Known(
-                    isPool: isPool,
-                    thread: MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: name, isMain: false),
-                    attached: false)
-            }
-            guard var entry = known[tid], entry.isPool else { continue }
+        for (tid, entry) in poolThreads {
             if !entry.attached, let attached = attachments.thread(tid: tid, startTimeTicks: entry.thread.startTimeTicks) {
                 entry.thread = attached
                 entry.attached = true
@@ -76,16 +75,43 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
             // A thread not attached has the capture signal blocked (libdispatch's mask) and no alternate stack.
             let sample = sampler.sample(entry.thread, previous: entry.previous, signalAllowed: entry.attached)
             entry.previous = sample
-            known[tid] = entry
             looks.append((entry.thread, sample, entry.attached))
         }
         return looks
+    }
+
+    /// The threads changed: forget those gone, learn the new ones' names (once per thread).
+    private func learn(_ tids: [Int32]) {
+        lastThreadIDs = tids
+        let alive = Set(tids)
+        known = known.filter { alive.contains($0.key) }
+        poolThreads = []
+        for tid in tids {
+            let entry: Known
+            if let existing = known[tid] {
+                entry = existing
+            } else {
+                let task = ProcTask(tid: tid)
+                let name = task.name()
+                let isPool = name.map(LinuxPoolThreads.poolThreadNames.contains) ?? false
+                let start = isPool ? task.stat()?.startTimeTicks ?? 0 : 0
+                entry = Known(
+                    isPool: isPool,
+                    thread: MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: name, isMain: false))
+                known[tid] = entry
+            }
+            if entry.isPool { poolThreads.append((tid, entry)) }
+        }
     }
 
     /// The process's thread ids, from `/proc/self/task` (no allocation per entry beyond the array).
     static func threadIDs() -> [Int32] {
         guard let directory = opendir("/proc/self/task") else { return [] }
         defer { closedir(directory) }
+        return threadIDs(in: directory)
+    }
+
+    static func threadIDs(in directory: OpaquePointer) -> [Int32] {
         var tids: [Int32] = []
         while let entry = readdir(directory) {
             let tid = withUnsafeBytes(of: entry.pointee.d_name) { bytes -> Int32 in
@@ -100,5 +126,18 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
             if tid > 0 { tids.append(tid) }
         }
         return tids.sorted()
+    }
+
+    /// `/proc/self/task`, opened once and re-listed from the start at each look (no path walk).
+    private final class TaskDirectory {
+        private let directory: OpaquePointer? = opendir("/proc/self/task")
+
+        deinit { if let directory { closedir(directory) } }
+
+        func threadIDs() -> [Int32] {
+            guard let directory else { return LinuxPoolThreadLooker.threadIDs() }
+            rewinddir(directory)
+            return LinuxPoolThreadLooker.threadIDs(in: directory)
+        }
     }
 }
