@@ -7,7 +7,8 @@
  * glibc declares dl_iterate_phdr() and struct dl_phdr_info only under _GNU_SOURCE, which the
  * Swift C library module is not built with. The struct below is the documented prefix of glibc's
  * (the fields every glibc since 2.3 provides, in order); the callback receives the real struct's
- * size and the reader checks it. The asm label binds the declaration to glibc's symbol.
+ * size and the reader checks it. The asm label binds the declaration to glibc's symbol. The TLS
+ * fields (glibc 2.12 and later) are read only when that size covers them.
  */
 #include <elf.h>
 #include <stddef.h>
@@ -19,6 +20,11 @@ struct hw_dl_phdr_info {
     const char *dlpi_name;
     const Elf64_Phdr *dlpi_phdr;
     Elf64_Half dlpi_phnum;
+    unsigned long long dlpi_adds;
+    unsigned long long dlpi_subs;
+    size_t dlpi_tls_modid;
+    /* The calling thread's block of the image's thread-local storage, or NULL. */
+    void *dlpi_tls_data;
 };
 
 int hw_dl_iterate_phdr(int (*callback)(struct hw_dl_phdr_info *info, size_t size, void *data), void *data)

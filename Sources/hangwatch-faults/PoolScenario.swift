@@ -2,7 +2,7 @@ import Foundation
 import HangWatch
 import Synchronization
 
-// hangwatch-faults pool --reports DIR --mode block|hold|healthy|idle [--seconds S] [--count N]
+// hangwatch-faults pool --reports DIR --mode block|hold|healthy|yield|idle [--seconds S] [--count N]
 //   A monitor (threshold 200 ms, watching scopes on the main thread: nothing but the pool source
 //   can report) with the pool watch on by default, then:
 //   - block: N tasks (default 2 x cores) started together on the global executor at `.medium`,
@@ -13,6 +13,8 @@ import Synchronization
 //     (`holdPoolThreadSleeping`), then S seconds computing (`holdPoolThreadComputing`). Prints
 //     when each step started and ended (milliseconds since the Unix epoch) as `holds`.
 //   - healthy: short tasks (1 ms of computing each, ncpu at a time) for S seconds.
+//   - yield: one task computing for S seconds in 1 ms slices, `await Task.yield()` after each
+//     (it never holds its thread for long: no report is due).
 //   - idle: nothing for S seconds; prints the process's CPU time and context switches over them.
 //   Prints one JSON line: the tasks' thread ids, when the first task was spawned and when the last
 //   one ended (milliseconds of CLOCK_MONOTONIC), and the monitor's statistics.
@@ -184,6 +186,18 @@ func runPool(_ options: Options, mode: String) -> Never {
         }
         // Long enough for a second report, were one coming.
         usleep(1_000_000)
+    } else if mode == "yield" {
+        group.enter()
+        Task.detached(priority: .medium) {
+            let end = Date().addingTimeInterval(options.seconds)
+            while Date() < end {
+                _ = spinComputing(seconds: 0.001)
+                await Task.yield()
+            }
+            log.record(tid: currentThreadID(), end: monotonicMilliseconds())
+            group.leave()
+        }
+        group.wait()
     } else {
         let end = Date().addingTimeInterval(options.seconds)
         while Date() < end {

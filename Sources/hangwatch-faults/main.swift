@@ -60,7 +60,7 @@ func parseOptions() -> Options {
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
         case "--mode":
-            guard ["block", "hold", "healthy", "idle"].contains(value) else { fail("--mode takes block, hold, healthy or idle") }
+            guard ["block", "hold", "healthy", "yield", "idle"].contains(value) else { fail("--mode takes block, hold, healthy, yield or idle") }
             options.mode = value
         case "--source": options.source = value
         case "--warm-up": options.warmUp = Int(value) ?? -1

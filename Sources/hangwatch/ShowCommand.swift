@@ -71,7 +71,7 @@ struct ReportDetail {
         field("outcome", report.outcome.rawValue)
         if report.source == "pool-job" {
             // The pool watch saw one job on this thread at every look; the edges are looks apart.
-            field("stuck", "one job held this pool thread without suspending (start and end sampled every \(Text.duration(report.capture.sampleIntervalMs)))")
+            field("stuck", "one job held this pool thread, seen at every look \(Text.duration(report.capture.sampleIntervalMs)) apart (start and end are sampled)")
         } else {
             field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
         }

@@ -78,11 +78,10 @@ import Testing
     }
 
     /// One task holds its pool thread 0.8 s in `usleep`, then 0.8 s computing, while the rest of
-    /// the pool is free: a `pool-job` report of that thread for the blocking step, naming its
-    /// function and its async caller, lasting what the step measured (the edges are looks 50 ms
-    /// apart: each within half of that, plus a margin for a loaded machine). The computing step
-    /// gets none: without the task's id it cannot be told from a run of short tasks.
-    @Test func oneJobBlockingAPoolThreadGetsAReportOfThatThread() throws {
+    /// the pool is free: a `pool-job` report of that thread for each step, naming its function and
+    /// its async caller, lasting what the step measured (the edges are looks 50 ms apart: each
+    /// within half of that, plus a margin for a loaded machine).
+    @Test func oneJobBlockingOrComputingOnAPoolThreadGetsAReportOfThatThread() throws {
         let directory = ReportDirectory()
         let result = try ExecutableRun.run(
             BuiltExecutable.path("hangwatch-faults"), ["pool", "--reports", directory.path, "--mode", "hold", "--seconds", "0.8"],
@@ -91,9 +90,9 @@ import Testing
         let child = try JSONDecoder().decode(HoldRun.self, from: Data(try #require(result.lines.last).utf8))
         #expect(child.starvations == 0)
         let reports = directory.reports().sorted { $0.startedAt < $1.startedAt }
-        try #require(reports.count == 1, "\(reports.map(\.id))")
+        try #require(reports.count == 2, "\(reports.map(\.id))")
         try #require(child.holds.count == 2)
-        for (report, (step, function)) in zip(reports, zip(child.holds, ["holdPoolThreadSleeping"])) {
+        for (report, (step, function)) in zip(reports, zip(child.holds, ["holdPoolThreadSleeping", "holdPoolThreadComputing"])) {
             #expect(report.source == "pool-job")
             #expect(report.outcome == .recovered)
             #expect(report.thread.name == "oot.default-qos")
@@ -109,6 +108,7 @@ import Testing
             #expect(caller > own && frames[caller].async == true)
         }
         #expect(reports[0].context.verdict == .blocked && reports[0].context.blockedIn == "clock_nanosleep")
+        #expect(reports[1].context.verdict == .computing)
     }
 
     @Test func aPoolKeptBusyWithShortTasksGivesNoReport() throws {

@@ -48,7 +48,7 @@ import Testing
         #expect(end == t(525))
     }
 
-    @Test func aThreadThatRanBetweenTwoLooksOrComputesIsNotProvenToStayInOneJob() {
+    @Test func withoutItsTaskIdAThreadThatRanBetweenTwoLooksOrComputesIsNotProvenToStayInOneJob() {
         var tracker = HeldJobTracker()
         // Same activation at every look, but the thread had CPU time between them (its blocking
         // call was read afresh): it may be another task reusing the first one's memory.
@@ -66,6 +66,38 @@ import Testing
             events += tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold)
         }
         #expect(events.isEmpty && !tracker.isFollowing)
+    }
+
+    /// The task's id proves one task ran all along: a job that computes (or moves from one blocking
+    /// call to the next) is followed, and a run of short tasks with the same code and reused memory
+    /// (the same contexts) is not, because each has its own id.
+    @Test func withItsTaskIdAJobThatComputesIsFollowedAndShortTasksAreEachTheirOwn() throws {
+        func computing(_ id: UInt64, at ms: UInt64) -> HeldJobTracker.Look {
+            var job = look(worker, JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: id), at: ms)
+            job.sample = ScriptedSampler.computing()
+            job.sample.microseconds = t(ms)
+            return job
+        }
+        var tracker = HeldJobTracker()
+        var events: [(UInt64, HeldJobTracker.Event)] = []
+        // Task 41 computes from 120 to 530 ms.
+        for ms in stride(from: UInt64(0), through: 700, by: 50) {
+            let job = (120..<530).contains(ms) ? computing(41, at: ms) : look(worker, nil, at: ms)
+            events += tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold).map { (ms, $0) }
+        }
+        try #require(events.count == 4, "\(events.map(\.1))")
+        guard case (400, .held(let episode)) = events[0] else { Issue.record("\(events[0])"); return }
+        #expect(episode.startMicroseconds == t(125) && episode.activation.taskID == 41)
+        guard case (550, .ended(7, let end)) = events[3] else { Issue.record("\(events[3])"); return }
+        #expect(end == t(525))
+
+        // A new task at every look, same code and contexts: nothing.
+        tracker = HeldJobTracker()
+        var short: [HeldJobTracker.Event] = []
+        for ms in stride(from: UInt64(0), through: 1_000, by: 50) {
+            short += tracker.observe([computing(100 + ms, at: ms), look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold)
+        }
+        #expect(short.isEmpty, "\(short)")
     }
 
     @Test func aJobShorterThanTheThresholdIsNothing() {

@@ -14,8 +14,8 @@ enum ActivitySourceKind: String, Sendable {
     /// Swift's global concurrent executor (the cooperative pool), probed once per threshold by the
     /// process's one pool watch; its reports hold every pool thread (`threads`).
     case concurrencyPool = "concurrency-pool"
-    /// One job that held a thread of that pool past the threshold without suspending (found by the
-    /// same pool watch, sampling the pool's threads); its report is of that thread.
+    /// One job that held a thread of that pool past the threshold: the same task (or the same
+    /// blocking call) at every look of the same pool watch; its report is of that thread.
     case poolJob = "pool-job"
 
     /// The report's `activity` for a stall of this source (run loops name the CF activity).

@@ -88,6 +88,8 @@ package struct StackSample: Sendable, Equatable {
     package var runQueueNanoseconds: UInt64?
     /// Times the thread was put on a CPU so far (schedstat), when known.
     package var timeslices: UInt64?
+    /// The id of the Swift task the thread ran all through the sample, when known (pool threads).
+    package var taskID: UInt64?
     /// How long the signal handler held the thread.
     package var pauseNanoseconds: Int64?
     package var failure: Failure?

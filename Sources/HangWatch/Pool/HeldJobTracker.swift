@@ -1,11 +1,14 @@
 /// Which run of an async function a pool thread is in: the partial function the concurrency
-/// runtime called (its start, from the unwind tables), that function's own async context, and the
-/// last context of its chain (the task's first, when the chain is complete). Read from one stack
-/// capture; two looks with the same activation saw the same job still running.
+/// runtime called (its start, from the unwind tables), that function's own async context, the
+/// last context of its chain (the task's first, when the chain is complete), and the task's id when
+/// it was read (`StackSample.taskID`). Read from one look; two looks with the same activation saw
+/// the same job still running.
 struct JobActivation: Hashable, Sendable {
     var function: UInt
     var context: UInt
     var taskContext: UInt
+    /// The task's id: unlike its memory (and so its contexts), never reused by a later task.
+    var taskID: UInt64?
 
     /// The activation of a captured stack; nil when the stack holds no async function called by
     /// the runtime (an idle worker, a capture that failed) or its function is not in the tables.
@@ -18,12 +21,14 @@ struct JobActivation: Hashable, Sendable {
         function = start
         context = contexts.first
         taskContext = contexts.last
+        taskID = sample.taskID
     }
 
-    init(function: UInt, context: UInt, taskContext: UInt) {
+    init(function: UInt, context: UInt, taskContext: UInt, taskID: UInt64? = nil) {
         self.function = function
         self.context = context
         self.taskContext = taskContext
+        self.taskID = taskID
     }
 }
 
@@ -31,20 +36,23 @@ struct JobActivation: Hashable, Sendable {
 /// pool thread taken a short interval apart (the pool watch takes them). Pure: times and looks
 /// come in as values, so tests script them.
 ///
-/// A thread holds a job while every look finds it in the same `JobActivation` and in the same
-/// system call, with no CPU time since the look before (`StackSample.Method.unchanged`): one
-/// blocking call that never returned. That proof is needed because the activation alone does not
-/// tell two tasks apart that run the same code one after the other on one thread (the second
-/// task's memory is the first's, reused). A job that computes is therefore not followed: telling
-/// it from a run of short tasks needs the task's own id, which the capture does not read yet. The edges are
-/// sampled: the job started between the look before it was first seen and that first sighting,
-/// and ended between its last sighting and the next look; each edge is put half-way, so either is
-/// off by at most half the interval between looks. It is a hang once the time from that start to
-/// the last sighting reaches the threshold.
+/// A thread holds a job while every look finds it in the same `JobActivation`, with proof that no
+/// other task ran there in between. Either proof will do:
+/// - the task's id, the same before and after each look's capture (a job that computes, or one
+///   that blocks): ids are never reused;
+/// - without an id (the thread's task could not be read): the same system call, with no CPU time
+///   since the look before (`StackSample.Method.unchanged`): one blocking call that never
+///   returned. The activation alone does not tell two tasks apart that run the same code one after
+///   the other on one thread (the second task's memory is the first's, reused), so a job that
+///   computes is not followed without the id.
+/// The edges are sampled: the job started between the look before it was first seen and that
+/// first sighting, and ended between its last sighting and the next look; each edge is put
+/// half-way, so either is off by at most half the interval between looks. It is a hang once the
+/// time from that start to the last sighting reaches the threshold.
 ///
-/// What it cannot tell apart: a task that suspends and is resumed on the same thread, at the same
-/// point, between two looks reads as one job (it kept that thread busy all the same).
-///
+/// What it cannot tell apart: a task that suspends and is resumed on the same thread, in the same
+/// partial function, between two looks reads as one job (it kept that thread busy all the same).
+
 /// A job is reported as held only when the pool had room after it was first seen (an idle pool
 /// thread, or a probe job that started): while every pool thread is busy, it may be one of the
 /// jobs of a starvation, which gets one report holding every thread (`coverUnheld`).
@@ -115,13 +123,14 @@ struct HeldJobTracker: Sendable {
             seen.insert(tid)
             let same = episodes[tid].map {
                 $0.activation == look.activation && $0.thread.startTimeTicks == look.thread.startTimeTicks
-                    && look.sample.method == .unchanged
+                    && (look.activation?.taskID != nil || look.sample.method == .unchanged)
             } ?? false
             if !same, let ended = episodes.removeValue(forKey: tid) {
                 events += Self.end(ended, now: now)
             }
-            // Only a thread blocked in a system call can be proven to stay in one job.
-            guard let activation = look.activation, look.sample.syscall != nil, look.sample.failure == nil else { continue }
+            // Only a job that can be proven to stay on the thread is followed (its task is known, or it is blocked).
+            guard let activation = look.activation, activation.taskID != nil || look.sample.syscall != nil, look.sample.failure == nil
+            else { continue }
             if var episode = episodes[tid] {
                 episode.lastSeenMicroseconds = now
                 if episode.held {

@@ -21,6 +21,8 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
         let isPool: Bool
         var thread: MonitoredThread
         var attached = false
+        /// Where the thread's current task is kept (`UnsafeCurrentTaskSlot`), when found.
+        var taskSlot: UInt?
         var sampler: LinuxStackSampler?
         var previous: StackSample?
         /// Its stack mapping was looked up in `/proc/self/maps` (once: the file is long).
@@ -57,7 +59,8 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
         var stackMappings: [StackMapping]?
         for (tid, entry) in poolThreads {
             if !entry.attached, let attached = attachments.thread(tid: tid, startTimeTicks: entry.thread.startTimeTicks) {
-                entry.thread = attached
+                entry.thread = attached.thread
+                entry.taskSlot = attached.taskSlot
                 entry.attached = true
                 entry.previous = nil
             }
@@ -73,11 +76,33 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
                 ?? LinuxStackSampler(signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock())
             entry.sampler = sampler
             // A thread not attached has the capture signal blocked (libdispatch's mask) and no alternate stack.
-            let sample = sampler.sample(entry.thread, previous: entry.previous, signalAllowed: entry.attached)
+            let sample = Self.withTask(sampler, entry.thread, previous: entry.previous, signalAllowed: entry.attached, slot: entry.taskSlot)
             entry.previous = sample
             looks.append((entry.thread, sample, entry.attached))
         }
         return looks
+    }
+
+    /// One sample of `thread`, with the id of the task it ran all through the sample when its
+    /// current-task word is known (`slot`). The word is read before and after the stack, through
+    /// the kernel (two system calls), except where the thread cannot have changed task: a thread
+    /// still blocked as at the look before keeps that look's task, unread (an idle worker costs
+    /// nothing more), and one that was blocked then is read after the stack only.
+    static func withTask(
+        _ sampler: LinuxStackSampler, _ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, slot: UInt?
+    ) -> StackSample {
+        guard let slot else { return sampler.sample(thread, previous: previous, signalAllowed: signalAllowed) }
+        let wasBlocked = previous?.method == .unchanged || previous?.method == .syscall
+        let before = wasBlocked ? nil : UnsafeCurrentTaskSlot.taskID(slot: slot)
+        var sample = sampler.sample(thread, previous: previous, signalAllowed: signalAllowed)
+        if sample.method == .unchanged {
+            sample.taskID = previous?.taskID
+            return sample
+        }
+        let after = UnsafeCurrentTaskSlot.taskID(slot: slot)
+        let ranOneTask = after != nil && after != 0 && (wasBlocked || before == after)
+        sample.taskID = ranOneTask ? after : nil
+        return sample
     }
 
     /// The threads changed: forget those gone, learn the new ones' names (once per thread).

@@ -57,7 +57,7 @@ struct LinuxPoolThreads: PoolThreadCapturing {
             let startTime = task.stat()?.startTimeTicks ?? 0
             if let attached = attachments.thread(tid: tid, startTimeTicks: startTime) {
                 return PoolThreadSample(
-                    tid: tid, name: name, sample: sampler.sample(attached, previous: nil, signalAllowed: signalAllowed), attached: true)
+                    tid: tid, name: name, sample: sampler.sample(attached.thread, previous: nil, signalAllowed: signalAllowed), attached: true)
             }
             var thread = MonitoredThread(tid: tid, startTimeTicks: startTime, stackLow: 0, stackHigh: 0, name: name, isMain: false)
             if case .inSyscall(_, _, let stackPointer, _)? = task.syscall() {

@@ -14,7 +14,14 @@ import Glibc
 final class UnsafePoolThreadAttachments: Sendable {
     static let shared = UnsafePoolThreadAttachments()
 
-    private let threads = Mutex<[Int32: MonitoredThread]>([:])
+    /// An attached thread, and the address of its current-task word when it was found
+    /// (`UnsafeCurrentTaskSlot`).
+    struct Attached: Sendable {
+        var thread: MonitoredThread
+        var taskSlot: UInt?
+    }
+
+    private let threads = Mutex<[Int32: Attached]>([:])
 
     /// Holds, per attached thread, the alternate stack the attach step installed (or 1 when the
     /// thread had one already, which is not ours to free).
@@ -25,11 +32,12 @@ final class UnsafePoolThreadAttachments: Sendable {
     }()
 
     /// The attached pool thread `tid`, if it is still the thread that was attached (same start time).
-    func thread(tid: Int32, startTimeTicks: UInt64) -> MonitoredThread? {
-        threads.withLock { $0[tid] }.flatMap { $0.startTimeTicks == startTimeTicks ? $0 : nil }
+    func thread(tid: Int32, startTimeTicks: UInt64) -> Attached? {
+        threads.withLock { $0[tid] }.flatMap { $0.thread.startTimeTicks == startTimeTicks ? $0 : nil }
     }
 
-    /// Attaches the calling pool thread, once. Costs a thread-specific read when already attached.
+    /// Attaches the calling pool thread, once (in a job of a task: its current-task word is looked
+    /// for too). Costs a thread-specific read when already attached.
     func attachCurrentThreadIfNeeded(alternateStackSize: Int, signal: Int32) {
         guard pthread_getspecific(Self.key) == nil else { return }
         let attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: alternateStackSize, signal: signal)
@@ -43,7 +51,8 @@ final class UnsafePoolThreadAttachments: Sendable {
         let thread = MonitoredThread(
             tid: attachment.tid, startTimeTicks: task.stat()?.startTimeTicks ?? 0, stackLow: attachment.stackLow,
             stackHigh: attachment.stackHigh, name: task.name(), isMain: false)
-        threads.withLock { $0[attachment.tid] = thread }
+        let attached = Attached(thread: thread, taskSlot: UnsafeCurrentTaskSlot.locateOnCurrentThread())
+        threads.withLock { $0[attachment.tid] = attached }
     }
 
     /// The key's destructor, on the exiting thread.

@@ -1,0 +1,109 @@
+import CLinkMap
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which Swift task a pool thread runs now, read from outside that thread.
+///
+/// The concurrency runtime keeps each thread's current task in a thread-local word of
+/// `libswift_Concurrency` (what `swift_task_getCurrent` returns). A pool thread finds the address of
+/// its own word once, inside a probe job (a task): it asks the runtime for the current task and
+/// looks for that pointer in its block of the library's thread-local storage (`dl_iterate_phdr`
+/// gives the calling thread's block); exactly one word of the block must hold it. The task's id (a
+/// 64-bit counter the runtime never reuses, unlike the task's memory) is read from the task at the
+/// offsets Swift 6.3's `AsyncTask::getTaskId` uses, and only after the runtime's own
+/// `swift_task_getJobTaskId` agreed with them on that task; a runtime with another layout gets no
+/// slot, and jobs that compute are then not followed (see `HeldJobTracker`).
+///
+/// The pool watch then reads any attached thread's word, and the task's id, through the kernel
+/// (`process_vm_readv`): the thread may exit, or the task end and its memory go, while it reads.
+/// Unsafe: it reads raw memory at addresses derived from the runtime's private layout.
+enum UnsafeCurrentTaskSlot {
+    /// Where `AsyncTask::getTaskId` (Swift 6.3) finds the id's low and high 32 bits in a task.
+    static let idLowOffset = 0x24
+    static let idHighOffset = 0x90
+
+    private typealias GetCurrent = @convention(c) () -> UnsafeMutableRawPointer?
+    private typealias GetJobTaskID = @convention(c) (UnsafeMutableRawPointer) -> UInt64
+
+    /// The runtime's entry points (C-compatible for these signatures on x86_64 and aarch64).
+    private static let runtime: (getCurrent: GetCurrent, getJobTaskID: GetJobTaskID, code: UInt)? = {
+        let anyImage: UnsafeMutableRawPointer? = nil  // glibc's RTLD_DEFAULT
+        guard let current = dlsym(anyImage, "swift_task_getCurrent"), let taskID = dlsym(anyImage, "swift_task_getJobTaskId")
+        else { return nil }
+        return (unsafeBitCast(current, to: GetCurrent.self), unsafeBitCast(taskID, to: GetJobTaskID.self), UInt(bitPattern: current))
+    }()
+
+    /// The address of the calling thread's current-task word, or nil when the thread runs no task,
+    /// the word is not found exactly once, or the runtime's id disagrees with the task's layout.
+    static func locateOnCurrentThread() -> UInt? {
+        guard let runtime, let task = runtime.getCurrent() else { return nil }
+        let id = runtime.getJobTaskID(task)
+        guard id != 0, UInt64(task.load(fromByteOffset: idLowOffset, as: UInt32.self)) == id & 0xffff_ffff,
+            UInt64(task.load(fromByteOffset: idHighOffset, as: UInt32.self)) == id >> 32,
+            let block = threadLocalBlock(containing: runtime.code)
+        else { return nil }
+        let words = block.size / MemoryLayout<UInt>.stride
+        let matches = (0..<words).filter { block.start.load(fromByteOffset: $0 * MemoryLayout<UInt>.stride, as: UInt.self) == UInt(bitPattern: task) }
+        guard matches.count == 1, let index = matches.first else { return nil }
+        return UInt(bitPattern: block.start) + UInt(index * MemoryLayout<UInt>.stride)
+    }
+
+    /// The id of the task running now on the thread whose word is at `slot`: 0 when it runs none,
+    /// nil when the word or the task could not be read (the thread or the task is gone).
+    static func taskID(slot: UInt) -> UInt64? {
+        guard let task: UInt = read(slot) else { return nil }
+        if task == 0 { return 0 }
+        return withUnsafeTemporaryAllocation(byteCount: idHighOffset + 4, alignment: 8) { buffer -> UInt64? in
+            guard copy(from: task, into: buffer.baseAddress!, count: buffer.count) else { return nil }
+            return UInt64(buffer.load(fromByteOffset: idLowOffset, as: UInt32.self))
+                | UInt64(buffer.load(fromByteOffset: idHighOffset, as: UInt32.self)) << 32
+        }
+    }
+
+    private static func read(_ address: UInt) -> UInt? {
+        var word: UInt = 0
+        return withUnsafeMutableBytes(of: &word) { copy(from: address, into: $0.baseAddress!, count: $0.count) } ? word : nil
+    }
+
+    private static func copy(from address: UInt, into buffer: UnsafeMutableRawPointer, count: Int) -> Bool {
+        guard address != 0 else { return false }
+        var local = iovec(iov_base: buffer, iov_len: count)
+        var remote = iovec(iov_base: UnsafeMutableRawPointer(bitPattern: address), iov_len: count)
+        return hw_process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == count
+    }
+
+    /// The calling thread's thread-local block of the image whose code holds `address`.
+    private static func threadLocalBlock(containing address: UInt) -> (start: UnsafeMutableRawPointer, size: Int)? {
+        final class Search {
+            let address: UInt
+            var block: (start: UnsafeMutableRawPointer, size: Int)?
+            init(address: UInt) { self.address = address }
+        }
+        let search = Search(address: address)
+        _ = withExtendedLifetime(search) {
+            hw_dl_iterate_phdr(
+                { info, size, context in
+                    guard let info, let context, size >= MemoryLayout<hw_dl_phdr_info>.size, let headers = info.pointee.dlpi_phdr
+                    else { return 0 }
+                    let search = Unmanaged<Search>.fromOpaque(context).takeUnretainedValue()
+                    let bias = UInt(info.pointee.dlpi_addr)
+                    var holdsAddress = false
+                    var tlsSize = 0
+                    for index in 0..<Int(info.pointee.dlpi_phnum) {
+                        let header = headers[index]
+                        let start = bias &+ UInt(header.p_vaddr)
+                        if header.p_type == UInt32(PT_LOAD), search.address >= start, search.address < start &+ UInt(header.p_memsz) {
+                            holdsAddress = true
+                        }
+                        if header.p_type == UInt32(PT_TLS) { tlsSize = Int(header.p_memsz) }
+                    }
+                    guard holdsAddress else { return 0 }
+                    if let data = info.pointee.dlpi_tls_data, tlsSize > 0 { search.block = (data, tlsSize) }
+                    return 1
+                }, Unmanaged.passUnretained(search).toOpaque())
+        }
+        return search.block
+    }
+}
