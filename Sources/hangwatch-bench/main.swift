@@ -213,7 +213,8 @@ if wanted("14") {
         "(documented)")
 }
 
-// 15: the cooperative pool's watch at rest (probe once per threshold), the process as a whole.
+// 15: the cooperative pool's watch at rest (a probe once per threshold, looks at the pool threads
+// every sample interval), the process as a whole.
 if wanted("15") {
     let seconds = quick ? 2.0 : 10.0
     let figure = PoolWatchIdleFigure(seconds: seconds)
@@ -221,11 +222,11 @@ if wanted("15") {
     let on = try figure.measure(pool: true)
     add("15", "idle process, \(Int(seconds)) s, pool watch off: voluntary context switches, CPU",
         "\(off.contextSwitches), \(format(off.cpuMilliseconds, 1)) ms")
-    add("15", "idle process, \(Int(seconds)) s, pool watch on (probe every 250 ms)",
+    add("15", "idle process, \(Int(seconds)) s, pool watch on (probe every 250 ms, looks every 50 ms)",
         "\(on.contextSwitches), \(format(on.cpuMilliseconds, 1)) ms")
-    add("15", "  per probe: context switches, CPU",
-        "\(format(Double(on.contextSwitches - off.contextSwitches) / (seconds / 0.25), 1)), "
-            + "\(format((on.cpuMilliseconds - off.cpuMilliseconds) / (seconds / 0.25) * 1000, 0)) us")
+    add("15", "  the watch's share per second: context switches, CPU",
+        "\(format(Double(on.contextSwitches - off.contextSwitches) / seconds, 1)), "
+            + "\(format((on.cpuMilliseconds - off.cpuMilliseconds) / seconds * 1000, 0)) us")
 }
 
 if wanted("scaling") {
