@@ -65,9 +65,7 @@ struct LinuxStackSampler: StackSampling {
     func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool) -> StackSample {
         let task = ProcTask(tid: thread.tid)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)
-        guard let files = files.files(for: thread), let schedule = files.readSchedStat(),
-            let kernelState = files.readSyscall()
-        else {
+        guard let files = files.files(for: thread), let schedule = files.readSchedStat() else {
             sample.failure = .threadExited
             return sample
         }
@@ -82,6 +80,10 @@ struct LinuxStackSampler: StackSampling {
             unchanged.method = .unchanged
             unchanged.pauseNanoseconds = nil
             return unchanged
+        }
+        guard let kernelState = files.readSyscall() else {
+            sample.failure = .threadExited
+            return sample
         }
         // The syscall file tells running from blocked; `stat` (the costliest proc file) is read only
         // for a thread blocked outside a system call, to tell stopped from waiting on a page.
