@@ -11,10 +11,11 @@ protocol PoolThreadLooking: AnyObject {
 }
 
 /// Looks at the real pool (the threads `LinuxPoolThreads` names), cheaply when nothing moved:
-/// thread names and stack bounds are learnt once per thread, each thread keeps its open `/proc`
-/// files, and a thread still blocked in the same system call (an idle worker in its wait) costs
-/// one read of its `syscall` file. A thread on a CPU is captured by signal when a probe job
-/// attached it; otherwise it is left unread (no activation: it cannot be held).
+/// thread names and stack bounds are learnt once per thread (when the thread list changes), each
+/// thread keeps its open `/proc` files, and a thread not put on a CPU since the last look (an idle
+/// worker in its wait) costs one read of its `schedstat`. A thread on a CPU is captured by signal
+/// when a probe job attached it; otherwise it is left unread (no activation: it cannot be held).
+/// Attached threads also give the id of the task they run (`withTask`).
 final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     /// One thread of the process, learnt once. A class: a look updates it in place.
     private final class Known {
