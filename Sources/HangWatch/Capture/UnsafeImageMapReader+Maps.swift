@@ -74,19 +74,28 @@ extension UnsafeImageMapReader {
 
 /// Copies of this process's memory through `process_vm_readv`: unmapped memory is an error, not a fault.
 enum UnsafeProcessMemory: ImageMemory {
+    /// The most one copy takes (sizes come from image headers, which may be wrong).
+    static let maxCount = 1 << 20
+
     static func bytes(at address: UInt, count: Int) -> [UInt8]? {
-        guard count > 0, count <= 1 << 20, address != 0 else { return nil }
+        guard count > 0, count <= maxCount else { return nil }
         var buffer = [UInt8](repeating: 0, count: count)
-        let copied = buffer.withUnsafeMutableBytes { raw -> Int in
-            var local = iovec(iov_base: raw.baseAddress, iov_len: count)
-            var remote = iovec(iov_base: UnsafeMutableRawPointer(bitPattern: address), iov_len: count)
-            return hw_process_vm_readv(getpid(), &local, 1, &remote, 1, 0)
-        }
-        return copied == count ? buffer : nil
+        return buffer.withUnsafeMutableBytes { copy(from: address, into: $0) } ? buffer : nil
     }
 
+    /// Fills `buffer` with the bytes at `address`: true only when every byte was copied.
+    static func copy(from address: UInt, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        guard buffer.count > 0, buffer.count <= maxCount, address != 0 else { return false }
+        var local = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+        var remote = iovec(iov_base: UnsafeMutableRawPointer(bitPattern: address), iov_len: buffer.count)
+        return hw_process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == buffer.count
+    }
+
+    /// One value at `address`, copied without allocating.
     static func copy<T>(_ type: T.Type, at address: UInt) -> T? {
-        bytes(at: address, count: MemoryLayout<T>.size).map { $0.withUnsafeBytes { $0.loadUnaligned(as: T.self) } }
+        withUnsafeTemporaryAllocation(byteCount: MemoryLayout<T>.size, alignment: MemoryLayout<T>.alignment) { buffer in
+            copy(from: address, into: buffer) ? UnsafeRawBufferPointer(buffer).loadUnaligned(as: T.self) : nil
+        }
     }
 
     static func copyArray<T>(_ type: T.Type, at address: UInt, count: Int) -> [T]? {

@@ -17,7 +17,7 @@ import Glibc
 /// slot, and jobs that compute are then not followed (see `HeldJobTracker`).
 ///
 /// The pool watch then reads any attached thread's word, and the task's id, through the kernel
-/// (`process_vm_readv`): the thread may exit, or the task end and its memory go, while it reads.
+/// (`UnsafeProcessMemory`): the thread may exit, or the task end and its memory go, while it reads.
 /// Unsafe: it reads raw memory at addresses derived from the runtime's private layout.
 enum UnsafeCurrentTaskSlot {
     /// Where `AsyncTask::getTaskId` (Swift 6.3) finds the id's low and high 32 bits in a task.
@@ -53,25 +53,13 @@ enum UnsafeCurrentTaskSlot {
     /// The id of the task running now on the thread whose word is at `slot`: 0 when it runs none,
     /// nil when the word or the task could not be read (the thread or the task is gone).
     static func taskID(slot: UInt) -> UInt64? {
-        guard let task: UInt = read(slot) else { return nil }
+        guard let task = UnsafeProcessMemory.copy(UInt.self, at: slot) else { return nil }
         if task == 0 { return 0 }
         return withUnsafeTemporaryAllocation(byteCount: idHighOffset + 4, alignment: 8) { buffer -> UInt64? in
-            guard copy(from: task, into: buffer.baseAddress!, count: buffer.count) else { return nil }
+            guard UnsafeProcessMemory.copy(from: task, into: buffer) else { return nil }
             return UInt64(buffer.load(fromByteOffset: idLowOffset, as: UInt32.self))
                 | UInt64(buffer.load(fromByteOffset: idHighOffset, as: UInt32.self)) << 32
         }
-    }
-
-    private static func read(_ address: UInt) -> UInt? {
-        var word: UInt = 0
-        return withUnsafeMutableBytes(of: &word) { copy(from: address, into: $0.baseAddress!, count: $0.count) } ? word : nil
-    }
-
-    private static func copy(from address: UInt, into buffer: UnsafeMutableRawPointer, count: Int) -> Bool {
-        guard address != 0 else { return false }
-        var local = iovec(iov_base: buffer, iov_len: count)
-        var remote = iovec(iov_base: UnsafeMutableRawPointer(bitPattern: address), iov_len: count)
-        return hw_process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == count
     }
 
     /// The calling thread's thread-local block of the image whose code holds `address`.
