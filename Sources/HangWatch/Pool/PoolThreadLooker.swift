@@ -65,13 +65,8 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
                 entry.attached = true
                 entry.previous = nil
             }
-            if !entry.attached, !entry.stackLookedUp, case .inSyscall(_, _, let stackPointer, _)? = ProcTask(tid: tid).syscall() {
-                entry.stackLookedUp = true
-                if stackMappings == nil { stackMappings = StackMapping.readAll() }
-                if let mapping = stackMappings?.first(where: { $0.contains(stackPointer) }) {
-                    entry.thread.stackLow = mapping.start
-                    entry.thread.stackHigh = mapping.end
-                }
+            if !entry.attached, !entry.stackLookedUp {
+                entry.stackLookedUp = StackMapping.boundBlockedThread(&entry.thread, mappings: &stackMappings)
             }
             let sampler = entry.sampler
                 ?? LinuxStackSampler(signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock())
@@ -130,30 +125,6 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
         }
     }
 
-    /// The process's thread ids, from `/proc/self/task` (no allocation per entry beyond the array).
-    static func threadIDs() -> [Int32] {
-        guard let directory = opendir("/proc/self/task") else { return [] }
-        defer { closedir(directory) }
-        return threadIDs(in: directory)
-    }
-
-    static func threadIDs(in directory: OpaquePointer) -> [Int32] {
-        var tids: [Int32] = []
-        while let entry = readdir(directory) {
-            let tid = withUnsafeBytes(of: entry.pointee.d_name) { bytes -> Int32 in
-                var value: Int32 = 0
-                for byte in bytes {
-                    guard byte != 0 else { break }
-                    guard byte >= 0x30, byte <= 0x39 else { return 0 }
-                    value = value &* 10 &+ Int32(byte - 0x30)
-                }
-                return value
-            }
-            if tid > 0 { tids.append(tid) }
-        }
-        return tids.sorted()
-    }
-
     /// `/proc/self/task`, opened once and re-listed from the start at each look (no path walk).
     private final class TaskDirectory {
         private let directory: OpaquePointer? = opendir("/proc/self/task")
@@ -161,9 +132,9 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
         deinit { if let directory { closedir(directory) } }
 
         func threadIDs() -> [Int32] {
-            guard let directory else { return LinuxPoolThreadLooker.threadIDs() }
+            guard let directory else { return LinuxPoolThreads.threadIDs() }
             rewinddir(directory)
-            return LinuxPoolThreadLooker.threadIDs(in: directory)
+            return LinuxPoolThreads.threadIDs(in: directory)
         }
     }
 }

@@ -39,11 +39,35 @@ struct LinuxPoolThreads: PoolThreadCapturing {
 
     /// The pool's threads now: (tid, name).
     static func list() -> [(tid: Int32, name: String)] {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return [] }
-        return entries.compactMap { Int32($0) }.sorted().compactMap { tid in
+        threadIDs().compactMap { tid in
             guard let name = ProcTask(tid: tid).name(), poolThreadNames.contains(name) else { return nil }
             return (tid, name)
         }
+    }
+
+    /// The process's thread ids, sorted, from `/proc/self/task`.
+    static func threadIDs() -> [Int32] {
+        guard let directory = opendir("/proc/self/task") else { return [] }
+        defer { closedir(directory) }
+        return threadIDs(in: directory)
+    }
+
+    /// The thread ids listed by `directory` (`/proc/self/task`, open) from where it stands, sorted.
+    static func threadIDs(in directory: OpaquePointer) -> [Int32] {
+        var tids: [Int32] = []
+        while let entry = readdir(directory) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) { bytes -> Int32 in
+                var value: Int32 = 0
+                for byte in bytes {
+                    guard byte != 0 else { break }
+                    guard byte >= 0x30, byte <= 0x39 else { return 0 }
+                    value = value &* 10 &+ Int32(byte - 0x30)
+                }
+                return value
+            }
+            if tid > 0 { tids.append(tid) }
+        }
+        return tids.sorted()
     }
 
     func capture(skipping: Set<Int32>, signalAllowed: Bool) -> [PoolThreadSample] {
@@ -60,13 +84,7 @@ struct LinuxPoolThreads: PoolThreadCapturing {
                     tid: tid, name: name, sample: sampler.sample(attached.thread, previous: nil, signalAllowed: signalAllowed), attached: true)
             }
             var thread = MonitoredThread(tid: tid, startTimeTicks: startTime, stackLow: 0, stackHigh: 0, name: name, isMain: false)
-            if case .inSyscall(_, _, let stackPointer, _)? = task.syscall() {
-                if stackMappings == nil { stackMappings = StackMapping.readAll() }
-                if let mapping = stackMappings?.first(where: { $0.contains(stackPointer) }) {
-                    thread.stackLow = mapping.start
-                    thread.stackHigh = mapping.end
-                }
-            }
+            StackMapping.boundBlockedThread(&thread, mappings: &stackMappings)
             // Never signalled: its mask blocks the capture signal, and it has no alternate stack.
             var sample = sampler.sample(thread, previous: nil, signalAllowed: false)
             if sample.failure == .debuggerAttached || (sample.failure == nil && sample.frames.isEmpty) {
@@ -83,6 +101,21 @@ struct StackMapping: Equatable {
     var end: UInt
 
     func contains(_ address: UInt) -> Bool { start <= address && address < end }
+
+    /// Gives a thread that was never attached the bounds of the mapping that holds its stack
+    /// pointer, when it is blocked in a system call (`/proc` tells the pointer then). `mappings`
+    /// is read on first need and kept for the caller's next thread. True when the mappings were
+    /// consulted (the thread was blocked), whether or not one held the pointer.
+    @discardableResult
+    static func boundBlockedThread(_ thread: inout MonitoredThread, mappings: inout [StackMapping]?) -> Bool {
+        guard case .inSyscall(_, _, let stackPointer, _)? = ProcTask(tid: thread.tid).syscall() else { return false }
+        if mappings == nil { mappings = readAll() }
+        if let mapping = mappings?.first(where: { $0.contains(stackPointer) }) {
+            thread.stackLow = mapping.start
+            thread.stackHigh = mapping.end
+        }
+        return true
+    }
 
     static func readAll() -> [StackMapping] {
         guard let maps = SmallFile.text("/proc/self/maps", limit: 16 << 20) else { return [] }
