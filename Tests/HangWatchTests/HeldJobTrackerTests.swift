@@ -65,7 +65,7 @@ import Testing
             job.sample = ScriptedSampler.computing()
             events += tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold)
         }
-        #expect(events.isEmpty && !tracker.isFollowing)
+        #expect(events.isEmpty && tracker.episodes.isEmpty)
     }
 
     /// The task's id proves one task ran all along: a job that computes (or moves from one blocking
@@ -178,7 +178,7 @@ import Testing
         _ = run(&tracker, until: 400) { _ in jobA }
         let events = tracker.stop()
         guard case .ended(7, let end)? = events.first else { Issue.record("\(events)"); return }
-        #expect(end == t(400) && events.count == 1 && !tracker.isFollowing)
+        #expect(end == t(400) && events.count == 1 && tracker.episodes.isEmpty)
     }
 
     @Test func anActivationIsTheRuntimeCalledFunctionAndItsContexts() throws {

@@ -172,9 +172,6 @@ struct HeldJobTracker: Sendable {
         return episodes.values.filter(\.held).map { .ended(tid: $0.thread.tid, endMicroseconds: $0.lastSeenMicroseconds) }
     }
 
-    /// Whether any job is on a pool thread now (the watch then looks at its finer interval).
-    var isFollowing: Bool { !episodes.isEmpty }
-
     private static func end(_ episode: Episode, now: UInt64) -> [Event] {
         guard episode.held else { return [] }
         let last = episode.lastSeenMicroseconds
