@@ -8,23 +8,32 @@ import Foundation
 /// while the monitored loop is hung (a thread stuck inside `dlopen` may hold the loader lock).
 enum UnsafeImageMapReader {
     static func read() -> ImageMap {
-        final class Collector {
-            var images: [ImageMap.Image] = []
-            let executablePath = ProcessSnapshot.executablePath()
+        var images: [ImageMap.Image] = []
+        let executablePath = ProcessSnapshot.executablePath()
+        forEachLoadedImage { info in
+            if let image = image(from: info, executablePath: executablePath) { images.append(image) }
+            return true
         }
-        let collector = Collector()
-        withExtendedLifetime(collector) {
-            _ = hw_dl_iterate_phdr(
-                { info, size, context in
-                    guard let info, let context, size >= MemoryLayout<hw_dl_phdr_info>.size else { return 0 }
-                    let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
-                    if let image = UnsafeImageMapReader.image(from: info.pointee, executablePath: collector.executablePath) {
-                        collector.images.append(image)
-                    }
-                    return 0
-                }, Unmanaged.passUnretained(collector).toOpaque())
+        return ImageMap(images: images)
+    }
+
+    /// Calls `body` with each image the dynamic loader lists (`dl_iterate_phdr`, the loader's lock
+    /// held meanwhile) until it returns false.
+    static func forEachLoadedImage(_ body: (hw_dl_phdr_info) -> Bool) {
+        withoutActuallyEscaping(body) { body in
+            final class Visitor {
+                let body: (hw_dl_phdr_info) -> Bool
+                init(_ body: @escaping (hw_dl_phdr_info) -> Bool) { self.body = body }
+            }
+            let visitor = Visitor(body)
+            withExtendedLifetime(visitor) {
+                _ = hw_dl_iterate_phdr(
+                    { info, size, context in
+                        guard let info, let context, size >= MemoryLayout<hw_dl_phdr_info>.size else { return 0 }
+                        return Unmanaged<Visitor>.fromOpaque(context).takeUnretainedValue().body(info.pointee) ? 0 : 1
+                    }, Unmanaged.passUnretained(visitor).toOpaque())
+            }
         }
-        return ImageMap(images: collector.images)
     }
 
     private static func image(from info: hw_dl_phdr_info, executablePath: String) -> ImageMap.Image? {

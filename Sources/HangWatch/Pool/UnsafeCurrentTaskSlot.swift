@@ -64,34 +64,21 @@ enum UnsafeCurrentTaskSlot {
 
     /// The calling thread's thread-local block of the image whose code holds `address`.
     private static func threadLocalBlock(containing address: UInt) -> (start: UnsafeMutableRawPointer, size: Int)? {
-        final class Search {
-            let address: UInt
-            var block: (start: UnsafeMutableRawPointer, size: Int)?
-            init(address: UInt) { self.address = address }
+        var block: (start: UnsafeMutableRawPointer, size: Int)?
+        UnsafeImageMapReader.forEachLoadedImage { info in
+            guard let headers = info.dlpi_phdr else { return true }
+            let bias = UInt(info.dlpi_addr)
+            var holdsAddress = false
+            var tlsSize = 0
+            for header in UnsafeBufferPointer(start: headers, count: Int(info.dlpi_phnum)) {
+                let start = bias &+ UInt(header.p_vaddr)
+                if header.p_type == UInt32(PT_LOAD), address >= start, address < start &+ UInt(header.p_memsz) { holdsAddress = true }
+                if header.p_type == UInt32(PT_TLS) { tlsSize = Int(header.p_memsz) }
+            }
+            guard holdsAddress else { return true }
+            if let data = info.dlpi_tls_data, tlsSize > 0 { block = (data, tlsSize) }
+            return false
         }
-        let search = Search(address: address)
-        _ = withExtendedLifetime(search) {
-            hw_dl_iterate_phdr(
-                { info, size, context in
-                    guard let info, let context, size >= MemoryLayout<hw_dl_phdr_info>.size, let headers = info.pointee.dlpi_phdr
-                    else { return 0 }
-                    let search = Unmanaged<Search>.fromOpaque(context).takeUnretainedValue()
-                    let bias = UInt(info.pointee.dlpi_addr)
-                    var holdsAddress = false
-                    var tlsSize = 0
-                    for index in 0..<Int(info.pointee.dlpi_phnum) {
-                        let header = headers[index]
-                        let start = bias &+ UInt(header.p_vaddr)
-                        if header.p_type == UInt32(PT_LOAD), search.address >= start, search.address < start &+ UInt(header.p_memsz) {
-                            holdsAddress = true
-                        }
-                        if header.p_type == UInt32(PT_TLS) { tlsSize = Int(header.p_memsz) }
-                    }
-                    guard holdsAddress else { return 0 }
-                    if let data = info.pointee.dlpi_tls_data, tlsSize > 0 { search.block = (data, tlsSize) }
-                    return 1
-                }, Unmanaged.passUnretained(search).toOpaque())
-        }
-        return search.block
+        return block
     }
 }
