@@ -50,6 +50,8 @@ public enum FrameNaming {
     /// The heaviest stack's first app frame (the service's own code), else its first frame.
     public static func topAppFrame(_ report: HangReport) -> HangReport.Frame? {
         guard let frames = report.heaviestStack?.frames else { return nil }
-        return StackSignature.appFrames(frames, images: report.images).first ?? frames.first
+        // A linker stub in the service's image is a call on its way to another image: not the service's code.
+        return StackSignature.appFrames(frames, images: report.images).first { !($0.symbol.map(SymbolName.isLinkerStub) ?? false) }
+            ?? frames.first
     }
 }

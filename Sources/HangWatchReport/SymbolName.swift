@@ -2,7 +2,23 @@
 /// return types, no attributes. `static app.Pricing.recompute(for: Swift.Int) -> Swift.UInt64`
 /// becomes `app.Pricing.recompute(for:)`. Reports keep the full name.
 public enum SymbolName {
+    /// The mark the symbolizer puts after a procedure linkage table entry's target: `f@plt` is the
+    /// linker's stub that jumps to `f` (in another image), not code of the image it sits in.
+    public static let linkerStubMark = "@plt"
+
+    /// A procedure linkage table entry whose target is not known.
+    public static let unknownLinkerStub = "PLT stub"
+
+    /// A procedure linkage table entry: `f@plt`, or `PLT stub` when its target is unknown.
+    public static func isLinkerStub(_ symbol: String) -> Bool {
+        symbol.hasSuffix(linkerStubMark) || symbol == unknownLinkerStub
+    }
+
     public static func short(_ name: String) -> String {
+        // `f@plt`: the stub that jumps to f; f's short name, marked.
+        if name.hasSuffix(linkerStubMark), name.count > linkerStubMark.count {
+            return short(String(name.dropLast(linkerStubMark.count))) + " (PLT stub)"
+        }
         var text = Substring(name)
         // `clock_nanosleep@GLIBC_2.2.5`, `memcpy@@GLIBC_2.14`: the symbol version says nothing
         // about where the time went.

@@ -129,7 +129,7 @@ package final class ImageSymbols {
         var symbolOffset: GElf_Off = 0
         var symbol = GElf_Sym()
         guard let name = dwfl_module_addrinfo(module, GElf_Addr(offset), &symbolOffset, &symbol, nil, nil, nil) else {
-            return nil
+            return linkerStub(offset: offset)
         }
         var result = SymbolicatedFrame(
             symbol: Demangler.demangle(String(cString: name)), offset: UInt64(symbolOffset), file: nil, line: nil)
@@ -144,6 +144,68 @@ package final class ImageSymbols {
             result.line = line
         }
         return result
+    }
+
+    /// A procedure linkage table entry (no symbol covers it): `<function>@plt`, the function the
+    /// stub jumps to, when its instruction proves which one (x86_64 `jmp *slot(%rip)`, the slot
+    /// named by a `.rela.plt` relocation); else `PLT stub` (`SymbolName.isLinkerStub`). Time in one is time calling that
+    /// function from the frame below.
+    private func linkerStub(offset: UInt64) -> SymbolicatedFrame? {
+        var bias: GElf_Addr = 0
+        guard let elf = dwfl_module_getelf(module, &bias) else { return nil }
+        let address = GElf_Addr(offset) &- bias
+        var names = 0
+        guard elf_getshdrstrndx(elf, &names) == 0 else { return nil }
+        var stub: (start: GElf_Addr, bytes: UnsafeRawBufferPointer)?
+        var relocations: (data: UnsafeMutablePointer<Elf_Data>, symbols: Int)?
+        var section: OpaquePointer? = nil
+        while let next = elf_nextscn(elf, section) {
+            section = next
+            var header = GElf_Shdr()
+            guard gelf_getshdr(next, &header) != nil, let rawName = elf_strptr(elf, names, Int(header.sh_name)) else { continue }
+            let name = String(cString: rawName)
+            if [".plt", ".plt.sec", ".plt.got", ".iplt"].contains(name), address >= header.sh_addr,
+                address < header.sh_addr + header.sh_size, header.sh_type == UInt32(SHT_PROGBITS),
+                let data = elf_getdata(next, nil), let buffer = data.pointee.d_buf
+            {
+                stub = (header.sh_addr, UnsafeRawBufferPointer(start: buffer, count: Int(data.pointee.d_size)))
+            }
+            if name == ".rela.plt", let data = elf_getdata(next, nil) { relocations = (data, Int(header.sh_link)) }
+        }
+        guard let stub else { return nil }
+        let plain = SymbolicatedFrame(symbol: SymbolName.unknownLinkerStub, offset: 0, file: nil, line: nil)
+        #if arch(x86_64)
+            // Entries are 16 bytes; find this one's `jmp *disp32(%rip)` (ff 25), after an
+            // `endbr64` (f3 0f 1e fa) and a `bnd` prefix (f2) where the linker put them.
+            let entry = Int(address - stub.start) & ~15
+            guard entry + 16 <= stub.bytes.count, let relocations,
+                let symbolTable = elf_getscn(elf, relocations.symbols), let symbolData = elf_getdata(symbolTable, nil)
+            else { return plain }
+            var symbolHeader = GElf_Shdr()
+            guard gelf_getshdr(symbolTable, &symbolHeader) != nil else { return plain }
+            for start in [entry, entry + 4] {
+                var at = start
+                if stub.bytes[at] == 0xf2 { at += 1 }
+                guard at + 6 <= entry + 16, stub.bytes[at] == 0xff, stub.bytes[at + 1] == 0x25 else { continue }
+                let displacement = stub.bytes.loadUnaligned(fromByteOffset: at + 2, as: Int32.self)
+                let slot = GElf_Addr(Int64(stub.start) + Int64(at + 6) + Int64(displacement))
+                var index: Int32 = 0
+                var relocation = GElf_Rela()
+                while gelf_getrela(relocations.data, index, &relocation) != nil {
+                    index += 1
+                    guard relocation.r_offset == slot else { continue }
+                    var symbol = GElf_Sym()
+                    guard gelf_getsym(symbolData, Int32(relocation.r_info >> 32), &symbol) != nil,
+                        let name = elf_strptr(elf, Int(symbolHeader.sh_link), Int(symbol.st_name)), name.pointee != 0
+                    else { return plain }
+                    return SymbolicatedFrame(
+                        symbol: Demangler.demangle(String(cString: name)) + SymbolName.linkerStubMark, offset: address - (stub.start + GElf_Addr(entry)),
+                        file: nil, line: nil)
+                }
+                return plain
+            }
+        #endif
+        return plain
     }
 
     private func lineFromUnits(offset: UInt64) -> (String, Int?)? {

@@ -30,4 +30,20 @@ import Testing
         let text = HangReportSummary().render(ReportFixtures.report())
         #expect(text.contains("billing.recompute() (Billing.swift:42)"))
     }
+
+    /// A sample in a linker stub of the service's image (a call on its way to the C library or the
+    /// runtime) names the service's function that made the call, not the stub.
+    @Test func theCulpritIsNeverALinkerStub() {
+        var report = ReportFixtures.report(frames: 4)
+        // Frame 0 in libc, 1 `billing.recompute()`: the culprit as before.
+        #expect(FrameNaming.topAppFrame(report)?.symbol == "billing.recompute() -> ()")
+        // Frame 0 now a stub in the service's own image, then recompute.
+        report.heaviestStack?.frames[0].image = 0
+        report.heaviestStack?.frames[0].symbol = "swift_retain@plt"
+        #expect(FrameNaming.topAppFrame(report)?.symbol == "billing.recompute() -> ()")
+        report.heaviestStack?.frames[0].symbol = SymbolName.unknownLinkerStub
+        #expect(FrameNaming.topAppFrame(report)?.symbol == "billing.recompute() -> ()")
+        // Shown for what it is.
+        #expect(FrameNaming.displayName(HangReport.Frame(address: "0x1", image: nil, offset: nil, symbol: "swift_retain@plt"), images: []) == "swift_retain (PLT stub)")
+    }
 }

@@ -20,6 +20,10 @@ import Testing
         // A private declaration keeps its name (not `(_:)`), without the file discriminator.
         ("NIOCore.ChannelHandlerContext.(invokeChannelRead in _9A0B1C2D3E4F5A6B)(NIOCore.NIOAny) -> ()",
          "NIOCore.ChannelHandlerContext.invokeChannelRead(_:)"),
+        // A linker stub: the function it jumps to, marked (never a bare `@plt` name).
+        ("generic specialization <Swift.Range<Swift.Int>> of Swift.IndexingIterator.next() -> A.Element?@plt",
+         "Swift.IndexingIterator.next() (PLT stub)"),
+        ("swift_retain@plt", "swift_retain (PLT stub)"),
         // An async function's parts: its name, marked async (never an empty name).
         ("(1) suspend resume partial function for app.Service.handle(request: app.Request) async -> ()",
          "app.Service.handle(request:) (async)"),

@@ -66,6 +66,34 @@ func report(addresses: [UInt], image: HangReport.Image, bias: UInt) -> HangRepor
         #expect(hang.heaviestStack?.frames.compactMap(\.symbol).isEmpty == false)
     }
 
+    /// A sample in a procedure linkage table entry is named after the function the entry jumps to,
+    /// as the binary's own disassembler names it (`objdump -d -j .plt`: `<f@plt>`), and marked.
+    @Test func aLinkerStubIsNamedAfterTheFunctionItJumpsTo() throws {
+        let path = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/objdump")
+        process.arguments = ["-d", "-j", ".plt", path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let objdump = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        // `0000000000028f10 <$sSomething@plt>:` (the first entry, PLT0, has no name).
+        let stubs = objdump.split(separator: "\n").compactMap { line -> (offset: UInt64, name: String)? in
+            guard line.hasSuffix("@plt>:"), let space = line.firstIndex(of: " "), let offset = UInt64(line[..<space], radix: 16) else { return nil }
+            let name = line[line.index(space, offsetBy: 2)..<line.index(line.endIndex, offsetBy: -"@plt>:".count)]
+            return (offset, String(name))
+        }
+        try #require(stubs.count >= 10, "\(objdump.prefix(500))")
+        let symbols = try ImageSymbols(path: path, expectedBuildID: nil, debugDirectories: [])
+        for stub in stubs.prefix(40) {
+            // Anywhere inside the 16-byte entry.
+            let named = symbols.lookup(offset: stub.offset + 7)
+            #expect(named?.symbol == Demangler.demangle(stub.name) + "@plt", "\(stub)")
+            #expect(named.map { SymbolName.isLinkerStub($0.symbol) } == true)
+        }
+    }
+
     @Test func refusesABinaryWhoseBuildIDDoesNotMatch() throws {
         let (image, bias) = try thisExecutableImage(buildID: "00112233445566778899aabbccddeeff00112233")
         var hang = report(addresses: symbolicationProbe().filter { $0 > bias && $0 - bias < 0x1000_0000 }, image: image, bias: bias)
