@@ -62,6 +62,21 @@ public enum SymbolName {
         var index = text.startIndex
         while index < text.endIndex {
             let character = text[index]
+            if character == "(", text[index...].hasPrefix("(extension in "), let close = matchingClose(in: text, from: index),
+                text[text.index(after: close)...].first == ":"
+            {
+                // `(extension in Hummingbird):Hummingbird.RouterMethods.f`: where the extension is
+                // declared says nothing the qualified name after it does not.
+                index = text.index(close, offsetBy: 2)
+                continue
+            }
+            if character == "<", let last = output.last, last.isLetter || last.isNumber || last == "_",
+                let close = matchingClose(in: text, from: index), text[text.index(after: close)...].first == "("
+            {
+                // `withLogger<A, B where B: Swift.Error>(…)`: a generic function's parameters, placeholders.
+                index = text.index(after: close)
+                continue
+            }
             if character == "(" {
                 // An argument list: keep the labels.
                 guard let close = matchingClose(in: text, from: index) else {
@@ -86,6 +101,12 @@ public enum SymbolName {
                 // Drop effects (` async`, ` throws`) and a return type that follow.
                 for effect in [" async", " throws", " rethrows"] where text[index...].hasPrefix(effect + " ") {
                     index = text.index(index, offsetBy: effect.count)
+                }
+                // A typed throw, `throws(B)`.
+                if text[index...].hasPrefix(" throws("),
+                    let close = matchingClose(in: text, from: text.index(index, offsetBy: " throws".count))
+                {
+                    index = text.index(after: close)
                 }
                 let rest = text[index...]
                 if rest.hasPrefix(" -> ") {
@@ -169,6 +190,8 @@ public enum SymbolName {
         var depth = 0
         var start = arguments.startIndex
         for index in arguments.indices {
+            // The `>` of a function type's arrow closes nothing.
+            if arguments[index] == ">", index > arguments.startIndex, arguments[arguments.index(before: index)] == "-" { continue }
             switch arguments[index] {
             case "(", "<", "[": depth += 1
             case ")", ">", "]": depth -= 1

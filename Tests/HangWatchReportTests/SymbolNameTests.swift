@@ -43,6 +43,18 @@ import Testing
          "reabstraction thunk (async)"),
         // C++ parameter types with namespaces are not labels.
         ("completeTaskWithClosure(swift::AsyncContext*, swift::SwiftError*)", "completeTaskWithClosure(_:_:)"),
+        // Hummingbird's handlers run under generic functions declared in extensions: neither the
+        // extension nor the placeholders make a name (seen as `closure #1 in (async)` and ` (async)`).
+        ("(1) await resume partial function for closure #1 @Sendable (HummingbirdCore.Request, A.Context) async throws -> HummingbirdCore.Response in (extension in Hummingbird):Hummingbird.RouterMethods.constructResponder<A where A1: Hummingbird.ResponseGenerator>(use: @Sendable (HummingbirdCore.Request, A.Context) async throws -> A1) -> Hummingbird.CallbackResponder<A.Context>",
+         "closure #1 in Hummingbird.RouterMethods.constructResponder(use:) (async)"),
+        ("(2) await resume partial function for (extension in HummingbirdCore):HummingbirdCore.HTTPChannelHandler.handleHTTP(asyncChannel: NIOCore.NIOAsyncChannel<NIOHTTPTypes.HTTPRequestPart, NIOHTTPTypes.HTTPResponsePart>, logger: Logging.Logger) async -> ()",
+         "HummingbirdCore.HTTPChannelHandler.handleHTTP(asyncChannel:logger:) (async)"),
+        ("(1) await resume partial function for closure #1 nonisolated(nonsending) () async throws -> A in Logging.withLogger<A, B where B: Swift.Error>(Logging.Logger, nonisolated(nonsending) (Logging.Logger) async throws(B) -> A) async throws(B) -> A",
+         "closure #1 in Logging.withLogger(_:_:) (async)"),
+        ("(2) await resume partial function for Swift.TaskLocal.withValueImpl<A>(_: __owned A, operation: () async throws -> A1, isolation: isolated Swift.Optional<Swift.Actor>, file: Swift.String, line: Swift.UInt) async throws -> A1",
+         "Swift.TaskLocal.withValueImpl(_:operation:isolation:file:line:) (async)"),
+        // A generic type's arguments stay: they tell one instance from another.
+        ("Swift.Array<Swift.Int>.append(__owned Swift.Int) -> ()", "Swift.Array<Swift.Int>.append(_:)"),
         // Folded identical code may be any of several functions: it says so.
         ("merged Swift.Array.append(__owned A) -> ()", "merged Swift.Array.append(_:)"),
     ])

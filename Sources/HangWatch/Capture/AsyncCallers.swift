@@ -13,7 +13,7 @@ package struct AsyncCallers: Sendable, Equatable {
         case unreadable = "async context unreadable"
         /// A context failed a check (misaligned, no resume function, a loop).
         case invalid = "async context invalid"
-        /// A resume address was not the start of a function in the unwind tables.
+        /// A resume address was not provably a function's start (`ImageMap.isAsyncResumeStart`).
         case unproven = "async resume address unproven"
     }
 
@@ -39,13 +39,13 @@ package struct AsyncCallers: Sendable, Equatable {
             && lhs.contexts?.first == rhs.contexts?.first && lhs.contexts?.last == rhs.contexts?.last
     }
 
-    /// Keeps the callers up to the first whose resume address is not exactly a function's start
-    /// (`functionStart` from the unwind tables): an address read from the heap proves nothing
-    /// unless it is one. The chain then ends `unproven`.
-    package func proven(functionStart: (UInt) -> UInt?) -> AsyncCallers {
+    /// Keeps the callers up to the first whose resume address is not provably a function's first
+    /// instruction (`isResumeStart`: `ImageMap.isAsyncResumeStart`): an address read from the heap
+    /// proves nothing unless it is one. The chain then ends `unproven`.
+    package func proven(isResumeStart: (UInt) -> Bool) -> AsyncCallers {
         var kept: [UInt] = []
         for address in resumeAddresses {
-            guard functionStart(address) == address else {
+            guard isResumeStart(address) else {
                 return AsyncCallers(after: after, resumeAddresses: kept, end: .unproven, contexts: contexts)
             }
             kept.append(address)

@@ -76,6 +76,20 @@ struct ImageMap: Sendable, Equatable {
         return UnsafeImageMapReader.functionStart(of: address, in: segment)
     }
 
+    /// Whether `address`, read from the heap as an async caller's resume point, is provably the
+    /// first instruction of a function. Either an unwind-table entry starts exactly there, or no
+    /// entry covers it (Swift 6.3's own runtime has resume functions without one, such as
+    /// `TaskLocal.withValueImpl`'s, which Hummingbird's handlers run under) and its first bytes are
+    /// the prologue of a Swift async function (`AsyncPrologue`). An address inside a function
+    /// never passes.
+    func isAsyncResumeStart(_ address: UInt) -> Bool {
+        guard let image = imageIndex(containing: address),
+            let segment = images[image].unwindSegments.first(where: { $0.range.contains(address) })
+        else { return false }
+        if let start = UnsafeImageMapReader.functionStart(of: address, in: segment) { return start == address }
+        return AsyncPrologue.begins(at: address, in: segment.range)
+    }
+
     /// The name of the function at `address` in an image that is not a file (the vDSO); nil for
     /// every other image (symbolication names those later, from the files).
     func memorySymbolName(of address: UInt) -> String? {

@@ -28,7 +28,7 @@ struct ReportBuilder: Sendable {
                 sampleStacks.append(nil)
                 continue
             }
-            let callers = sample.asyncCallers.map { $0.proven(functionStart: images.functionStart(of:)) }
+            let callers = sample.asyncCallers.map { $0.proven(isResumeStart: images.isAsyncResumeStart) }
             var indices = sample.frames.enumerated().map { position, address -> Int in
                 if let known = frameIndex[address] { return known }
                 // The innermost frame is the exact program counter. The others are return addresses,
