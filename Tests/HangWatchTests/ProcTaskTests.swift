@@ -1,3 +1,5 @@
+import Foundation
+import CHangWatchCapture
 @testable import HangWatch
 import HangWatchTestSupport
 import Testing
@@ -20,6 +22,24 @@ import Testing
                 == .inSyscall(number: 202, arguments: [0x7f00, 0x80, 0x2, 0, 0, 0], stackPointer: 0x7ffd2000, programCounter: 0x7f1234))
         #expect(ProcTask.parseSyscall("garbage") == nil)
         #expect(ProcTask.parseSyscall("202 0x1") == nil)
+    }
+
+    @Test func readsTheVoluntarySwitchesOfARealThreadAndTheyMoveWhenItSleeps() throws {
+        let status = "Name:\tw\nnonvoluntary_ctxt_switches:\t9\n"
+        #expect(ProcTask.parseVoluntarySwitches(bytes: ArraySlice(Array(status.utf8))) == nil)
+        let both = "Name:\tw\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t9\n"
+        #expect(ProcTask.parseVoluntarySwitches(bytes: ArraySlice(Array(both.utf8))) == 1234)
+        let files = try #require(ProcTaskFiles(tid: hw_gettid()))
+        let before = try #require(files.readVoluntarySwitches())
+        usleep(2_000)
+        let after = try #require(files.readVoluntarySwitches())
+        #expect(after > before)
+        // Computing does not move it.
+        let start = DispatchTime.now().uptimeNanoseconds
+        var spin: UInt64 = 1
+        while DispatchTime.now().uptimeNanoseconds - start < 2_000_000 { spin = spin &* 31 &+ 7 }
+        #expect(spin != 0)
+        #expect(files.readVoluntarySwitches() == after)
     }
 
     @Test func parsesSchedStat() {

@@ -62,6 +62,11 @@ struct LinuxStackSampler: StackSampling {
         return true
     }
 
+    /// The thread's voluntary context switches so far (`status`); nil when it cannot be read.
+    func voluntarySwitches(of thread: MonitoredThread) -> UInt64? {
+        files.files(for: thread)?.readVoluntarySwitches()
+    }
+
     func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool) -> StackSample {
         let task = ProcTask(tid: thread.tid)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)

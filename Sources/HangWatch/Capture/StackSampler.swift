@@ -90,6 +90,9 @@ package struct StackSample: Sendable, Equatable {
     package var timeslices: UInt64?
     /// The id of the Swift task the thread ran all through the sample, when known (pool threads).
     package var taskID: UInt64?
+    /// The thread's voluntary context switches so far, read after the sample (pool threads): one
+    /// that moved between two looks slept in between, in a blocking call or parked between jobs.
+    package var voluntarySwitches: UInt64?
     /// How long the signal handler held the thread.
     package var pauseNanoseconds: Int64?
     package var failure: Failure?

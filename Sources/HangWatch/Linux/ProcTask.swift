@@ -104,6 +104,25 @@ package struct ProcTask: Sendable {
         return SchedStat(onCPUNanoseconds: onCPU, runQueueNanoseconds: queue, timeslices: timeslices)
     }
 
+    /// `voluntary_ctxt_switches:\t12` from `status` (not the `nonvoluntary_` line after it).
+    static func parseVoluntarySwitches(bytes: ArraySlice<UInt8>) -> UInt64? {
+        let key = Array("\nvoluntary_ctxt_switches:".utf8)
+        guard let start = bytes.firstRange(of: key)?.upperBound else { return nil }
+        var value: UInt64 = 0
+        var digits = 0
+        for byte in bytes[start...] {
+            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
+                if digits == 0 { continue } else { break }
+            }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
+            let (product, overflow) = value.multipliedReportingOverflow(by: 10)
+            guard !overflow else { return nil }
+            value = product + UInt64(byte - UInt8(ascii: "0"))
+            digits += 1
+        }
+        return digits > 0 ? value : nil
+    }
+
     static func parseSyscall(bytes: ArraySlice<UInt8>) -> SyscallState? {
         var fields = ByteFields(bytes)
         guard let first = fields.next() else { return nil }

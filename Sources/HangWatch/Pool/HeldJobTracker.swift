@@ -38,8 +38,9 @@ struct JobActivation: Hashable, Sendable {
 ///
 /// A thread holds a job while every look finds it in the same `JobActivation`, with proof that no
 /// other task ran there in between. Either proof will do:
-/// - the task's id, the same before and after each look's capture (a job that computes, or one
-///   that blocks): ids are never reused;
+/// - the task's id, the same before and after each look's capture, and the thread not gone to
+///   sleep since the look before unless it is still in the same blocking call (a job that
+///   computes, or one that blocks): ids are never reused;
 /// - without an id (the thread's task could not be read): the same system call, with no CPU time
 ///   since the look before (`StackSample.Method.unchanged`): one blocking call that never
 ///   returned. The activation alone does not tell two tasks apart that run the same code one after
@@ -50,8 +51,15 @@ struct JobActivation: Hashable, Sendable {
 /// half-way, so either is off by at most half the interval between looks. It is a hang once the
 /// time from that start to the last sighting reaches the threshold.
 ///
-/// What it cannot tell apart: a task that suspends and is resumed on the same thread, in the same
-/// partial function, between two looks reads as one job (it kept that thread busy all the same).
+/// A task that suspends and is resumed on the same thread in between (the next request on a
+/// kept-alive connection: same task, same code) is told apart by the thread's voluntary context
+/// switches: a worker with nothing to run parks, so the count moves. Only a thread found in the
+/// very same blocking call, not on a CPU since, may have moved it and still hold its job; a job
+/// that moves between blocking calls is followed one call at a time.
+///
+/// What it cannot tell apart: a task that suspends and is resumed on the same thread without the
+/// thread parking (`Task.yield()` with nothing else queued) reads as one job (it kept that thread
+/// busy all the same).
 
 /// A job is reported as held only when the pool had room after it was first seen (an idle pool
 /// thread, or a probe job that started): while every pool thread is busy, it may be one of the
@@ -80,6 +88,8 @@ struct HeldJobTracker: Sendable {
         var held = false
         /// A starved-pool report already holds this job: it gets no report of its own.
         var covered = false
+        /// The thread's voluntary context switches at the last sighting, when known.
+        var voluntarySwitches: UInt64? = nil
     }
 
     enum Event: Sendable {
@@ -124,6 +134,7 @@ struct HeldJobTracker: Sendable {
             let same = episodes[tid].map {
                 $0.activation == look.activation && $0.thread.startTimeTicks == look.thread.startTimeTicks
                     && (look.activation?.taskID != nil || look.sample.method == .unchanged)
+                    && !Self.slept($0, look.sample)
             } ?? false
             if !same, let ended = episodes.removeValue(forKey: tid) {
                 events += Self.end(ended, now: now)
@@ -133,6 +144,7 @@ struct HeldJobTracker: Sendable {
             else { continue }
             if var episode = episodes[tid] {
                 episode.lastSeenMicroseconds = now
+                episode.voluntarySwitches = look.sample.voluntarySwitches
                 if episode.held {
                     events.append(.sampled(tid: tid, look.sample))
                 } else {
@@ -149,7 +161,7 @@ struct HeldJobTracker: Sendable {
                 let start = previous.map { $0 + (now - min(now, $0)) / 2 } ?? now
                 episodes[tid] = Episode(
                     thread: look.thread, activation: activation, startMicroseconds: start, firstSeenMicroseconds: now,
-                    lastSeenMicroseconds: now, samples: [look.sample])
+                    lastSeenMicroseconds: now, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches)
             }
         }
         for tid in episodes.keys where !seen.contains(tid) {
@@ -170,6 +182,17 @@ struct HeldJobTracker: Sendable {
     mutating func stop() -> [Event] {
         defer { episodes = [:] }
         return episodes.values.filter(\.held).map { .ended(tid: $0.thread.tid, endMicroseconds: $0.lastSeenMicroseconds) }
+    }
+
+    /// The thread went to sleep since the episode's last sighting (its count of voluntary context
+    /// switches moved) and is not still in the blocking call it was seen in: the task may have
+    /// suspended and been resumed on this thread in between, a new job (the next request on a
+    /// kept-alive connection runs in the same task and the same code). Not proven one job.
+    private static func slept(_ episode: Episode, _ sample: StackSample) -> Bool {
+        guard sample.method != .unchanged, let before = episode.voluntarySwitches, let now = sample.voluntarySwitches else {
+            return false
+        }
+        return now != before
     }
 
     private static func end(_ episode: Episode, now: UInt64) -> [Event] {

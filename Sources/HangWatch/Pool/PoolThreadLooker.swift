@@ -80,10 +80,11 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     }
 
     /// One sample of `thread`, with the id of the task it ran all through the sample when its
-    /// current-task word is known (`slot`). The word is read before and after the stack, through
-    /// the kernel (two system calls), except where the thread cannot have changed task: a thread
-    /// still blocked as at the look before keeps that look's task, unread (an idle worker costs
-    /// nothing more), and one that was blocked then is read after the stack only.
+    /// current-task word is known (`slot`), and its voluntary context switches after the sample.
+    /// The word is read before and after the stack, through the kernel (two system calls), except
+    /// where the thread cannot have changed task: a thread still blocked as at the look before
+    /// keeps that look's task and count, unread (an idle worker costs nothing more), and one that
+    /// was blocked then is read after the stack only.
     static func withTask(
         _ sampler: LinuxStackSampler, _ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, slot: UInt?
     ) -> StackSample {
@@ -92,10 +93,13 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
         let before = wasBlocked ? nil : UnsafeCurrentTaskSlot.taskID(slot: slot)
         var sample = sampler.sample(thread, previous: previous, signalAllowed: signalAllowed)
         if sample.method == .unchanged {
+            // Not on a CPU since: the same task, and it cannot have gone to sleep again.
             sample.taskID = previous?.taskID
+            sample.voluntarySwitches = previous?.voluntarySwitches
             return sample
         }
         let after = UnsafeCurrentTaskSlot.taskID(slot: slot)
+        sample.voluntarySwitches = sampler.voluntarySwitches(of: thread)
         let ranOneTask = after != nil && after != 0 && (wasBlocked || before == after)
         sample.taskID = ranOneTask ? after : nil
         return sample
