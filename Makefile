@@ -90,11 +90,22 @@ test: deps test-deps
 		--no-parallel --filter '$(TIMED_TESTS)|$(SERIAL_TESTS)' --skip '$(UNTIMED_IN_TIMED)'
 	scripts/test-phase "$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
 		--experimental-maximum-parallelization-width 4 --skip '($(TIMED_TESTS))\.(?!$(UNTIMED_IN_TIMED))|$(SERIAL_TESTS)'
+	$(MAKE) test-hummingbird
+
+# A real Hummingbird 2 server watched as the README shows, under wrk (a package of its own, so that
+# HangWatch never resolves Hummingbird; its first build takes about 3 minutes).
+HUMMINGBIRD := Integration/HummingbirdService
+.PHONY: test-hummingbird
+test-hummingbird: deps test-deps
+	$(SWIFT) build --package-path $(HUMMINGBIRD) --build-tests
+	$(SWIFT) test --package-path $(HUMMINGBIRD) --skip-build
 
 bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench
 	$(SWIFT) build -c release --product hangwatch
 	"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"
+	$(SWIFT) build -c release --package-path $(HUMMINGBIRD)
+	"$(HUMMINGBIRD)/.build/release/hangwatch-hummingbird-bench"
 
 # The embedded library is a Swift package dependency. What a host gets: the `hangwatch` CLI (and
 # its bash completion), the `hangwatchd` agent with its unit, tmpfiles and sysusers entries, the
@@ -129,7 +140,7 @@ install:
 
 # Removes the build, and the demo's reports from a directory the demo made (nothing else).
 clean:
-	rm -rf .build
+	rm -rf .build $(HUMMINGBIRD)/.build
 	@if [ -f "$(REPORTS)/.hangwatch-demo" ]; then \
 		rm -f "$(REPORTS)"/hang-*-demo-*.json "$(REPORTS)/.hangwatch-demo"; \
 		rmdir "$(REPORTS)" 2>/dev/null || echo "kept $(REPORTS): it holds files the demo did not write"; \

@@ -122,6 +122,8 @@ public enum SymbolName {
                 if let inRange = text[cursor...].range(of: " in ") {
                     output += " in "
                     index = inRange.upperBound
+                    // `closure #1 in static app.T.f()`: the closure's function, named as any other.
+                    if text[index...].hasPrefix("static ") { index = text.index(index, offsetBy: "static ".count) }
                 } else {
                     index = cursor
                 }

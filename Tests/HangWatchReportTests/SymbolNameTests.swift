@@ -53,6 +53,8 @@ import Testing
          "closure #1 in Logging.withLogger(_:_:) (async)"),
         ("(2) await resume partial function for Swift.TaskLocal.withValueImpl<A>(_: __owned A, operation: () async throws -> A1, isolation: isolated Swift.Optional<Swift.Actor>, file: Swift.String, line: Swift.UInt) async throws -> A1",
          "Swift.TaskLocal.withValueImpl(_:operation:isolation:file:line:) (async)"),
+        ("(1) await resume partial function for closure #2 @Sendable (HummingbirdCore.Request, Hummingbird.BasicRequestContext) async -> Swift.String in static shop.HummingbirdService.run(shop.HummingbirdService.Options) async throws -> ()",
+         "closure #2 in shop.HummingbirdService.run(_:) (async)"),
         // A generic type's arguments stay: they tell one instance from another.
         ("Swift.Array<Swift.Int>.append(__owned Swift.Int) -> ()", "Swift.Array<Swift.Int>.append(_:)"),
         // Folded identical code may be any of several functions: it says so.

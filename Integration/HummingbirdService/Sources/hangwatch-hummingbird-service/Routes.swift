@@ -1,0 +1,161 @@
+import Foundation
+import NIOCore
+
+/// What a route handler really spent blocking, as the handler itself measured it: one JSON line
+/// per request (`{"route":…,"startedAt":…,"durationMs":…}`), appended to a file the test reads.
+final class Measurements: Sendable {
+    private let descriptor: Int32?
+
+    init(path: String?) throws {
+        guard let path else {
+            descriptor = nil
+            return
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw ServiceError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        self.descriptor = descriptor
+    }
+
+    /// Runs `work`, then records how long it took under `route`.
+    func measure<T>(_ route: String, _ work: () throws -> T) rethrows -> T {
+        let wall = Date()
+        let start = DispatchTime.now().uptimeNanoseconds
+        let result = try work()
+        let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        if let descriptor {
+            let line = "{\"route\":\"\(route)\",\"startedAt\":\(wall.timeIntervalSince1970),\"durationMs\":\(milliseconds)}\n"
+            // One write per line on an O_APPEND file: lines from concurrent handlers never mix.
+            _ = line.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
+        }
+        return result
+    }
+}
+
+struct ServiceError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The work the routes do. Each kind blocks the thread that runs it in its own way: spinning on a
+/// CPU, waiting in `read`, in `nanosleep`, on a lock another thread holds. `@inline(never)` keeps
+/// every function a frame of its own, so the report can name it.
+enum Work {
+    @inline(never)
+    static func spin(milliseconds: Int) -> UInt64 {
+        let end = DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000
+        var value: UInt64 = 1
+        while DispatchTime.now().uptimeNanoseconds < end { value = value &* 31 &+ 7 }
+        return value
+    }
+
+    /// Reads one byte from a pipe that another thread writes `milliseconds` later.
+    @inline(never)
+    static func readPipe(milliseconds: Int) throws {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw ServiceError("pipe: \(String(cString: strerror(errno)))") }
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
+        let writer = ends[1]
+        Thread.detachNewThread {
+            usleep(UInt32(milliseconds) * 1000)
+            var byte: UInt8 = 1
+            _ = write(writer, &byte, 1)
+        }
+        var byte: UInt8 = 0
+        while read(ends[0], &byte, 1) < 0 && errno == EINTR {}
+    }
+
+    @inline(never)
+    static func sleep(milliseconds: Int) {
+        usleep(UInt32(milliseconds) * 1000)
+    }
+
+    /// Waits for a lock that another thread holds for `milliseconds`.
+    @inline(never)
+    static func waitForLock(milliseconds: Int) {
+        let lock = NSLock()
+        let held = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            lock.lock()
+            held.signal()
+            usleep(UInt32(milliseconds) * 1000)
+            lock.unlock()
+        }
+        held.wait()
+        lock.lock()
+        lock.unlock()
+    }
+}
+
+/// The route handlers: an async caller (the handler) awaits an async step, which blocks. The
+/// reports must name the blocking function and, as async callers, the step and the handler.
+enum Shop {
+    static let blockMilliseconds = 300
+
+    @inline(never)
+    static func quote(measurements: Measurements) async -> String {
+        await Task.yield()
+        return await priceBasket(measurements: measurements)
+    }
+
+    @inline(never)
+    static func priceBasket(measurements: Measurements) async -> String {
+        await Task.yield()
+        let value = measurements.measure("/quote") { Work.spin(milliseconds: blockMilliseconds) }
+        return "quote \(value % 1000)\n"
+    }
+
+    @inline(never)
+    static func downloadInvoice(measurements: Measurements) async throws -> String {
+        await Task.yield()
+        return try await fetchInvoiceBytes(measurements: measurements)
+    }
+
+    @inline(never)
+    static func fetchInvoiceBytes(measurements: Measurements) async throws -> String {
+        await Task.yield()
+        try measurements.measure("/invoice") { try Work.readPipe(milliseconds: blockMilliseconds) }
+        return "invoice\n"
+    }
+
+    @inline(never)
+    static func checkout(measurements: Measurements) async -> String {
+        await Task.yield()
+        return await reserveStock(measurements: measurements)
+    }
+
+    @inline(never)
+    static func reserveStock(measurements: Measurements) async -> String {
+        await Task.yield()
+        measurements.measure("/checkout") { Work.sleep(milliseconds: blockMilliseconds) }
+        return "checkout\n"
+    }
+
+    @inline(never)
+    static func updateCart(measurements: Measurements) async -> String {
+        await Task.yield()
+        return await lockCart(measurements: measurements)
+    }
+
+    @inline(never)
+    static func lockCart(measurements: Measurements) async -> String {
+        await Task.yield()
+        measurements.measure("/cart") { Work.waitForLock(milliseconds: blockMilliseconds) }
+        return "cart\n"
+    }
+
+    /// A synchronous step run on an event loop of the server's group (what a channel handler or
+    /// an `EventLoopFuture` callback does): it blocks every connection of that loop.
+    @inline(never)
+    static func renderReceipt(on loop: any EventLoop, measurements: Measurements) async throws -> String {
+        try await loop.submit { formatReceiptOnLoop(measurements: measurements) }.get()
+    }
+
+    @inline(never)
+    static func formatReceiptOnLoop(measurements: Measurements) -> String {
+        measurements.measure("/receipt") { Work.sleep(milliseconds: blockMilliseconds) }
+        return "receipt\n"
+    }
+}

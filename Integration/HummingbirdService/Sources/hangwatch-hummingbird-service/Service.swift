@@ -1,0 +1,100 @@
+import Foundation
+import HangWatch
+import HangWatchNIO
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+
+/// A Hummingbird 2 shop whose routes block their thread for 300 ms in four ways, as a service
+/// would by mistake: `/quote` computes, `/invoice` reads a pipe, `/checkout` sleeps, `/cart` waits
+/// for a lock. Hummingbird runs route handlers as Swift tasks on the cooperative pool; `/receipt`
+/// instead blocks an event loop of the server's group. `/hello` answers at once (throughput).
+///
+///   hangwatch-hummingbird-service [--reports DIR] [--threshold-ms 250] [--port 8080]
+///                                 [--port-file FILE] [--measurements FILE]
+///
+/// With `--reports` the server's group and the cooperative pool are watched (HangWatchNIO); without
+/// it nothing is watched (the bench's baseline). SIGTERM or SIGINT stops it gracefully; the monitor
+/// stops after the server, so the reports' repeat counts are final.
+@main
+struct HummingbirdService {
+    struct Options {
+        var reports: String?
+        var thresholdMilliseconds = 250
+        var port = 8080
+        var portFile: String?
+        var measurements: String?
+
+        init(_ arguments: [String]) throws {
+            var rest = arguments[...]
+            func value(_ flag: String) throws -> String {
+                guard let value = rest.popFirst() else { throw ServiceError("\(flag) needs a value") }
+                return value
+            }
+            func number(_ flag: String, in range: ClosedRange<Int>) throws -> Int {
+                let text = try value(flag)
+                guard let number = Int(text), range.contains(number) else {
+                    throw ServiceError("\(flag): '\(text)' is not a whole number in \(range.lowerBound)...\(range.upperBound)")
+                }
+                return number
+            }
+            while let flag = rest.popFirst() {
+                switch flag {
+                case "--reports": reports = try value(flag)
+                case "--threshold-ms": thresholdMilliseconds = try number(flag, in: 10...60_000)
+                case "--port": port = try number(flag, in: 0...65535)
+                case "--port-file": portFile = try value(flag)
+                case "--measurements": measurements = try value(flag)
+                default: throw ServiceError("unknown argument '\(flag)'")
+                }
+            }
+        }
+    }
+
+    static func main() async {
+        do {
+            try await run(Options(Array(CommandLine.arguments.dropFirst())))
+        } catch {
+            FileHandle.standardError.write(Data("hangwatch-hummingbird-service: \(error)\n".utf8))
+            exit(2)
+        }
+    }
+
+    static func run(_ options: Options) async throws {
+        let logger = Logger(label: "shop")
+        let measurements = try Measurements(path: options.measurements)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        var watch: EventLoopGroupMonitor?
+        if let reports = options.reports {
+            let configuration = HangMonitor.Configuration(
+                serviceName: "shop", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
+            // The loops, and (on by default, once per process) the cooperative pool.
+            watch = try HangMonitor.watch(group, configuration: configuration, logger: logger)
+        }
+
+        let router = Router()
+        router.get("/hello") { _, _ in "hello\n" }
+        router.get("/quote") { _, _ in await Shop.quote(measurements: measurements) }
+        router.get("/invoice") { _, _ in try await Shop.downloadInvoice(measurements: measurements) }
+        router.get("/checkout") { _, _ in await Shop.checkout(measurements: measurements) }
+        router.get("/cart") { _, _ in await Shop.updateCart(measurements: measurements) }
+        router.get("/receipt") { _, _ in try await Shop.renderReceipt(on: group.next(), measurements: measurements) }
+
+        let portFile = options.portFile
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: options.port), serverName: "shop"),
+            onServerRunning: { channel in
+                guard let portFile, let port = channel.localAddress?.port else { return }
+                // Written whole, then renamed: a reader never sees half a number.
+                try? Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
+            },
+            eventLoopGroupProvider: .shared(group),
+            logger: logger
+        )
+        try await app.runService()
+        watch?.stop()
+        try await group.shutdownGracefully()
+    }
+}
