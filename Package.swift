@@ -53,6 +53,8 @@ let package = Package(
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         // glibc's dl_iterate_phdr and the ELF types, for reading the loaded images (header only).
         .systemLibrary(name: "CLinkMap"),
+        // epoll and eventfd (header only), for watching an event loop's own epoll instance.
+        .systemLibrary(name: "CEpoll"),
         // The only code that runs inside a signal handler. C, async-signal-safe, mechanism only.
         .target(
             name: "CHangWatchCapture",
@@ -74,6 +76,7 @@ let package = Package(
             dependencies: [
                 "CHangWatchCapture",
                 "CLinkMap",
+                "CEpoll",
                 "HangWatchReport",
                 .product(name: "Logging", package: "swift-log"),
             ]

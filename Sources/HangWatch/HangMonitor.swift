@@ -99,7 +99,11 @@ public final class HangMonitor: Sendable {
     /// Starts watching anything that runs closures in order on one thread at a time by pinging it
     /// through `enqueue` (for HangWatchNIO's event loops; reports say `nio-eventloop`).
     package func startPinging(eventLoop enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
-        try startPinging(kind: .nioEventLoop, enqueue: enqueue)
+        let control = control
+        try start(
+            source: EventLoopActivitySource(
+                thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
+                intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval), enqueue: enqueue))
     }
 
     private func startPinging(kind: ActivitySourceKind, enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
@@ -274,6 +278,12 @@ public final class HangMonitor: Sendable {
     /// captures). Immediate when started on the loop's own thread; otherwise the loop's next turn.
     public var isAttached: Bool {
         running.withLock { $0?.threadSlot.thread != nil }
+    }
+
+    /// How the running source finds its edges now (`exact`, `ping`), as reports say in `edges`;
+    /// nil when not running. An event loop's source turns `exact` once its epoll instance is learnt.
+    package var sourceEdges: String? {
+        running.withLock { $0?.source.edges.rawValue }
     }
 
     /// Suspends hang detection until the matching `resume()` (calls nest). For known long

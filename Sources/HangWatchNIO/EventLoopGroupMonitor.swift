@@ -29,6 +29,10 @@ public final class EventLoopGroupMonitor: Sendable {
         for monitor in monitors { monitor.stop() }
     }
 
+    /// Whether every loop's epoll instance is watched (exact edges) rather than pinged: true once
+    /// each loop was seen waiting in `epoll_wait` (its first idle moment after the start).
+    public var watchesEventLoopsExactly: Bool { monitors.allSatisfy { $0.sourceEdges == "exact" } }
+
     /// Hangs detected on all loops.
     public var hangsDetected: Int { monitors.reduce(0) { $0 + $1.statistics.hangsDetected } }
 }

@@ -14,7 +14,7 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// The schema this library writes (1.1 added `stacks[].truncation` and `stacks[].framePointer`;
     /// 1.2 the async callers (`frames[].async`, `stacks[].asyncCallers`) and `threads`, for
     /// reports that hold several threads).
-    public static let currentSchema = "hangwatch.hang/1.2"
+    public static let currentSchema = "hangwatch.hang/1.3"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.
@@ -32,6 +32,11 @@ public struct HangReport: Codable, Sendable, Equatable {
     public var threads: [ThreadSnapshot]?
     /// What kind of loop was watched: `runloop` (others come with other activity sources).
     public var source: String
+    /// How the start and end were found (schema 1.3): `exact` (run-loop observers, scopes, an event
+    /// loop's own wake and a ping's answer), `ping` (an overdue ping: the start is a lower bound),
+    /// `sampled` (looks a sample interval apart: each edge within half an interval). Absent in
+    /// older reports.
+    public var edges: String?
     public var startedAt: Date
     public var detectedAt: Date
     /// Nil while the hang is still going on (a provisional report).

@@ -68,6 +68,12 @@ struct ReportDetail {
         let timing = "\(Text.timestamp(report.startedAt)), lasted \(Text.duration(report.durationMs))"
             + (report.outcome == .ongoing ? " so far" : "") + " (threshold \(Text.duration(report.thresholdMs)))"
         field("started", timing)
+        switch report.edges {
+        case "exact": field("edges", "exact: where the work began and ended")
+        case "ping": field("edges", "ping: started before this (when an overdue ping was sent); the duration is a lower bound")
+        case "sampled": field("edges", "sampled: each edge within half a look interval (\(Text.duration(report.capture.sampleIntervalMs / 2)))")
+        default: break
+        }
         field("outcome", report.outcome.rawValue)
         if report.source == "pool-job" {
             // The pool watch saw one job on this thread at every look; the edges are looks apart.

@@ -121,6 +121,40 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         #expect(watch.hangsDetected == 2)
     }
 
+    /// The loops' own epoll instances are watched: a block is reported from the loop's wake to
+    /// the end of the handler (within 5 %), detected a threshold after it began (plus at most two
+    /// sample intervals), and the report says its edges are exact.
+    @Test func aBlockedLoopIsReportedWithExactEdgesAndDetectedOneThresholdIn() throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-exact-\(getpid())-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
+        configuration.watchesConcurrencyPool = false
+        configuration.repeatWindow = .zero
+        let watch = try HangMonitor.watch(group, configuration: configuration)
+        defer { watch.stop() }
+        let channel = try Self.serve(group, policy: BlockingPolicy(spacingNanoseconds: 900_000_000))
+        defer { try? channel.close().wait() }
+        let port = try #require(channel.localAddress?.port)
+        // Quick requests until both loops have been seen waiting (their epoll instances learnt).
+        #expect(Eventually.holds(timeout: 10) {
+            _ = Self.get(port, "/")
+            return watch.monitors.allSatisfy(\.isAttached) && watch.watchesEventLoopsExactly
+        })
+        for _ in 0..<3 { #expect(Self.get(port, "/block")) }
+        let reports = ReportDirectory(path: directory).waitForFinished(3)
+        #expect(reports.count == 3, "\(reports.map(\.id))")
+        for report in reports {
+            #expect(report.edges == "exact")
+            // The handler sleeps 300 ms (plus what the rest of its read takes).
+            #expect(report.durationMs >= 295 && report.durationMs <= 315, "\(report.durationMs)")
+            let detection = report.detectedAt.timeIntervalSince(report.startedAt) * 1000
+            #expect(detection >= 100 && detection <= 100 + 2 * 50, "detected \(detection) ms after the start")
+            #expect(report.heaviestStackContains("lookUpCustomerSynchronously"), "\(report.heaviestSymbols)")
+        }
+    }
+
     /// Under load from `wrk` (Debian's package) on loopback, requests that block their loop now and
     /// then are each reported with the blocking function.
     @Test func underLoadEveryBlockingRequestIsReported() throws {

@@ -26,7 +26,7 @@ import Testing
                       "signature", "stacks"] {
             #expect(object[field] != nil, "missing \(field)")
         }
-        #expect(object["schema"] as? String == "hangwatch.hang/1.2")
+        #expect(object["schema"] as? String == "hangwatch.hang/1.3")
         #expect(object["startedAt"] as? String == "2026-11-18T11:06:40.123Z")
     }
 
@@ -66,8 +66,8 @@ import Testing
 
     @Test func acceptsMinorVersionsOfTheSameSchema() throws {
         var report = ReportFixtures.report()
-        report.schema = "hangwatch.hang/1.3"
-        #expect(try HangReport.decode(try report.encoded()).schema == "hangwatch.hang/1.3")
+        report.schema = "hangwatch.hang/1.4"
+        #expect(try HangReport.decode(try report.encoded()).schema == "hangwatch.hang/1.4")
     }
 
     @Test func namesTheMissingField() throws {

@@ -23,6 +23,9 @@ protocol ActivitySource: AnyObject, Sendable {
 
     /// Stops feeding the latch. Safe from any thread; idempotent.
     func stop()
+
+    /// How exact the edges it reports are now (reports say so in `edges`).
+    var edges: ActivityEdges { get }
 }
 
 /// A source's answer to "is this long busy stretch work?".

@@ -9,7 +9,7 @@ enum ActivitySourceKind: String, Sendable {
     case dispatchMain = "dispatch-main"
     /// A serial dispatch queue, pinged (`start(queue:)`).
     case dispatchQueue = "dispatch-queue"
-    /// A SwiftNIO event loop, pinged (HangWatchNIO).
+    /// A SwiftNIO event loop (HangWatchNIO): its epoll instance watched, else pinged.
     case nioEventLoop = "nio-eventloop"
     /// Swift's global concurrent executor (the cooperative pool), probed once per threshold by the
     /// process's one pool watch; its reports hold every pool thread (`threads`).
@@ -27,4 +27,17 @@ enum ActivitySourceKind: String, Sendable {
         case .poolJob: return "running"
         }
     }
+}
+
+/// How a report's start and end were found (the report's `edges`).
+enum ActivityEdges: String, Sendable {
+    /// Where the work began and ended, to the latch clock's 4 ms: a run loop's observers, declared
+    /// scopes, an event loop's own wake (its epoll instance) and a ping's answer.
+    case exact
+    /// A ping once per threshold: the start is when the overdue ping was enqueued (a lower bound on
+    /// the duration; the stall began up to one period earlier), the end is its answer.
+    case ping
+    /// Looks a sample interval apart: each edge half-way between two looks (off by at most half
+    /// an interval).
+    case sampled
 }

@@ -112,8 +112,13 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 
+    /// No ping is out (the queue answered the last one).
+    var isQuiet: Bool { state.withLock { !$0.outstanding } }
+
     /// An outstanding ping is work the queue has not reached.
     func confirmBusy() -> BusyConfirmation { .busy(context: nil) }
+
+    var edges: ActivityEdges { .ping }
 
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }

@@ -105,6 +105,8 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
         return .busy(context: mode)
     }
 
+    var edges: ActivityEdges { .exact }
+
     func stop() {
         invalidate()
     }

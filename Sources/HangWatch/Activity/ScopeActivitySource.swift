@@ -26,6 +26,8 @@ final class ScopeActivitySource: ActivitySource, @unchecked Sendable {
     /// A scope that is entered is work in progress.
     func confirmBusy() -> BusyConfirmation { .busy(context: nil) }
 
+    var edges: ActivityEdges { .exact }
+
     func stop() {}
 
     /// Whether the caller is the watched thread.

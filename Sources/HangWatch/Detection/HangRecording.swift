@@ -30,6 +30,8 @@ struct HangRecording: Sendable {
     /// The report's source when it is not the monitor's own (a job holding a pool thread, found
     /// by the pool watch: `poolJob`).
     var source: ActivitySourceKind?
+    /// How its start and end were found (the report's `edges`).
+    var edges: ActivityEdges?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

@@ -197,6 +197,7 @@ final class Watchdog: @unchecked Sendable {
             thread: thread, process: environment.processSnapshot(), baseline: thread.flatMap(environment.schedule(of:)),
             watchdogOversleepMicroseconds: oversleep, stopSuspected: stopSuspected, maxSamples: settings.maxSamples,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
+        recording.edges = source.edges
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
 
         takeSample(&recording, thread: thread)

@@ -28,3 +28,17 @@ enum SyscallNames {
     private static let table: [Int: String] = [:]
     #endif
 }
+
+extension SyscallNames {
+    /// Waits on an epoll instance whose first argument is the instance: where an event loop
+    /// (SwiftNIO's, CoreFoundation's) sleeps between iterations.
+    static func isEpollWait(_ number: Int) -> Bool {
+        #if arch(x86_64)
+        return number == 232 || number == 281 || number == 441
+        #elseif arch(arm64)
+        return number == 22 || number == 441
+        #else
+        return false
+        #endif
+    }
+}

@@ -103,7 +103,7 @@ struct ReportBuilder: Sendable {
         let signature = StackSignature.compute(
             frames: heaviest?.frames ?? [], images: reportImages, complete: heaviest.map { !stacks[$0.stack].truncated } ?? true)
 
-        return HangReport(
+        var report = HangReport(
             id: recording.id, service: service, host: host, pid: pid, process: process,
             thread: HangReport.ThreadInfo(
                 tid: recording.thread?.tid ?? 0, name: recording.thread?.name, isMain: recording.thread?.isMain ?? false),
@@ -115,6 +115,8 @@ struct ReportBuilder: Sendable {
             mode: source == .runLoop ? recording.mode : nil, samples: reportSamples,
             stacks: stacks, heaviestStack: heaviest, frames: frames, images: reportImages, signature: signature,
             context: context(recording), capture: capture(recording))
+        report.edges = (recording.edges ?? (source == .poolJob || source == .concurrencyPool ? .sampled : nil))?.rawValue
+        return report
     }
 
     /// What makes two frames one node of the heaviest path: the same function of the same image

@@ -145,4 +145,5 @@ final class ScriptedSource: ActivitySource, @unchecked Sendable {
     }
 
     func stop() {}
+    var edges: ActivityEdges { .exact }
 }

@@ -1,0 +1,175 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An event loop that sleeps in `epoll_wait` between iterations (SwiftNIO's loops on Linux), with
+/// exact edges and no wake-ups while it is idle.
+///
+/// A watcher thread sleeps on the loop's own epoll instance (`UnsafeLoopEpollWatch`): it wakes when
+/// the loop wakes, which is when its work begins. An interval later it looks at the loop's thread
+/// (`/proc`): back in `epoll_wait` means done. Still busy, it enqueues a ping, which runs right after
+/// the work in hand: its answer is the work's end. A threshold after the wake with the ping still
+/// out, the loop is declared busy since the wake, and the watchdog records a hang at once and
+/// samples it; the answer ends it. The decisions are `EventLoopEdges`'.
+///
+/// Until the loop has been seen in its wait once (its epoll instance is learnt from the thread's
+/// `syscall` file then), and wherever that is not possible, it is pinged once per threshold as a
+/// queue is (`QueueActivitySource`: late detection, a lower-bound duration).
+final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
+    let kind: ActivitySourceKind
+    private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let fallback: QueueActivitySource
+    private let thresholdMicroseconds: @Sendable () -> UInt64
+    private let intervalNanoseconds: UInt64
+    private let coarseNow: @Sendable () -> UInt64
+    /// Set by `start`, before the watcher runs.
+    private var latch: ActivityLatch!
+    private let decisions: Mutex<EventLoopEdges>
+    /// The loop's thread, recorded by the first ping that runs there.
+    private let loopThread = Mutex<Int32?>(nil)
+    private let watch = Mutex<UnsafeLoopEpollWatch?>(nil)
+    private let stopped = Atomic<Bool>(false)
+    /// The watcher sleeps on this while it pings as a queue; `stop()` signals it.
+    private let sleeper = DispatchSemaphore(value: 0)
+    /// Which mode the watcher is in (tests and reports of the source's state).
+    private let exactEdges = Atomic<Bool>(false)
+
+    init(
+        kind: ActivitySourceKind = .nioEventLoop, thresholdMicroseconds: @escaping @Sendable () -> UInt64,
+        intervalMicroseconds: UInt64, coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds,
+        enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
+    ) {
+        self.kind = kind
+        self.enqueue = enqueue
+        self.thresholdMicroseconds = thresholdMicroseconds
+        self.coarseNow = coarseNow
+        intervalNanoseconds = max(1_000_000, intervalMicroseconds * 1000)
+        decisions = Mutex(EventLoopEdges(intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000)))
+        fallback = QueueActivitySource(kind: kind, periodMicroseconds: thresholdMicroseconds(), coarseNow: coarseNow, enqueue: enqueue)
+    }
+
+    /// Whether the loop's epoll instance is watched (exact edges), rather than pinged.
+    var hasExactEdges: Bool { exactEdges.load(ordering: .acquiring) }
+
+    func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
+        self.latch = latch
+        fallback.connect(edges: latch) { [self] in
+            loopThread.withLock { $0 = UnsafeCaptureBridge.currentThreadID() }
+            attach()
+        }
+        NamedThread.start("hangwatch-loop", stackSize: 256 << 10) { [self] in
+            guard let (watch, epoll, files) = pingUntilLearnt() else { return }
+            self.watch.withLock { $0 = watch }
+            exactEdges.store(true, ordering: .releasing)
+            watchEdges(watch, epoll: epoll, files: files)
+        }
+    }
+
+    /// Pings once per threshold (the fallback) until the loop's thread is seen waiting on its epoll
+    /// instance with no ping out; then returns the watch on it. Nil when stopped first.
+    private func pingUntilLearnt() -> (UnsafeLoopEpollWatch, Int32, ProcTaskFiles)? {
+        var files: ProcTaskFiles?
+        while !stopped.load(ordering: .acquiring) {
+            if fallback.isQuiet, let tid = loopThread.withLock({ $0 }) {
+                if files?.tid != tid { files = ProcTaskFiles(tid: tid) }
+                if let files, let epoll = Self.epollWaitedOn(files), let watch = UnsafeLoopEpollWatch(loopEpoll: epoll),
+                    Self.epollWaitedOn(files) == epoll, fallback.isQuiet
+                {
+                    return (watch, epoll, files)
+                }
+            }
+            fallback.ping()
+            _ = sleeper.wait(timeout: .now() + .microseconds(Int(thresholdMicroseconds())))
+        }
+        return nil
+    }
+
+    /// The epoll instance the thread waits on now, if it waits on one.
+    private static func epollWaitedOn(_ files: ProcTaskFiles) -> Int32? {
+        guard case .inSyscall(let number, let arguments, _, _)? = files.readSyscall(), SyscallNames.isEpollWait(number),
+            let first = arguments.first, first <= UInt(Int32.max)
+        else { return nil }
+        return Int32(first)
+    }
+
+    private func watchEdges(_ watch: UnsafeLoopEpollWatch, epoll: Int32, files: ProcTaskFiles) {
+        // Not readable (the thread is gone): taken as waiting, so no hang is made up.
+        func waiting() -> Bool {
+            guard let state = files.readSyscall() else { return true }
+            guard case .inSyscall(let number, let arguments, _, _) = state else { return false }
+            return SyscallNames.isEpollWait(number) && arguments.first == UInt(epoll)
+        }
+        while !stopped.load(ordering: .acquiring) {
+            let threshold = thresholdMicroseconds() * 1000
+            let (next, idle) = decisions.withLock { ($0.nextLook(thresholdNanoseconds: threshold), $0.phase == .idle) }
+            let wake: UnsafeLoopEpollWatch.Wake
+            if let next {
+                let now = coarseNow()
+                wake = next > now ? watch.sleep(milliseconds: Int32(min((next - now + 999_999) / 1_000_000, 60_000))) : .timeout
+            } else if idle {
+                // Wakes seen while the loop was busy are old news; a loop that got busy again since
+                // the last look is busy from now.
+                watch.forgetLoopWakes()
+                if !waiting() {
+                    decisions.withLock { $0.loopWoke(at: coarseNow()) }
+                    continue
+                }
+                wake = watch.waitForLoop(milliseconds: -1)
+            } else {
+                // A declared hang: until the ping's answer ends it.
+                wake = watch.sleep(milliseconds: -1)
+            }
+            switch wake {
+            case .stopped: return
+            case .nudged: continue
+            case .loop:
+                decisions.withLock { $0.loopWoke(at: coarseNow()) }
+                continue
+            case .timeout: break
+            }
+            let isWaiting = waiting()
+            let now = coarseNow()
+            let ping = decisions.withLock { edges -> Bool in
+                let actions = edges.look(at: now, waiting: isWaiting, thresholdNanoseconds: threshold)
+                perform(actions)
+                return actions.contains(.ping)
+            }
+            if ping { sendPing() }
+        }
+    }
+
+    /// Carries out the latch's part of `actions` (under the edges' lock: its writes stay in order).
+    private func perform(_ actions: [EventLoopEdges.Action]) {
+        for action in actions {
+            switch action {
+            case .declareBusy(let since): latch.recordBusy(QueueActivitySource.enter, sinceCoarseNanoseconds: since)
+            case .declareIdle: latch.record(QueueActivitySource.leave)
+            case .ping: break
+            }
+        }
+    }
+
+    private func sendPing() {
+        enqueue { [self] in
+            guard !stopped.load(ordering: .relaxed) else { return }
+            let now = coarseNow()
+            decisions.withLock { edges in perform(edges.pingAnswered(at: now)) }
+            watch.withLock { $0?.nudge() }
+        }
+    }
+
+    var edges: ActivityEdges { hasExactEdges ? .exact : .ping }
+
+    /// A declared stretch is work the loop has not finished.
+    func confirmBusy() -> BusyConfirmation { .busy(context: nil) }
+
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        fallback.stop()
+        sleeper.signal()
+        watch.withLock { $0?.stop() }
+    }
+}
