@@ -78,3 +78,36 @@ struct NIOFigure {
         return (Statistics.median(bare), Statistics.median(watched), Statistics.median(ratios))
     }
 }
+
+/// A SwiftNIO group of two loops at rest for `seconds`, unwatched and watched (the loops only: the
+/// pool watch off, it has figure 15): the process's voluntary context switches and CPU time. The
+/// watched loops' epoll instances are watched, so an idle loop should cost nothing.
+struct NIOIdleFigure {
+    var seconds: Double
+
+    func measure(watched: Bool) throws -> (contextSwitches: Int, cpuMilliseconds: Double, exact: Bool) {
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid())-nio-idle"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        var watch: EventLoopGroupMonitor?
+        if watched {
+            var configuration = HangMonitor.Configuration(serviceName: "bench", threshold: .milliseconds(250), reportDirectory: directory)
+            configuration.watchesConcurrencyPool = false
+            watch = try HangMonitor.watch(group, configuration: configuration)
+        }
+        defer { watch?.stop() }
+        usleep(1_000_000)  // settle: each loop attached and seen waiting once
+        var before = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &before)
+        usleep(useconds_t(seconds * 1_000_000))
+        var after = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &after)
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
+        return (
+            after.ru_nvcsw - before.ru_nvcsw,
+            milliseconds(after.ru_utime) + milliseconds(after.ru_stime) - milliseconds(before.ru_utime) - milliseconds(before.ru_stime),
+            watch?.watchesEventLoopsExactly ?? false
+        )
+    }
+}

@@ -229,6 +229,18 @@ if wanted("15") {
             + "\(format((on.cpuMilliseconds - off.cpuMilliseconds) / seconds * 1000, 0)) us")
 }
 
+// 16: a SwiftNIO group at rest, its loops unwatched and watched (their epoll instances).
+if wanted("16") {
+    let seconds = quick ? 2.0 : 10.0
+    let figure = NIOIdleFigure(seconds: seconds)
+    let off = try figure.measure(watched: false)
+    let on = try figure.measure(watched: true)
+    add("16", "idle NIO group of 2 loops, \(Int(seconds)) s, unwatched: voluntary context switches, CPU",
+        "\(off.contextSwitches), \(format(off.cpuMilliseconds, 1)) ms")
+    add("16", "  watched (loops only; epoll instances watched: \(on.exact ? "yes" : "no"))",
+        "\(on.contextSwitches), \(format(on.cpuMilliseconds, 1)) ms", "(documented)")
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))
