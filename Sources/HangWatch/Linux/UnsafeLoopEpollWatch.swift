@@ -1,4 +1,5 @@
 import CEpoll
+import HangWatchReport
 
 #if canImport(Glibc)
 import Glibc
@@ -112,9 +113,9 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
 
     private func wait(on instance: Int32, milliseconds: Int32) -> Wake {
         var events = [epoll_event](repeating: epoll_event(), count: 2)
-        while true {
-            let count = epoll_wait(instance, &events, Int32(events.count), milliseconds)
-            if count < 0 && errno == EINTR { continue }
+        do {
+            // (Cut short by a signal, it waits again, for the whole time: a look comes a little late.)
+            let count = try SystemCall.check("epoll_wait") { epoll_wait(instance, &events, Int32(events.count), milliseconds) }
             guard count > 0 else { return .timeout }
             let woken = events[0..<Int(count)]
             if woken.contains(where: { $0.data.u64 == 0 }) { return .stopped }
@@ -124,6 +125,9 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
                 return .nudged
             }
             return .loop
+        } catch {
+            // Not expected (our own instances); as a timeout, the watcher looks at the loop.
+            return .timeout
         }
     }
 }
