@@ -12,8 +12,8 @@ import Testing
         var edges = edges()
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == nil)
         edges.loopWoke(at: Self.ms(1_000))
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_050))
-        #expect(edges.look(at: Self.ms(1_050), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_010))
+        #expect(edges.look(at: Self.ms(1_010), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
         #expect(edges.phase == .idle)
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == nil)
     }
@@ -30,9 +30,9 @@ import Testing
         // Declared: nothing to look at until the answer.
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == nil)
         #expect(edges.pingAnswered(at: Self.ms(1_300)) == [.declareIdle])
-        // The loop may go on working: looked at an interval after the answer.
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_350))
-        #expect(edges.look(at: Self.ms(1_350), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
+        // The loop may go on working: looked at a look interval after the answer.
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_310))
+        #expect(edges.look(at: Self.ms(1_310), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
         #expect(edges.phase == .idle)
     }
 
@@ -62,6 +62,25 @@ import Testing
         #expect(edges.look(at: Self.ms(510), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(260))])
     }
 
+    /// Under load, a loop found blocked in a call the watcher could date is busy since that call
+    /// began, not since the last answer (the work in between was other, short work).
+    @Test func underLoadABlockingCallIsDatedByItsOwnStart() {
+        var edges = edges()
+        edges.loopWoke(at: 0)
+        #expect(edges.look(at: Self.ms(50), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        #expect(edges.pingAnswered(at: Self.ms(52)).isEmpty)
+        // Blocked since 90 ms (the last answer was at 52 ms).
+        #expect(edges.look(at: Self.ms(102), waiting: false, thresholdNanoseconds: Self.threshold, blockedSince: Self.ms(90)) == [.ping])
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(340))
+        #expect(edges.look(at: Self.ms(340), waiting: false, thresholdNanoseconds: Self.threshold, blockedSince: Self.ms(90)) == [.declareBusy(since: Self.ms(90))])
+        // A date before the last boundary, or in the future, is no better than the boundary.
+        var other = self.edges()
+        other.loopWoke(at: Self.ms(100))
+        _ = other.look(at: Self.ms(150), waiting: false, thresholdNanoseconds: Self.threshold, blockedSince: Self.ms(20))
+        _ = other.look(at: Self.ms(160), waiting: false, thresholdNanoseconds: Self.threshold, blockedSince: Self.ms(900))
+        #expect(other.look(at: Self.ms(350), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(100))])
+    }
+
     @Test func aDeclaredHangWhoseLoopWaitsAgainEndsThere() {
         var edges = edges()
         edges.loopWoke(at: 0)
@@ -69,6 +88,15 @@ import Testing
         #expect(edges.look(at: Self.ms(250), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: 0)])
         #expect(edges.look(at: Self.ms(400), waiting: true, thresholdNanoseconds: Self.threshold) == [.declareIdle])
         #expect(edges.pingAnswered(at: Self.ms(401)).isEmpty)
+    }
+
+    /// Looks come a 25th of the threshold after a wake or an answer (so a start known only from
+    /// the last answer is off by at most 4 % of the threshold), between 5 ms and the sample interval.
+    @Test func theLookIntervalFollowsTheThreshold() {
+        let edges = edges()
+        #expect(edges.lookInterval(thresholdNanoseconds: Self.ms(250)) == Self.ms(10))
+        #expect(edges.lookInterval(thresholdNanoseconds: Self.ms(100)) == Self.ms(5))
+        #expect(edges.lookInterval(thresholdNanoseconds: Self.ms(5_000)) == Self.ms(50))
     }
 
     @Test func aThresholdShorterThanTheIntervalWaitsForTheFirstLook() {

@@ -144,6 +144,58 @@ import Testing
         #expect(blockedEvents.filter { if case .held = $0 { true } else { false } }.count == 1)
     }
 
+    /// A computing job on a thread that was asleep in no job at the look before: since it woke,
+    /// every nanosecond is CPU or run-queue time, so `schedstat` dates the start exactly; likewise
+    /// the end, when the thread parks once right after. (Half-way between looks, each would be off
+    /// by up to 25 ms.)
+    @Test func aComputingJobIsDatedByTheThreadsCPUAndRunQueueTime() throws {
+        let activation = JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: 41)
+        // Awake (CPU or run queue) from 118 ms to 470 ms; asleep before and after.
+        func awake(until ms: UInt64) -> UInt64 { (min(max(ms, 118), 470) - 118) * 1_000_000 }
+        func sample(at ms: UInt64) -> StackSample {
+            var sample = (118..<470).contains(ms) ? ScriptedSampler.computing() : StackSample(microseconds: 0, frames: [0x10], method: .unchanged, truncated: false, state: "S")
+            sample.microseconds = t(ms)
+            sample.state = (118..<470).contains(ms) ? "R" : "S"
+            // 5 ms of the awake time waiting for a CPU, the rest on one.
+            let total = awake(until: ms)
+            sample.runQueueNanoseconds = 5_000_000 + min(total, 5_000_000)
+            sample.onCPUNanoseconds = 900_000_000 + total - min(total, 5_000_000)
+            sample.voluntarySwitches = ms < 470 ? 10 : 11
+            return sample
+        }
+        var tracker = HeldJobTracker()
+        var held: [UInt64] = []
+        var ended: [UInt64] = []
+        for ms in stride(from: UInt64(0), through: 600, by: 50) {
+            var job = look(worker, (118..<470).contains(ms) ? activation : nil, at: ms)
+            job.sample = sample(at: ms)
+            for event in tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold) {
+                switch event {
+                case .held(let episode): held.append(episode.startMicroseconds)
+                case .ended(_, let end): ended.append(end)
+                case .sampled: break
+                }
+            }
+        }
+        #expect(held == [t(118)], "\(held)")
+        #expect(ended == [t(470)], "\(ended)")
+    }
+
+    /// A job that ends between two looks before any look saw it past the threshold, but whose end
+    /// is a threshold after its start, is a hang all the same: held and ended at once.
+    @Test func aJobWhoseEndComesPastTheThresholdBetweenTwoLooksIsReportedAtTheEnd() throws {
+        var tracker = HeldJobTracker()
+        // Blocked from 20 to 290 ms: seen at 50 ... 250 (start 25, last sighting 250: 225 ms), gone at 300 (end 275).
+        let events = run(&tracker, until: 400) { (20..<290).contains($0) ? jobA : nil }
+        try #require(events.count == 2, "\(events.map(\.1))")
+        guard case (300, .held(let episode)) = events[0], case (300, .ended(7, let end)) = events[1] else {
+            Issue.record("\(events)")
+            return
+        }
+        #expect(episode.startMicroseconds == t(25) && end == t(275))
+        #expect(episode.samples.count == 5)
+    }
+
     @Test func aJobShorterThanTheThresholdIsNothing() {
         var tracker = HeldJobTracker()
         #expect(run(&tracker, until: 700) { (100..<300).contains($0) ? jobA : nil }.isEmpty)

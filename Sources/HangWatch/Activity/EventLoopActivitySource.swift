@@ -102,6 +102,17 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             guard case .inSyscall(let number, let arguments, _, _) = state else { return false }
             return SyscallNames.isEpollWait(number) && arguments.first == UInt(epoll)
         }
+        /// The loop's thread right after a ping's answer: when, its CPU and run-queue time, its
+        /// voluntary switches. Dates a blocking call it is found in later.
+        var afterAnswer: (at: UInt64, ran: UInt64, switches: UInt64)?
+        func blockedSince() -> UInt64? {
+            guard let afterAnswer, case .inSyscall? = files.readSyscall(), let schedule = files.readSchedStat(),
+                let switches = files.readVoluntarySwitches(), switches == afterAnswer.switches &+ 1
+            else { return nil }
+            let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
+            guard ran >= afterAnswer.ran else { return nil }
+            return afterAnswer.at &+ (ran &- afterAnswer.ran)
+        }
         while !stopped.load(ordering: .acquiring) {
             let threshold = thresholdMicroseconds() * 1000
             let (next, idle) = decisions.withLock { ($0.nextLook(thresholdNanoseconds: threshold), $0.phase == .idle) }
@@ -124,16 +135,22 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             }
             switch wake {
             case .stopped: return
-            case .nudged: continue
+            case .nudged:
+                // A ping was answered: the thread as it is now is the baseline for dating a block.
+                if let schedule = files.readSchedStat(), let switches = files.readVoluntarySwitches() {
+                    afterAnswer = (coarseNow(), schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds, switches)
+                }
+                continue
             case .loop:
                 decisions.withLock { $0.loopWoke(at: coarseNow()) }
                 continue
             case .timeout: break
             }
             let isWaiting = waiting()
+            let blocked = isWaiting ? nil : blockedSince()
             let now = coarseNow()
             let ping = decisions.withLock { edges -> Bool in
-                let actions = edges.look(at: now, waiting: isWaiting, thresholdNanoseconds: threshold)
+                let actions = edges.look(at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked)
                 perform(actions)
                 return actions.contains(.ping)
             }

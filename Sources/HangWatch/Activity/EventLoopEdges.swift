@@ -2,14 +2,16 @@
 /// so tests script them). Times are `CLOCK_MONOTONIC_COARSE` nanoseconds, the latch's clock.
 ///
 /// - The loop woke (its epoll instance had an event): work may have begun, at that moment.
-/// - A look an interval later: a loop back in its wait finished that work well within the
+/// - A look an interval later (`lookInterval`: 10 ms at a 250 ms threshold): a loop back in its wait finished that work well within the
 ///   threshold. One still busy gets a ping: a closure on the loop, which runs right after the
 ///   work in hand, so its answer is the work's end.
 /// - Still unanswered a threshold after the wake: a hang, busy since the wake (exact start). The
 ///   ping's answer ends it (exact end).
 /// - Under steady load the loop is busy at every look; each answered ping is a boundary between
-///   iterations, so a hang is busy since the last answer at most (then the start is known to one
-///   interval, not exactly).
+///   iterations, so a hang is busy since the last answer at most. A loop found blocked in a system
+///   call is dated more closely when the watcher can (`blockedSince`: the CPU and run-queue time
+///   the thread had since the answer, when it slept only once since, in that call); a computing
+///   one is known to one interval.
 struct EventLoopEdges: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Waiting for events (seen in its wait at the last look).
@@ -34,12 +36,20 @@ struct EventLoopEdges: Sendable, Equatable {
         self.intervalNanoseconds = intervalNanoseconds
     }
 
-    /// When the watcher must look next: an interval after the wake (or the last answer), then a
-    /// threshold after it. Nil while idle (it sleeps until the loop wakes) and during a declared
+    /// How long after a wake or an answer the watcher looks: the sample interval, but at most a
+    /// 25th of the threshold (at least 5 ms), so that under steady load, where each answer is the
+    /// last known boundary, a hang's start is off by at most 4 % of the threshold.
+    func lookInterval(thresholdNanoseconds: UInt64) -> UInt64 {
+        max(5_000_000, min(intervalNanoseconds, thresholdNanoseconds / 25))
+    }
+
+    /// When the watcher must look next: a look interval after the wake (or the last answer), then
+    /// a threshold after it. Nil while idle (it sleeps until the loop wakes) and during a declared
     /// hang (it sleeps until the ping's answer).
     func nextLook(thresholdNanoseconds: UInt64) -> UInt64? {
         guard case .busy(let since, let pinged, let declared) = phase, !declared else { return nil }
-        return since &+ (pinged ? max(thresholdNanoseconds, intervalNanoseconds) : intervalNanoseconds)
+        let interval = lookInterval(thresholdNanoseconds: thresholdNanoseconds)
+        return since &+ (pinged ? max(thresholdNanoseconds, interval) : interval)
     }
 
     /// The loop's epoll instance had an event at `now`.
@@ -47,9 +57,12 @@ struct EventLoopEdges: Sendable, Equatable {
         if case .idle = phase { phase = .busy(since: now, pinged: false, declared: false) }
     }
 
-    /// A look at `now`: the loop's thread is in its wait (`waiting`) or not.
-    mutating func look(at now: UInt64, waiting: Bool, thresholdNanoseconds: UInt64) -> [Action] {
-        guard case .busy(let since, let pinged, let declared) = phase else { return [] }
+    /// A look at `now`: the loop's thread is in its wait (`waiting`) or not. `blockedSince`: when
+    /// the blocking call the thread is in now began, if the watcher could tell (under load, the
+    /// work before it since the last answer was other, short work).
+    mutating func look(at now: UInt64, waiting: Bool, thresholdNanoseconds: UInt64, blockedSince: UInt64? = nil) -> [Action] {
+        guard case .busy(var since, let pinged, let declared) = phase else { return [] }
+        if !declared, let blockedSince, blockedSince > since, blockedSince <= now { since = blockedSince }
         if waiting {
             // Done (a hang whose ping was lost with the loop ends here, at the look).
             phase = .idle

@@ -90,6 +90,8 @@ struct HeldJobTracker: Sendable {
         var covered = false
         /// The thread's voluntary context switches at the last sighting, when known.
         var voluntarySwitches: UInt64? = nil
+        /// The last sighting's sample (its CPU and run-queue times end a computing job exactly).
+        var lastSample: StackSample? = nil
     }
 
     enum Event: Sendable {
@@ -105,6 +107,8 @@ struct HeldJobTracker: Sendable {
     /// Threads seen in a job (by tid and start time): workers of the pool.
     private var workers: Set<[UInt64]> = []
     private var previousLookMicroseconds: UInt64?
+    /// Each thread as the last round of looks found it.
+    private var lastLooks: [Int32: Look] = [:]
     /// Bounds the samples kept before a report opens (a long job is sampled on in the report).
     var maxSamplesBeforeHeld = 256
 
@@ -137,14 +141,17 @@ struct HeldJobTracker: Sendable {
                     && !Self.slept($0, look.sample)
             } ?? false
             if !same, let ended = episodes.removeValue(forKey: tid) {
-                events += Self.end(ended, now: now)
+                events += Self.end(ended, now: now, next: look, thresholdMicroseconds: thresholdMicroseconds, room: room)
             }
+            let before = lastLooks[tid]
+            lastLooks[tid] = look
             // Only a job that can be proven to stay on the thread is followed (its task is known, or it is blocked).
             guard let activation = look.activation, activation.taskID != nil || look.sample.syscall != nil, look.sample.failure == nil
             else { continue }
             if var episode = episodes[tid] {
                 episode.lastSeenMicroseconds = now
                 episode.voluntarySwitches = look.sample.voluntarySwitches
+                episode.lastSample = look.sample
                 if episode.held {
                     events.append(.sampled(tid: tid, look.sample))
                 } else {
@@ -158,16 +165,42 @@ struct HeldJobTracker: Sendable {
                 }
                 episodes[tid] = episode
             } else {
-                let start = previous.map { $0 + (now - min(now, $0)) / 2 } ?? now
+                let start = Self.wokeForJob(before: before, first: look, previous: previous)
+                    ?? previous.map { $0 + (now - min(now, $0)) / 2 } ?? now
                 episodes[tid] = Episode(
                     thread: look.thread, activation: activation, startMicroseconds: start, firstSeenMicroseconds: now,
-                    lastSeenMicroseconds: now, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches)
+                    lastSeenMicroseconds: now, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches,
+                    lastSample: look.sample)
             }
         }
         for tid in episodes.keys where !seen.contains(tid) {
-            if let ended = episodes.removeValue(forKey: tid) { events += Self.end(ended, now: now) }
+            if let ended = episodes.removeValue(forKey: tid) { events += Self.end(ended, now: now, next: nil, thresholdMicroseconds: thresholdMicroseconds, room: room) }
         }
+        lastLooks = lastLooks.filter { seen.contains($0.key) }
         return events
+    }
+
+    /// The thread's time on a CPU or waiting for one between two samples, microseconds: all of the
+    /// time between them for a thread that never slept.
+    private static func ranOrRunnable(from earlier: StackSample, to later: StackSample) -> UInt64? {
+        guard let cpu0 = earlier.onCPUNanoseconds, let queue0 = earlier.runQueueNanoseconds,
+            let cpu1 = later.onCPUNanoseconds, let queue1 = later.runQueueNanoseconds, cpu1 &+ queue1 >= cpu0 &+ queue0
+        else { return nil }
+        return (cpu1 &+ queue1 &- cpu0 &- queue0) / 1000
+    }
+
+    /// A computing job's exact start: the look before found the thread asleep (parked in no job, or
+    /// in a blocking call that this job's code came out of), and since then it woke once and never
+    /// slept (same count of voluntary switches), so every nanosecond since it woke is CPU or
+    /// run-queue time (`schedstat`): it woke that long ago, and this began then (or short jobs
+    /// before it did, which this may count in). Nil otherwise (a blocked job: its wait is in
+    /// neither count).
+    private static func wokeForJob(before: Look?, first: Look, previous: UInt64?) -> UInt64? {
+        guard let before, let previous, before.sample.failure == nil, before.sample.state == "S",
+            first.sample.state == "R", let switches = first.sample.voluntarySwitches, before.sample.voluntarySwitches == switches,
+            let ran = ranOrRunnable(from: before.sample, to: first.sample)
+        else { return nil }
+        return max(previous, first.sample.microseconds &- min(ran, first.sample.microseconds))
     }
 
     /// A starved pool was reported with every pool thread: the jobs seen now and not yet held are
@@ -195,9 +228,35 @@ struct HeldJobTracker: Sendable {
         return now != before
     }
 
-    private static func end(_ episode: Episode, now: UInt64) -> [Event] {
-        guard episode.held else { return [] }
+    /// The end of `episode`, no longer seen at `now`: half-way between its last sighting and now,
+    /// or from the thread's CPU and run-queue time (`schedstat`) where it never slept in between
+    /// but once: a job last seen computing on a thread now parked ends its last sighting plus that
+    /// time (the rest of the job, and any short job after it); a job last seen blocked on a thread
+    /// now on a CPU that never slept again ended when the thread woke (now minus that time).
+    ///
+    /// A job that was never seen past the threshold but whose end, so found, is a threshold or more
+    /// after its start was a hang all the same (it ended between two looks): it is reported now,
+    /// held and ended at once, with the samples of its sightings.
+    private static func end(_ episode: Episode, now: UInt64, next: Look?, thresholdMicroseconds: UInt64, room: UInt64?) -> [Event] {
         let last = episode.lastSeenMicroseconds
-        return [.ended(tid: episode.thread.tid, endMicroseconds: last + (now - min(now, last)) / 2)]
+        var end = last + (now - min(now, last)) / 2
+        if let next, let lastSample = episode.lastSample, let switches = next.sample.voluntarySwitches,
+            let before = episode.voluntarySwitches, let ran = ranOrRunnable(from: lastSample, to: next.sample)
+        {
+            if lastSample.state == "R", next.activation == nil, next.sample.state == "S", switches == before &+ 1 {
+                // Computing, then parked once: it ran (or waited for a CPU) every nanosecond until then.
+                end = min(now, last &+ ran)
+            } else if lastSample.state == "S", next.sample.state == "R", switches == before {
+                // Blocked, then woken once and on a CPU since (its next step): the call returned at the wake.
+                end = max(last, next.sample.microseconds &- min(ran, next.sample.microseconds))
+            }
+        }
+        if episode.held { return [.ended(tid: episode.thread.tid, endMicroseconds: end)] }
+        guard !episode.covered, end &- min(end, episode.startMicroseconds) >= thresholdMicroseconds, let room,
+            room >= episode.firstSeenMicroseconds
+        else { return [] }
+        var held = episode
+        held.held = true
+        return [.held(held), .ended(tid: episode.thread.tid, endMicroseconds: end)]
     }
 }

@@ -122,12 +122,24 @@ import Testing
             let maxReported = max(report.durationMs, report.repeats?.maxDurationMs ?? 0)
             let totalReported = report.durationMs + (report.repeats?.totalDurationMs ?? 0)
             let totalMeasured = requests.map(\.durationMs).reduce(0, +)
-            #expect(totalReported <= totalMeasured * 1.1, "\(route): \(totalReported) ms reported in all, \(totalMeasured) ms measured")
+            // Summed over the route's hangs the edges' errors cancel out: within 5 % of what the
+            // handlers measured (when every request was a hang; fewer hangs, less time).
+            #expect(totalReported <= totalMeasured * 1.05, "\(route): \(totalReported) ms reported in all, \(totalMeasured) ms measured")
+            if hangs == requests.count {
+                #expect(totalReported >= totalMeasured * 0.95, "\(route): \(totalReported) ms reported in all, \(totalMeasured) ms measured")
+            }
             // The first hang's duration against the request it was: the edges are found by looks
-            // 50 ms apart, each off by at most half of that.
+            // 50 ms apart, each off by at most half of that (a computing job's by its thread's CPU
+            // time, closer). A blocking request is always its own hang (the thread parks after
+            // it); computing ones on one kept-alive connection may run back to back on a pool
+            // thread that never parks (this load keeps the pool busy), and then one hang covers
+            // k whole requests, its edges still right.
             let first = try #require(requests.min { abs($0.startedAt - report.startedAt.timeIntervalSince1970) < abs($1.startedAt - report.startedAt.timeIntervalSince1970) })
-            #expect(abs(report.durationMs - first.durationMs) <= 0.15 * first.durationMs, "\(route): \(report.durationMs) ms reported, \(first.durationMs) ms measured")
-            print("[hummingbird] \(route) (\(doing)): reported \(report.durationMs) ms for \(first.durationMs) ms measured; \(hangs) hangs for \(requests.count) requests; longest reported \(maxReported) ms, measured \(longest) ms")
+            let merged = max(1, (report.durationMs / first.durationMs).rounded())
+            #expect(merged == 1 || doing == "computing", "\(route): \(report.durationMs) ms reported, \(first.durationMs) ms measured")
+            // One hang: each edge within half a look interval (25 ms) of the truth, at worst.
+            #expect(abs(report.durationMs - merged * first.durationMs) <= 50 + 0.02 * first.durationMs, "\(route): \(report.durationMs) ms reported, \(first.durationMs) ms measured")
+            print("[hummingbird] \(route) (\(doing)): reported \(report.durationMs) ms for \(first.durationMs) ms measured\(merged > 1 ? " (\(Int(merged)) requests back to back)" : ""); \(hangs) hangs for \(requests.count) requests, \(Int(totalReported)) ms in all for \(Int(totalMeasured)) ms measured; longest reported \(maxReported) ms, measured \(longest) ms")
         }
         // The event-loop route: every block seen, from the loop's wake to the ping's answer
         // (exact edges: the watcher sleeps on the loop's epoll instance), naming the step that
