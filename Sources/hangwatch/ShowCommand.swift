@@ -71,13 +71,13 @@ struct ReportDetail {
         switch report.edges {
         case "exact": field("edges", "exact: where the work began and ended")
         case "ping": field("edges", "ping: started before this (when an overdue ping was sent); the duration is a lower bound")
-        case "sampled": field("edges", "sampled: each edge within half a look interval (\(Text.duration(report.capture.sampleIntervalMs / 2)))")
+        case "sampled": field("edges", "sampled: each edge within half a look interval (\(Text.duration(report.capture.sampleIntervalMs / 2))), closer where the thread's CPU time proves it")
         default: break
         }
         field("outcome", report.outcome.rawValue)
         if report.source == "pool-job" {
             // The pool watch saw one job on this thread at every look; the edges are looks apart.
-            field("stuck", "one job held this pool thread, seen at every look \(Text.duration(report.capture.sampleIntervalMs)) apart (start and end are sampled)")
+            field("stuck", "one job held this pool thread, seen at every look \(Text.duration(report.capture.sampleIntervalMs)) apart")
         } else {
             field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
         }
