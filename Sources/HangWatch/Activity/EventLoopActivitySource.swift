@@ -102,12 +102,15 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             guard case .inSyscall(let number, let arguments, _, _) = state else { return false }
             return SyscallNames.isEpollWait(number) && arguments.first == UInt(epoll)
         }
-        /// The loop's thread right after a ping's answer: when, its CPU and run-queue time, its
-        /// voluntary switches. Dates a blocking call it is found in later.
-        var afterAnswer: (at: UInt64, ran: UInt64, switches: UInt64)?
+        /// The loop's thread right after a ping's answer (`schedstat`): when, its CPU and run-queue
+        /// time, how often it was put on a CPU. Dates a blocking call it is found in later: a thread
+        /// not put on a CPU again since (it ran on until it blocked) entered the call that much
+        /// CPU and run-queue time after the answer. One small file: the watcher reads it at every
+        /// answer, which under load is once per sample interval.
+        var afterAnswer: (at: UInt64, ran: UInt64, timeslices: UInt64)?
         func blockedSince() -> UInt64? {
             guard let afterAnswer, case .inSyscall? = files.readSyscall(), let schedule = files.readSchedStat(),
-                let switches = files.readVoluntarySwitches(), switches == afterAnswer.switches &+ 1
+                schedule.timeslices > 0, schedule.timeslices == afterAnswer.timeslices
             else { return nil }
             let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
             guard ran >= afterAnswer.ran else { return nil }
@@ -137,8 +140,8 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             case .stopped: return
             case .nudged:
                 // A ping was answered: the thread as it is now is the baseline for dating a block.
-                if let schedule = files.readSchedStat(), let switches = files.readVoluntarySwitches() {
-                    afterAnswer = (coarseNow(), schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds, switches)
+                if let schedule = files.readSchedStat() {
+                    afterAnswer = (coarseNow(), schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds, schedule.timeslices)
                 }
                 continue
             case .loop:

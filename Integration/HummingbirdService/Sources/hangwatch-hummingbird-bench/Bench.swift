@@ -47,10 +47,10 @@ struct HummingbirdBench {
         }
 
         /// CPU time so far (seconds, from each thread's `schedstat`) of the monitor's own threads
-        /// in `pid`: its watchdogs, pingers and pool watch (`hangwatch-wdog`, `hangwatch-ping`,
+        /// in `pid`: its watchdogs, pingers, event-loop watchers and pool watch (`hangwatch-wdog`, `hangwatch-ping`, `hangwatch-loop`,
         /// `hangwatch-pool`).
         func monitorSeconds(_ pid: Int32) -> Double {
-            let names: Set<String> = ["hangwatch-wdog", "hangwatch-ping", "hangwatch-pool"]
+            let names: Set<String> = ["hangwatch-wdog", "hangwatch-ping", "hangwatch-loop", "hangwatch-pool"]
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
             return tasks.reduce(0) { total, tid in
                 let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8))?
