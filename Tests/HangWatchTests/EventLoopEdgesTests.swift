@@ -30,29 +30,10 @@ import Testing
         // Declared: nothing to look at until the answer.
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == nil)
         #expect(edges.pingAnswered(at: Self.ms(1_300)) == [.declareIdle])
-        // The loop may go on working (load): looked at a sample interval after the answer.
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_350))
-        #expect(edges.look(at: Self.ms(1_350), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
+        // The loop may go on working (load): looked at a look interval after the answer.
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_310))
+        #expect(edges.look(at: Self.ms(1_310), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
         #expect(edges.phase == .idle)
-    }
-
-    /// A loop that wakes again soon after it was seen waiting is under load: its first look comes a
-    /// sample interval after the wake (each look costs a ping and the watcher's wake-up), and its
-    /// start is still the wake.
-    @Test func aLoopUnderLoadIsLookedAtOncePerSampleInterval() {
-        var edges = edges()
-        edges.loopWoke(at: Self.ms(1_000))
-        #expect(edges.look(at: Self.ms(1_010), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
-        edges.loopWoke(at: Self.ms(1_011))
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_061))
-        #expect(edges.look(at: Self.ms(1_061), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
-        #expect(edges.look(at: Self.ms(1_261), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(1_011))])
-        // Idle for longer than an interval: the next wake is looked at soon again.
-        var quiet = self.edges()
-        quiet.loopWoke(at: 0)
-        _ = quiet.look(at: Self.ms(10), waiting: true, thresholdNanoseconds: Self.threshold)
-        quiet.loopWoke(at: Self.ms(500))
-        #expect(quiet.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(510))
     }
 
     @Test func workThatEndsJustBeforeTheThresholdIsNoHang() {

@@ -39,12 +39,10 @@ struct EventLoopEdges: Sendable, Equatable {
         self.intervalNanoseconds = intervalNanoseconds
     }
 
-    /// How long after a wake from idle the watcher looks: the sample interval, but at most a 25th
-    /// of the threshold (at least 5 ms). Most work is over by then, so a lightly loaded loop costs
-    /// two wake-ups of the watcher per burst of work. Under steady load (the loop busy at every
-    /// look) it looks once per sample interval: each look costs a ping, and the watcher's wake-ups
-    /// compete with the loop for its CPU (measured: a 25th of the threshold all along cost 2.2 % of
-    /// the server's CPU under wrk; this, a fifth of that).
+    /// How long after a wake or an answer the watcher looks: the sample interval, but at most a
+    /// 25th of the threshold (at least 5 ms), so that under steady load, where each answer is the
+    /// last known boundary, a hang's start is off by at most 4 % of the threshold. Under load each
+    /// look costs a ping and a wake-up of the watcher (docs/performance.md, `H1`).
     func lookInterval(thresholdNanoseconds: UInt64) -> UInt64 {
         max(5_000_000, min(intervalNanoseconds, thresholdNanoseconds / 25))
     }
@@ -53,13 +51,15 @@ struct EventLoopEdges: Sendable, Equatable {
     /// answer), then a threshold after it. Nil while idle (it sleeps until the loop wakes) and
     /// during a declared hang (it sleeps until the ping's answer).
     func nextLook(thresholdNanoseconds: UInt64) -> UInt64? {
-        guard case .busy(let since, let pinged, let declared, let steady) = phase, !declared else { return nil }
-        let interval = steady ? intervalNanoseconds : lookInterval(thresholdNanoseconds: thresholdNanoseconds)
+        guard case .busy(let since, let pinged, let declared, _) = phase, !declared else { return nil }
+        // (Looking only once per sample interval under load, `steady`, cut the cost to a third but
+        // put starts up to an interval early: a loop blocked 300 ms under load read as 328-336 ms.)
+        let interval = lookInterval(thresholdNanoseconds: thresholdNanoseconds)
         return since &+ (pinged ? max(thresholdNanoseconds, interval) : interval)
     }
 
-    /// The loop's epoll instance had an event at `now`. A loop that was seen waiting less than a
-    /// sample interval ago is under load: looked at a sample interval later, not sooner.
+    /// The loop's epoll instance had an event at `now` (`steady`: it was seen waiting less than a
+    /// sample interval ago, under load; recorded, not used for now).
     mutating func loopWoke(at now: UInt64) {
         guard case .idle = phase else { return }
         let steady = idleAt.map { now &- $0 < intervalNanoseconds } ?? false
