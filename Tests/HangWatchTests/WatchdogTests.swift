@@ -36,6 +36,21 @@ import Testing
         #expect(h.sampler.signalsAllowed.allSatisfy { $0 })
     }
 
+    @Test func aSampleBegunAfterTheLoopMovedIsNotPartOfTheHang() throws {
+        let h = WatchdogHarness()
+        // Busy from 100 to 790, but the edge reaches the watchdog only at 810: the sample due at
+        // 804 is taken of a thread already back in its idle wait.
+        h.loop(.afterWaiting, at: 100)
+        h.loop(.beforeWaiting, at: 790, seenAt: 810)
+        h.run()
+
+        try #require(h.hangs.count == 1)
+        let hang = h.hangs[0].recording
+        #expect(near(h.ms(try #require(hang.endMicroseconds)), 790))
+        let sampleTimes = hang.samples.map { h.ms($0.microseconds) }
+        #expect(sampleTimes.count == 9 && sampleTimes.allSatisfy { $0 <= 790 }, "\(sampleTimes)")
+    }
+
     @Test func stretchesUpToTheThresholdAreNotHangsAndAnIdleLoopCostsNoWakeUps() {
         let h = WatchdogHarness()
         // 20 stretches of exactly the threshold and just under it, 10 ms of sleep between them,

@@ -68,6 +68,14 @@ struct HangRecording: Sendable {
         }
     }
 
+    /// The loop moved at `end` (the activity edge's own time). A sample begun after it shows the
+    /// thread doing something else (the next iteration, its idle wait) and is dropped: the
+    /// watchdog can start one between the edge and learning of it.
+    mutating func end(at end: UInt64) {
+        endMicroseconds = max(end, detectedMicroseconds)
+        samples.removeAll { $0.microseconds > end }
+    }
+
     /// The latest time the recording knows about: the end, else the last sample, else detection.
     var lastKnownMicroseconds: UInt64 {
         endMicroseconds ?? max(samples.last?.microseconds ?? detectedMicroseconds, detectedMicroseconds)

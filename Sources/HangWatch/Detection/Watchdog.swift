@@ -226,7 +226,7 @@ final class Watchdog: @unchecked Sendable {
             }
             tick(.recording, snapshot)
             if let end = HangDetector.endOfHang(started: snapshot, latest: latch.snapshot()) {
-                recording.endMicroseconds = max(end, recording.detectedMicroseconds)
+                recording.end(at: end)
                 break
             }
             if control.isStopping { continue }

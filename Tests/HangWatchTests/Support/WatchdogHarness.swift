@@ -51,8 +51,14 @@ final class WatchdogHarness {
     /// The loop records `activity` at `milliseconds` (as its observer would; wakes a parked watchdog
     /// on an idle-to-busy edge).
     func loop(_ activity: Activity, at milliseconds: Double) {
+        loop(activity, at: milliseconds, seenAt: milliseconds)
+    }
+
+    /// The loop records `activity` stamped `milliseconds`, but only at `seen` does the record reach
+    /// the latch (the observer was preempted between reading the clock and storing).
+    func loop(_ activity: Activity, at milliseconds: Double, seenAt seen: Double) {
         let time = t(milliseconds)
-        clock.at(time) { [latch] in latch.record(activity.rawValue, atMicroseconds: time) }
+        clock.at(t(seen)) { [latch] in latch.record(activity.rawValue, atMicroseconds: time) }
     }
 
     /// One loop iteration's work: busy from `start` for `duration` milliseconds, then asleep.
