@@ -16,7 +16,8 @@ extension HangMonitor {
         let timeout = DurationText.nanoseconds(configuration.captureTimeout)
         PoolWatchRegistry.enroll(ObjectIdentifier(self)) { [logger, statisticsStore, configuration] in
             PoolWatch(
-                settings: settings, environment: SystemWatchdogEnvironment(), enqueue: { probe.enqueue($0) }, threads: threads,
+                settings: settings, environment: SystemWatchdogEnvironment(), enqueue: { probe.enqueue($0) },
+                attach: { probe.enqueueAttach() }, threads: threads,
                 looker: LinuxPoolThreadLooker(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
                 sink: writer, statistics: statisticsStore, images: images, logger: logger)
         }

@@ -23,13 +23,17 @@ import Testing
         private(set) var enqueued: [UInt64] = []
         var watch: PoolWatch!
 
-        init(clock: ScriptedClock = ScriptedClock(start: 1_000_000_000), looker: (any PoolThreadLooking)? = nil) {
+        init(
+            clock: ScriptedClock = ScriptedClock(start: 1_000_000_000), looker: (any PoolThreadLooking)? = nil,
+            attach: (@Sendable () -> Void)? = nil
+        ) {
             self.clock = clock
             environment = FakeWatchdogEnvironment(clock: clock)
             threads = ScriptedPoolThreads(clock: clock)
             watch = PoolWatch(
                 settings: .init(thresholdMicroseconds: { 250_000 }, sampleIntervalMicroseconds: 50_000, serviceName: "svc"),
-                environment: environment, enqueue: { [unowned self] slot in self.enqueue(slot) }, threads: threads, looker: looker,
+                environment: environment, enqueue: { [unowned self] slot in self.enqueue(slot) }, attach: attach, threads: threads,
+                looker: looker,
                 sink: sink, histogram: histogram, statistics: nil, images: nil, functionStart: { $0 & ~0xff }, logger: Logger(label: "test"))
             clock.whenScriptEnds = { [unowned self] in watch.requestStop() }
         }
@@ -126,6 +130,22 @@ import Testing
         #expect(Set(looker.looks.map { h.ms($0) }) == Set(stride(from: 50.0, through: 1_450, by: 50).map { $0 }))
     }
 
+    @Test func aPoolThreadNotAttachedGetsAttachJobsUntilOneRunsOnItOrPatienceRunsOut() {
+        let clock = ScriptedClock(start: 1_000_000_000)
+        let looker = ScriptedPoolLooker(clock: clock)
+        // 102 is not attached; the fourth attach job runs on it. 103 (named like a worker, started
+        // by a job) never runs one.
+        looker.unattached = [102, 103]
+        let attaches = Counter()
+        let h = Harness(clock: clock, looker: looker) {
+            if attaches.increment() == 4 { looker.unattached.remove(102) }
+        }
+        h.run(until: 6_000)
+        // Looks every 50 ms from 50: 102 gets one job at each of the first two looks (the second
+        // attaches it); 103 one at every look for 5 s (looks at 50 to 5,000), then none.
+        #expect(attaches.value == 2 + 100, "\(attaches.value)")
+    }
+
     @Test func stoppingDuringAStarvationEndsItAsMonitorStopped() throws {
         let h = Harness()
         h.defaultDelay = 10_000
@@ -142,6 +162,8 @@ import Testing
 final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
     let clock: ScriptedClock
     var job: (UInt64) -> Int32? = { _ in nil }
+    /// Threads not attached (they ran no probe), besides 101 and 102 (either may be one).
+    var unattached: Set<Int32> = []
     private(set) var looks: [UInt64] = []
 
     init(clock: ScriptedClock) {
@@ -150,7 +172,7 @@ final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
 
     func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] {
         looks.append(clock.now)
-        return [Int32(101), 102].map { tid in
+        return ([Int32(101), 102] + unattached.filter { $0 > 102 }.sorted()).map { tid in
             let thread = MonitoredThread(tid: tid, startTimeTicks: 1, stackLow: 0, stackHigh: 1, name: "oot.default-qos", isMain: false)
             var sample = ScriptedSampler.blocked([0x2010, 0x3010, 0x1020], syscall: 230)
             sample.microseconds = clock.now
@@ -158,7 +180,7 @@ final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
                 sample.method = .unchanged
                 sample.asyncCallers = AsyncCallers(after: 1, resumeAddresses: [0x4000], end: .complete, contexts: (0xa0, 0xb0))
             }
-            return (thread, sample, true)
+            return (thread, sample, !unattached.contains(tid))
         }
     }
 }
@@ -201,4 +223,14 @@ final class RecordingPoolSink: PoolSink, @unchecked Sendable {
         events.append("job ended")
         jobs.append((recording, outcome))
     }
+}
+
+/// Counts calls from any thread.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    /// The count after this call.
+    func increment() -> Int { lock.withLock { count += 1; return count } }
+    var value: Int { lock.withLock { count } }
 }

@@ -27,6 +27,15 @@ struct GlobalExecutorProbe: Sendable {
     var alternateStackSize: Int
     var signal: Int32
 
+    /// A job that only attaches the pool thread it runs on (`PoolAttachRequests`).
+    func enqueueAttach() {
+        let alternateStackSize = alternateStackSize
+        let signal = signal
+        Task.detached(priority: .medium) {
+            UnsafePoolThreadAttachments.shared.attachCurrentThreadIfNeeded(alternateStackSize: alternateStackSize, signal: signal)
+        }
+    }
+
     func enqueue(_ slot: PoolProbeSlot) {
         let alternateStackSize = alternateStackSize
         let signal = signal

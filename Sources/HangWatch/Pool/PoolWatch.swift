@@ -33,6 +33,9 @@ final class PoolWatch: @unchecked Sendable {
     private let settings: Settings
     private let environment: any WatchdogEnvironment
     private let enqueue: @Sendable (PoolProbeSlot) -> Void
+    /// Enqueues a job that attaches the pool thread it runs on (nil: attaching is the probe's alone).
+    private let attach: (@Sendable () -> Void)?
+    private var attachRequests = PoolAttachRequests()
     private let threads: any PoolThreadCapturing
     private let sink: any PoolSink
     private let looker: (any PoolThreadLooking)?
@@ -53,7 +56,8 @@ final class PoolWatch: @unchecked Sendable {
 
     init(
         settings: Settings, environment: any WatchdogEnvironment, enqueue: @escaping @Sendable (PoolProbeSlot) -> Void,
-        threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil, sink: any PoolSink,
+        attach: (@Sendable () -> Void)? = nil, threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil,
+        sink: any PoolSink,
         histogram: PoolProbeHistogram = .shared,
         statistics: MonitorStatistics?, images: ImageRegistry?, functionStart: (@Sendable (UInt) -> UInt?)? = nil, logger: Logger
     ) {
@@ -61,6 +65,7 @@ final class PoolWatch: @unchecked Sendable {
         self.settings = settings
         self.environment = environment
         self.enqueue = enqueue
+        self.attach = attach
         self.threads = threads
         self.looker = looker
         self.sink = sink
@@ -132,6 +137,10 @@ final class PoolWatch: @unchecked Sendable {
         guard let looker else { return }
         let looks = looker.look()
         let now = environment.now()
+        if let attach {
+            let unattached = looks.filter { !$0.isWorker }.map(\.thread)
+            for _ in 0..<attachRequests.jobs(unattached: unattached, at: now) { attach() }
+        }
         let tracked = looks.map { thread, sample, isWorker in
             HeldJobTracker.Look(
                 thread: thread, sample: sample, activation: functionStart.flatMap { JobActivation(sample, functionStart: $0) },

@@ -72,7 +72,11 @@ import Testing
 
         // Quick requests on every connection all along; each blocking route, one connection kept alive, for 2 s.
         let routes = Self.poolRoutes.map(\.route) + ["/receipt"]
-        let background = try Self.load(["-t1", "-c4", "-d\(routes.count * 2 + 2)s", base + "/hello"])
+        let background = try Self.load(["-t1", "-c4", "-d\(routes.count * 2 + 3)s", base + "/hello"])
+        // A second of quick requests first, as a service has served before its first slow one: a
+        // pool thread is watched from the first attach job it runs (docs/sources.md), and a fresh
+        // server's thread whose very first job is a slow request is not seen in that job.
+        sleep(1)
         for route in routes {
             let blocking = try Self.load(["-t1", "-c1", "-d2s", base + route])
             blocking.waitUntilExit()
@@ -112,21 +116,27 @@ import Testing
             let asyncNames = names(report, async: true)
             #expect(physical.contains(callers[0]), "\(route): \(physical)")
             #expect(asyncNames.first == callers[1], "\(route): async callers \(asyncNames)")
-            // At most one hang per request, and never more time than the requests took. (A 300 ms
-            // job clears the 250 ms threshold by less than a look interval, and under this load a
-            // look comes late now and then or finds no idle pool thread: not every request is a
-            // hang. Two requests of one kept-alive connection that run back to back on one pool
-            // thread that never parks between them read as one hang: docs/sources.md.)
+            // At most one hang per request. A 300 ms job clears the 250 ms threshold by one look
+            // interval (50 ms), and its sampled edges are each off by up to half of one: now and
+            // then one request of a blocking route reads as just under the threshold (seen about
+            // once in ten runs) and is no hang. A blocking request is otherwise always a hang of
+            // its own (the thread parks after it). Two computing requests of one kept-alive
+            // connection that run back to back on a pool thread that never parks between them
+            // (this load keeps the pool busy) read as one hang covering both (docs/sources.md):
+            // fewer hangs, the same time, so a computing route's hangs must still cover 90 % of
+            // its requests' time (one request missed would leave 86 %).
             let hangs = 1 + (report.repeats?.count ?? 0)
-            #expect(hangs <= requests.count && hangs >= (requests.count + 1) / 2, "\(route): \(hangs) hangs for \(requests.count) requests")
+            #expect(hangs <= requests.count, "\(route): \(hangs) hangs for \(requests.count) requests")
+            #expect(hangs >= requests.count - 1 || doing == "computing", "\(route): \(hangs) hangs for \(requests.count) requests")
             let maxReported = max(report.durationMs, report.repeats?.maxDurationMs ?? 0)
             let totalReported = report.durationMs + (report.repeats?.totalDurationMs ?? 0)
             let totalMeasured = requests.map(\.durationMs).reduce(0, +)
-            // Summed over the route's hangs the edges' errors cancel out: within 5 % of what the
-            // handlers measured (when every request was a hang; fewer hangs, less time).
+            let shortest = requests.map(\.durationMs).min() ?? 0
+            // Never more time than the requests took; each hang at least its request less a look interval.
             #expect(totalReported <= totalMeasured * 1.05, "\(route): \(totalReported) ms reported in all, \(totalMeasured) ms measured")
-            if hangs == requests.count {
-                #expect(totalReported >= totalMeasured * 0.95, "\(route): \(totalReported) ms reported in all, \(totalMeasured) ms measured")
+            #expect(totalReported >= Double(hangs) * (shortest - 60), "\(route): \(totalReported) ms reported in all for \(hangs) hangs")
+            if doing == "computing" {
+                #expect(totalReported >= totalMeasured * 0.9, "\(route): \(totalReported) ms reported in all, \(totalMeasured) ms measured")
             }
             // The first hang's duration against the request it was: the edges are found by looks
             // 50 ms apart, each off by at most half of that (a computing job's by its thread's CPU
