@@ -107,8 +107,12 @@ public final class HangMonitor: Sendable {
     }
 
     private func startPinging(kind: ActivitySourceKind, enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
+        let control = control
         try start(
-            source: QueueActivitySource(kind: kind, periodMicroseconds: DurationText.microseconds(configuration.threshold), enqueue: enqueue))
+            source: QueueActivitySource(
+                kind: kind, thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
+                intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval), looker: LinuxQueueThreadLooker(),
+                enqueue: enqueue))
     }
 
     /// Marks the start of work on the thread that called `startWatchingScopes()`. Scopes nest:

@@ -11,6 +11,12 @@ import HangWatchReport
 @main
 struct AsyncDemo {
     @MainActor static var requestsServed = 0
+    /// How long each hang took, measured by the code that hangs (printed; the tests compare).
+    @MainActor static var measured: [(name: String, milliseconds: Double)] = []
+
+    @MainActor static func record(_ name: String, since start: UInt64) {
+        measured.append((name, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6))
+    }
 
     @inline(never)
     @MainActor static func rebuildSearchIndex(milliseconds: Int) {
@@ -37,7 +43,9 @@ struct AsyncDemo {
     @inline(never)
     @MainActor static func computeScore(id: Int) async -> Int {
         await Task.yield()
+        let start = DispatchTime.now().uptimeNanoseconds
         rebuildSearchIndex(milliseconds: 800)
+        record("rebuildSearchIndex", since: start)
         return id
     }
 
@@ -51,7 +59,9 @@ struct AsyncDemo {
     @inline(never)
     @MainActor static func storeBlob(size: Int) async -> Int {
         await Task.yield()
+        let start = DispatchTime.now().uptimeNanoseconds
         usleep(700_000)
+        record("storeBlob", since: start)
         return size
     }
 
@@ -79,6 +89,13 @@ struct AsyncDemo {
         try await Task.sleep(nanoseconds: 1_000_000_000)
         monitor.stop()
         let reports = (try? ReportStore(directory: directory).list()) ?? []
+        for (name, milliseconds) in measured {
+            print("  measured: \(name) \(String(format: "%.1f", milliseconds)) ms")
+        }
+        for file in reports {
+            guard let data = FileManager.default.contents(atPath: file.path), let report = try? HangReport.decode(data) else { continue }
+            print("  reported: \(report.durationMs) ms, edges \(report.edges ?? "-"), detected \(Int(report.detectedAt.timeIntervalSince(report.startedAt) * 1000)) ms in")
+        }
         print("\(reports.count) hang report(s) in \(directory) (expected 2)")
         exit(reports.count == 2 ? 0 : 1)
     }

@@ -78,6 +78,18 @@ import Testing
         let upload = try #require(blockedNames.firstIndex { $0.contains("handleUpload") }, "\(blockedNames)")
         #expect(store < upload && blocked.heaviestStack?.frames[upload].async == true, "\(blockedNames)")
         #expect(blocked.samples.contains { $0.method == "syscall" }, "\(blocked.samples)")
+
+        // Dated by the looks at the thread that drains the main queue: each duration within 5 % of
+        // what the demo measured around the hanging call, detected a threshold (250 ms) after the
+        // start plus at most two sample intervals (50 ms).
+        for (hang, name) in [(report, "rebuildSearchIndex"), (blocked, "storeBlob")] {
+            let line = try #require(text.split(separator: "\n").first { $0.contains("measured: \(name) ") }, "\(text)")
+            let measured = try #require(line.split(separator: " ").dropLast().last.flatMap { Double($0) }, "\(line)")
+            #expect(hang.edges == "sampled", "\(name): \(String(describing: hang.edges))")
+            #expect(abs(Double(hang.durationMs) - measured) <= 0.05 * measured, "\(name): reported \(hang.durationMs) ms, measured \(measured) ms")
+            let detection = hang.detectedAt.timeIntervalSince(hang.startedAt) * 1000
+            #expect(detection >= 245 && detection <= 250 + 2 * 50 + 5, "\(name): detected \(detection) ms after the start")
+        }
     }
 
 

@@ -78,6 +78,7 @@ import Testing
         for _ in 0..<3 {
             queue.source.ping()
             queue.drain()
+            queue.advance(milliseconds: 100)
         }
         #expect(queue.attached == 1)
         queue.source.ping()

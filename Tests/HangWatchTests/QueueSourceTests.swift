@@ -39,4 +39,53 @@ import Testing
         }
     }
 
+    /// Once the thread that drains the queue has been seen in its idle wait, a stall is dated by
+    /// the looks at that thread (`sampled` edges): its duration is within 5 % of what the block
+    /// measured (a computation and a sleep), and it is detected a threshold after it began plus
+    /// at most two sample intervals, not one to two thresholds late.
+    @Test func aStallOnAWatchedDrainingThreadIsDatedWithinAnInterval() throws {
+        let directory = ReportDirectory()
+        var configuration = directory.configuration(threshold: .milliseconds(200))
+        configuration.repeatWindow = .zero
+        let monitor = try HangMonitor(configuration: configuration)
+        defer { monitor.stop() }
+        let queue = DispatchQueue(label: "ledger")
+        try monitor.start(queue: queue)
+        #expect(Eventually.holds(timeout: 10) { monitor.sourceEdges == "sampled" }, "the idle wait was never learnt")
+        let measured = Mutex<[(tid: Int32, milliseconds: Double)]>([])
+        func stall(_ body: @escaping @Sendable () -> Void) {
+            queue.async {
+                let tid = Int32((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"))?
+                    .split(separator: "/").last.map(String.init) ?? "") ?? 0
+                let start = DispatchTime.now().uptimeNanoseconds
+                body()
+                let took = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+                measured.withLock { $0.append((tid, took)) }
+            }
+        }
+        stall { _ = hangInQueuedBlock(milliseconds: 600) }
+        #expect(directory.waitForFinished(1).count == 1)
+        // Idle for a few looks, so that the next stall starts from a known idle thread.
+        Thread.sleep(forTimeInterval: 0.3)
+        stall { _ = hangInSleep(milliseconds: 600) }
+        let reports = directory.waitForFinished(2).sorted { $0.startedAt < $1.startedAt }
+        monitor.stop()
+        let blocks = measured.withLock { $0 }
+        try #require(reports.count == 2 && blocks.count == 2, "\(reports.map(\.durationMs)) \(blocks)")
+        for (report, block) in zip(reports, blocks) {
+            guard report.thread.tid == block.tid else {
+                // libdispatch started the block on a worker the looks were not on: the ping alone saw it.
+                withKnownIssue("the block ran on another worker than the one looked at", isIntermittent: true) {
+                    #expect(report.thread.tid == block.tid)
+                }
+                continue
+            }
+            #expect(report.edges == "sampled")
+            #expect(abs(Double(report.durationMs) - block.milliseconds) <= 0.05 * block.milliseconds,
+                    "reported \(report.durationMs) ms for \(block.milliseconds) ms")
+            let detection = report.detectedAt.timeIntervalSince(report.startedAt) * 1000
+            #expect(detection >= 195 && detection <= 200 + 2 * 50 + 5, "detected \(detection) ms after the start")
+        }
+        #expect(reports[0].heaviestStackContains("hangInQueuedBlock"), "\(reports[0].heaviestSymbols)")
+    }
 }

@@ -1,0 +1,129 @@
+/// Decides a pinged queue's busy edges from its pinging thread's looks at the thread that drains
+/// it (pure: times come in as values, so tests script them). Times are `CLOCK_MONOTONIC_COARSE`
+/// nanoseconds, the latch's clock.
+///
+/// A queue cannot be watched from inside (its blocks run on a libdispatch worker the monitor does
+/// not own), but the thread that answered the last ping can be looked at through `/proc` once per
+/// sample interval, which costs one read of a small file while it sleeps:
+///
+/// - Seen in its idle wait: the queue had nothing to run, now (`responsiveAt`).
+/// - Seen working: work began since the last look. Its start is dated from the thread's own clock
+///   when that proves it (woken once and on a CPU ever since: a computation), else half-way
+///   between the two looks (off by at most half an interval). A ping goes out: it runs right
+///   after the work in hand, so its answer is the work's end.
+/// - A threshold after that start with the ping still out: a hang, declared busy since the start
+///   (`sampled` edges). The answer ends it.
+/// - Where the thread or its idle wait is not known (before the first answers, a thread gone),
+///   and to find work that moved to another thread, the queue is pinged once per threshold as
+///   before: a ping still out a threshold after it was enqueued is a hang since the enqueue
+///   (`ping` edges: a lower bound, detected one to two thresholds late).
+struct QueueEdges: Sendable, Equatable {
+    /// What a look found the draining thread doing.
+    enum Observation: Sendable, Equatable {
+        /// In its idle wait: the queue has nothing to run.
+        case waiting
+        /// Not in its idle wait: running or blocked in a block's work. `since`: when that began,
+        /// where the thread's clock proves it.
+        case working(since: UInt64?)
+        /// Not known: no draining thread or idle wait learnt yet, or the thread is gone.
+        case unknown
+    }
+
+    enum Action: Sendable, Equatable {
+        /// Enqueue a ping on the queue.
+        case ping
+        /// Tell the watchdog: busy since this time (a threshold has passed), found this way.
+        case declareBusy(since: UInt64, edges: ActivityEdges)
+        /// Tell the watchdog: idle again (the hang ended now).
+        case declareIdle
+    }
+
+    let intervalNanoseconds: UInt64
+    /// When the queue was last known to have nothing in hand: a ping's answer or a look that found
+    /// the thread in its idle wait.
+    private(set) var responsiveAt: UInt64?
+    /// When the previous look was.
+    private(set) var lastLookAt: UInt64?
+    /// The outstanding ping's enqueueing, and the last ping's.
+    private(set) var pingEnqueuedAt: UInt64?
+    private(set) var lastPingAt: UInt64?
+    /// When the work in hand began, as the looks dated it (nil: not dated by a look).
+    private(set) var busySince: UInt64?
+    /// The watchdog was told (and how the stretch was found).
+    private(set) var declared: ActivityEdges?
+
+    init(intervalNanoseconds: UInt64) {
+        self.intervalNanoseconds = intervalNanoseconds
+    }
+
+    /// When the pinging thread must look next, after a look at `now`: an interval later, or at
+    /// the moment a dated stretch reaches the threshold if that comes first.
+    func nextLook(after now: UInt64, thresholdNanoseconds: UInt64) -> UInt64 {
+        var next = now &+ intervalNanoseconds
+        if declared == nil, pingEnqueuedAt != nil, let busySince {
+            next = min(next, max(now &+ 1_000_000, busySince &+ thresholdNanoseconds))
+        }
+        return next
+    }
+
+    /// A look at `now` found the thread as `observation`. `eager`: ping at every look, not once
+    /// per threshold, when no ping is out (while the source learns the thread's idle wait).
+    mutating func look(at now: UInt64, _ observation: Observation, thresholdNanoseconds: UInt64, eager: Bool = false) -> [Action] {
+        defer { lastLookAt = now }
+        var actions: [Action] = []
+        switch observation {
+        case .waiting:
+            responsiveAt = now
+            busySince = nil
+            if declared == .sampled {
+                // Its ping's answer is on its way; the look saw the end first. The ping is now as
+                // good as one sent at this look (it is not overdue since it was enqueued).
+                declared = nil
+                pingEnqueuedAt = now
+                actions.append(.declareIdle)
+            }
+        case .working(let since):
+            // Dated only when the queue was known to be idle at the look before (or answered
+            // since): the work began between then and now.
+            if busySince == nil, let responsiveAt, let lastLookAt, responsiveAt >= lastLookAt, responsiveAt < now {
+                busySince = since.map { min(max($0, responsiveAt), now) } ?? responsiveAt &+ (now &- responsiveAt) / 2
+            }
+            if pingEnqueuedAt == nil { actions.append(ping(at: now)) }
+        case .unknown:
+            break
+        }
+        let period = eager ? intervalNanoseconds : thresholdNanoseconds
+        if pingEnqueuedAt == nil, declared == nil, lastPingAt.map({ now &- $0 >= period }) ?? true {
+            // Once per threshold whatever the looks say: work that moved to another thread.
+            actions.append(ping(at: now))
+        }
+        if declared == nil, let enqueuedAt = pingEnqueuedAt {
+            if let busySince, now >= busySince, now &- busySince >= thresholdNanoseconds {
+                declared = .sampled
+                actions.append(.declareBusy(since: busySince, edges: .sampled))
+            } else if now >= enqueuedAt, now &- enqueuedAt >= thresholdNanoseconds {
+                let edges: ActivityEdges = busySince == nil ? .ping : .sampled
+                declared = edges
+                actions.append(.declareBusy(since: busySince ?? enqueuedAt, edges: edges))
+            }
+        }
+        return actions
+    }
+
+    /// The ping ran at `now`: the work it waited behind is over.
+    mutating func pingAnswered(at now: UInt64) -> [Action] {
+        guard pingEnqueuedAt != nil else { return [] }
+        pingEnqueuedAt = nil
+        responsiveAt = now
+        busySince = nil
+        guard declared != nil else { return [] }
+        declared = nil
+        return [.declareIdle]
+    }
+
+    private mutating func ping(at now: UInt64) -> Action {
+        pingEnqueuedAt = now
+        lastPingAt = now
+        return .ping
+    }
+}

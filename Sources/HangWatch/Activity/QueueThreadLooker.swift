@@ -1,0 +1,127 @@
+/// Looks at the thread that drains a pinged queue (`QueueEdges`' observations), through `/proc`.
+/// Used by the pinging thread only.
+protocol QueueThreadLooking: AnyObject {
+    /// Whether the thread's idle wait is known (the looks can tell idle from busy).
+    var knowsIdleWait: Bool { get }
+    /// What the draining thread is doing at `now` (coarse ns).
+    func look(at now: UInt64) -> QueueEdges.Observation
+    /// A ping is about to be enqueued (the thread's state now is a candidate idle wait).
+    func pingSent(at now: UInt64)
+    /// The ping enqueued at `enqueuedAt` ran on thread `tid` at `now`.
+    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64)
+}
+
+/// The real looker. The draining thread is the one that ran the last ping. Its idle wait is learnt,
+/// not assumed (a libdispatch worker waits on its pool's futex, a thread running `RunLoop.main`
+/// in `epoll_wait`): the system call and first argument it was blocked in when a ping was sent,
+/// where the same thread ran that ping within `learnWithinNanoseconds`, twice in a row (a block's
+/// own blocking call would have held the ping back). Each look reads the thread's `schedstat`
+/// (one small file); only when the thread was put on a CPU since the last look is its `syscall`
+/// read too. A thread found running that has not gone to sleep since it was seen in its idle wait
+/// (its voluntary context switches, in `status`, did not move; being preempted does not count) has
+/// been on a CPU or its run queue ever since it was woken: its work began that much CPU and
+/// run-queue time ago.
+final class LinuxQueueThreadLooker: QueueThreadLooking {
+    private struct Wait: Equatable {
+        let number: Int
+        let firstArgument: UInt
+    }
+
+    private let learnWithinNanoseconds: UInt64
+    /// The thread that ran the last ping, and its open `/proc` files (opened by the pinging
+    /// thread at its next look, not by the queue's thread).
+    private var drainingThread: Int32?
+    private var files: ProcTaskFiles?
+    private var idleWait: Wait?
+    /// The candidate idle wait seen at the last ping sent, and one confirmed once.
+    private var candidate: Wait?
+    private var confirmedOnce: Wait?
+    /// The thread's `schedstat` and the observation at the last look.
+    private var lastSchedule: ProcTask.SchedStat?
+    private var lastObservation = QueueEdges.Observation.unknown
+    /// The thread at the last look that found it in its idle wait: when, its CPU and run-queue
+    /// time, how often it had gone to sleep (read again only when it ran since).
+    private var idleBaseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?)?
+
+    init(learnWithinNanoseconds: UInt64 = 2_000_000) {
+        self.learnWithinNanoseconds = learnWithinNanoseconds
+    }
+
+    var knowsIdleWait: Bool { idleWait != nil }
+
+    func look(at now: UInt64) -> QueueEdges.Observation {
+        openFiles()
+        guard let files, let schedule = files.readSchedStat() else { return .unknown }
+        if let lastSchedule, lastSchedule == schedule {
+            // Not on a CPU since the last look: as it was then (a computation's start stays dated
+            // by that look).
+            if case .working = lastObservation { return .working(since: nil) }
+            return lastObservation
+        }
+        lastSchedule = schedule
+        let observation = observe(files.readSyscall(), schedule, now: now)
+        lastObservation = observation
+        return observation
+    }
+
+    private func observe(_ state: ProcTask.SyscallState?, _ schedule: ProcTask.SchedStat, now: UInt64) -> QueueEdges.Observation {
+        let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
+        switch state {
+        case nil:
+            return .unknown
+        case .inSyscall(let number, let arguments, _, _)?:
+            if let idleWait, idleWait == Wait(number: number, firstArgument: arguments.first ?? 0) {
+                idleBaseline = (now, ran, files?.readVoluntarySwitches())
+                return .waiting
+            }
+            return idleWait == nil ? .unknown : .working(since: nil)
+        case .blockedOutsideSyscall?:
+            return idleWait == nil ? .unknown : .working(since: nil)
+        case .running?:
+            guard idleWait != nil else { return .unknown }
+            guard let idleBaseline, let sleeps = idleBaseline.voluntarySwitches, files?.readVoluntarySwitches() == sleeps,
+                ran >= idleBaseline.ran, now >= ran &- idleBaseline.ran
+            else { return .working(since: nil) }
+            return .working(since: now &- (ran &- idleBaseline.ran))
+        }
+    }
+
+    /// Opens the draining thread's files when it changed.
+    private func openFiles() {
+        guard let drainingThread, files?.tid != drainingThread else { return }
+        files = ProcTaskFiles(tid: drainingThread)
+        lastSchedule = nil
+        lastObservation = .unknown
+        idleBaseline = nil
+    }
+
+    func pingSent(at now: UInt64) {
+        guard idleWait == nil else { return }
+        openFiles()
+        if case .inSyscall(let number, let arguments, _, _)? = files?.readSyscall() {
+            candidate = Wait(number: number, firstArgument: arguments.first ?? 0)
+        } else {
+            candidate = nil
+        }
+    }
+
+    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64) {
+        if drainingThread != tid || files?.tid != tid {
+            drainingThread = tid
+            candidate = nil
+            return
+        }
+        guard idleWait == nil else { return }
+        guard let candidate, now >= enqueuedAt, now &- enqueuedAt <= learnWithinNanoseconds else {
+            confirmedOnce = nil
+            return
+        }
+        if confirmedOnce == candidate {
+            idleWait = candidate
+            lastSchedule = nil
+        } else {
+            confirmedOnce = candidate
+        }
+        self.candidate = nil
+    }
+}

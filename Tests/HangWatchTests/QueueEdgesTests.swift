@@ -1,0 +1,104 @@
+@testable import HangWatch
+import Testing
+
+/// A pinged queue's decisions with looks at its draining thread, scripted: times in milliseconds
+/// (as nanoseconds), threshold 250 ms, looks 50 ms apart.
+@Suite struct QueueEdgesTests {
+    static let threshold: UInt64 = ms(250)
+    static func ms(_ value: UInt64) -> UInt64 { value * 1_000_000 }
+
+    /// Edges that have pinged once, had the answer at 1 000 ms and looked at an idle thread since.
+    func idleEdges() -> QueueEdges {
+        var edges = QueueEdges(intervalNanoseconds: Self.ms(50))
+        #expect(look(&edges, 990, .unknown) == [.ping])
+        #expect(edges.pingAnswered(at: Self.ms(1_000)).isEmpty)
+        #expect(look(&edges, 1_000, .waiting).isEmpty)
+        return edges
+    }
+
+    func look(_ edges: inout QueueEdges, _ at: UInt64, _ observation: QueueEdges.Observation) -> [QueueEdges.Action] {
+        edges.look(at: Self.ms(at), observation, thresholdNanoseconds: Self.threshold)
+    }
+
+    @Test func anIdleThreadCostsNoPingUntilAThresholdHasPassedSinceTheLast() {
+        var edges = idleEdges()
+        for at in stride(from: UInt64(1_050), to: 1_240, by: 50) {
+            #expect(look(&edges, at, .waiting).isEmpty, "looked at \(at) ms")
+        }
+        // Once per threshold whatever the looks say (work that moved to another thread).
+        #expect(look(&edges, 1_250, .waiting) == [.ping])
+    }
+
+    @Test func blockedWorkIsDatedHalfWayBetweenTheLooksAndDeclaredAThresholdAfterThat() {
+        var edges = idleEdges()
+        #expect(look(&edges, 1_050, .waiting).isEmpty)
+        // Seen working at 1 100: began between 1 050 and 1 100, dated 1 075; a ping goes out.
+        #expect(look(&edges, 1_100, .working(since: nil)) == [.ping])
+        #expect(edges.busySince == Self.ms(1_075))
+        // The next look comes an interval later, and then exactly when the threshold is reached.
+        #expect(edges.nextLook(after: Self.ms(1_300), thresholdNanoseconds: Self.threshold) == Self.ms(1_325))
+        #expect(look(&edges, 1_150, .working(since: nil)).isEmpty)
+        #expect(look(&edges, 1_300, .working(since: nil)).isEmpty)
+        #expect(look(&edges, 1_325, .working(since: nil)) == [.declareBusy(since: Self.ms(1_075), edges: .sampled)])
+        // Declared once; the answer ends it.
+        #expect(look(&edges, 1_375, .working(since: nil)).isEmpty)
+        #expect(edges.pingAnswered(at: Self.ms(1_700)) == [.declareIdle])
+        #expect(edges.declared == nil && edges.busySince == nil)
+    }
+
+    @Test func aComputationIsDatedByTheThreadsOwnClock() {
+        var edges = idleEdges()
+        #expect(look(&edges, 1_050, .waiting).isEmpty)
+        #expect(look(&edges, 1_100, .working(since: Self.ms(1_058))) == [.ping])
+        #expect(edges.busySince == Self.ms(1_058))
+        // A clock that claims a start before the last idle look is held to it.
+        var other = idleEdges()
+        #expect(look(&other, 1_050, .waiting).isEmpty)
+        #expect(look(&other, 1_100, .working(since: Self.ms(900))) == [.ping])
+        #expect(other.busySince == Self.ms(1_050))
+    }
+
+    @Test func shortWorkIsAnsweredAndNeverDeclared() {
+        var edges = idleEdges()
+        #expect(look(&edges, 1_050, .working(since: nil)) == [.ping])
+        #expect(edges.pingAnswered(at: Self.ms(1_060)).isEmpty)
+        // Busy again at the next look: dated after the answer, not from the first stretch.
+        #expect(look(&edges, 1_100, .working(since: nil)) == [.ping])
+        #expect(edges.busySince == Self.ms(1_080))
+        #expect(edges.pingAnswered(at: Self.ms(1_120)).isEmpty)
+        #expect(look(&edges, 1_150, .waiting).isEmpty)
+        #expect(edges.declared == nil)
+    }
+
+    @Test func workTheLooksCannotDateFallsBackToThePingsLowerBound() {
+        // The thread was working at the look before too, with no answer since: the start is not
+        // between the two looks.
+        var edges = idleEdges()
+        #expect(look(&edges, 1_050, .unknown).isEmpty)
+        #expect(look(&edges, 1_100, .working(since: nil)) == [.ping])
+        #expect(edges.busySince == nil)
+        #expect(look(&edges, 1_300, .working(since: nil)).isEmpty)
+        #expect(look(&edges, 1_350, .working(since: nil)) == [.declareBusy(since: Self.ms(1_100), edges: .ping)])
+    }
+
+    @Test func withoutLooksAPingOverdueByAThresholdIsAStallSinceItsEnqueueing() {
+        var edges = QueueEdges(intervalNanoseconds: Self.ms(50))
+        #expect(look(&edges, 1_000, .unknown) == [.ping])
+        #expect(look(&edges, 1_200, .unknown).isEmpty)
+        #expect(look(&edges, 1_250, .unknown) == [.declareBusy(since: Self.ms(1_000), edges: .ping)])
+        // The thread seen in its idle wait does not end a stall the ping found: the work may be on
+        // another thread; only the answer ends it.
+        #expect(look(&edges, 1_300, .waiting).isEmpty)
+        #expect(edges.pingAnswered(at: Self.ms(1_400)) == [.declareIdle])
+    }
+
+    @Test func aDatedStallSeenOverByALookEndsThere() {
+        var edges = idleEdges()
+        #expect(look(&edges, 1_050, .waiting).isEmpty)
+        #expect(look(&edges, 1_100, .working(since: nil)) == [.ping])
+        #expect(look(&edges, 1_325, .working(since: nil)) == [.declareBusy(since: Self.ms(1_075), edges: .sampled)])
+        #expect(look(&edges, 1_375, .waiting) == [.declareIdle])
+        // The answer that follows changes nothing more.
+        #expect(edges.pingAnswered(at: Self.ms(1_376)).isEmpty)
+    }
+}
