@@ -30,6 +30,13 @@ extension HangMonitor {
         public var additionalModes: [String] = []
         /// The real-time signal used to ask the hung thread for its stack; nil picks `SIGRTMIN+7`.
         public var captureSignal: Int32? = nil
+        /// A watched queue (`startWatchingMainQueue()`, `start(queue:)`): look at the thread that
+        /// drains it once per `sampleInterval`, so that a stall's start is known to half an interval
+        /// and it is detected a threshold after it began (`edges: sampled`). Off: the queue is only
+        /// pinged once per threshold (`edges: ping`: detected 1 to 2 thresholds late, a lower-bound
+        /// duration), and the pinging thread wakes once per threshold instead of once per
+        /// interval. Default true (docs/sources.md; its idle cost in docs/performance.md, figure 12).
+        public var looksAtQueueThreads = true
         /// How long to wait for the hung thread to answer a capture signal. 1 ms ... 5 s. Default 100 ms.
         public var captureTimeout: Duration = .milliseconds(100)
         /// No hang is reported this soon after `start()`. 0 ... 1 h. Default 0.

@@ -111,7 +111,9 @@ public final class HangMonitor: Sendable {
         try start(
             source: QueueActivitySource(
                 kind: kind, thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
-                intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval), looker: LinuxQueueThreadLooker(),
+                intervalMicroseconds: DurationText.microseconds(
+                    configuration.looksAtQueueThreads ? configuration.sampleInterval : configuration.threshold),
+                looker: configuration.looksAtQueueThreads ? LinuxQueueThreadLooker() : nil,
                 enqueue: enqueue))
     }
 

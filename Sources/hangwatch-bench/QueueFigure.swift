@@ -56,27 +56,41 @@ struct QueueFigure {
 struct PingIdleFigure {
     var seconds: Double
 
+    static func processCPUMilliseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000
+    }
+
     static func allSwitches() -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.compactMap { Int32($0) }.compactMap(ProcessThreads.contextSwitches).reduce(0, +)
     }
 
-    func measure() throws -> (withMonitor: Int, without: Int) {
+    /// Switches over `seconds` unwatched, watched by the ping alone, and pinged with looks at the
+    /// draining thread (the default); the pool watch off in all three (figure 15 has it).
+    func measure() throws -> (looks: (switches: Int, cpu: Double), pingOnly: (switches: Int, cpu: Double), without: (switches: Int, cpu: Double)) {
         let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid())-ping-idle"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let queue = DispatchQueue(label: "bench.idle")
-        func count(_ watched: Bool) throws -> Int {
-            let monitor = try HangMonitor(
-                configuration: HangMonitor.Configuration(serviceName: "bench", threshold: .milliseconds(250), reportDirectory: directory))
+        /// Context switches of the whole process, and its CPU time in milliseconds.
+        func count(_ watched: Bool, looks: Bool = true) throws -> (switches: Int, cpu: Double) {
+            var configuration = HangMonitor.Configuration(serviceName: "bench", threshold: .milliseconds(250), reportDirectory: directory)
+            configuration.watchesConcurrencyPool = false
+            configuration.looksAtQueueThreads = looks
+            let monitor = try HangMonitor(configuration: configuration)
             if watched { try monitor.start(queue: queue) }
             defer { monitor.stop() }
             usleep(600_000)  // settle
             let before = Self.allSwitches()
+            let cpuBefore = Self.processCPUMilliseconds()
             usleep(useconds_t(seconds * 1_000_000))
-            return Self.allSwitches() - before
+            return (Self.allSwitches() - before, Self.processCPUMilliseconds() - cpuBefore)
         }
         let without = try count(false)
-        let with = try count(true)
-        return (with, without)
+        let pingOnly = try count(true, looks: false)
+        let looks = try count(true)
+        return (looks, pingOnly, without)
     }
 }

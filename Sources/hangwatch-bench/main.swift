@@ -187,8 +187,12 @@ if wanted("12") {
     add("12", "serial queue, ns per 0.3 us block: unwatched / watched by ping", "\(format(queue.noneNanoseconds, 0)) / \(format(queue.watchedNanoseconds, 0))")
     add("12", "serial queue, time: watched / unwatched", format(queue.ratio), "<= 1.02", queue.ratio <= 1.02)
     let idle = try PingIdleFigure(seconds: quick ? 2 : 10).measure()
-    let perPeriod = Double(idle.withMonitor - idle.without) / ((quick ? 2 : 10) / 0.25)
-    add("12", "idle queue pinged every 250 ms: context switches per period added (process-wide)", format(perPeriod, 1), "(documented)")
+    let periods = (quick ? 2 : 10) / 0.25
+    let pingOnly = Double(idle.pingOnly.switches - idle.without.switches) / periods
+    let looks = Double(idle.looks.switches - idle.without.switches) / periods
+    add("12", "idle queue, 250 ms: switches per period added, ping / ping + looks", "\(format(pingOnly, 1)) / \(format(looks, 1))", "(documented)")
+    add("12", "idle queue, process CPU ms per 10 s: unwatched / ping / ping + looks",
+        [idle.without.cpu, idle.pingOnly.cpu, idle.looks.cpu].map { format($0 * 10 / (quick ? 2 : 10), 1) }.joined(separator: " / "), "(documented)")
 }
 
 // 13: a SwiftNIO HTTP server under wrk, its event loop unwatched and watched.

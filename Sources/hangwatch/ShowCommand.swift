@@ -70,8 +70,10 @@ struct ReportDetail {
         field("started", timing)
         switch report.edges {
         case "exact": field("edges", "exact: where the work began and ended")
-        case "ping": field("edges", "ping: started before this (when an overdue ping was sent); the duration is a lower bound")
-        case "sampled": field("edges", "sampled: each edge within half a look interval (\(Text.duration(report.capture.sampleIntervalMs / 2))), closer where the thread's CPU time proves it")
+        case "ping": field("edges", "ping: a lower bound (from when an overdue ping was sent)")
+        case "sampled" where report.source == "dispatch-main" || report.source == "dispatch-queue":
+            field("edges", "sampled: start from looks \(Text.duration(report.capture.sampleIntervalMs)) apart (to \(Text.duration(report.capture.sampleIntervalMs / 2))), end at a ping's answer")
+        case "sampled": field("edges", "sampled: each edge to \(Text.duration(report.capture.sampleIntervalMs / 2)) (looks \(Text.duration(report.capture.sampleIntervalMs)) apart), or by CPU time")
         default: break
         }
         field("outcome", report.outcome.rawValue)

@@ -32,6 +32,12 @@ import Testing
         #expect(configuration.reportDirectory == "/var/lib/hangwatch/reports")
     }
 
+    @Test func queueLooksAreOnByDefaultAndCanBeTurnedOff() throws {
+        #expect(HangMonitor.Configuration(serviceName: "svc").looksAtQueueThreads)
+        let off = try HangMonitor.Configuration.load(serviceName: "svc", environment: ["HANGWATCH_QUEUE_LOOKS": "no"])
+        #expect(!off.looksAtQueueThreads)
+    }
+
     @Test func environmentOverridesDefaults() throws {
         let configuration = try HangMonitor.Configuration.load(
             serviceName: "billing",
@@ -81,6 +87,7 @@ import Testing
         ("HANGWATCH_TRESHOLD", "250ms", "unknown setting"),
         ("HANGWATCH_MAX_REPORT_BYTES", "1KiB", "at least 64 KiB"),
         ("HANGWATCH_ENABLED", "maybe", "expected true or false"),
+        ("HANGWATCH_QUEUE_LOOKS", "often", "expected true or false"),
     ])
     func rejectsInvalidValuesNamingTheKey(_ key: String, _ value: String, _ reason: String) {
         do {

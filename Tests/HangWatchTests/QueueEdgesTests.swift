@@ -92,6 +92,17 @@ import Testing
         #expect(edges.pingAnswered(at: Self.ms(1_400)) == [.declareIdle])
     }
 
+    @Test func aTickOncePerThresholdThatReadsTheClockALittleShortStillCounts() {
+        // Ticks a threshold apart (no looks), the coarse clock 4 ms short at the second.
+        var edges = QueueEdges(intervalNanoseconds: Self.threshold)
+        #expect(look(&edges, 1_000, .unknown) == [.ping])
+        #expect(look(&edges, 1_246, .unknown) == [.declareBusy(since: Self.ms(1_000), edges: .ping)])
+        #expect(edges.pingAnswered(at: Self.ms(1_300)) == [.declareIdle])
+        #expect(look(&edges, 1_496, .unknown) == [.ping])
+        // Not early by more than the slack (10 ms).
+        #expect(look(&edges, 1_735, .unknown).isEmpty)
+    }
+
     @Test func aDatedStallSeenOverByALookEndsThere() {
         var edges = idleEdges()
         #expect(look(&edges, 1_050, .waiting).isEmpty)

@@ -39,6 +39,27 @@ import Testing
         #expect(!(try other.hangwatch("show", "latest")).lines.contains { $0.hasPrefix("thread ") })
     }
 
+    /// The edges line says how the start and end were found, in the source's terms: a queue's
+    /// sampled start ends at a ping's answer, a pool job's both edges are looks.
+    @Test func theEdgesLineSaysHowTheStartAndEndWereFound() throws {
+        for (source, edges, expected) in [
+            ("dispatch-main", "sampled", "start from looks 50ms apart (to 25ms), end at a ping's answer"),
+            ("pool-job", "sampled", "sampled: each edge to 25ms (looks 50ms apart), or by CPU time"),
+            ("dispatch-queue", "ping", "ping: a lower bound (from when an overdue ping was sent)"),
+        ] {
+            let fixture = try Fixture(withDemoReports: false)
+            var report = ReportFixtures.report()
+            report.source = source
+            report.edges = edges
+            report.capture.sampleIntervalMs = 50
+            try ReportStore(directory: fixture.directory).write(report)
+            let result = try fixture.hangwatch("show", "latest")
+            #expect(result.status == 0, "\(result.errors)")
+            let line = try #require(result.lines.first { $0.hasPrefix("edges ") }, "\(result.output)")
+            #expect(line.contains(expected), "\(source): \(line)")
+        }
+    }
+
     /// Async callers come from the task's context chain, not the thread's stack: show says where
     /// they begin, and why they stop when they stop early.
     @Test func asyncCallersAreSetApart() throws {

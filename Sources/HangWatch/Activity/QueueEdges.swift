@@ -56,6 +56,11 @@ struct QueueEdges: Sendable, Equatable {
         self.intervalNanoseconds = intervalNanoseconds
     }
 
+    /// How much earlier than a period a tick may come and still count as a period later: a tick
+    /// once per threshold reads the coarse clock (4 ms steps) a little short now and then, and
+    /// would otherwise wait a whole period more.
+    private var slack: UInt64 { min(intervalNanoseconds / 2, 10_000_000) }
+
     /// When the pinging thread must look next, after a look at `now`: an interval later, or at
     /// the moment a dated stretch reaches the threshold if that comes first.
     func nextLook(after now: UInt64, thresholdNanoseconds: UInt64) -> UInt64 {
@@ -93,7 +98,7 @@ struct QueueEdges: Sendable, Equatable {
             break
         }
         let period = eager ? intervalNanoseconds : thresholdNanoseconds
-        if pingEnqueuedAt == nil, declared == nil, lastPingAt.map({ now &- $0 >= period }) ?? true {
+        if pingEnqueuedAt == nil, declared == nil, lastPingAt.map({ now &- $0 &+ slack >= period }) ?? true {
             // Once per threshold whatever the looks say: work that moved to another thread.
             actions.append(ping(at: now))
         }
@@ -101,7 +106,7 @@ struct QueueEdges: Sendable, Equatable {
             if let busySince, now >= busySince, now &- busySince >= thresholdNanoseconds {
                 declared = .sampled
                 actions.append(.declareBusy(since: busySince, edges: .sampled))
-            } else if now >= enqueuedAt, now &- enqueuedAt >= thresholdNanoseconds {
+            } else if now >= enqueuedAt, now &- enqueuedAt &+ slack >= thresholdNanoseconds {
                 let edges: ActivityEdges = busySince == nil ? .ping : .sampled
                 declared = edges
                 actions.append(.declareBusy(since: busySince ?? enqueuedAt, edges: edges))

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Looks at the thread that drains a pinged queue (`QueueEdges`' observations), through `/proc`.
 /// Used by the pinging thread only.
 protocol QueueThreadLooking: AnyObject {
@@ -13,14 +17,15 @@ protocol QueueThreadLooking: AnyObject {
 
 /// The real looker. The draining thread is the one that ran the last ping. Its idle wait is learnt,
 /// not assumed (a libdispatch worker waits on its pool's futex, a thread running `RunLoop.main`
-/// in `epoll_wait`): the system call and first argument it was blocked in when a ping was sent,
-/// where the same thread ran that ping within `learnWithinNanoseconds`, twice in a row (a block's
-/// own blocking call would have held the ping back). Each look reads the thread's `schedstat`
-/// (one small file); only when the thread was put on a CPU since the last look is its `syscall`
-/// read too. A thread found running that has not gone to sleep since it was seen in its idle wait
-/// (its voluntary context switches, in `status`, did not move; being preempted does not count) has
-/// been on a CPU or its run queue ever since it was woken: its work began that much CPU and
-/// run-queue time ago.
+/// in `epoll_wait`): the system call and first argument the draining thread was blocked in when a
+/// ping was sent, where the ping ran within `learnWithinNanoseconds` (on that thread or another
+/// worker), twice in a row (a block's own blocking call would have held the ping back).
+///
+/// Each look reads the thread's CPU clock (one system call); only when the thread ran since the
+/// last look are its `schedstat` and `syscall` read too. A thread found running that has not gone
+/// to sleep since it was seen in its idle wait (its voluntary context switches, in `status`, did
+/// not move; being preempted does not count) has been on a CPU or its run queue ever since it was
+/// woken: its work began that much CPU and run-queue time ago.
 final class LinuxQueueThreadLooker: QueueThreadLooking {
     private struct Wait: Equatable {
         let number: Int
@@ -38,6 +43,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     private var confirmedOnce: Wait?
     /// The thread's `schedstat` and the observation at the last look.
     private var lastSchedule: ProcTask.SchedStat?
+    private var lastCPU: UInt64?
     private var lastObservation = QueueEdges.Observation.unknown
     /// The thread at the last look that found it in its idle wait: when, its CPU and run-queue
     /// time, how often it had gone to sleep (read again only when it ran since).
@@ -51,13 +57,18 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
 
     func look(at now: UInt64) -> QueueEdges.Observation {
         openFiles()
-        guard let files, let schedule = files.readSchedStat() else { return .unknown }
-        if let lastSchedule, lastSchedule == schedule {
+        guard let files else { return .unknown }
+        // The thread's CPU clock first: one system call, where `schedstat` goes through a seq
+        // file (three times the cost here). Unchanged, the thread has not run since the last look.
+        let cpu = Self.cpuNanoseconds(of: files.tid)
+        if let cpu, cpu == lastCPU, lastSchedule != nil {
             // Not on a CPU since the last look: as it was then (a computation's start stays dated
             // by that look).
             if case .working = lastObservation { return .working(since: nil) }
             return lastObservation
         }
+        lastCPU = cpu
+        guard let schedule = files.readSchedStat() else { return .unknown }
         lastSchedule = schedule
         let observation = observe(files.readSyscall(), schedule, now: now)
         lastObservation = observation
@@ -86,11 +97,33 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         }
     }
 
-    /// Opens the draining thread's files when it changed.
+    /// The files of the last few draining threads (libdispatch may hand a serial queue to two
+    /// workers in turn): a thread seen again is not opened again.
+    private var recentFiles: [ProcTaskFiles] = []
+
+    /// CPU time of thread `tid` of this process (its `CLOCK_THREAD_CPUTIME` clock, named by the
+    /// tid as the kernel encodes it: `~tid << 3 | per-thread | sched`); nil when it is gone.
+    static func cpuNanoseconds(of tid: Int32) -> UInt64? {
+        var time = timespec()
+        let clock = clockid_t((~tid) << 3 | 4 | 2)
+        guard clock_gettime(clock, &time) == 0 else { return nil }
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
+
+    /// Switches to the draining thread's files when it changed.
     private func openFiles() {
         guard let drainingThread, files?.tid != drainingThread else { return }
-        files = ProcTaskFiles(tid: drainingThread)
+        if let known = recentFiles.firstIndex(where: { $0.tid == drainingThread }) {
+            files = recentFiles[known]
+        } else {
+            files = ProcTaskFiles(tid: drainingThread)
+            if let files {
+                recentFiles.append(files)
+                if recentFiles.count > 4 { recentFiles.removeFirst() }
+            }
+        }
         lastSchedule = nil
+        lastCPU = nil
         lastObservation = .unknown
         idleBaseline = nil
     }
@@ -106,11 +139,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     }
 
     func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64) {
-        if drainingThread != tid || files?.tid != tid {
-            drainingThread = tid
-            candidate = nil
-            return
-        }
+        drainingThread = tid
         guard idleWait == nil else { return }
         guard let candidate, now >= enqueuedAt, now &- enqueuedAt <= learnWithinNanoseconds else {
             confirmedOnce = nil
@@ -119,6 +148,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         if confirmedOnce == candidate {
             idleWait = candidate
             lastSchedule = nil
+            lastCPU = nil
         } else {
             confirmedOnce = candidate
         }

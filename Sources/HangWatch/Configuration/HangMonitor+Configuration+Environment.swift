@@ -60,6 +60,7 @@ extension HangMonitor.Configuration {
         case agentAccess = "HANGWATCH_AGENT_ACCESS"
         case loopHistogram = "HANGWATCH_LOOP_HISTOGRAM"
         case concurrencyPool = "HANGWATCH_CONCURRENCY_POOL"
+        case queueLooks = "HANGWATCH_QUEUE_LOOKS"
     }
 
     typealias Setting = (key: String, value: String, line: Int)
@@ -110,6 +111,9 @@ extension HangMonitor.Configuration {
             case .concurrencyPool:
                 guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
                 watchesConcurrencyPool = flag
+            case .queueLooks:
+                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
+                looksAtQueueThreads = flag
             case .service:
                 serviceName = value
             case .threshold:
