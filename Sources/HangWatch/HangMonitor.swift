@@ -28,6 +28,8 @@ public final class HangMonitor: Sendable {
     let statisticsStore = MonitorStatistics()
     let control: WatchdogControl
     private let running = Mutex<Running?>(nil)
+    /// Monitors created with the same sharing report through one writer (a SwiftNIO group's loops).
+    private let reportSharing: ReportSharing?
 
     private struct Running: Sendable {
         var source: any ActivitySource
@@ -41,14 +43,26 @@ public final class HangMonitor: Sendable {
     /// Validates `configuration` (throwing `HangMonitorError.invalidConfiguration` naming the bad
     /// setting). `enricher` runs on each finished report before it is written, off the monitored
     /// thread, e.g. `Symbolicator()` from HangWatchSymbolication for names in every report.
-    public init(
+    public convenience init(
         configuration: Configuration, logger: Logger = Logger(label: "hangwatch"),
         enricher: (any HangReportEnricher)? = nil
+    ) throws {
+        try self.init(configuration: configuration, logger: logger, enricher: enricher, sharing: nil)
+    }
+
+    /// The same, reporting through `sharing`'s writer with every other monitor made with it: one
+    /// rate limit, and the same culprit on two of their loops is one report with its repeats. The
+    /// first monitor to start makes the writer; its configuration's directory, limits and
+    /// retention apply to all.
+    package init(
+        configuration: Configuration, logger: Logger = Logger(label: "hangwatch"),
+        enricher: (any HangReportEnricher)? = nil, sharing: ReportSharing?
     ) throws {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
         self.enricher = enricher
+        self.reportSharing = sharing
         control = WatchdogControl(thresholdMicroseconds: DurationText.microseconds(configuration.threshold))
     }
 
@@ -188,14 +202,17 @@ public final class HangMonitor: Sendable {
                     executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
                 signal: signal, maxFrames: configuration.maxFrames,
                 wallClock: { environment.date(ofMicroseconds: $0) }, source: source.kind)
-            let writer = ReportWriter(
-                store: store,
-                retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
-                policy: ReportPolicy(
-                    limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
-                    repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
-                enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
-                clock: SystemMonotonicClock())
+            let makeWriter = { [configuration, enricher, statisticsStore, logger] in
+                ReportWriter(
+                    store: store,
+                    retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
+                    policy: ReportPolicy(
+                        limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
+                        repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
+                    enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
+                    clock: SystemMonotonicClock())
+            }
+            let writer = reportSharing?.writer(orMake: makeWriter) ?? makeWriter()
             var heartbeat: HeartbeatPublisher?
             if configuration.heartbeatInterval != .zero {
                 do {

@@ -2,10 +2,12 @@ import HangWatch
 import Logging
 import NIOCore
 
-/// Every event loop of a SwiftNIO group, watched: one `HangMonitor` per loop, each pinging its
-/// loop with `execute` once per threshold. A loop that does not run the ping within the threshold
-/// is blocked (one blocking call stalls every connection on it): its thread is captured and the
-/// report names it (`thread.name`, e.g. `NIO-ELT-0-#3`), with `source` `nio-eventloop`.
+/// Every event loop of a SwiftNIO group, watched: one `HangMonitor` per loop, with exact edges from
+/// the loop's own epoll instance (pinged until it is learnt). A loop busy past the threshold is
+/// blocked (one blocking call stalls every connection on it): its thread is captured and the
+/// report names it (`thread.name`, e.g. `NIO-ELT-0-#3`), with `source` `nio-eventloop`. The loops
+/// report through one writer: one rate limit, and the same culprit on two loops is one report
+/// with its repeats.
 ///
 /// ```swift
 /// let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
@@ -15,7 +17,7 @@ import NIOCore
 /// watch.stop()
 /// ```
 ///
-/// What the ping can see, and its cost: docs/sources.md.
+/// What the edges are, and their cost: docs/sources.md.
 public final class EventLoopGroupMonitor: Sendable {
     /// One monitor per loop, in the group's order.
     public let monitors: [HangMonitor]
@@ -35,6 +37,11 @@ public final class EventLoopGroupMonitor: Sendable {
 
     /// Hangs detected on all loops.
     public var hangsDetected: Int { monitors.reduce(0) { $0 + $1.statistics.hangsDetected } }
+
+    /// Reports written, and hangs folded into an earlier report as its repeats, for the whole
+    /// group (the loops share one report writer: a culprit that blocks two loops is one report).
+    public var reportsWritten: Int { monitors.reduce(0) { $0 + $1.statistics.reportsWritten } }
+    public var hangsFolded: Int { monitors.reduce(0) { $0 + $1.statistics.hangsFolded } }
 }
 
 extension HangMonitor {
@@ -45,11 +52,12 @@ extension HangMonitor {
         _ group: any EventLoopGroup, configuration: Configuration, logger: Logger = Logger(label: "hangwatch")
     ) throws -> EventLoopGroupMonitor {
         var monitors: [HangMonitor] = []
+        let sharing = ReportSharing()
         do {
             for (index, loop) in group.makeIterator().enumerated() {
                 var perLoop = configuration
                 if index > 0 { perLoop.heartbeatInterval = .zero }
-                let monitor = try HangMonitor(configuration: perLoop, logger: logger)
+                let monitor = try HangMonitor(configuration: perLoop, logger: logger, sharing: sharing)
                 try monitor.startPinging(eventLoop: { block in loop.execute(block) })
                 monitors.append(monitor)
             }

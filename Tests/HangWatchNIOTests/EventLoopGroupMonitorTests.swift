@@ -121,6 +121,36 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         #expect(watch.hangsDetected == 2)
     }
 
+    /// The loops report through one writer: the same culprit blocking both loops of a group is
+    /// one report, its other hangs folded into it as repeats (not one report per loop).
+    @Test func theSameCulpritOnTwoLoopsIsOneReportWithItsRepeats() throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-fold-\(getpid())-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
+        configuration.watchesConcurrencyPool = false
+        configuration.repeatWindow = .seconds(600)
+        let watch = try HangMonitor.watch(group, configuration: configuration)
+        defer { watch.stop() }
+        let channel = try Self.serve(group, policy: BlockingPolicy(spacingNanoseconds: 900_000_000))
+        defer { try? channel.close().wait() }
+        let port = try #require(channel.localAddress?.port)
+        #expect(Eventually.holds { watch.monitors.allSatisfy(\.isAttached) })
+        // Each request is a new connection; the group hands connections to its loops in turn.
+        for _ in 0..<4 { #expect(Self.get(port, "/block")) }
+        #expect(Eventually.holds { watch.hangsDetected == 4 && watch.reportsWritten + watch.hangsFolded == 4 })
+        watch.stop()
+        let perLoop = watch.monitors.map(\.statistics.hangsDetected)
+        #expect(perLoop.allSatisfy { $0 > 0 }, "hangs per loop: \(perLoop)")
+        let reports = Self.reports(directory)
+        try #require(reports.count == 1, "\(reports.map(\.thread.name))")
+        #expect(reports[0].repeats?.count == 3)
+        #expect(watch.reportsWritten == 1 && watch.hangsFolded == 3)
+        let symbols = reports[0].heaviestStack?.frames.compactMap(\.symbol) ?? []
+        #expect(symbols.contains { $0.contains("lookUpCustomerSynchronously") }, "\(symbols)")
+    }
+
     /// The loops' own epoll instances are watched: a block is reported from the loop's wake to
     /// the end of the handler (within 5 %), detected a threshold after it began (plus at most two
     /// sample intervals), and the report says its edges are exact.
