@@ -247,6 +247,8 @@ public final class HangMonitor: Sendable {
                         metadata: ["hangwatch.error": "\(SystemCallError(call: "sigaltstack", code: error).reason)"])
                 }
             }
+            source.useCaptureSelector(
+                CaptureSelector(select: { threadSlot.select(tid: $0) }, vacate: { threadSlot.vacate($0) }))
             try source.start(edges: latch, attach: attach)
             let watchdog = Watchdog(
                 settings: Watchdog.Settings(

@@ -26,6 +26,26 @@ protocol ActivitySource: AnyObject, Sendable {
 
     /// How exact the edges it reports are now (reports say so in `edges`).
     var edges: ActivityEdges { get }
+
+    /// Given before `start`, for a source whose work moves between threads (sources on one thread
+    /// ignore it): points the capture at another thread that ran `attach` before, or at none.
+    func useCaptureSelector(_ selector: CaptureSelector)
+}
+
+extension ActivitySource {
+    func useCaptureSelector(_ selector: CaptureSelector) {}
+}
+
+/// Which thread the watchdog captures, as a source may change it (`ThreadSlot`'s side).
+struct CaptureSelector: Sendable {
+    /// Capture the thread of this id, which ran `attach` before; false when it did not (or is gone).
+    /// Called from that thread itself or from the watchdog.
+    var select: @Sendable (Int32) -> Bool
+    /// Capture no thread, for this reason (the work runs on one that cannot be captured).
+    var vacate: @Sendable (StackSample.Failure) -> Void
+
+    /// No monitor behind the source (tests): nothing to change.
+    static let none = CaptureSelector(select: { _ in true }, vacate: { _ in })
 }
 
 /// A source's answer to "is this long busy stretch work?".

@@ -44,6 +44,12 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     /// The draining thread the capture side is attached to (only the ping block touches it).
     private let attachedThread = Mutex<pthread_t?>(nil)
     private var attach: @Sendable () -> Void = {}
+    /// Points the capture at another attached thread, or at none (set before `start`).
+    private var capture = CaptureSelector.none
+    /// Each thread that ran a ping, with the address of its libdispatch current-queue word
+    /// (`UnsafeCurrentQueueSlot`), newest last; and the queue's own address, as those words hold it.
+    private let drainSlots = Mutex<[(tid: Int32, slot: UInt)]>([])
+    private let queueIdentity = Atomic<UInt>(0)
     /// `CLOCK_MONOTONIC_COARSE` in nanoseconds (the latch's clock); scripted in tests.
     private let coarseNow: @Sendable () -> UInt64
     private let intervalNanoseconds: UInt64
@@ -111,7 +117,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         let threshold = thresholdMicroseconds() * 1000
         let (ping, next) = state.withLock { state -> (UInt64?, UInt64) in
             let observation = state.looker?.look(at: now) ?? .unknown
-            let eager = state.eagerPings > 0 && state.looker.map { !$0.knowsIdleWait } ?? false
+            let eager = state.eagerPings > 0 && state.looker.map { !$0.seesQueueState } ?? false
             let actions = state.edges.look(at: now, observation, thresholdNanoseconds: threshold, eager: eager)
             perform(actions)
             let ping = actions.contains(.ping)
@@ -135,14 +141,63 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
                 attached = current
                 return true
             }
-            if isNew { attach() }
             let tid = UnsafeCaptureBridge.currentThreadID()
+            // A new thread is prepared; one seen before is made the captured one again (after a
+            // stall elsewhere, or another worker's turn).
+            if isNew || !capture.select(tid) { attach() }
+            let slot = isNew ? noteDrainSlot(tid: tid) : nil
             let now = coarseNow()
             state.withLock { state in
-                state.looker?.pingAnswered(by: tid, enqueuedAt: enqueuedAt, at: now)
+                state.looker?.pingAnswered(
+                    by: tid, slot: slot, queue: slot == nil ? nil : queueIdentity.load(ordering: .relaxed), enqueuedAt: enqueuedAt, at: now)
                 perform(state.edges.pingAnswered(at: now))
             }
         }
+    }
+
+    /// On a thread that runs a ping: where that thread keeps its current queue, learnt once per
+    /// thread (a new thread that reuses an old one's memory replaces its entry).
+    private func noteDrainSlot(tid: Int32) -> UInt? {
+        if let known = drainSlots.withLock({ $0.first { $0.tid == tid } }) { return known.slot }
+        guard let located = UnsafeCurrentQueueSlot.locateOnCurrentThread() else { return nil }
+        queueIdentity.store(located.queue, ordering: .relaxed)
+        drainSlots.withLock { slots in
+            slots.removeAll { $0.tid == tid || $0.slot == located.slot }
+            slots.append((tid, located.slot))
+            if slots.count > 8 { slots.removeFirst() }
+        }
+        return located.slot
+    }
+
+    /// Where the queue's work runs now, as the current-queue words of the threads that ran a
+    /// ping say.
+    enum Draining: Equatable {
+        /// On this one of them.
+        case thread(Int32)
+        /// On none of them (every word was read): a worker no ping has run on.
+        case elsewhere
+        /// Not known (no word located, a word unreadable, or several holding the queue).
+        case unknown
+    }
+
+    func threadDrainingQueue() -> Draining {
+        let queue = queueIdentity.load(ordering: .relaxed)
+        let slots = drainSlots.withLock { $0 }
+        guard queue != 0, !slots.isEmpty else { return .unknown }
+        var draining: [Int32] = []
+        for (tid, slot) in slots {
+            guard let word = UnsafeCurrentQueueSlot.queue(slot: slot) else { return .unknown }
+            if word == queue { draining.append(tid) }
+        }
+        switch draining.count {
+        case 0: return .elsewhere
+        case 1: return .thread(draining[0])
+        default: return .unknown
+        }
+    }
+
+    func useCaptureSelector(_ selector: CaptureSelector) {
+        capture = selector
     }
 
     /// Carries out the latch's part of `actions` (under the state's lock: its writes stay in order).
@@ -166,13 +221,23 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     /// No ping is out (the queue answered the last one).
     var isQuiet: Bool { state.withLock { $0.edges.pingEnqueuedAt == nil } }
 
-    /// An outstanding ping is work the queue has not reached.
-    func confirmBusy() -> BusyConfirmation { .busy(context: nil) }
+    /// An outstanding ping is work the queue has not reached. libdispatch may have started that
+    /// work on another worker than the one that ran the last ping: the capture goes to the thread
+    /// whose current queue is this one, when that is known (and it ran a ping before, so it is
+    /// prepared for captures).
+    func confirmBusy() -> BusyConfirmation {
+        switch threadDrainingQueue() {
+        case .thread(let tid): _ = capture.select(tid)
+        case .elsewhere: capture.vacate(.workOnUnpreparedThread)
+        case .unknown: break
+        }
+        return .busy(context: nil)
+    }
 
     /// How the stretch declared now was found; when none is, how one would be: `sampled` once the
     /// draining thread's idle wait is known, else `ping`.
     var edges: ActivityEdges {
-        state.withLock { $0.edges.declared ?? ($0.looker?.knowsIdleWait == true ? .sampled : .ping) }
+        state.withLock { $0.edges.declared ?? ($0.looker?.seesQueueState == true ? .sampled : .ping) }
     }
 
     func stop() {

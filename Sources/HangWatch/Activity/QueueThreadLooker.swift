@@ -5,14 +5,16 @@ import Glibc
 /// Looks at the thread that drains a pinged queue (`QueueEdges`' observations), through `/proc`.
 /// Used by the pinging thread only.
 protocol QueueThreadLooking: AnyObject {
-    /// Whether the thread's idle wait is known (the looks can tell idle from busy).
-    var knowsIdleWait: Bool { get }
+    /// Whether the looks can tell the queue idle from busy (the threads' current-queue words, or
+    /// the draining thread's idle wait, are known).
+    var seesQueueState: Bool { get }
     /// What the draining thread is doing at `now` (coarse ns).
     func look(at now: UInt64) -> QueueEdges.Observation
     /// A ping is about to be enqueued (the thread's state now is a candidate idle wait).
     func pingSent(at now: UInt64)
-    /// The ping enqueued at `enqueuedAt` ran on thread `tid` at `now`.
-    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64)
+    /// The ping enqueued at `enqueuedAt` ran on thread `tid` at `now`; `slot`: where that thread
+    /// keeps libdispatch's current queue, and `queue` the queue as that word holds it, when known.
+    func pingAnswered(by tid: Int32, slot: UInt?, queue: UInt?, enqueuedAt: UInt64, at now: UInt64)
 }
 
 /// The real looker. The draining thread is the one that ran the last ping. Its idle wait is learnt,
@@ -53,9 +55,10 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         self.learnWithinNanoseconds = learnWithinNanoseconds
     }
 
-    var knowsIdleWait: Bool { idleWait != nil }
+    var seesQueueState: Bool { queue != nil || idleWait != nil }
 
     func look(at now: UInt64) -> QueueEdges.Observation {
+        if let queue, !workers.isEmpty { return lookAtWorkers(queue: queue, now: now) }
         openFiles()
         guard let files else { return .unknown }
         // The thread's CPU clock first: one system call, where `schedstat` goes through a seq
@@ -68,7 +71,14 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
             return lastObservation
         }
         lastCPU = cpu
-        guard let schedule = files.readSchedStat() else { return .unknown }
+        guard let schedule = files.readSchedStat() else {
+            // The thread is gone (its files read nothing): forget them, so that a thread given
+            // the same id later is opened anew.
+            recentFiles.removeAll { $0 === files }
+            self.files = nil
+            lastObservation = .unknown
+            return .unknown
+        }
         lastSchedule = schedule
         let observation = observe(files.readSyscall(), schedule, now: now)
         lastObservation = observation
@@ -95,6 +105,77 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
             else { return .working(since: nil) }
             return .working(since: now &- (ran &- idleBaseline.ran))
         }
+    }
+
+    // MARK: - Looks through the workers' current-queue words
+
+    /// A thread that ran a ping, with its current-queue word; what the last look saw of it.
+    private final class Worker {
+        let tid: Int32
+        let slot: UInt
+        var files: ProcTaskFiles?
+        var lastCPU: UInt64?
+        var runsQueue = false
+        /// The thread at the last look that found it not running the queue: when, its CPU and
+        /// run-queue time, its voluntary switches, and whether it was asleep (blocked) then.
+        var baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)?
+
+        init(tid: Int32, slot: UInt) {
+            self.tid = tid
+            self.slot = slot
+        }
+    }
+
+    /// The queue as the workers' words hold it, and the threads that ran a ping (newest last).
+    private var queue: UInt?
+    private var workers: [Worker] = []
+
+    /// The queue is busy exactly when one of the threads that ran a ping has it as its current
+    /// queue: the word says so directly, whichever of them libdispatch gave the work to. A thread
+    /// not on a CPU since the last look is as it was then (one clock read); one that ran has its
+    /// word read, and its `schedstat` when it is not running the queue (the baseline that dates a
+    /// later start). A thread found running the queue that was asleep at that baseline and has
+    /// not gone to sleep since has been on a CPU or its run queue ever since it was woken: the
+    /// work began that much CPU and run-queue time ago. Otherwise half-way between the looks.
+    private func lookAtWorkers(queue: UInt, now: UInt64) -> QueueEdges.Observation {
+        var running: (worker: Worker, since: UInt64?)?
+        for worker in workers {
+            let cpu = Self.cpuNanoseconds(of: worker.tid)
+            guard let cpu else {
+                worker.runsQueue = false
+                continue
+            }
+            if cpu == worker.lastCPU {
+                if worker.runsQueue { running = (worker, nil) }
+                continue
+            }
+            worker.lastCPU = cpu
+            if worker.files == nil || worker.files?.tid != worker.tid { worker.files = ProcTaskFiles(tid: worker.tid) }
+            guard let files = worker.files, let word = UnsafeCurrentQueueSlot.queue(slot: worker.slot) else {
+                worker.runsQueue = false
+                continue
+            }
+            let wasRunning = worker.runsQueue
+            worker.runsQueue = word == queue
+            guard let schedule = files.readSchedStat() else { continue }
+            let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
+            if !worker.runsQueue {
+                var asleep = false
+                if case .inSyscall? = files.readSyscall() { asleep = true }
+                worker.baseline = (now, ran, files.readVoluntarySwitches(), asleep)
+                continue
+            }
+            var since: UInt64?
+            if !wasRunning, let baseline = worker.baseline, baseline.asleep, let sleeps = baseline.voluntarySwitches,
+                files.readSyscall() == .running, files.readVoluntarySwitches() == sleeps, ran >= baseline.ran, now >= ran &- baseline.ran
+            {
+                since = now &- (ran &- baseline.ran)
+            }
+            running = (worker, since)
+        }
+        guard let running else { return .waiting }
+        drainingThread = running.worker.tid
+        return .working(since: running.since)
     }
 
     /// The files of the last few draining threads (libdispatch may hand a serial queue to two
@@ -138,8 +219,16 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         }
     }
 
-    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64) {
+    func pingAnswered(by tid: Int32, slot: UInt?, queue: UInt?, enqueuedAt: UInt64, at now: UInt64) {
         drainingThread = tid
+        if let slot, let queue {
+            self.queue = queue
+            if !workers.contains(where: { $0.tid == tid }) {
+                workers.removeAll { $0.slot == slot }
+                workers.append(Worker(tid: tid, slot: slot))
+                if workers.count > 8 { workers.removeFirst() }
+            }
+        }
         guard idleWait == nil else { return }
         guard let candidate, now >= enqueuedAt, now &- enqueuedAt <= learnWithinNanoseconds else {
             confirmedOnce = nil

@@ -50,6 +50,7 @@ package struct StackSample: Sendable, Equatable {
         case stopped = "thread stopped"
         case movedDuringCapture = "thread moved during capture"
         case debuggerAttached = "debugger attached"
+        case workOnUnpreparedThread = "work on an unprepared thread"
 
         package var message: String {
             switch self {
@@ -62,6 +63,8 @@ package struct StackSample: Sendable, Equatable {
             case .stopped: return "the thread was stopped (SIGSTOP or a debugger); no signal was sent"
             case .movedDuringCapture: return "the thread left its system call while its stack was read"
             case .debuggerAttached: return "a debugger is attached; no signal was sent (it would stop at it)"
+            case .workOnUnpreparedThread:
+                return "the queue's work runs on a worker no ping has run on (not prepared for captures); the worker that ran the last ping is idle and is not shown"
             }
         }
     }

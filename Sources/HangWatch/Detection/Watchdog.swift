@@ -189,7 +189,7 @@ final class Watchdog: @unchecked Sendable {
         defer { latch.setRecordingHang(false) }
         statistics.hangsDetected.add(1, ordering: .relaxed)
         let detected = environment.now()
-        let thread = threadSlot.thread
+        let (thread, vacancy) = threadSlot.capture
         let id = Self.nextReportID(start: environment.date(ofMicroseconds: startMicroseconds), serviceName: settings.serviceName)
         var recording = HangRecording(
             id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
@@ -200,7 +200,7 @@ final class Watchdog: @unchecked Sendable {
         recording.edges = source.edges
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
 
-        takeSample(&recording, thread: thread)
+        takeSample(&recording, thread: thread, vacancy: vacancy)
         sink.hangStarted(recording)
 
         var provisionalSamples = recording.samples.count
@@ -232,7 +232,7 @@ final class Watchdog: @unchecked Sendable {
             if control.isStopping { continue }
             let now = environment.now()
             if now < nextSample { continue }
-            takeSample(&recording, thread: thread)
+            takeSample(&recording, thread: thread, vacancy: vacancy)
             if recording.samples.last?.failure == .threadExited {
                 // The stretch will never end by itself: count it as over, and wait for the next
                 // busy edge (from another thread) instead of finding the same stretch again.
@@ -255,7 +255,9 @@ final class Watchdog: @unchecked Sendable {
         logger.debug("hang ended", metadata: ["hangwatch.id": "\(id)", "hangwatch.outcome": "\(outcome.rawValue)"])
     }
 
-    private func takeSample(_ recording: inout HangRecording, thread: MonitoredThread?) {
+    private func takeSample(
+        _ recording: inout HangRecording, thread: MonitoredThread?, vacancy: StackSample.Failure = .threadNotAttached
+    ) {
         var sample: StackSample
         if let thread {
             sample = sampler.sample(
@@ -267,7 +269,7 @@ final class Watchdog: @unchecked Sendable {
             }
         } else {
             sample = StackSample(
-                microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: .threadNotAttached)
+                microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: vacancy)
         }
         if sample.failure != nil && sample.frames.isEmpty {
             statistics.captureFailures.add(1, ordering: .relaxed)

@@ -37,9 +37,56 @@ final class WatchdogControl: Sendable {
     }
 }
 
-/// The monitored thread, once it has run the attach step.
+/// The monitored thread, once it has run the attach step; and the last few threads that ran it
+/// (a queue's work moves between libdispatch workers), any of which the source may point the
+/// capture back at (`select(tid:)`).
 final class ThreadSlot: Sendable {
-    private let value = Mutex<MonitoredThread?>(nil)
-    var thread: MonitoredThread? { value.withLock { $0 } }
-    func set(_ thread: MonitoredThread) { value.withLock { $0 = thread } }
+    private struct State {
+        var current: MonitoredThread?
+        var attached: [MonitoredThread] = []
+        /// Why there is no thread to capture when `current` is nil.
+        var vacancy = StackSample.Failure.threadNotAttached
+    }
+    private let value = Mutex(State())
+    var thread: MonitoredThread? { value.withLock { $0.current } }
+
+    /// The thread to capture, or why there is none.
+    var capture: (thread: MonitoredThread?, vacancy: StackSample.Failure) { value.withLock { ($0.current, $0.vacancy) } }
+
+    /// No thread is to be captured, for `reason` (the work is known to run on a thread that cannot
+    /// be captured: showing another thread's stack would name the wrong culprit). The next
+    /// `set` or `select` ends it.
+    func vacate(_ reason: StackSample.Failure) {
+        value.withLock { state in
+            state.current = nil
+            state.vacancy = reason
+        }
+    }
+
+    func set(_ thread: MonitoredThread) {
+        value.withLock { state in
+            state.current = thread
+            state.vacancy = .threadNotAttached
+            state.attached.removeAll { $0.tid == thread.tid }
+            state.attached.append(thread)
+            if state.attached.count > 8 { state.attached.removeFirst() }
+        }
+    }
+
+    /// Makes the attached thread `tid` the one captured. False when no thread of that id ran the
+    /// attach step (among the last eight).
+    @discardableResult
+    func select(tid: Int32) -> Bool {
+        value.withLock { state in
+            // The same thread still (a thread id can be given to a new thread once the old one
+            // exits): checked from another thread only.
+            guard let thread = state.attached.last(where: { $0.tid == tid }),
+                tid == UnsafeCaptureBridge.currentThreadID() || thread.startTimeTicks == 0
+                    || ProcTask(tid: tid).stat()?.startTimeTicks == thread.startTimeTicks
+            else { return false }
+            state.current = thread
+            state.vacancy = .threadNotAttached
+            return true
+        }
+    }
 }

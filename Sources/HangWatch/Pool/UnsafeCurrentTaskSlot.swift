@@ -1,5 +1,3 @@
-import CLinkMap
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,12 +40,9 @@ enum UnsafeCurrentTaskSlot {
         let id = runtime.getJobTaskID(task)
         guard id != 0, UInt64(task.load(fromByteOffset: idLowOffset, as: UInt32.self)) == id & 0xffff_ffff,
             UInt64(task.load(fromByteOffset: idHighOffset, as: UInt32.self)) == id >> 32,
-            let block = threadLocalBlock(containing: runtime.code)
+            let block = UnsafeThreadLocalWord.block(ofImageContaining: runtime.code)
         else { return nil }
-        let words = block.size / MemoryLayout<UInt>.stride
-        let matches = (0..<words).filter { block.start.load(fromByteOffset: $0 * MemoryLayout<UInt>.stride, as: UInt.self) == UInt(bitPattern: task) }
-        guard matches.count == 1, let index = matches.first else { return nil }
-        return UInt(bitPattern: block.start) + UInt(index * MemoryLayout<UInt>.stride)
+        return UnsafeThreadLocalWord.locate(UInt(bitPattern: task), in: block)
     }
 
     /// The id of the task running now on the thread whose word is at `slot`: 0 when it runs none,
@@ -60,25 +55,5 @@ enum UnsafeCurrentTaskSlot {
             return UInt64(buffer.load(fromByteOffset: idLowOffset, as: UInt32.self))
                 | UInt64(buffer.load(fromByteOffset: idHighOffset, as: UInt32.self)) << 32
         }
-    }
-
-    /// The calling thread's thread-local block of the image whose code holds `address`.
-    private static func threadLocalBlock(containing address: UInt) -> (start: UnsafeMutableRawPointer, size: Int)? {
-        var block: (start: UnsafeMutableRawPointer, size: Int)?
-        UnsafeImageMapReader.forEachLoadedImage { info in
-            guard let headers = info.dlpi_phdr else { return true }
-            let bias = UInt(info.dlpi_addr)
-            var holdsAddress = false
-            var tlsSize = 0
-            for header in UnsafeBufferPointer(start: headers, count: Int(info.dlpi_phnum)) {
-                let start = bias &+ UInt(header.p_vaddr)
-                if header.p_type == UInt32(PT_LOAD), address >= start, address < start &+ UInt(header.p_memsz) { holdsAddress = true }
-                if header.p_type == UInt32(PT_TLS) { tlsSize = Int(header.p_memsz) }
-            }
-            guard holdsAddress else { return true }
-            if let data = info.dlpi_tls_data, tlsSize > 0 { block = (data, tlsSize) }
-            return false
-        }
-        return block
     }
 }
