@@ -82,7 +82,7 @@ struct PingIdleFigure {
             let monitor = try HangMonitor(configuration: configuration)
             if watched { try monitor.start(queue: queue) }
             defer { monitor.stop() }
-            usleep(600_000)  // settle
+            usleep(2_500_000)  // settle: past the first 2 s, when pings come an interval apart (QueueActivitySource)
             let before = Self.allSwitches()
             let cpuBefore = Self.processCPUMilliseconds()
             usleep(useconds_t(seconds * 1_000_000))

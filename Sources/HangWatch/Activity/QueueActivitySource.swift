@@ -35,9 +35,12 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     private struct State: @unchecked Sendable {
         var edges: QueueEdges
         var looker: QueueThreadLooking?
-        /// Pings left to send an interval apart while the idle wait is not known (learning it
-        /// takes two answered pings; a queue that never shows it goes back to one per threshold).
-        var eagerPings = 10
+        /// Pings left to send an interval apart (a ping prepares the worker it runs on for
+        /// captures, and its word for the looks): at the start, when libdispatch may hand the
+        /// queue to several workers in turn, and again after a ping ran on a worker never seen
+        /// before. Then one per threshold.
+        var eagerPings = Self.eagerBurst
+        static let eagerBurst = 40
     }
     private let state: Mutex<State>
     private let stopped = Atomic<Bool>(false)
@@ -117,7 +120,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         let threshold = thresholdMicroseconds() * 1000
         let (ping, next) = state.withLock { state -> (UInt64?, UInt64) in
             let observation = state.looker?.look(at: now) ?? .unknown
-            let eager = state.eagerPings > 0 && state.looker.map { !$0.seesQueueState } ?? false
+            let eager = state.eagerPings > 0 && state.looker != nil
             let actions = state.edges.look(at: now, observation, thresholdNanoseconds: threshold, eager: eager)
             perform(actions)
             let ping = actions.contains(.ping)
@@ -145,11 +148,13 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             // A new thread is prepared; one seen before is made the captured one again (after a
             // stall elsewhere, or another worker's turn).
             if isNew || !capture.select(tid) { attach() }
-            let slot = isNew ? noteDrainSlot(tid: tid) : nil
+            let noted = isNew ? noteDrainSlot(tid: tid) : nil
             let now = coarseNow()
             state.withLock { state in
+                if noted?.firstSeen == true { state.eagerPings = max(state.eagerPings, State.eagerBurst / 4) }
                 state.looker?.pingAnswered(
-                    by: tid, slot: slot, queue: slot == nil ? nil : queueIdentity.load(ordering: .relaxed), enqueuedAt: enqueuedAt, at: now)
+                    by: tid, slot: noted?.slot, queue: noted == nil ? nil : queueIdentity.load(ordering: .relaxed),
+                    enqueuedAt: enqueuedAt, at: now)
                 perform(state.edges.pingAnswered(at: now))
             }
         }
@@ -157,8 +162,8 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
 
     /// On a thread that runs a ping: where that thread keeps its current queue, learnt once per
     /// thread (a new thread that reuses an old one's memory replaces its entry).
-    private func noteDrainSlot(tid: Int32) -> UInt? {
-        if let known = drainSlots.withLock({ $0.first { $0.tid == tid } }) { return known.slot }
+    private func noteDrainSlot(tid: Int32) -> (slot: UInt, firstSeen: Bool)? {
+        if let known = drainSlots.withLock({ $0.first { $0.tid == tid } }) { return (known.slot, false) }
         guard let located = UnsafeCurrentQueueSlot.locateOnCurrentThread() else { return nil }
         queueIdentity.store(located.queue, ordering: .relaxed)
         drainSlots.withLock { slots in
@@ -166,7 +171,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             slots.append((tid, located.slot))
             if slots.count > 8 { slots.removeFirst() }
         }
-        return located.slot
+        return (located.slot, true)
     }
 
     /// Where the queue's work runs now, as the current-queue words of the threads that ran a
