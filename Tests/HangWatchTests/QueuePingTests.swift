@@ -42,7 +42,7 @@ import Testing
     @Test func aQueueThatRunsEachPingWithinThePeriodIsNeverBusy() {
         let queue = HeldQueue()
         for _ in 0..<50 {
-            queue.source.ping()
+            queue.source.tick()
             #expect(queue.pending == 1)
             queue.drain()
             queue.advance(milliseconds: 100)
@@ -53,35 +53,35 @@ import Testing
 
     @Test func aPingStillWaitingAPeriodLaterDeclaresTheQueueBusySinceItWasEnqueued() {
         let queue = HeldQueue()
-        queue.source.ping()
+        queue.source.tick()
         let enqueuedAt = queue.now
         queue.advance(milliseconds: 100)
-        queue.source.ping()  // overdue: busy since the enqueue, no second ping
+        queue.source.tick()  // overdue: busy since the enqueue, no second ping
         #expect(queue.pending == 1)
         #expect(queue.isBusy)
         let declared = queue.latch.snapshot()
         #expect(declared.microseconds == ((enqueuedAt >> 10) << 10) / 1000)
         // Declared once: a stretch that lasts does not move its start.
         queue.advance(milliseconds: 100)
-        queue.source.ping()
+        queue.source.tick()
         #expect(queue.latch.snapshot() == declared && queue.pending == 1)
         // The ping runs at last: the stretch ends, and the next period pings again.
         queue.drain()
         #expect(!queue.isBusy)
         queue.advance(milliseconds: 100)
-        queue.source.ping()
+        queue.source.tick()
         #expect(queue.pending == 1)
     }
 
     @Test func eachNewDrainingThreadIsAttachedOnce() {
         let queue = HeldQueue()
         for _ in 0..<3 {
-            queue.source.ping()
+            queue.source.tick()
             queue.drain()
             queue.advance(milliseconds: 100)
         }
         #expect(queue.attached == 1)
-        queue.source.ping()
+        queue.source.tick()
         let done = DispatchSemaphore(value: 0)
         Thread {
             queue.drain()
@@ -93,14 +93,14 @@ import Testing
 
     @Test func afterStopNothingIsPingedOrRecorded() {
         let queue = HeldQueue()
-        queue.source.ping()
+        queue.source.tick()
         queue.advance(milliseconds: 100)
-        queue.source.ping()
+        queue.source.tick()
         #expect(queue.isBusy)
         queue.source.stop()
         queue.drain()  // a ping that runs after stop leaves the latch alone
         #expect(queue.isBusy)
-        queue.source.ping()
+        queue.source.tick()
         #expect(queue.pending == 0)
     }
 }

@@ -81,7 +81,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                     return (watch, epoll, files)
                 }
             }
-            fallback.ping()
+            fallback.tick()
             _ = sleeper.wait(timeout: .now() + .microseconds(Int(thresholdMicroseconds())))
         }
         return nil

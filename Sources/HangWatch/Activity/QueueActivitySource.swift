@@ -51,7 +51,13 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     private var capture = CaptureSelector.none
     /// Each thread that ran a ping, with the address of its libdispatch current-queue word
     /// (`UnsafeCurrentQueueSlot`), newest last; and the queue's own address, as those words hold it.
-    private let drainSlots = Mutex<[(tid: Int32, slot: UInt)]>([])
+    private let drainSlots = Mutex<[DrainSlot]>([])
+
+    /// A thread that ran a ping, and where it keeps libdispatch's current queue.
+    struct DrainSlot: Equatable {
+        let tid: Int32
+        let slot: UInt
+    }
     private let queueIdentity = Atomic<UInt>(0)
     /// `CLOCK_MONOTONIC_COARSE` in nanoseconds (the latch's clock); scripted in tests.
     private let coarseNow: @Sendable () -> UInt64
@@ -119,7 +125,8 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         guard !stopped.load(ordering: .relaxed) else { return now &+ intervalNanoseconds }
         let threshold = thresholdMicroseconds() * 1000
         let (ping, next) = state.withLock { state -> (UInt64?, UInt64) in
-            let observation = state.looker?.look(at: now) ?? .unknown
+            let queue = queueIdentity.load(ordering: .relaxed)
+            let observation = state.looker?.look(at: now, words: drainSlots.withLock { $0 }, queue: queue == 0 ? nil : queue) ?? .unknown
             let eager = state.eagerPings > 0 && state.looker != nil
             let actions = state.edges.look(at: now, observation, thresholdNanoseconds: threshold, eager: eager)
             perform(actions)
@@ -131,9 +138,6 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         if let ping { sendPing(enqueuedAt: ping) }
         return next
     }
-
-    /// The same as one tick (tests written for the ping alone).
-    func ping() { tick() }
 
     private func sendPing(enqueuedAt: UInt64) {
         self.enqueue { [self] in
@@ -152,9 +156,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             let now = coarseNow()
             state.withLock { state in
                 if noted?.firstSeen == true { state.eagerPings = max(state.eagerPings, State.eagerBurst / 4) }
-                state.looker?.pingAnswered(
-                    by: tid, slot: noted?.slot, queue: noted == nil ? nil : queueIdentity.load(ordering: .relaxed),
-                    enqueuedAt: enqueuedAt, at: now)
+                state.looker?.pingAnswered(by: tid, enqueuedAt: enqueuedAt, at: now)
                 perform(state.edges.pingAnswered(at: now))
             }
         }
@@ -168,7 +170,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         queueIdentity.store(located.queue, ordering: .relaxed)
         drainSlots.withLock { slots in
             slots.removeAll { $0.tid == tid || $0.slot == located.slot }
-            slots.append((tid, located.slot))
+            slots.append(DrainSlot(tid: tid, slot: located.slot))
             if slots.count > 8 { slots.removeFirst() }
         }
         return (located.slot, true)
@@ -190,9 +192,9 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         let slots = drainSlots.withLock { $0 }
         guard queue != 0, !slots.isEmpty else { return .unknown }
         var draining: [Int32] = []
-        for (tid, slot) in slots {
-            guard let word = UnsafeCurrentQueueSlot.queue(slot: slot) else { return .unknown }
-            if word == queue { draining.append(tid) }
+        for entry in slots {
+            guard let word = UnsafeCurrentQueueSlot.queue(slot: entry.slot) else { return .unknown }
+            if word == queue { draining.append(entry.tid) }
         }
         switch draining.count {
         case 0: return .elsewhere
@@ -240,9 +242,13 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     /// How the stretch declared now was found; when none is, how one would be: `sampled` once the
-    /// draining thread's idle wait is known, else `ping`.
+    /// looks can tell the queue busy (the workers' current-queue words, or the draining thread's
+    /// idle wait, are known), else `ping`.
     var edges: ActivityEdges {
-        state.withLock { $0.edges.declared ?? ($0.looker?.seesQueueState == true ? .sampled : .ping) }
+        let wordsKnown = queueIdentity.load(ordering: .relaxed) != 0
+        return state.withLock { state in
+            state.edges.declared ?? (state.looker.map { wordsKnown || $0.knowsIdleWait } == true ? .sampled : .ping)
+        }
     }
 
     func stop() {

@@ -5,16 +5,17 @@ import Glibc
 /// Looks at the thread that drains a pinged queue (`QueueEdges`' observations), through `/proc`.
 /// Used by the pinging thread only.
 protocol QueueThreadLooking: AnyObject {
-    /// Whether the looks can tell the queue idle from busy (the threads' current-queue words, or
-    /// the draining thread's idle wait, are known).
-    var seesQueueState: Bool { get }
-    /// What the draining thread is doing at `now` (coarse ns).
-    func look(at now: UInt64) -> QueueEdges.Observation
+    /// Whether the draining thread's idle wait is known (the looks can tell idle from busy
+    /// without the workers' current-queue words).
+    var knowsIdleWait: Bool { get }
+    /// What the queue's threads are doing at `now` (coarse ns). `words`: the threads that ran a
+    /// ping with the address of their libdispatch current-queue word, and `queue` the queue as
+    /// those words hold it (nil: not known, and the last draining thread is looked at instead).
+    func look(at now: UInt64, words: [QueueActivitySource.DrainSlot], queue: UInt?) -> QueueEdges.Observation
     /// A ping is about to be enqueued (the thread's state now is a candidate idle wait).
     func pingSent(at now: UInt64)
-    /// The ping enqueued at `enqueuedAt` ran on thread `tid` at `now`; `slot`: where that thread
-    /// keeps libdispatch's current queue, and `queue` the queue as that word holds it, when known.
-    func pingAnswered(by tid: Int32, slot: UInt?, queue: UInt?, enqueuedAt: UInt64, at now: UInt64)
+    /// The ping enqueued at `enqueuedAt` ran on thread `tid` at `now`.
+    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64)
 }
 
 /// The real looker. The draining thread is the one that ran the last ping. Its idle wait is learnt,
@@ -55,10 +56,10 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         self.learnWithinNanoseconds = learnWithinNanoseconds
     }
 
-    var seesQueueState: Bool { queue != nil || idleWait != nil }
+    var knowsIdleWait: Bool { idleWait != nil }
 
-    func look(at now: UInt64) -> QueueEdges.Observation {
-        if let queue, !workers.isEmpty { return lookAtWorkers(queue: queue, now: now) }
+    func look(at now: UInt64, words: [QueueActivitySource.DrainSlot], queue: UInt?) -> QueueEdges.Observation {
+        if let queue, !words.isEmpty { return lookAtWorkers(words, queue: queue, now: now) }
         openFiles()
         guard let files else { return .unknown }
         // The thread's CPU clock first: one system call, where `schedstat` goes through a seq
@@ -109,26 +110,26 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
 
     // MARK: - Looks through the workers' current-queue words
 
-    /// A thread that ran a ping, with its current-queue word; what the last look saw of it.
+    /// What the last look saw of a thread that ran a ping.
     private final class Worker {
         let tid: Int32
         let slot: UInt
-        var files: ProcTaskFiles?
+        let files: ProcTaskFiles?
         var lastCPU: UInt64?
         var runsQueue = false
         /// The thread at the last look that found it not running the queue: when, its CPU and
         /// run-queue time, its voluntary switches, and whether it was asleep (blocked) then.
         var baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)?
 
-        init(tid: Int32, slot: UInt) {
-            self.tid = tid
-            self.slot = slot
+        init(_ word: QueueActivitySource.DrainSlot) {
+            tid = word.tid
+            slot = word.slot
+            files = ProcTaskFiles(tid: word.tid)
         }
     }
 
-    /// The queue as the workers' words hold it, and the threads that ran a ping (newest last).
-    private var queue: UInt?
-    private var workers: [Worker] = []
+    /// The look state of each thread in the source's list (kept in step with it at each look).
+    private var workers: [Int32: Worker] = [:]
 
     /// The queue is busy exactly when one of the threads that ran a ping has it as its current
     /// queue: the word says so directly, whichever of them libdispatch gave the work to. A thread
@@ -137,9 +138,18 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     /// later start). A thread found running the queue that was asleep at that baseline and has
     /// not gone to sleep since has been on a CPU or its run queue ever since it was woken: the
     /// work began that much CPU and run-queue time ago. Otherwise half-way between the looks.
-    private func lookAtWorkers(queue: UInt, now: UInt64) -> QueueEdges.Observation {
+    private func lookAtWorkers(_ words: [QueueActivitySource.DrainSlot], queue: UInt, now: UInt64) -> QueueEdges.Observation {
+        if words.count != workers.count || words.contains(where: { workers[$0.tid]?.slot != $0.slot }) {
+            // The source's list changed: keep what was seen of threads still in it.
+            var kept: [Int32: Worker] = [:]
+            for word in words {
+                if let known = workers[word.tid], known.slot == word.slot { kept[word.tid] = known } else { kept[word.tid] = Worker(word) }
+            }
+            workers = kept
+        }
         var running: (worker: Worker, since: UInt64?)?
-        for worker in workers {
+        for word in words {
+            guard let worker = workers[word.tid] else { continue }
             let cpu = Self.cpuNanoseconds(of: worker.tid)
             guard let cpu else {
                 worker.runsQueue = false
@@ -150,7 +160,6 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
                 continue
             }
             worker.lastCPU = cpu
-            if worker.files == nil || worker.files?.tid != worker.tid { worker.files = ProcTaskFiles(tid: worker.tid) }
             guard let files = worker.files, let word = UnsafeCurrentQueueSlot.queue(slot: worker.slot) else {
                 worker.runsQueue = false
                 continue
@@ -219,16 +228,8 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         }
     }
 
-    func pingAnswered(by tid: Int32, slot: UInt?, queue: UInt?, enqueuedAt: UInt64, at now: UInt64) {
+    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64) {
         drainingThread = tid
-        if let slot, let queue {
-            self.queue = queue
-            if !workers.contains(where: { $0.tid == tid }) {
-                workers.removeAll { $0.slot == slot }
-                workers.append(Worker(tid: tid, slot: slot))
-                if workers.count > 8 { workers.removeFirst() }
-            }
-        }
         guard idleWait == nil else { return }
         guard let candidate, now >= enqueuedAt, now &- enqueuedAt <= learnWithinNanoseconds else {
             confirmedOnce = nil

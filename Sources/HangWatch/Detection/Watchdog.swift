@@ -255,9 +255,7 @@ final class Watchdog: @unchecked Sendable {
         logger.debug("hang ended", metadata: ["hangwatch.id": "\(id)", "hangwatch.outcome": "\(outcome.rawValue)"])
     }
 
-    private func takeSample(
-        _ recording: inout HangRecording, thread: MonitoredThread?, vacancy: StackSample.Failure = .threadNotAttached
-    ) {
+    private func takeSample(_ recording: inout HangRecording, thread: MonitoredThread?, vacancy: StackSample.Failure) {
         var sample: StackSample
         if let thread {
             sample = sampler.sample(

@@ -106,41 +106,11 @@ package struct ProcTask: Sendable {
 
     /// `voluntary_ctxt_switches:\t12` from `status` (not the `nonvoluntary_` line after it).
     static func parseVoluntarySwitches(bytes: ArraySlice<UInt8>) -> UInt64? {
-        // A plain scan for the key (Foundation's generic `firstRange(of:)` cost some 20 µs a call
-        // here, read once per look by the queue and pool watches).
-        let key: StaticString = "\nvoluntary_ctxt_switches:"
-        let keyLength = key.utf8CodeUnitCount
-        guard bytes.count >= keyLength else { return nil }
-        var found: Int?
-        key.withUTF8Buffer { key in
-            var index = bytes.startIndex
-            let last = bytes.endIndex - keyLength
-            while index <= last {
-                if bytes[index] == key[0] {
-                    var matched = 1
-                    while matched < keyLength, bytes[index + matched] == key[matched] { matched += 1 }
-                    if matched == keyLength {
-                        found = index + keyLength
-                        return
-                    }
-                }
-                index += 1
-            }
+        var fields = ByteFields(bytes)
+        while let field = fields.next() {
+            if field.elementsEqual("voluntary_ctxt_switches:".utf8) { return fields.next().flatMap(ByteFields.decimal) }
         }
-        guard let start = found else { return nil }
-        var value: UInt64 = 0
-        var digits = 0
-        for byte in bytes[start...] {
-            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
-                if digits == 0 { continue } else { break }
-            }
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
-            let (product, overflow) = value.multipliedReportingOverflow(by: 10)
-            guard !overflow else { return nil }
-            value = product + UInt64(byte - UInt8(ascii: "0"))
-            digits += 1
-        }
-        return digits > 0 ? value : nil
+        return nil
     }
 
     static func parseSyscall(bytes: ArraySlice<UInt8>) -> SyscallState? {
