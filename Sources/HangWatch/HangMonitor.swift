@@ -111,13 +111,19 @@ public final class HangMonitor: Sendable {
     }
 
     /// Starts watching anything that runs closures in order on one thread at a time by pinging it
-    /// through `enqueue` (for HangWatchNIO's event loops; reports say `nio-eventloop`).
-    package func startPinging(eventLoop enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
+    /// through `enqueue` (for HangWatchNIO's event loops; reports say `nio-eventloop`). With
+    /// `schedule` (run a closure on the loop after a delay, in nanoseconds; called on the loop),
+    /// pings under load are chained on the loop instead of sent by the watcher.
+    package func startPinging(
+        eventLoop enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)? = nil
+    ) throws {
         let control = control
         try start(
             source: EventLoopActivitySource(
                 thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
-                intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval), enqueue: enqueue))
+                intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval), enqueue: enqueue,
+                schedule: schedule))
     }
 
     private func startPinging(kind: ActivitySourceKind, enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {

@@ -58,7 +58,12 @@ extension HangMonitor {
                 var perLoop = configuration
                 if index > 0 { perLoop.heartbeatInterval = .zero }
                 let monitor = try HangMonitor(configuration: perLoop, logger: logger, sharing: sharing)
-                try monitor.startPinging(eventLoop: { block in loop.execute(block) })
+                let schedule: @Sendable (UInt64, @escaping @Sendable () -> Void) -> Void = { nanoseconds, block in
+                    _ = try? loop.scheduleCallback(in: .nanoseconds(Int64(nanoseconds)), handler: ScheduledPing(block))
+                }
+                try monitor.startPinging(
+                    eventLoop: { block in loop.execute(block) },
+                    schedule: schedule)
                 monitors.append(monitor)
             }
         } catch {
@@ -67,4 +72,11 @@ extension HangMonitor {
         }
         return EventLoopGroupMonitor(monitors: monitors)
     }
+}
+
+/// A ping the loop runs after a delay (a scheduled callback: no promise, unlike `scheduleTask`).
+private struct ScheduledPing: NIOScheduledCallbackHandler, Sendable {
+    let block: @Sendable () -> Void
+    init(_ block: @escaping @Sendable () -> Void) { self.block = block }
+    func handleScheduledCallback(eventLoop: some EventLoop) { block() }
 }

@@ -24,12 +24,16 @@ import Testing
         // Later wakes while busy change nothing: the work began at the first.
         edges.loopWoke(at: Self.ms(1_020))
         #expect(edges.look(at: Self.ms(1_050), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        // One more look a look interval later, for a quick answer; the ping is still out there.
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_060))
+        #expect(edges.look(at: Self.ms(1_060), waiting: false, thresholdNanoseconds: Self.threshold).isEmpty)
+        #expect(edges.awaitingAnswer)
         // The decision falls a threshold after the wake, not a threshold after the ping.
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_250))
         #expect(edges.look(at: Self.ms(1_250), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(1_000))])
-        // Declared: nothing to look at until the answer.
+        // Declared: nothing to look at until the answer, which wakes the watcher.
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == nil)
-        #expect(edges.pingAnswered(at: Self.ms(1_300)) == [.declareIdle])
+        #expect(edges.pingAnswered(at: Self.ms(1_300)) == [.declareIdle, .wakeWatcher])
         // The loop may go on working (load): looked at a look interval after the answer.
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_310))
         #expect(edges.look(at: Self.ms(1_310), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
@@ -45,21 +49,42 @@ import Testing
     }
 
     /// Under steady load the loop never waits at a look; each answered ping is a boundary, so a
-    /// block that begins after one is busy since that answer at most.
-    @Test func underLoadEachAnswerIsABoundary() {
+    /// block that begins after one is busy since that answer at most. Quick answers do not wake the
+    /// watcher: the looks keep one look interval (10 ms) apart, one wake-up each.
+    @Test func underLoadEachAnswerIsABoundaryAndLooksKeepTheirCadence() {
         var edges = edges()
         edges.loopWoke(at: 0)
-        var now: UInt64 = 0
+        var now: UInt64 = Self.ms(10)
         for _ in 0..<5 {
-            now += Self.ms(50)
+            #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == now)
             #expect(edges.look(at: now, waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
             #expect(edges.pingAnswered(at: now + Self.ms(2)).isEmpty)
-            now += Self.ms(2)
+            now += Self.ms(10)
         }
-        // The last answer at 260 ms; a handler blocks from 265 ms.
-        #expect(edges.look(at: Self.ms(310), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(510))
-        #expect(edges.look(at: Self.ms(510), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(260))])
+        // The last answer at 52 ms; a handler blocks from 55 ms.
+        #expect(edges.look(at: Self.ms(60), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        #expect(edges.look(at: Self.ms(70), waiting: false, thresholdNanoseconds: Self.threshold).isEmpty)
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(302))
+        #expect(edges.look(at: Self.ms(302), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(52))])
+    }
+
+    /// An answer the watcher waits for (a look found the ping out) wakes it, and the next look
+    /// comes a look interval after that answer; one that came before the next look does not.
+    @Test func onlyAnAwaitedAnswerWakesTheWatcher() {
+        var edges = edges()
+        edges.loopWoke(at: 0)
+        #expect(edges.look(at: Self.ms(10), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        #expect(!edges.awaitingAnswer)
+        #expect(edges.pingAnswered(at: Self.ms(12)).isEmpty)
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(20))
+        #expect(edges.look(at: Self.ms(20), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        #expect(edges.look(at: Self.ms(30), waiting: false, thresholdNanoseconds: Self.threshold).isEmpty)
+        #expect(edges.pingAnswered(at: Self.ms(95)) == [.wakeWatcher])
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(105))
+        // A wake from idle starts the cadence afresh.
+        #expect(edges.look(at: Self.ms(105), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
+        edges.loopWoke(at: Self.ms(400))
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(410))
     }
 
     /// Under load, a loop found blocked in a call the watcher could date is busy since that call
@@ -71,6 +96,7 @@ import Testing
         #expect(edges.pingAnswered(at: Self.ms(52)).isEmpty)
         // Blocked since 90 ms (the last answer was at 52 ms).
         #expect(edges.look(at: Self.ms(102), waiting: false, thresholdNanoseconds: Self.threshold, blockedSince: Self.ms(90)) == [.ping])
+        #expect(edges.look(at: Self.ms(112), waiting: false, thresholdNanoseconds: Self.threshold, blockedSince: Self.ms(90)).isEmpty)
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(340))
         #expect(edges.look(at: Self.ms(340), waiting: false, thresholdNanoseconds: Self.threshold, blockedSince: Self.ms(90)) == [.declareBusy(since: Self.ms(90))])
         // A date before the last boundary, or in the future, is no better than the boundary.
@@ -88,6 +114,7 @@ import Testing
         #expect(edges.look(at: Self.ms(250), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: 0)])
         #expect(edges.look(at: Self.ms(400), waiting: true, thresholdNanoseconds: Self.threshold) == [.declareIdle])
         #expect(edges.pingAnswered(at: Self.ms(401)).isEmpty)
+        #expect(!edges.awaitingAnswer)
     }
 
     /// Looks come a 25th of the threshold after a wake or an answer (so a start known only from
@@ -103,5 +130,47 @@ import Testing
         var edges = edges()
         edges.loopWoke(at: 0)
         #expect(edges.look(at: Self.ms(50), waiting: false, thresholdNanoseconds: Self.ms(20)) == [.ping, .declareBusy(since: 0)])
+    }
+
+    /// Chained (SwiftNIO's scheduled callbacks), each answer under load schedules the next ping on
+    /// the loop a look interval later: the boundaries keep coming 10 ms apart while the watcher
+    /// looks only once per sample interval, and no answer wakes it.
+    @Test func chainedPingsKeepTheBoundariesWhileTheWatcherLooksOncePerInterval() {
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), chained: true)
+        edges.loopWoke(at: 0)
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(10))
+        #expect(edges.look(at: Self.ms(10), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        let chain = edges.chain
+        for answer in stride(from: 11, through: 51, by: 10) {
+            #expect(edges.pingAnswered(at: Self.ms(UInt64(answer)), chain: chain, thresholdNanoseconds: Self.threshold)
+                == [.pingLater(nanoseconds: Self.ms(10))])
+        }
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(60))
+        // A handler blocks from 55 ms: the ping due at 61 ms waits; the looks send nothing.
+        for look in stride(from: 60, through: 260, by: 50) {
+            #expect(edges.look(at: Self.ms(UInt64(look)), waiting: false, thresholdNanoseconds: Self.threshold).isEmpty)
+        }
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(301))
+        #expect(edges.look(at: Self.ms(301), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(51))])
+        // The answer ends the hang, wakes the watcher and goes on with the chain.
+        #expect(edges.pingAnswered(at: Self.ms(355), chain: chain, thresholdNanoseconds: Self.threshold)
+            == [.declareIdle, .wakeWatcher, .pingLater(nanoseconds: Self.ms(10))])
+    }
+
+    /// A look that finds the loop waiting ends the chain: the ping still scheduled answers into a
+    /// later chain and changes nothing (it would start a second chain).
+    @Test func aLookThatFindsTheLoopWaitingEndsTheChain() {
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), chained: true)
+        edges.loopWoke(at: 0)
+        _ = edges.look(at: Self.ms(10), waiting: false, thresholdNanoseconds: Self.threshold)
+        let first = edges.chain
+        #expect(edges.pingAnswered(at: Self.ms(11), chain: first, thresholdNanoseconds: Self.threshold) == [.pingLater(nanoseconds: Self.ms(10))])
+        #expect(edges.look(at: Self.ms(60), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
+        #expect(edges.phase == .idle)
+        edges.loopWoke(at: Self.ms(65))
+        #expect(edges.pingAnswered(at: Self.ms(70), chain: first, thresholdNanoseconds: Self.threshold).isEmpty)
+        #expect(edges.phase == .busy(since: Self.ms(65), pinged: false, declared: false, steady: true))
+        #expect(edges.look(at: Self.ms(75), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        #expect(edges.pingAnswered(at: Self.ms(76), chain: edges.chain, thresholdNanoseconds: Self.threshold) == [.pingLater(nanoseconds: Self.ms(10))])
     }
 }

@@ -21,6 +21,9 @@ import Glibc
 final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     let kind: ActivitySourceKind
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
+    /// Runs a closure on the loop after a delay (SwiftNIO's scheduled callbacks): pings are then
+    /// chained on the loop under load (`EventLoopEdges.chained`). Called on the loop's thread.
+    private let schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)?
     private let fallback: QueueActivitySource
     private let thresholdMicroseconds: @Sendable () -> UInt64
     private let intervalNanoseconds: UInt64
@@ -40,14 +43,16 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     init(
         kind: ActivitySourceKind = .nioEventLoop, thresholdMicroseconds: @escaping @Sendable () -> UInt64,
         intervalMicroseconds: UInt64, coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds,
-        enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
+        enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)? = nil
     ) {
         self.kind = kind
         self.enqueue = enqueue
+        self.schedule = schedule
         self.thresholdMicroseconds = thresholdMicroseconds
         self.coarseNow = coarseNow
         intervalNanoseconds = max(1_000_000, intervalMicroseconds * 1000)
-        decisions = Mutex(EventLoopEdges(intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000)))
+        decisions = Mutex(EventLoopEdges(intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000), chained: schedule != nil))
         fallback = QueueActivitySource(kind: kind, periodMicroseconds: thresholdMicroseconds(), coarseNow: coarseNow, enqueue: enqueue)
     }
 
@@ -96,26 +101,11 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     private func watchEdges(_ watch: UnsafeLoopEpollWatch, epoll: Int32, files: ProcTaskFiles) {
-        // Not readable (the thread is gone): taken as waiting, so no hang is made up.
-        func waiting() -> Bool {
-            guard let state = files.readSyscall() else { return true }
-            guard case .inSyscall(let number, let arguments, _, _) = state else { return false }
-            return SyscallNames.isEpollWait(number) && arguments.first == UInt(epoll)
-        }
-        /// The loop's thread right after a ping's answer (`schedstat`): when, its CPU and run-queue
-        /// time, how often it was put on a CPU. Dates a blocking call it is found in later: a thread
-        /// not put on a CPU again since (it ran on until it blocked) entered the call that much
-        /// CPU and run-queue time after the answer. One small file: the watcher reads it at every
-        /// answer, which under load is once per sample interval.
-        var afterAnswer: (at: UInt64, ran: UInt64, timeslices: UInt64)?
-        func blockedSince() -> UInt64? {
-            guard let afterAnswer, case .inSyscall? = files.readSyscall(), let schedule = files.readSchedStat(),
-                schedule.timeslices > 0, schedule.timeslices == afterAnswer.timeslices
-            else { return nil }
-            let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
-            guard ran >= afterAnswer.ran else { return nil }
-            return afterAnswer.at &+ (ran &- afterAnswer.ran)
-        }
+        /// The loop's thread at a look that found it outside any system call (on a CPU, or waiting
+        /// for one): when, its CPU and run-queue time, how often it was put on a CPU. Dates a
+        /// blocking call it is found in later: a thread not put on a CPU again since (it ran on
+        /// until it blocked) entered the call that much CPU and run-queue time after the look.
+        var ranAt: (at: UInt64, ran: UInt64, timeslices: UInt64)?
         while !stopped.load(ordering: .acquiring) {
             let threshold = thresholdMicroseconds() * 1000
             let (next, idle) = decisions.withLock { ($0.nextLook(thresholdNanoseconds: threshold), $0.phase == .idle) }
@@ -127,38 +117,86 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 // Wakes seen while the loop was busy are old news; a loop that got busy again since
                 // the last look is busy from now.
                 watch.forgetLoopWakes()
-                if !waiting() {
+                if !Self.isWaiting(files.readSyscall(), on: epoll) {
                     decisions.withLock { $0.loopWoke(at: coarseNow()) }
                     continue
                 }
-                wake = watch.waitForLoop(milliseconds: -1)
+                wake = waitForLoop(watch, files: files, epoll: epoll, threshold: threshold)
             } else {
                 // A declared hang: until the ping's answer ends it.
                 wake = watch.sleep(milliseconds: -1)
             }
             switch wake {
             case .stopped: return
-            case .nudged:
-                // A ping was answered: the thread as it is now is the baseline for dating a block.
-                if let schedule = files.readSchedStat() {
-                    afterAnswer = (coarseNow(), schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds, schedule.timeslices)
-                }
-                continue
+            case .nudged: continue  // the answer the watcher waited for
             case .loop:
                 decisions.withLock { $0.loopWoke(at: coarseNow()) }
                 continue
             case .timeout: break
             }
-            let isWaiting = waiting()
-            let blocked = isWaiting ? nil : blockedSince()
+            let state = files.readSyscall()
+            let isWaiting = Self.isWaiting(state, on: epoll)
+            var blocked: UInt64?
+            if !isWaiting, case .inSyscall? = state, let ranAt, let schedule = files.readSchedStat(),
+                schedule.timeslices > 0, schedule.timeslices == ranAt.timeslices
+            {
+                let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
+                if ran >= ranAt.ran { blocked = ranAt.at &+ (ran &- ranAt.ran) }
+            }
             let now = coarseNow()
-            let ping = decisions.withLock { edges -> Bool in
+            if !isWaiting, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
+                ranAt = (now, schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds, schedule.timeslices)
+            }
+            let pingChain = decisions.withLock { edges -> UInt64? in
                 let actions = edges.look(at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked)
                 perform(actions)
-                return actions.contains(.ping)
+                return actions.contains(.ping) ? edges.chain : nil
             }
-            if ping { sendPing() }
+            if let chain = pingChain { enqueue(ping(chain: chain)) }
         }
+    }
+
+    /// Waits for the idle loop to wake. The wake comes through the loop's epoll instance, nested in
+    /// ours; in the NIO tests one wake in some hundreds never arrived (the loop ran a 300 ms
+    /// handler while ours stayed quiet; seen before chained pings too, cause not found). So for
+    /// `safetyWindow` after the loop went idle the watcher also looks at the thread every half
+    /// threshold: a loop found out of its wait woke half-way since the look before (`.loop` then
+    /// reports it, dated). An idle loop costs nothing after the window.
+    private func waitForLoop(_ watch: UnsafeLoopEpollWatch, files: ProcTaskFiles, epoll: Int32, threshold: UInt64) -> UnsafeLoopEpollWatch.Wake {
+        let idleAt = coarseNow()
+        var seenWaiting = idleAt
+        let period = max(1, Int32(min(threshold / 2_000_000, 60_000)))
+        while coarseNow() &- idleAt < Self.safetyWindowNanoseconds {
+            let wake = watch.waitForLoop(milliseconds: period)
+            guard case .timeout = wake else { return wake }
+            let now = coarseNow()
+            if !Self.isWaiting(files.readSyscall(), on: epoll) {
+                missedWakes.add(1, ordering: .relaxed)
+                decisions.withLock { $0.loopWoke(at: seenWaiting &+ (now &- seenWaiting) / 2) }
+                return .loop  // (busy already: the caller's `loopWoke` changes nothing)
+            }
+            seenWaiting = now
+        }
+        return watch.waitForLoop(milliseconds: -1)
+    }
+
+    /// How long after going idle a loop is also looked at (`waitForLoop`).
+    static let safetyWindowNanoseconds: UInt64 = 1_000_000_000
+
+    /// Wakes of the loop the watcher found by looking, not through the epoll instance.
+    let missedWakes = Atomic<Int>(0)
+
+    /// Whether `state` is the loop's wait on `epoll`. Not readable (the thread is gone): taken as
+    /// waiting, so no hang is made up.
+    private static func isWaiting(_ state: ProcTask.SyscallState?, on epoll: Int32) -> Bool {
+        guard let state else { return true }
+        guard case .inSyscall(let number, let arguments, _, _) = state else { return false }
+        return SyscallNames.isEpollWait(number) && arguments.first == UInt(epoll)
+    }
+
+    private static func inSyscall(_ state: ProcTask.SyscallState) -> Bool {
+        if case .inSyscall = state { return true }
+        return false
     }
 
     /// Carries out the latch's part of `actions` (under the edges' lock: its writes stay in order).
@@ -167,17 +205,30 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             switch action {
             case .declareBusy(let since): latch.recordBusy(QueueActivitySource.enter, sinceCoarseNanoseconds: since)
             case .declareIdle: latch.record(QueueActivitySource.leave)
-            case .ping: break
+            case .ping, .wakeWatcher, .pingLater: break
             }
         }
     }
 
-    private func sendPing() {
-        enqueue { [self] in
+    /// A ping of `chain`: on the loop, it ends the work it waited behind, wakes the watcher if it
+    /// waits for it, and (chained) schedules the next one.
+    private func ping(chain: UInt64) -> @Sendable () -> Void {
+        { [self] in
             guard !stopped.load(ordering: .relaxed) else { return }
             let now = coarseNow()
-            decisions.withLock { edges in perform(edges.pingAnswered(at: now)) }
-            watch.withLock { $0?.nudge() }
+            let threshold = thresholdMicroseconds() * 1000
+            let actions = decisions.withLock { edges in
+                let actions = edges.pingAnswered(at: now, chain: chain, thresholdNanoseconds: threshold)
+                perform(actions)
+                return actions
+            }
+            for action in actions {
+                switch action {
+                case .wakeWatcher: watch.withLock { $0?.nudge() }
+                case .pingLater(let nanoseconds): schedule?(nanoseconds, ping(chain: chain))
+                case .ping, .declareBusy, .declareIdle: break
+                }
+            }
         }
     }
 

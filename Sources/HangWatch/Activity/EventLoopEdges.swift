@@ -7,11 +7,19 @@
 ///   work in hand, so its answer is the work's end.
 /// - Still unanswered a threshold after the wake: a hang, busy since the wake (exact start). The
 ///   ping's answer ends it (exact end).
-/// - Under steady load the loop is busy at every look (one per sample interval then); each answered
-///   ping is a boundary between iterations, so a hang is busy since the last answer at most. A loop found blocked in a system
-///   call is dated more closely when the watcher can (`blockedSince`: the CPU and run-queue time
-///   the thread had since the answer, when it slept only once since, in that call); a computing
-///   one is known to one interval.
+/// - Under steady load the loop is busy at every look; each answered ping is a boundary between
+///   iterations, so a hang is busy since the last answer at most. A loop found blocked in a system
+///   call is dated more closely when the watcher can (`blockedSince`: the CPU time the thread had
+///   since a look that found it on a CPU, when it was not put on one again since); a computing one
+///   is known to one look interval.
+/// - Chained (the loop can run a closure after a delay: SwiftNIO's scheduled callbacks), each
+///   answer under load schedules the next ping a look interval later on the loop itself, so the
+///   boundaries keep coming without waking the watcher, which looks only once per sample interval
+///   (is the loop back in its wait? has a threshold passed since the last answer?). A look that finds
+///   the loop waiting ends the chain (a ping of an ended chain changes nothing).
+/// - Unchained, the looks keep their cadence under load: one a look interval after the one before, each a
+///   wake-up of the watcher. An answer wakes the watcher only when it waits for that answer (a look
+///   found the ping still out, or a hang was declared); a quick one is seen at the next look.
 struct EventLoopEdges: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Waiting for events (seen in its wait at the last look).
@@ -28,15 +36,30 @@ struct EventLoopEdges: Sendable, Equatable {
         case declareBusy(since: UInt64)
         /// Tell the watchdog: idle again (the hang ended now).
         case declareIdle
+        /// Wake the watcher (it sleeps until this answer, or until the threshold).
+        case wakeWatcher
+        /// Enqueue the chain's next ping on the loop, to run this long from now.
+        case pingLater(nanoseconds: UInt64)
     }
 
     private(set) var phase = Phase.idle
     /// When a look last found the loop waiting.
     private(set) var idleAt: UInt64?
+    /// When the last look at the busy loop was; the next comes a look interval after it. Nil after a
+    /// wake from idle and after an answer the watcher was woken for: the next look is then a look
+    /// interval after that moment.
+    private(set) var lookedAt: UInt64?
+    /// A look found the ping still out: the watcher sleeps until the threshold, and the answer wakes it.
+    private(set) var awaitingAnswer = false
+    /// The current chain of pings (chained only): a ping carries the chain it was sent in, and the
+    /// answer of an earlier chain's ping is ignored (it would start a second chain).
+    private(set) var chain: UInt64 = 0
     let intervalNanoseconds: UInt64
+    let chained: Bool
 
-    init(intervalNanoseconds: UInt64) {
+    init(intervalNanoseconds: UInt64, chained: Bool = false) {
         self.intervalNanoseconds = intervalNanoseconds
+        self.chained = chained
     }
 
     /// How long after a wake or an answer the watcher looks: the sample interval, but at most a
@@ -47,15 +70,17 @@ struct EventLoopEdges: Sendable, Equatable {
         max(5_000_000, min(intervalNanoseconds, thresholdNanoseconds / 25))
     }
 
-    /// When the watcher must look next: a look interval after a wake (a sample interval after an
-    /// answer), then a threshold after it. Nil while idle (it sleeps until the loop wakes) and
-    /// during a declared hang (it sleeps until the ping's answer).
+    /// When the watcher must look next: a look interval after a wake, an answer or the look before;
+    /// with the ping still out at a look, a threshold after the start (the answer wakes it before).
+    /// Nil while idle (it sleeps until the loop wakes) and during a declared hang (it sleeps until
+    /// the ping's answer).
     func nextLook(thresholdNanoseconds: UInt64) -> UInt64? {
         guard case .busy(let since, let pinged, let declared, _) = phase, !declared else { return nil }
-        // (Looking only once per sample interval under load, `steady`, cut the cost to a third but
-        // put starts up to an interval early: a loop blocked 300 ms under load read as 328-336 ms.)
         let interval = lookInterval(thresholdNanoseconds: thresholdNanoseconds)
-        return since &+ (pinged ? max(thresholdNanoseconds, interval) : interval)
+        let decision = since &+ max(thresholdNanoseconds, interval)
+        guard pinged else { return (lookedAt ?? since) &+ interval }
+        if chained { return min((lookedAt ?? since) &+ max(intervalNanoseconds, interval), decision) }
+        return awaitingAnswer ? decision : min((lookedAt ?? since) &+ interval, decision)
     }
 
     /// The loop's epoll instance had an event at `now` (`steady`: it was seen waiting less than a
@@ -64,6 +89,8 @@ struct EventLoopEdges: Sendable, Equatable {
         guard case .idle = phase else { return }
         let steady = idleAt.map { now &- $0 < intervalNanoseconds } ?? false
         phase = .busy(since: now, pinged: false, declared: false, steady: steady)
+        lookedAt = nil
+        awaitingAnswer = false
     }
 
     /// A look at `now`: the loop's thread is in its wait (`waiting`) or not. `blockedSince`: when
@@ -76,28 +103,37 @@ struct EventLoopEdges: Sendable, Equatable {
             // Done (a hang whose ping was lost with the loop ends here, at the look).
             phase = .idle
             idleAt = now
+            lookedAt = nil
+            awaitingAnswer = false
+            chain &+= 1
             return declared ? [.declareIdle] : []
         }
+        lookedAt = now
         var actions: [Action] = []
-        var nowPinged = pinged
-        if !pinged {
-            nowPinged = true
-            actions.append(.ping)
-        }
+        // A ping out since the look before: the watcher now waits for its answer (unchained).
+        awaitingAnswer = pinged && !chained
+        if !pinged { actions.append(.ping) }
         var nowDeclared = declared
         if !declared, now &- since >= thresholdNanoseconds, now >= since {
             nowDeclared = true
             actions.append(.declareBusy(since: since))
         }
-        phase = .busy(since: since, pinged: nowPinged, declared: nowDeclared, steady: steady)
+        phase = .busy(since: since, pinged: true, declared: nowDeclared, steady: steady)
         return actions
     }
 
-    /// The ping ran on the loop at `now`: the work it waited behind is over. The loop may go on
-    /// working (load): busy from now, looked at again an interval later.
-    mutating func pingAnswered(at now: UInt64) -> [Action] {
-        guard case .busy(_, _, let declared, _) = phase else { return [] }
-        phase = .busy(since: now, pinged: false, declared: false, steady: true)
-        return declared ? [.declareIdle] : []
+    /// The ping of `chain` ran on the loop at `now`: the work it waited behind is over. The loop
+    /// may go on working (load): busy from now. The watcher is woken only if it waits for this
+    /// answer. Chained, the next ping is due a look interval later.
+    mutating func pingAnswered(at now: UInt64, chain: UInt64 = 0, thresholdNanoseconds: UInt64 = 0) -> [Action] {
+        guard case .busy(_, _, let declared, _) = phase, !chained || chain == self.chain else { return [] }
+        let wake = declared || awaitingAnswer
+        if wake { lookedAt = nil }
+        awaitingAnswer = false
+        phase = .busy(since: now, pinged: chained, declared: false, steady: true)
+        var actions: [Action] = declared ? [.declareIdle] : []
+        if wake { actions.append(.wakeWatcher) }
+        if chained { actions.append(.pingLater(nanoseconds: lookInterval(thresholdNanoseconds: thresholdNanoseconds))) }
+        return actions
     }
 }

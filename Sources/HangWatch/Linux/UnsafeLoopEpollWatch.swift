@@ -92,11 +92,12 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
 
     /// Forgets wakes of the loop seen so far (they were while it was known to be busy).
     func forgetLoopWakes() {
-        var events = [epoll_event](repeating: epoll_event(), count: 4)
-        while true {
-            let count = epoll_wait(watching, &events, Int32(events.count), 0)
-            guard count > 0, events[0..<Int(count)].allSatisfy({ $0.data.u64 == 1 }) else { return }
-            // (A nudge or stop stays readable: the next wait sees it.)
+        withUnsafeTemporaryAllocation(of: epoll_event.self, capacity: 4) { events in
+            while true {
+                let count = epoll_wait(watching, events.baseAddress, 4, 0)
+                guard count > 0, events[0..<Int(count)].allSatisfy({ $0.data.u64 == 1 }) else { return }
+                // (A nudge or stop stays readable: the next wait sees it.)
+            }
         }
     }
 
@@ -112,22 +113,24 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
     }
 
     private func wait(on instance: Int32, milliseconds: Int32) -> Wake {
-        var events = [epoll_event](repeating: epoll_event(), count: 2)
-        do {
-            // (Cut short by a signal, it waits again, for the whole time: a look comes a little late.)
-            let count = try SystemCall.check("epoll_wait") { epoll_wait(instance, &events, Int32(events.count), milliseconds) }
-            guard count > 0 else { return .timeout }
-            let woken = events[0..<Int(count)]
-            if woken.contains(where: { $0.data.u64 == 0 }) { return .stopped }
-            if woken.contains(where: { $0.data.u64 == 2 }) {
-                var count: UInt64 = 0
-                _ = read(nudgeEvent, &count, 8)
-                return .nudged
+        // (On the stack: the watcher waits once per look, and a look under load is every 10 ms.)
+        withUnsafeTemporaryAllocation(of: epoll_event.self, capacity: 2) { events in
+            do {
+                // (Cut short by a signal, it waits again, for the whole time: a look comes a little late.)
+                let count = try SystemCall.check("epoll_wait") { epoll_wait(instance, events.baseAddress, 2, milliseconds) }
+                guard count > 0 else { return .timeout }
+                let woken = events[0..<Int(count)]
+                if woken.contains(where: { $0.data.u64 == 0 }) { return .stopped }
+                if woken.contains(where: { $0.data.u64 == 2 }) {
+                    var count: UInt64 = 0
+                    _ = read(nudgeEvent, &count, 8)
+                    return .nudged
+                }
+                return .loop
+            } catch {
+                // Not expected (our own instances); as a timeout, the watcher looks at the loop.
+                return .timeout
             }
-            return .loop
-        } catch {
-            // Not expected (our own instances); as a timeout, the watcher looks at the loop.
-            return .timeout
         }
     }
 }
