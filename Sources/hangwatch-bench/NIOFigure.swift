@@ -97,7 +97,9 @@ struct NIOIdleFigure {
             watch = try HangMonitor.watch(group, configuration: configuration)
         }
         defer { watch?.stop() }
-        usleep(1_000_000)  // settle: each loop attached and seen waiting once
+        // Settle: each loop attached and seen waiting, and past its first second idle (in which a
+        // loop is also looked at every half threshold: docs/sources.md).
+        usleep(2_500_000)
         var before = rusage()
         getrusage(RUSAGE_SELF.rawValue, &before)
         usleep(useconds_t(seconds * 1_000_000))
