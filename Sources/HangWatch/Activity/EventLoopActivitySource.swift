@@ -160,22 +160,41 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// ours; in the NIO tests one wake in some hundreds never arrived (the loop ran a 300 ms
     /// handler while ours stayed quiet; seen before chained pings too, cause not found). So for
     /// `safetyWindow` after the loop went idle the watcher also looks at the thread every half
-    /// threshold: a loop found out of its wait woke half-way since the look before (`.loop` then
-    /// reports it, dated). An idle loop costs nothing after the window.
+    /// threshold: a loop found out of its wait woke since the look before, dated by its `schedstat`
+    /// (exactly when it is still on a CPU, put there once since; otherwise half-way between the
+    /// look before and the latest moment its run-queue and CPU time allow). An idle loop costs
+    /// nothing after the window.
     private func waitForLoop(_ watch: UnsafeLoopEpollWatch, files: ProcTaskFiles, epoll: Int32, threshold: UInt64) -> UnsafeLoopEpollWatch.Wake {
         let idleAt = coarseNow()
         var seenWaiting = idleAt
+        var asleep = files.readSchedStat()
         let period = max(1, Int32(min(threshold / 2_000_000, 60_000)))
         while coarseNow() &- idleAt < Self.safetyWindowNanoseconds {
             let wake = watch.waitForLoop(milliseconds: period)
             guard case .timeout = wake else { return wake }
+            let state = files.readSyscall()
             let now = coarseNow()
-            if !Self.isWaiting(files.readSyscall(), on: epoll) {
+            if !Self.isWaiting(state, on: epoll) {
                 missedWakes.add(1, ordering: .relaxed)
-                decisions.withLock { $0.loopWoke(at: seenWaiting &+ (now &- seenWaiting) / 2) }
+                // It woke after the look before and, if put on a CPU only once since, no later
+                // than its run-queue and CPU time ago (exactly then if it is still on a CPU).
+                var latest = now
+                var ranOnce = false
+                if let asleep, let schedule = files.readSchedStat(), schedule.timeslices == asleep.timeslices &+ 1 {
+                    let ran = (schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds)
+                        &- (asleep.onCPUNanoseconds &+ asleep.runQueueNanoseconds)
+                    if ran < now &- seenWaiting {
+                        latest = now &- ran
+                        ranOnce = true
+                    }
+                }
+                let onCPU = ranOnce && state.map(Self.inSyscall) == false
+                let woke = onCPU ? latest : seenWaiting &+ (latest &- seenWaiting) / 2
+                decisions.withLock { $0.loopWoke(at: woke) }
                 return .loop  // (busy already: the caller's `loopWoke` changes nothing)
             }
             seenWaiting = now
+            asleep = files.readSchedStat()
         }
         return watch.waitForLoop(milliseconds: -1)
     }
