@@ -73,6 +73,8 @@ struct ReportDetail {
         case "ping": field("edges", "ping: a lower bound (from when an overdue ping was sent)")
         case "sampled" where report.source == "dispatch-main" || report.source == "dispatch-queue":
             field("edges", "sampled: start from looks \(Text.duration(report.capture.sampleIntervalMs)) apart (to \(Text.duration(report.capture.sampleIntervalMs / 2))), end at a ping's answer")
+        case "sampled" where report.source == "nio-eventloop":
+            field("edges", "sampled: start by a look (to \(Text.duration(report.thresholdMs / 4))), end at a ping's answer")
         case "sampled": field("edges", "sampled: each edge to \(Text.duration(report.capture.sampleIntervalMs / 2)) (looks \(Text.duration(report.capture.sampleIntervalMs)) apart), or by CPU time")
         default: break
         }

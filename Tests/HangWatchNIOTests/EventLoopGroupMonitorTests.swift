@@ -153,7 +153,8 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
 
     /// The loops' own epoll instances are watched: a block is reported from the loop's wake to
     /// the end of the handler (within 5 %), detected a threshold after it began (plus at most two
-    /// sample intervals), and the report says its edges are exact.
+    /// sample intervals), and the report says its edges are exact (or sampled, to a quarter
+    /// threshold, when the wake was found by the idle loop's look).
     @Test func aBlockedLoopIsReportedWithExactEdgesAndDetectedOneThresholdIn() throws {
         let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-exact-\(getpid())-\(UUID().uuidString.prefix(6))"
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -176,9 +177,12 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         let reports = ReportDirectory(path: directory).waitForFinished(3)
         #expect(reports.count == 3, "\(reports.map(\.id))")
         for report in reports {
-            #expect(report.edges == "exact")
-            // The handler sleeps 300 ms (plus what the rest of its read takes).
-            #expect(report.durationMs >= 295 && report.durationMs <= 315, "\(report.durationMs)")
+            // The handler sleeps 300 ms (plus what the rest of its read takes). A wake the watcher
+            // found by looking at the idle loop (docs/sources.md: a lost wake) says so, and its
+            // start is known to a quarter threshold.
+            #expect(report.edges == "exact" || report.edges == "sampled")
+            let slack = report.edges == "sampled" ? 25.0 : 0
+            #expect(report.durationMs >= 295 - slack && report.durationMs <= 315 + slack, "\(report.edges ?? "-"): \(report.durationMs)")
             let detection = report.detectedAt.timeIntervalSince(report.startedAt) * 1000
             #expect(detection >= 100 && detection <= 100 + 2 * 50, "detected \(detection) ms after the start")
             #expect(report.heaviestStackContains("lookUpCustomerSynchronously"), "\(report.heaviestSymbols)")

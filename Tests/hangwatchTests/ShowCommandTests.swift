@@ -46,12 +46,14 @@ import Testing
             ("dispatch-main", "sampled", "start from looks 50ms apart (to 25ms), end at a ping's answer"),
             ("pool-job", "sampled", "sampled: each edge to 25ms (looks 50ms apart), or by CPU time"),
             ("dispatch-queue", "ping", "ping: a lower bound (from when an overdue ping was sent)"),
+            ("nio-eventloop", "sampled", "sampled: start by a look (to 63ms), end at a ping's answer"),
         ] {
             let fixture = try Fixture(withDemoReports: false)
             var report = ReportFixtures.report()
             report.source = source
             report.edges = edges
             report.capture.sampleIntervalMs = 50
+            report.thresholdMs = 250
             try ReportStore(directory: fixture.directory).write(report)
             let result = try fixture.hangwatch("show", "latest")
             #expect(result.status == 0, "\(result.errors)")

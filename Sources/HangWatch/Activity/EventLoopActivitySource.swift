@@ -130,7 +130,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             case .stopped: return
             case .nudged: continue  // the answer the watcher waited for
             case .loop:
-                decisions.withLock { $0.loopWoke(at: coarseNow()) }
+                if decisions.withLock({ $0.loopWoke(at: coarseNow()) }) { startFoundByLook.store(false, ordering: .relaxed) }
                 continue
             case .timeout: break
             }
@@ -190,6 +190,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 }
                 let onCPU = ranOnce && state.map(Self.inSyscall) == false
                 let woke = onCPU ? latest : seenWaiting &+ (latest &- seenWaiting) / 2
+                startFoundByLook.store(true, ordering: .relaxed)
                 decisions.withLock { $0.loopWoke(at: woke) }
                 return .loop  // (busy already: the caller's `loopWoke` changes nothing)
             }
@@ -204,6 +205,9 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
 
     /// Wakes of the loop the watcher found by looking, not through the epoll instance.
     let missedWakes = Atomic<Int>(0)
+    /// The busy stretch now began at a wake found by looking: its start is sampled, not exact
+    /// (reports say `edges: sampled`). A wake through the epoll instance or an answer clears it.
+    private let startFoundByLook = Atomic<Bool>(false)
 
     /// Whether `state` is the loop's wait on `epoll`. Not readable (the thread is gone): taken as
     /// waiting, so no hang is made up.
@@ -241,6 +245,8 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 perform(actions)
                 return actions
             }
+            // (An answer that ends a hang is read by the watchdog after the hang's edges were.)
+            if !actions.isEmpty { startFoundByLook.store(false, ordering: .relaxed) }
             for action in actions {
                 switch action {
                 case .wakeWatcher: watch.withLock { $0?.nudge() }
@@ -251,7 +257,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         }
     }
 
-    var edges: ActivityEdges { hasExactEdges ? .exact : .ping }
+    var edges: ActivityEdges { hasExactEdges ? (startFoundByLook.load(ordering: .relaxed) ? .sampled : .exact) : .ping }
 
     /// A declared stretch is work the loop has not finished.
     func confirmBusy() -> BusyConfirmation { .busy(context: nil) }

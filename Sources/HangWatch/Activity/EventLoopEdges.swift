@@ -85,12 +85,15 @@ struct EventLoopEdges: Sendable, Equatable {
 
     /// The loop's epoll instance had an event at `now` (`steady`: it was seen waiting less than a
     /// sample interval ago, under load; recorded, not used for now).
-    mutating func loopWoke(at now: UInt64) {
-        guard case .idle = phase else { return }
+    /// Returns whether it began a busy stretch (false: the loop was busy already).
+    @discardableResult
+    mutating func loopWoke(at now: UInt64) -> Bool {
+        guard case .idle = phase else { return false }
         let steady = idleAt.map { now &- $0 < intervalNanoseconds } ?? false
         phase = .busy(since: now, pinged: false, declared: false, steady: steady)
         lookedAt = nil
         awaitingAnswer = false
+        return true
     }
 
     /// A look at `now`: the loop's thread is in its wait (`waiting`) or not. `blockedSince`: when

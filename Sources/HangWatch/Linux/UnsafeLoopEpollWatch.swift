@@ -63,13 +63,15 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
             epoll_ctl(sleeping, EPOLL_CTL_ADD, nudgeEvent, &nudgeInterest) == 0,
             epoll_ctl(watching, EPOLL_CTL_ADD, loop, &loopInterest) == 0
         else {
-            for fd in [watching, sleeping, stopEvent, nudgeEvent, duplicate] where fd >= 0 { close(fd) }
+            // (Every descriptor is set by now, so `deinit` runs and closes them: closing them here
+            // as well closed them twice, and the second close could take a descriptor the process
+            // had opened again meanwhile, another watcher's included.)
             return nil
         }
     }
 
     deinit {
-        for fd in [watching, sleeping, stopEvent, nudgeEvent, loop] { close(fd) }
+        for fd in [watching, sleeping, stopEvent, nudgeEvent, loop] where fd >= 0 { close(fd) }
     }
 
     /// `anon_inode:[eventpoll]` behind `descriptor`.

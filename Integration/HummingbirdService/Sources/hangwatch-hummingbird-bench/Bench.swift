@@ -8,7 +8,10 @@ import Foundation
 /// requests/s) with their quartiles: single runs on this kind of machine vary by ±5 % even
 /// against one server, so the ratio is only as good as its number of rounds.
 ///
-///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3]      (release build: make bench)
+/// Then the same server, watched and not in turn (`--toggle-watch`): `--pairs` pairs of 1.5 s
+/// windows within one `wrk` run, each after 0.5 s to settle, their ratios' median and quartiles.
+///
+///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 12]   (release build: make bench)
 @main
 struct HummingbirdBench {
     static let wrk = "/usr/bin/wrk"
@@ -150,6 +153,92 @@ struct HummingbirdBench {
                      ratio >= 0.99 ? "" : "   MISSED", quartiles.0, quartiles.1))
         print(String(format: "H1  Hummingbird 2 server, CPU per request: watched / unwatched           %.3f", median(cpuRatios)))
         print(String(format: "H1  Hummingbird 2 server watched: the monitor threads' share of its CPU   %.2f %%", median(shares) * 100))
+
+        // Paired windows in one server: the same process and the same wrk run, the watch started
+        // and stopped in turn (SIGUSR1 / SIGUSR2), so neither a server's start nor the machine's
+        // drift over a minute lands on one side.
+        let pairs = option("--pairs", 12)
+        let portFile = scratch + "/port-paired"
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: pinned ? taskset : service)
+        server.arguments = (pinned ? ["-c", "0", service] : [])
+            + ["--port", "0", "--port-file", portFile, "--reports", scratch + "/reports-paired", "--toggle-watch"]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer {
+            kill(server.processIdentifier, SIGTERM)
+            server.waitUntilExit()
+        }
+        var port: Int?
+        for _ in 0..<600 where port == nil {
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            if port == nil { usleep(50_000) }
+        }
+        guard let port else { throw BenchError("the service did not start: \(service)") }
+        let settle = 0.5, window = 1.5
+        let load = Process()
+        load.executableURL = URL(fileURLWithPath: pinned ? taskset : wrk)
+        load.arguments = (pinned ? ["-c", "1", wrk] : [])
+            + ["-t1", "-c16", "-d\(Int((Double(pairs) * 2 * (settle + window)).rounded(.up)) + 3)s", "http://127.0.0.1:\(port)/hello"]
+        load.standardOutput = FileHandle.nullDevice
+        load.standardError = FileHandle.nullDevice
+        try load.run()
+        defer { load.terminate() }
+        usleep(1_000_000)  // warm-up
+        func rate(watched: Bool) throws -> Double {
+            kill(server.processIdentifier, watched ? SIGUSR1 : SIGUSR2)
+            usleep(useconds_t(settle * 1e6))
+            let (before, start) = (try served(port: port), Date())
+            usleep(useconds_t(window * 1e6))
+            let (after, end) = (try served(port: port), Date())
+            return Double(after - before) / end.timeIntervalSince(start)
+        }
+        var pairRatios: [Double] = []
+        for pair in 0..<pairs {
+            let off: Double, on: Double
+            if pair % 2 == 0 {
+                off = try rate(watched: false)
+                on = try rate(watched: true)
+            } else {
+                on = try rate(watched: true)
+                off = try rate(watched: false)
+            }
+            pairRatios.append(on / off)
+            print(String(format: "    pair %d: unwatched %.0f, watched %.0f requests/s, ratio %.3f", pair + 1, off, on, on / off))
+        }
+        let pairRatio = median(pairRatios)
+        let sortedPairs = pairRatios.sorted()
+        print(String(format: "H1  the same server watched and not in turn, %d pairs of %.1f s: watched / unwatched   %.3f   (goal >= 0.99)%@   quartiles %.3f-%.3f",
+                     pairs, window, pairRatio, pairRatio >= 0.99 ? "" : "   MISSED", sortedPairs[pairs / 4], sortedPairs[pairs - 1 - pairs / 4]))
+    }
+
+    /// The server's count of `/hello` requests answered (`GET /served`, one connection).
+    static func served(port: Int) throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw BenchError("socket: \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw BenchError("connect to port \(port): \(errno)") }
+        let request = Array("GET /served HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        guard write(socket, request, request.count) == request.count else { throw BenchError("write: \(errno)") }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(socket, &buffer, buffer.count)
+            if count <= 0 { break }
+            response += buffer[0..<count]
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        guard let body = text.components(separatedBy: "\r\n\r\n").last, let value = Int(body.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { throw BenchError("GET /served answered: \(text)") }
+        return value
     }
 }
 

@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// A Hummingbird 2 shop whose routes block their thread for 300 ms in four ways, as a service
 /// would by mistake: `/quote` computes, `/invoice` reads a pipe, `/checkout` sleeps, `/cart` waits
@@ -12,10 +13,12 @@ import NIOPosix
 /// instead blocks an event loop of the server's group. `/hello` answers at once (throughput).
 ///
 ///   hangwatch-hummingbird-service [--reports DIR] [--threshold-ms 250] [--port 8080]
-///                                 [--port-file FILE] [--measurements FILE]
+///                                 [--port-file FILE] [--measurements FILE] [--toggle-watch]
 ///
 /// With `--reports` the server's group and the cooperative pool are watched (HangWatchNIO); without
-/// it nothing is watched (the bench's baseline). SIGTERM or SIGINT stops it gracefully; the monitor
+/// it nothing is watched (the bench's baseline). With `--toggle-watch` as well (the bench's paired
+/// windows), the watch starts off: SIGUSR1 starts it, SIGUSR2 stops it, and `GET /served` answers
+/// how many `/hello` requests were answered so far. SIGTERM or SIGINT stops it gracefully; the monitor
 /// stops after the server, so the reports' repeat counts are final.
 @main
 struct HummingbirdService {
@@ -25,6 +28,7 @@ struct HummingbirdService {
         var port = 8080
         var portFile: String?
         var measurements: String?
+        var toggleWatch = false
 
         init(_ arguments: [String]) throws {
             var rest = arguments[...]
@@ -46,6 +50,7 @@ struct HummingbirdService {
                 case "--port": port = try number(flag, in: 0...65535)
                 case "--port-file": portFile = try value(flag)
                 case "--measurements": measurements = try value(flag)
+                case "--toggle-watch": toggleWatch = true
                 default: throw ServiceError("unknown argument '\(flag)'")
                 }
             }
@@ -66,15 +71,26 @@ struct HummingbirdService {
         let measurements = try Measurements(path: options.measurements)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         var watch: EventLoopGroupMonitor?
+        let toggled = WatchToggle()
+        var toggleSources: [any DispatchSourceSignal] = []
         if let reports = options.reports {
             let configuration = HangMonitor.Configuration(
                 serviceName: "shop", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
             // The loops, and (on by default, once per process) the cooperative pool.
-            watch = try HangMonitor.watch(group, configuration: configuration, logger: logger)
+            if options.toggleWatch {
+                toggleSources = toggled.listen { try HangMonitor.watch(group, configuration: configuration, logger: logger) }
+            } else {
+                watch = try HangMonitor.watch(group, configuration: configuration, logger: logger)
+            }
         }
+        let served = ServedCount()
 
         let router = Router()
-        router.get("/hello") { _, _ in "hello\n" }
+        router.get("/hello") { _, _ in
+            served.add()
+            return "hello\n"
+        }
+        router.get("/served") { _, _ in "\(served.value)\n" }
         router.get("/quote") { _, _ in await Shop.quote(measurements: measurements) }
         router.get("/invoice") { _, _ in try await Shop.downloadInvoice(measurements: measurements) }
         router.get("/checkout") { _, _ in await Shop.checkout(measurements: measurements) }
@@ -95,6 +111,45 @@ struct HummingbirdService {
         )
         try await app.runService()
         watch?.stop()
+        toggled.stop()
+        for source in toggleSources { source.cancel() }
         try await group.shutdownGracefully()
     }
+}
+
+/// The watch of `--toggle-watch`: SIGUSR1 starts it, SIGUSR2 stops it (on a queue of their own).
+final class WatchToggle: Sendable {
+    private let current = Mutex<EventLoopGroupMonitor?>(nil)
+
+    func listen(start: @escaping @Sendable () throws -> EventLoopGroupMonitor) -> [any DispatchSourceSignal] {
+        let queue = DispatchQueue(label: "watch-toggle")
+        return [(SIGUSR1, true), (SIGUSR2, false)].map { number, on in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { [self] in
+                if on {
+                    current.withLock { if $0 == nil { $0 = try? start() } }
+                } else {
+                    stop()
+                }
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    func stop() {
+        let running = current.withLock { current -> EventLoopGroupMonitor? in
+            defer { current = nil }
+            return current
+        }
+        running?.stop()
+    }
+}
+
+/// `/hello` requests answered (for `--toggle-watch`'s bench windows).
+final class ServedCount: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }

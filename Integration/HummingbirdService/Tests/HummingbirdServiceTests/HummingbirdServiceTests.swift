@@ -161,7 +161,9 @@ import Testing
             #expect(names(report, async: false).contains("Shop.formatReceiptOnLoop(measurements:)"), "\(names(report, async: false))")
             #expect(report.thread.name?.hasPrefix("NIO-ELT") == true)
             let block = try #require(blocks.min { abs($0.startedAt - report.startedAt.timeIntervalSince1970) < abs($1.startedAt - report.startedAt.timeIntervalSince1970) })
-            #expect(abs(report.durationMs - block.durationMs) <= 0.05 * block.durationMs, "/receipt: \(report.durationMs) ms reported, \(block.durationMs) ms measured")
+            // (Sampled when the loop's wake was found by a look at the idle loop: to a quarter threshold.)
+            let allowed = report.edges == "sampled" ? report.thresholdMs / 4 : 0.05 * block.durationMs
+            #expect(abs(report.durationMs - block.durationMs) <= allowed, "/receipt (\(report.edges ?? "-")): \(report.durationMs) ms reported, \(block.durationMs) ms measured")
             print("[hummingbird] /receipt (event loop): reported \(report.durationMs) ms for \(block.durationMs) ms measured, detected \(report.detectedAt.timeIntervalSince(report.startedAt) * 1000) ms after its start")
         }
         let loopHangs = loopReports.map { 1 + ($0.repeats?.count ?? 0) }.reduce(0, +)
