@@ -140,12 +140,12 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             if !isWaiting, case .inSyscall? = state, let ranAt, let schedule = files.readSchedStat(),
                 schedule.timeslices > 0, schedule.timeslices == ranAt.timeslices
             {
-                let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
+                let ran = schedule.runnableNanoseconds
                 if ran >= ranAt.ran { blocked = ranAt.at &+ (ran &- ranAt.ran) }
             }
             let now = coarseNow()
             if !isWaiting, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
-                ranAt = (now, schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds, schedule.timeslices)
+                ranAt = (now, schedule.runnableNanoseconds, schedule.timeslices)
             }
             let pingChain = decisions.withLock { edges -> UInt64? in
                 let actions = edges.look(at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked)
@@ -181,8 +181,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 var latest = now
                 var ranOnce = false
                 if let asleep, let schedule = files.readSchedStat(), schedule.timeslices == asleep.timeslices &+ 1 {
-                    let ran = (schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds)
-                        &- (asleep.onCPUNanoseconds &+ asleep.runQueueNanoseconds)
+                    let ran = schedule.runnableNanoseconds &- asleep.runnableNanoseconds
                     if ran < now &- seenWaiting {
                         latest = now &- ran
                         ranOnce = true

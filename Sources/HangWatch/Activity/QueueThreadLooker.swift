@@ -87,7 +87,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     }
 
     private func observe(_ state: ProcTask.SyscallState?, _ schedule: ProcTask.SchedStat, now: UInt64) -> QueueEdges.Observation {
-        let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
+        let ran = schedule.runnableNanoseconds
         switch state {
         case nil:
             return .unknown
@@ -167,7 +167,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
             let wasRunning = worker.runsQueue
             worker.runsQueue = word == queue
             guard let schedule = files.readSchedStat() else { continue }
-            let ran = schedule.onCPUNanoseconds &+ schedule.runQueueNanoseconds
+            let ran = schedule.runnableNanoseconds
             if !worker.runsQueue {
                 var asleep = false
                 if case .inSyscall? = files.readSyscall() { asleep = true }

@@ -21,6 +21,9 @@ package struct ProcTask: Sendable {
         /// the CPU time, which is brought up to date only now and then while a thread runs, it
         /// moves the moment a sleeping thread is woken and runs.
         package var timeslices: UInt64
+        /// CPU and run-queue time together: how long the thread was runnable (a thread not put on
+        /// a CPU again since a reading ran on that long before it blocked).
+        package var runnableNanoseconds: UInt64 { onCPUNanoseconds &+ runQueueNanoseconds }
         package init(onCPUNanoseconds: UInt64, runQueueNanoseconds: UInt64, timeslices: UInt64 = 0) {
             self.onCPUNanoseconds = onCPUNanoseconds
             self.runQueueNanoseconds = runQueueNanoseconds
