@@ -175,7 +175,6 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             let state = files.readSyscall()
             let now = coarseNow()
             if !Self.isWaiting(state, on: epoll) {
-                missedWakes.add(1, ordering: .relaxed)
                 // It woke after the look before and, if put on a CPU only once since, no later
                 // than its run-queue and CPU time ago (exactly then if it is still on a CPU).
                 var latest = now
@@ -202,8 +201,6 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// How long after going idle a loop is also looked at (`waitForLoop`).
     static let safetyWindowNanoseconds: UInt64 = 1_000_000_000
 
-    /// Wakes of the loop the watcher found by looking, not through the epoll instance.
-    let missedWakes = Atomic<Int>(0)
     /// The busy stretch now began at a wake found by looking: its start is sampled, not exact
     /// (reports say `edges: sampled`). A wake through the epoll instance or an answer clears it.
     private let startFoundByLook = Atomic<Bool>(false)
