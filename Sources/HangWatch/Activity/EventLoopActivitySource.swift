@@ -118,7 +118,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 // the last look is busy from now.
                 watch.forgetLoopWakes()
                 if !Self.isWaiting(files.readSyscall(), on: epoll) {
-                    decisions.withLock { $0.loopWoke(at: coarseNow()) }
+                    _ = decisions.withLock { $0.loopWoke(at: coarseNow()) }
                     continue
                 }
                 wake = waitForLoop(watch, files: files, epoll: epoll, threshold: threshold)
@@ -189,7 +189,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 let onCPU = ranOnce && state.map(Self.inSyscall) == false
                 let woke = onCPU ? latest : seenWaiting &+ (latest &- seenWaiting) / 2
                 startFoundByLook.store(true, ordering: .relaxed)
-                decisions.withLock { $0.loopWoke(at: woke) }
+                _ = decisions.withLock { $0.loopWoke(at: woke) }
                 return .loop  // (busy already: the caller's `loopWoke` changes nothing)
             }
             seenWaiting = now

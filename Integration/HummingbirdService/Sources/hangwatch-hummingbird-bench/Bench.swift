@@ -42,6 +42,39 @@ struct HummingbirdBench {
         let pinned = ProcessInfo.processInfo.activeProcessorCount >= 2 && FileManager.default.isExecutableFile(atPath: taskset)
         print("    server on CPU 0, wrk on CPU 1: \(pinned ? "yes" : "no (one CPU, or no taskset)")")
 
+        /// Starts the service (on CPU 0, where there are two: otherwise server and wrk fight for both,
+        /// and the rounds' spread, seen 0.96 to 1.25, hides what is measured) with `arguments`;
+        /// returns it once it has written its port to `portFile`, with the port.
+        func startServer(portFile: String, _ arguments: [String]) throws -> (server: Process, port: Int) {
+            try? FileManager.default.removeItem(atPath: portFile)
+            let server = Process()
+            server.executableURL = URL(fileURLWithPath: pinned ? taskset : service)
+            server.arguments = (pinned ? ["-c", "0", service] : []) + ["--port", "0", "--port-file", portFile] + arguments
+            server.standardOutput = FileHandle.nullDevice
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            for _ in 0..<600 {
+                let text = try? String(contentsOfFile: portFile, encoding: .utf8)
+                if let port = text.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { return (server, port) }
+                usleep(50_000)
+            }
+            stop(server)
+            throw BenchError("the service did not start: \(service)")
+        }
+
+        func stop(_ server: Process) {
+            kill(server.processIdentifier, SIGTERM)
+            server.waitUntilExit()
+        }
+
+        /// `wrk` (on CPU 1, where there are two) against `/hello` for `seconds`.
+        func wrkProcess(port: Int, seconds: Int) -> Process {
+            let load = Process()
+            load.executableURL = URL(fileURLWithPath: pinned ? taskset : wrk)
+            load.arguments = (pinned ? ["-c", "1", wrk] : []) + ["-t1", "-c16", "-d\(seconds)s", "http://127.0.0.1:\(port)/hello"]
+            return load
+        }
+
         /// The server's CPU time so far (user + system, clock ticks), from `/proc/<pid>/stat`.
         func cpuTicks(_ pid: Int32) -> Double? {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -72,39 +105,14 @@ struct HummingbirdBench {
         /// Requests per second, the server's CPU time per request (microseconds), and the
         /// monitor threads' share of the server's CPU time.
         func run(watched: Bool) throws -> (rate: Double, cpuMicroseconds: Double, monitorShare: Double) {
-            let portFile = scratch + "/port"
-            try? FileManager.default.removeItem(atPath: portFile)
-            // The server on one CPU and wrk on the other (where there are two): otherwise they fight
-            // for both, and the rounds' spread (seen: 0.96 to 1.25) hides what is measured.
-            let server = Process()
-            server.executableURL = URL(fileURLWithPath: pinned ? taskset : service)
-            server.arguments = (pinned ? ["-c", "0", service] : []) + ["--port", "0", "--port-file", portFile]
-                + (watched ? ["--reports", scratch + "/reports"] : [])
-            server.standardOutput = FileHandle.nullDevice
-            server.standardError = FileHandle.nullDevice
-            try server.run()
-            defer {
-                kill(server.processIdentifier, SIGTERM)
-                server.waitUntilExit()
-            }
-            var port: Int?
-            for _ in 0..<600 where port == nil {
-                port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-                if port == nil { usleep(50_000) }
-            }
-            guard let port else { throw BenchError("the service did not start: \(service)") }
-            func wrkProcess(seconds: Int) -> Process {
-                let load = Process()
-                load.executableURL = URL(fileURLWithPath: pinned ? taskset : wrk)
-                load.arguments = (pinned ? ["-c", "1", wrk] : []) + ["-t1", "-c16", "-d\(seconds)s", "http://127.0.0.1:\(port)/hello"]
-                return load
-            }
-            let warmUp = wrkProcess(seconds: 1)
+            let (server, port) = try startServer(portFile: scratch + "/port", watched ? ["--reports", scratch + "/reports"] : [])
+            defer { stop(server) }
+            let warmUp = wrkProcess(port: port, seconds: 1)
             warmUp.standardOutput = FileHandle.nullDevice
             warmUp.standardError = FileHandle.nullDevice
             try warmUp.run()
             warmUp.waitUntilExit()
-            let load = wrkProcess(seconds: seconds)
+            let load = wrkProcess(port: port, seconds: seconds)
             let output = Pipe()
             load.standardOutput = output
             load.standardError = output
@@ -158,29 +166,11 @@ struct HummingbirdBench {
         // and stopped in turn (SIGUSR1 / SIGUSR2), so neither a server's start nor the machine's
         // drift over a minute lands on one side.
         let pairs = option("--pairs", 12)
-        let portFile = scratch + "/port-paired"
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: pinned ? taskset : service)
-        server.arguments = (pinned ? ["-c", "0", service] : [])
-            + ["--port", "0", "--port-file", portFile, "--reports", scratch + "/reports-paired", "--toggle-watch"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGTERM)
-            server.waitUntilExit()
-        }
-        var port: Int?
-        for _ in 0..<600 where port == nil {
-            port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-            if port == nil { usleep(50_000) }
-        }
-        guard let port else { throw BenchError("the service did not start: \(service)") }
+        let (server, port) = try startServer(
+            portFile: scratch + "/port-paired", ["--reports", scratch + "/reports-paired", "--toggle-watch"])
+        defer { stop(server) }
         let settle = 0.5, window = 1.5
-        let load = Process()
-        load.executableURL = URL(fileURLWithPath: pinned ? taskset : wrk)
-        load.arguments = (pinned ? ["-c", "1", wrk] : [])
-            + ["-t1", "-c16", "-d\(Int((Double(pairs) * 2 * (settle + window)).rounded(.up)) + 3)s", "http://127.0.0.1:\(port)/hello"]
+        let load = wrkProcess(port: port, seconds: Int((Double(pairs) * 2 * (settle + window)).rounded(.up)) + 3)
         load.standardOutput = FileHandle.nullDevice
         load.standardError = FileHandle.nullDevice
         try load.run()
