@@ -118,7 +118,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 // the last look is busy from now.
                 watch.forgetLoopWakes()
                 if !Self.isWaiting(files.readSyscall(), on: epoll) {
-                    _ = decisions.withLock { $0.loopWoke(at: coarseNow()) }
+                    loopWoke()
                     continue
                 }
                 wake = waitForLoop(watch, files: files, epoll: epoll, threshold: threshold)
@@ -130,7 +130,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             case .stopped: return
             case .nudged: continue  // the answer the watcher waited for
             case .loop:
-                if decisions.withLock({ $0.loopWoke(at: coarseNow()) }) { startFoundByLook.store(false, ordering: .relaxed) }
+                loopWoke()
                 continue
             case .timeout: break
             }
@@ -154,6 +154,12 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             }
             if let chain = pingChain { enqueue(ping(chain: chain)) }
         }
+    }
+
+    /// The loop was seen to wake (its epoll instance, or out of its wait right after a look): a
+    /// stretch that begins now has an exact start.
+    private func loopWoke() {
+        if decisions.withLock({ $0.loopWoke(at: coarseNow()) }) { startFoundByLook.store(false, ordering: .relaxed) }
     }
 
     /// Waits for the idle loop to wake. The wake comes through the loop's epoll instance, nested in
