@@ -114,14 +114,14 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 let now = coarseNow()
                 wake = next > now ? watch.sleep(milliseconds: Int32(min((next - now + 999_999) / 1_000_000, 60_000))) : .timeout
             } else if idle {
-                // Wakes seen while the loop was busy are old news; a loop that got busy again since
-                // the last look is busy from now.
-                watch.forgetLoopWakes()
+                // Wakes from now on are news (the loop's instance was out of ours while it was
+                // busy); a loop that got busy again since the last look is busy from now.
+                let nested = watch.nestLoop()
                 if !Self.isWaiting(files.readSyscall(), on: epoll) {
                     loopWoke()
                     continue
                 }
-                wake = waitForLoop(watch, files: files, epoll: epoll, threshold: threshold)
+                wake = waitForLoop(watch, nested: nested, files: files, epoll: epoll, threshold: threshold)
             } else {
                 // A declared hang: until the ping's answer ends it.
                 wake = watch.sleep(milliseconds: -1)
@@ -169,13 +169,16 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// threshold: a loop found out of its wait woke since the look before, dated by its `schedstat`
     /// (exactly when it is still on a CPU, put there once since; otherwise half-way between the
     /// look before and the latest moment its run-queue and CPU time allow). An idle loop costs
-    /// nothing after the window.
-    private func waitForLoop(_ watch: UnsafeLoopEpollWatch, files: ProcTaskFiles, epoll: Int32, threshold: UInt64) -> UnsafeLoopEpollWatch.Wake {
+    /// nothing after the window. Not `nested` (the loop's instance could not be put back in ours),
+    /// the looks go on until the loop is found awake.
+    private func waitForLoop(
+        _ watch: UnsafeLoopEpollWatch, nested: Bool, files: ProcTaskFiles, epoll: Int32, threshold: UInt64
+    ) -> UnsafeLoopEpollWatch.Wake {
         let idleAt = coarseNow()
         var seenWaiting = idleAt
         var asleep = files.readSchedStat()
         let period = max(1, Int32(min(threshold / 2_000_000, 60_000)))
-        while coarseNow() &- idleAt < Self.safetyWindowNanoseconds {
+        while !nested || coarseNow() &- idleAt < Self.safetyWindowNanoseconds {
             let wake = watch.waitForLoop(milliseconds: period)
             guard case .timeout = wake else { return wake }
             let state = files.readSyscall()

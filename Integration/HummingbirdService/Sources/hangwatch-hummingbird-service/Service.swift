@@ -18,7 +18,8 @@ import Synchronization
 /// With `--reports` the server's group and the cooperative pool are watched (HangWatchNIO); without
 /// it nothing is watched (the bench's baseline). With `--toggle-watch` as well (the bench's paired
 /// windows), the watch starts off: SIGUSR1 starts it, SIGUSR2 stops it, and `GET /served` answers
-/// how many `/hello` requests were answered so far. SIGTERM or SIGINT stops it gracefully; the monitor
+/// how many `/hello` requests were answered so far. `GET /watch` says `off`, `ping` (a loop's epoll
+/// instance is not learnt yet) or `exact`. SIGTERM or SIGINT stops it gracefully; the monitor
 /// stops after the server, so the reports' repeat counts are final.
 @main
 struct HummingbirdService {
@@ -70,7 +71,6 @@ struct HummingbirdService {
         let logger = Logger(label: "shop")
         let measurements = try Measurements(path: options.measurements)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        var watch: EventLoopGroupMonitor?
         let toggled = WatchToggle()
         var toggleSources: [any DispatchSourceSignal] = []
         if let reports = options.reports {
@@ -80,7 +80,7 @@ struct HummingbirdService {
             if options.toggleWatch {
                 toggleSources = toggled.listen { try HangMonitor.watch(group, configuration: configuration, logger: logger) }
             } else {
-                watch = try HangMonitor.watch(group, configuration: configuration, logger: logger)
+                try toggled.adopt(HangMonitor.watch(group, configuration: configuration, logger: logger))
             }
         }
         let served = ServedCount()
@@ -91,6 +91,7 @@ struct HummingbirdService {
             return "hello\n"
         }
         router.get("/served") { _, _ in "\(served.value)\n" }
+        router.get("/watch") { _, _ in "\(toggled.state)\n" }
         router.get("/quote") { _, _ in await Shop.quote(measurements: measurements) }
         router.get("/invoice") { _, _ in try await Shop.downloadInvoice(measurements: measurements) }
         router.get("/checkout") { _, _ in await Shop.checkout(measurements: measurements) }
@@ -110,16 +111,20 @@ struct HummingbirdService {
             logger: logger
         )
         try await app.runService()
-        watch?.stop()
         toggled.stop()
         for source in toggleSources { source.cancel() }
         try await group.shutdownGracefully()
     }
 }
 
-/// The watch of `--toggle-watch`: SIGUSR1 starts it, SIGUSR2 stops it (on a queue of their own).
+/// The group's watch (`GET /watch` tells its state). With `--toggle-watch`, SIGUSR1 starts it and
+/// SIGUSR2 stops it (on a queue of their own); without, it runs from the start (`adopt`).
 final class WatchToggle: Sendable {
     private let current = Mutex<EventLoopGroupMonitor?>(nil)
+
+    func adopt(_ watch: EventLoopGroupMonitor) {
+        current.withLock { $0 = watch }
+    }
 
     func listen(start: @escaping @Sendable () throws -> EventLoopGroupMonitor) -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "watch-toggle")
@@ -136,6 +141,12 @@ final class WatchToggle: Sendable {
             source.resume()
             return source
         }
+    }
+
+    /// `off`, or how the loops are watched: `exact` once every loop's epoll instance is watched,
+    /// `ping` until then (`GET /watch`: the bench measures a window once it is `exact`).
+    var state: String {
+        current.withLock { $0.map { $0.watchesEventLoopsExactly ? "exact" : "ping" } ?? "off" }
     }
 
     func stop() {
