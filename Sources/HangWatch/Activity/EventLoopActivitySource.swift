@@ -163,8 +163,10 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     /// Waits for the idle loop to wake. The wake comes through the loop's epoll instance, nested in
-    /// ours; in the NIO tests one wake in some hundreds never arrived (the loop ran a 300 ms
-    /// handler while ours stayed quiet; seen before chained pings too, cause not found). So for
+    /// ours, and can be lost: woken, our instance asks the loop's whether it still has an event
+    /// ready, and a loop that ran first and consumed it (NIO registers level-triggered) leaves none,
+    /// so our wait goes on (traced in the NIO tests: about one wake in some hundreds; see
+    /// docs/sources.md). So for
     /// `safetyWindow` after the loop went idle the watcher also looks at the thread every half
     /// threshold: a loop found out of its wait woke since the look before, dated by its `schedstat`
     /// (exactly when it is still on a CPU, put there once since; otherwise half-way between the

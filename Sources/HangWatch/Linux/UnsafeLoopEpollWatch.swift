@@ -9,13 +9,14 @@ import Glibc
 /// descriptor, learnt from `/proc` while the loop waits on it) is added to an epoll instance of our
 /// own, edge-triggered. Epoll instances nest: ours becomes readable the moment the loop's has an
 /// event ready, which is the moment the loop's `epoll_wait` returns; reading ours takes nothing
-/// from the loop. An idle loop costs nothing; each wake of the loop wakes the watcher once.
+/// from the loop. An idle loop costs nothing; each wake of the loop wakes the watcher once, except
+/// when the loop consumes the event before our wait checks for it (the check comes after the
+/// wake): then our wait goes on, and only a look finds the loop awake (`EventLoopActivitySource`).
 ///
 /// The loop's instance is in ours only while the watcher waits for the loop to wake
 /// (`waitForLoop`): while it is nested, every event the loop gets also runs our instance's wake-up
-/// in the kernel, on the thread that delivers the event (about 0.1 µs per event here, some 1 % of
-/// a busy server's time at a few events per request). A busy loop is left out (`sleep` takes it
-/// out); putting it back costs about 1.6 µs, once per return to idle.
+/// in the kernel, on the thread that delivers the event (about 0.1 µs per event here). A busy loop
+/// is left out (`sleep` takes it out); putting it back costs about 1.6 µs, once per return to idle.
 ///
 /// Unsafe: it holds a duplicate of another component's descriptor (so the instance stays valid
 /// even if the loop closes its own), and checks it is an epoll instance before using it. One
