@@ -97,9 +97,9 @@ struct NIOIdleFigure {
             watch = try HangMonitor.watch(group, configuration: configuration)
         }
         defer { watch?.stop() }
-        // Settle: each loop attached and seen waiting, and past its first second idle (in which a
+        // Settle: each loop attached and seen waiting, and past its first minute idle (in which a
         // loop is also looked at every half threshold: docs/sources.md).
-        usleep(2_500_000)
+        usleep(watched ? 62_000_000 : 2_500_000)
         var before = rusage()
         getrusage(RUSAGE_SELF.rawValue, &before)
         usleep(useconds_t(seconds * 1_000_000))

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// An event loop that sleeps in `epoll_wait` between iterations (SwiftNIO's loops on Linux), with
-/// exact edges and no wake-ups while it is idle.
+/// exact edges, and no wake-ups once it has been idle for a minute (`lookWindow`).
 ///
 /// A watcher thread sleeps on the loop's own epoll instance (`UnsafeLoopEpollWatch`): it wakes when
 /// the loop wakes, which is when its work begins. An interval later it looks at the loop's thread
@@ -165,14 +165,13 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// Waits for the idle loop to wake. The wake comes through the loop's epoll instance, nested in
     /// ours, and can be lost: woken, our instance asks the loop's whether it still has an event
     /// ready, and a loop that ran first and consumed it (NIO registers level-triggered) leaves none,
-    /// so our wait goes on (traced in the NIO tests: about one wake in some hundreds; see
-    /// docs/sources.md). So for
-    /// `safetyWindow` after the loop went idle the watcher also looks at the thread every half
-    /// threshold: a loop found out of its wait woke since the look before, dated by its `schedstat`
-    /// (exactly when it is still on a CPU, put there once since; otherwise half-way between the
-    /// look before and the latest moment its run-queue and CPU time allow). An idle loop costs
-    /// nothing after the window. Not `nested` (the loop's instance could not be put back in ours),
-    /// the looks go on until the loop is found awake.
+    /// so our wait goes on (traced; a server with one blocking request every 1.8 s lost 5 to 7 of
+    /// 40 that way: docs/sources.md). So for `lookWindow` after the loop went idle the watcher also
+    /// looks at the thread every half threshold: a loop found out of its wait woke since the look
+    /// before, dated by its `schedstat` (exactly when it is still on a CPU, put there once since;
+    /// otherwise half-way between the look before and the latest moment its run-queue and CPU time
+    /// allow). An idle loop costs nothing after the window. Not `nested` (the loop's instance could
+    /// not be put back in ours), the looks go on until the loop is found awake.
     private func waitForLoop(
         _ watch: UnsafeLoopEpollWatch, nested: Bool, files: ProcTaskFiles, epoll: Int32, threshold: UInt64
     ) -> UnsafeLoopEpollWatch.Wake {
@@ -180,7 +179,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         var seenWaiting = idleAt
         var asleep = files.readSchedStat()
         let period = max(1, Int32(min(threshold / 2_000_000, 60_000)))
-        while !nested || coarseNow() &- idleAt < Self.safetyWindowNanoseconds {
+        while !nested || coarseNow() &- idleAt < Self.lookWindowNanoseconds {
             let wake = watch.waitForLoop(milliseconds: period)
             guard case .timeout = wake else { return wake }
             let state = files.readSyscall()
@@ -209,8 +208,10 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         return watch.waitForLoop(milliseconds: -1)
     }
 
-    /// How long after going idle a loop is also looked at (`waitForLoop`).
-    static let safetyWindowNanoseconds: UInt64 = 1_000_000_000
+    /// How long after going idle (or after the watch starts) a loop is also looked at
+    /// (`waitForLoop`): a wake can be lost whenever it comes, and a loop that worked (or started)
+    /// in the last minute is likely to get work again. Idle for longer, it costs nothing.
+    static let lookWindowNanoseconds: UInt64 = 60_000_000_000
 
     /// The busy stretch now began at a wake found by looking: its start is sampled, not exact
     /// (reports say `edges: sampled`). A wake through the epoll instance or an answer clears it.
