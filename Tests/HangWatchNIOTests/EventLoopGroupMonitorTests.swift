@@ -62,6 +62,54 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     }
 }
 
+/// The setup every test here shares: a fresh group, its loops watched (threshold 100 ms; the pool
+/// watch off: the test's own client, `Data(contentsOf:)` on a pool thread, blocks while a loop is
+/// held, and the pool watch rightly reports that job, but only the loops are under test), and an
+/// HTTP server on it. `close()` undoes it all, in reverse order.
+final class WatchedServer {
+    let directory: String
+    let group: MultiThreadedEventLoopGroup
+    let watch: EventLoopGroupMonitor
+    let channel: any Channel
+    let port: Int
+
+    init(
+        _ name: String, loops: Int = 2, policy: BlockingPolicy = BlockingPolicy(spacingNanoseconds: 900_000_000),
+        configure: (inout HangMonitor.Configuration) -> Void
+    ) throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-\(name)-\(getpid())-\(UUID().uuidString.prefix(6))"
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
+        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
+        configuration.watchesConcurrencyPool = false
+        configure(&configuration)
+        var watch: EventLoopGroupMonitor?
+        var channel: (any Channel)?
+        do {
+            watch = try HangMonitor.watch(group, configuration: configuration)
+            channel = try EventLoopGroupMonitorTests.serve(group, policy: policy)
+            guard let port = channel?.localAddress?.port else { throw ChannelError.unknownLocalAddress }
+            self.port = port
+        } catch {
+            try? channel?.close().wait()
+            watch?.stop()
+            try? group.syncShutdownGracefully()
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+        self.directory = directory
+        self.group = group
+        self.watch = watch!
+        self.channel = channel!
+    }
+
+    func close() {
+        try? channel.close().wait()
+        watch.stop()
+        try? group.syncShutdownGracefully()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
 @Suite(.serialized) struct EventLoopGroupMonitorTests {
     static func reports(_ directory: String) -> [HangReport] {
         let symbolicator = Symbolicator()
@@ -87,21 +135,10 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     }
 
     @Test func everyRequestThatBlocksItsLoopIsReportedWithTheBlockingFunction() throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-\(getpid())-\(UUID().uuidString.prefix(6))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        defer { try? group.syncShutdownGracefully() }
-        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
-        // The test's own client (`Data(contentsOf:)`, on a pool thread) blocks while the loop is
-        // held: the pool watch rightly reports that job. Only the loops are under test here.
-        configuration.watchesConcurrencyPool = false
-        configuration.repeatWindow = .zero
-        let watch = try HangMonitor.watch(group, configuration: configuration)
-        defer { watch.stop() }
+        let server = try WatchedServer("loops") { $0.repeatWindow = .zero }
+        defer { server.close() }
+        let (directory, watch, port) = (server.directory, server.watch, server.port)
         #expect(watch.monitors.count == 2)
-        let channel = try Self.serve(group, policy: BlockingPolicy(spacingNanoseconds: 900_000_000))
-        defer { try? channel.close().wait() }
-        let port = try #require(channel.localAddress?.port)
 
         // Every loop attached (its first ping ran), then quick requests: no hangs.
         #expect(Eventually.holds { watch.monitors.allSatisfy(\.isAttached) })
@@ -124,18 +161,9 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     /// The loops report through one writer: the same culprit blocking both loops of a group is
     /// one report, its other hangs folded into it as repeats (not one report per loop).
     @Test func theSameCulpritOnTwoLoopsIsOneReportWithItsRepeats() throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-fold-\(getpid())-\(UUID().uuidString.prefix(6))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        defer { try? group.syncShutdownGracefully() }
-        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
-        configuration.watchesConcurrencyPool = false
-        configuration.repeatWindow = .seconds(600)
-        let watch = try HangMonitor.watch(group, configuration: configuration)
-        defer { watch.stop() }
-        let channel = try Self.serve(group, policy: BlockingPolicy(spacingNanoseconds: 900_000_000))
-        defer { try? channel.close().wait() }
-        let port = try #require(channel.localAddress?.port)
+        let server = try WatchedServer("fold") { $0.repeatWindow = .seconds(600) }
+        defer { server.close() }
+        let (directory, watch, port) = (server.directory, server.watch, server.port)
         #expect(Eventually.holds { watch.monitors.allSatisfy(\.isAttached) })
         // Each request is a new connection; the group hands connections to its loops in turn.
         for _ in 0..<4 { #expect(Self.get(port, "/block")) }
@@ -157,18 +185,9 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     /// looks' first second, which was all there was) are each reported. Before the looks went on
     /// for a minute after work, a server like this lost 5 to 7 of 40 such requests.
     @Test func blocksArrivingLongAfterTheLoopWentIdleAreEachReported() throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-sparse-\(getpid())-\(UUID().uuidString.prefix(6))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        defer { try? group.syncShutdownGracefully() }
-        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
-        configuration.watchesConcurrencyPool = false
-        configuration.repeatWindow = .seconds(600)
-        let watch = try HangMonitor.watch(group, configuration: configuration)
-        defer { watch.stop() }
-        let channel = try Self.serve(group, policy: BlockingPolicy(spacingNanoseconds: 900_000_000))
-        defer { try? channel.close().wait() }
-        let port = try #require(channel.localAddress?.port)
+        let server = try WatchedServer("sparse") { $0.repeatWindow = .seconds(600) }
+        defer { server.close() }
+        let (watch, port) = (server.watch, server.port)
         #expect(Eventually.holds { watch.watchesEventLoopsExactly })
         let requests = 10
         for _ in 0..<requests {
@@ -184,18 +203,9 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     /// sample intervals), and the report says its edges are exact (or sampled, to a quarter
     /// threshold, when the wake was found by the idle loop's look).
     @Test func aBlockedLoopIsReportedWithExactEdgesAndDetectedOneThresholdIn() throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-exact-\(getpid())-\(UUID().uuidString.prefix(6))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        defer { try? group.syncShutdownGracefully() }
-        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
-        configuration.watchesConcurrencyPool = false
-        configuration.repeatWindow = .zero
-        let watch = try HangMonitor.watch(group, configuration: configuration)
-        defer { watch.stop() }
-        let channel = try Self.serve(group, policy: BlockingPolicy(spacingNanoseconds: 900_000_000))
-        defer { try? channel.close().wait() }
-        let port = try #require(channel.localAddress?.port)
+        let server = try WatchedServer("exact") { $0.repeatWindow = .zero }
+        defer { server.close() }
+        let (directory, watch, port) = (server.directory, server.watch, server.port)
         // Quick requests until both loops have been seen waiting (their epoll instances learnt).
         #expect(Eventually.holds(timeout: 10) {
             _ = Self.get(port, "/")
@@ -222,22 +232,10 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     @Test func underLoadEveryBlockingRequestIsReported() throws {
         let wrk = "/usr/bin/wrk"
         try #require(FileManager.default.isExecutableFile(atPath: wrk), "\(wrk) is missing: apt-get install wrk (make test-deps)")
-        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-load-\(getpid())-\(UUID().uuidString.prefix(6))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
-        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
-        // The test's own client (`Data(contentsOf:)`, on a pool thread) blocks while the loop is
-        // held: the pool watch rightly reports that job. Only the loops are under test here.
-        configuration.watchesConcurrencyPool = false
-        configuration.repeatWindow = .zero
-        configuration.reportBurst = 100
-        let watch = try HangMonitor.watch(group, configuration: configuration)
-        defer { watch.stop() }
         let policy = BlockingPolicy(spacingNanoseconds: 900_000_000)
-        let channel = try Self.serve(group, policy: policy)
-        defer { try? channel.close().wait() }
-        let port = try #require(channel.localAddress?.port)
+        let server = try WatchedServer("load", loops: 1, policy: policy) { $0.repeatWindow = .zero; $0.reportBurst = 100 }
+        defer { server.close() }
+        let (directory, watch, port) = (server.directory, server.watch, server.port)
 
         let load = Process()
         load.executableURL = URL(fileURLWithPath: wrk)
