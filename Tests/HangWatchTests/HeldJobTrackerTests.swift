@@ -196,6 +196,49 @@ import Testing
         #expect(episode.samples.count == 5)
     }
 
+    /// Each thread is dated by its own sample, not by the end of the round: the looks at a
+    /// round's threads are taken one after the other, and a capture may wait for its thread.
+    @Test func aJobIsDatedByItsThreadsOwnSamplesNotByTheEndOfTheRound() throws {
+        var tracker = HeldJobTracker()
+        var events: [HeldJobTracker.Event] = []
+        // Blocked from 120 to 530 ms. Each round ends 40 ms after the worker's sample (another
+        // thread's capture waited that long).
+        for ms in stride(from: UInt64(0), through: 700, by: 50) {
+            let looks = [look(worker, (120..<530).contains(ms) ? jobA : nil, at: ms), look(other, nil, at: ms + 40)]
+            events += tracker.observe(looks, at: t(ms + 40), thresholdMicroseconds: Self.threshold)
+        }
+        try #require(events.count == 4, "\(events)")
+        guard case .held(let episode) = events[0], case .ended(7, let end) = events[3] else { Issue.record("\(events)"); return }
+        // As if every look were on time: half-way between 100 and 150, and between 500 and 550.
+        #expect(episode.startMicroseconds == t(125) && episode.firstSeenMicroseconds == t(150))
+        #expect(end == t(525))
+    }
+
+    /// A job seen for half a threshold or more that gets no report is kept with why, for the
+    /// watch's debug log; shorter ones are not.
+    @Test func aNearMissIsKeptWithWhyItWasNoHang() throws {
+        var tracker = HeldJobTracker()
+        // Blocked from 120 to 330 ms (read 125 to 325: 200 ms), then from 400 to 480 (80 ms).
+        _ = run(&tracker, until: 700) { (120..<330).contains($0) || (400..<480).contains($0) ? jobA : nil }
+        let missed = tracker.takePassedOver()
+        #expect(
+            missed == [
+                HeldJobTracker.PassedOver(
+                    tid: 7, startMicroseconds: t(125), endMicroseconds: t(325), sightings: 4, reason: .underThreshold, endedBy: "no job")
+            ], "\(missed)")
+        #expect(tracker.takePassedOver().isEmpty)
+
+        // Held long enough, but the pool never showed room (every thread busy, no probe started).
+        let jobB = JobActivation(function: 0x2000, context: 0xc000, taskContext: 0xc100)
+        for ms in stride(from: UInt64(800), through: 1_200, by: 50) {
+            _ = tracker.observe(
+                [look(worker, ms < 1_150 ? jobA : jobB, at: ms), look(other, jobB, at: ms)], at: t(ms),
+                thresholdMicroseconds: Self.threshold)
+        }
+        let noRoom = tracker.takePassedOver()
+        #expect(noRoom.map(\.reason) == [.noRoom] && noRoom.first?.endedBy == "another activation", "\(noRoom)")
+    }
+
     @Test func aJobShorterThanTheThresholdIsNothing() {
         var tracker = HeldJobTracker()
         #expect(run(&tracker, until: 700) { (100..<300).contains($0) ? jobA : nil }.isEmpty)

@@ -103,7 +103,27 @@ struct HeldJobTracker: Sendable {
         case ended(tid: Int32, endMicroseconds: UInt64)
     }
 
+    /// A job seen for at least half a threshold that got no report, and why: a near miss is
+    /// otherwise silent (the pool watch logs them at debug level).
+    struct PassedOver: Sendable, Equatable {
+        enum Reason: String, Sendable {
+            case underThreshold = "under the threshold"
+            case noRoom = "no room shown in the pool"
+            case covered = "in a starved-pool report"
+        }
+        var tid: Int32
+        var startMicroseconds: UInt64
+        var endMicroseconds: UInt64
+        var sightings: Int
+        var reason: Reason
+        /// What the look after its last sighting found on the thread.
+        var endedBy: String
+    }
+
     private(set) var episodes: [Int32: Episode] = [:]
+    /// Near misses since the last `takePassedOver()` (at most `maxPassedOver`, oldest dropped).
+    private(set) var passedOver: [PassedOver] = []
+    var maxPassedOver = 32
     /// Threads seen in a job (by tid and start time): workers of the pool.
     private var workers: Set<[UInt64]> = []
     private var previousLookMicroseconds: UInt64?
@@ -135,28 +155,28 @@ struct HeldJobTracker: Sendable {
         for look in looks {
             let tid = look.thread.tid
             seen.insert(tid)
-            let same = episodes[tid].map {
-                $0.activation == look.activation && $0.thread.startTimeTicks == look.thread.startTimeTicks
-                    && (look.activation?.taskID != nil || look.sample.method == .unchanged)
-                    && !Self.slept($0, look.sample)
-            } ?? false
-            if !same, let ended = episodes.removeValue(forKey: tid) {
-                events += Self.end(ended, now: now, next: look, thresholdMicroseconds: thresholdMicroseconds, room: room)
-            }
+            // This thread's own sighting time: the looks at the threads of one round are taken one
+            // after the other, and a capture may wait for its thread to get a CPU.
+            let at = Self.sightingTime(look, round: now)
             let before = lastLooks[tid]
+            if let episode = episodes[tid], let change = Self.change(episode, look) {
+                episodes[tid] = nil
+                events += end(
+                    episode, now: at, next: look, endedBy: change, thresholdMicroseconds: thresholdMicroseconds, room: room)
+            }
             lastLooks[tid] = look
             // Only a job that can be proven to stay on the thread is followed (its task is known, or it is blocked).
             guard let activation = look.activation, activation.taskID != nil || look.sample.syscall != nil, look.sample.failure == nil
             else { continue }
             if var episode = episodes[tid] {
-                episode.lastSeenMicroseconds = now
+                episode.lastSeenMicroseconds = at
                 episode.voluntarySwitches = look.sample.voluntarySwitches
                 episode.lastSample = look.sample
                 if episode.held {
                     events.append(.sampled(tid: tid, look.sample))
                 } else {
                     if episode.samples.count < maxSamplesBeforeHeld { episode.samples.append(look.sample) }
-                    if !episode.covered, now - min(now, episode.startMicroseconds) >= thresholdMicroseconds,
+                    if !episode.covered, at - min(at, episode.startMicroseconds) >= thresholdMicroseconds,
                         let room, room >= episode.firstSeenMicroseconds
                     {
                         episode.held = true
@@ -165,19 +185,43 @@ struct HeldJobTracker: Sendable {
                 }
                 episodes[tid] = episode
             } else {
-                let start = Self.wokeForJob(before: before, first: look, previous: previous)
-                    ?? previous.map { $0 + (now - min(now, $0)) / 2 } ?? now
+                // The look before at this thread (of the round before, when it was not looked at).
+                let previousSighting = before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous
+                let start = Self.wokeForJob(before: before, first: look, previous: previousSighting)
+                    ?? previousSighting.map { $0 + (at - min(at, $0)) / 2 } ?? at
                 episodes[tid] = Episode(
-                    thread: look.thread, activation: activation, startMicroseconds: start, firstSeenMicroseconds: now,
-                    lastSeenMicroseconds: now, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches,
+                    thread: look.thread, activation: activation, startMicroseconds: start, firstSeenMicroseconds: at,
+                    lastSeenMicroseconds: at, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches,
                     lastSample: look.sample)
             }
         }
         for tid in episodes.keys where !seen.contains(tid) {
-            if let ended = episodes.removeValue(forKey: tid) { events += Self.end(ended, now: now, next: nil, thresholdMicroseconds: thresholdMicroseconds, room: room) }
+            if let ended = episodes.removeValue(forKey: tid) {
+                events += end(ended, now: now, next: nil, endedBy: "thread gone", thresholdMicroseconds: thresholdMicroseconds, room: room)
+            }
         }
         lastLooks = lastLooks.filter { seen.contains($0.key) }
         return events
+    }
+
+    /// When a look saw its thread: the sample's own time (taken as that thread's look began),
+    /// never after the round's.
+    private static func sightingTime(_ look: Look, round: UInt64) -> UInt64 {
+        look.sample.microseconds == 0 ? round : min(look.sample.microseconds, round)
+    }
+
+    /// Why `look` is not the job `episode` follows (nil: it is): another job or none, a new thread
+    /// under the tid, no proof the same task stayed, or the thread slept in between.
+    private static func change(_ episode: Episode, _ look: Look) -> String? {
+        if let failure = look.sample.failure { return "look failed: \(failure.rawValue)" }
+        if episode.thread.startTimeTicks != look.thread.startTimeTicks { return "another thread" }
+        guard let activation = look.activation else { return look.sample.state == "R" ? "no job read" : "no job" }
+        if activation != episode.activation {
+            return activation.taskID != episode.activation.taskID ? "another task" : "another activation"
+        }
+        if activation.taskID == nil, look.sample.method != .unchanged { return "ran, no task id" }
+        if slept(episode, look.sample) { return "slept" }
+        return nil
     }
 
     /// The thread's time on a CPU or waiting for one between two samples, microseconds: all of the
@@ -201,6 +245,12 @@ struct HeldJobTracker: Sendable {
             let ran = ranOrRunnable(from: before.sample, to: first.sample)
         else { return nil }
         return max(previous, first.sample.microseconds &- min(ran, first.sample.microseconds))
+    }
+
+    /// The near misses since the last call, oldest first.
+    mutating func takePassedOver() -> [PassedOver] {
+        defer { passedOver = [] }
+        return passedOver
     }
 
     /// A starved pool was reported with every pool thread: the jobs seen now and not yet held are
@@ -237,11 +287,13 @@ struct HeldJobTracker: Sendable {
     /// A job that was never seen past the threshold but whose end, so found, is a threshold or more
     /// after its start was a hang all the same (it ended between two looks): it is reported now,
     /// held and ended at once, with the samples of its sightings.
-    private static func end(_ episode: Episode, now: UInt64, next: Look?, thresholdMicroseconds: UInt64, room: UInt64?) -> [Event] {
+    private mutating func end(
+        _ episode: Episode, now: UInt64, next: Look?, endedBy: String, thresholdMicroseconds: UInt64, room: UInt64?
+    ) -> [Event] {
         let last = episode.lastSeenMicroseconds
         var end = last + (now - min(now, last)) / 2
         if let next, let lastSample = episode.lastSample, let switches = next.sample.voluntarySwitches,
-            let before = episode.voluntarySwitches, let ran = ranOrRunnable(from: lastSample, to: next.sample)
+            let before = episode.voluntarySwitches, let ran = Self.ranOrRunnable(from: lastSample, to: next.sample)
         {
             if lastSample.state == "R", next.activation == nil, next.sample.state == "S", switches == before &+ 1 {
                 // Computing, then parked once: it ran (or waited for a CPU) every nanosecond until then.
@@ -252,9 +304,21 @@ struct HeldJobTracker: Sendable {
             }
         }
         if episode.held { return [.ended(tid: episode.thread.tid, endMicroseconds: end)] }
-        guard !episode.covered, end &- min(end, episode.startMicroseconds) >= thresholdMicroseconds, let room,
-            room >= episode.firstSeenMicroseconds
-        else { return [] }
+        let lasted = end &- min(end, episode.startMicroseconds)
+        let reason: PassedOver.Reason? =
+            episode.covered ? .covered
+            : lasted < thresholdMicroseconds ? .underThreshold
+            : room.map { $0 >= episode.firstSeenMicroseconds } != true ? .noRoom : nil
+        if let reason {
+            if lasted >= thresholdMicroseconds / 2 {
+                if passedOver.count >= maxPassedOver { passedOver.removeFirst() }
+                passedOver.append(
+                    PassedOver(
+                        tid: episode.thread.tid, startMicroseconds: episode.startMicroseconds, endMicroseconds: end,
+                        sightings: episode.samples.count, reason: reason, endedBy: endedBy))
+            }
+            return []
+        }
         var held = episode
         held.held = true
         return [.held(held), .ended(tid: episode.thread.tid, endMicroseconds: end)]

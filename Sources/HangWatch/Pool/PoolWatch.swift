@@ -151,6 +151,16 @@ final class PoolWatch: @unchecked Sendable {
         for event in events {
             handle(event, outcome: .recovered, thresholdMicroseconds: thresholdMicroseconds)
         }
+        for missed in tracker.takePassedOver() {
+            logger.debug(
+                "pool job not reported",
+                metadata: [
+                    "hangwatch.tid": "\(missed.tid)", "hangwatch.reason": "\(missed.reason.rawValue)",
+                    "hangwatch.startedAt": "\(environment.date(ofMicroseconds: missed.startMicroseconds).timeIntervalSince1970)",
+                    "hangwatch.durationMs": "\(Double(missed.endMicroseconds - min(missed.endMicroseconds, missed.startMicroseconds)) / 1000)",
+                    "hangwatch.sightings": "\(missed.sightings)", "hangwatch.endedBy": "\(missed.endedBy)",
+                ])
+        }
     }
 
     private func handle(_ event: HeldJobTracker.Event, outcome: HangReport.Outcome, thresholdMicroseconds: UInt64 = 0) {

@@ -69,6 +69,13 @@ struct HummingbirdService {
 
     static func run(_ options: Options) async throws {
         let logger = Logger(label: "shop")
+        // The monitor's own log; `SHOP_HANGWATCH_LOG_LEVEL=debug` adds each report opened and each
+        // pool job seen for half a threshold or more that got none, with why (the test's evidence).
+        let monitorLogger = {
+            var logger = Logger(label: "hangwatch")
+            logger.logLevel = ProcessInfo.processInfo.environment["SHOP_HANGWATCH_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+            return logger
+        }()
         let measurements = try Measurements(path: options.measurements)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let toggled = WatchToggle()
@@ -78,9 +85,9 @@ struct HummingbirdService {
                 serviceName: "shop", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
             // The loops, and (on by default, once per process) the cooperative pool.
             if options.toggleWatch {
-                toggleSources = toggled.listen { try HangMonitor.watch(group, configuration: configuration, logger: logger) }
+                toggleSources = toggled.listen { try HangMonitor.watch(group, configuration: configuration, logger: monitorLogger) }
             } else {
-                try toggled.adopt(HangMonitor.watch(group, configuration: configuration, logger: logger))
+                try toggled.adopt(HangMonitor.watch(group, configuration: configuration, logger: monitorLogger))
             }
         }
         let served = ServedCount()

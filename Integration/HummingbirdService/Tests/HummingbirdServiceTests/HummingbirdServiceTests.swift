@@ -56,6 +56,9 @@ import Testing
             "--reports", reports, "--threshold-ms", "250", "--port", "0", "--port-file", scratch + "/port",
             "--measurements", scratch + "/measurements.jsonl",
         ]
+        // The monitor's debug log: each pool job seen for half a threshold or more that got no
+        // report says why (printed below: a missed request is explained in the output).
+        server.environment = ProcessInfo.processInfo.environment.merging(["SHOP_HANGWATCH_LOG_LEVEL": "debug"]) { $1 }
         server.standardOutput = FileHandle.nullDevice
         server.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: { FileManager.default.createFile(atPath: scratch + "/log", contents: nil); return scratch + "/log" }()))
         try server.run()
@@ -89,6 +92,15 @@ import Testing
 
         let measured = try String(contentsOfFile: scratch + "/measurements.jsonl", encoding: .utf8)
             .split(separator: "\n").map { try JSONDecoder().decode(Measurement.self, from: Data($0.utf8)) }
+        // The near misses (a pool job seen for half a threshold or more that got no report, logged
+        // with why), each with the request it was: the one that started closest to it.
+        let nearMisses = log().split(separator: "\n").filter { $0.contains("pool job not reported") }.map { line in
+            let started = line.split(separator: " ").first { $0.hasPrefix("hangwatch.startedAt=") }
+                .flatMap { Double($0.dropFirst("hangwatch.startedAt=".count)) }
+            let request = started.flatMap { started in measured.min { abs($0.startedAt - started) < abs($1.startedAt - started) } }
+            print("[hummingbird] near miss: \(request.map { "\($0.route), \($0.durationMs) ms measured: " } ?? "")\(line)")
+            return (route: request?.route, line: line)
+        }
         let symbolicator = Symbolicator()
         let all = try ReportStore(directory: reports).list().map { stored -> HangReport in
             var report = try ReportReader().read(path: stored.path)
@@ -117,18 +129,21 @@ import Testing
             #expect(physical.contains(callers[0]), "\(route): \(physical)")
             #expect(asyncNames.first == callers[1], "\(route): async callers \(asyncNames)")
             // At most one hang per request. A 300 ms job clears the 250 ms threshold by one look
-            // interval (50 ms), and its sampled edges are each off by up to half of one: now and
-            // then a request of a blocking route reads as just under the threshold and is no hang
-            // (one in a route: about once in ten runs; two in one route: once in a clean-clone
-            // run on 2026-11-25, `/cart`, 5 of 7). A blocking request is otherwise always a hang of
-            // its own (the thread parks after it). Two computing requests of one kept-alive
-            // connection that run back to back on a pool thread that never parks between them
-            // (this load keeps the pool busy) read as one hang covering both (docs/sources.md):
-            // fewer hangs, the same time, so a computing route's hangs must still cover 90 % of
-            // its requests' time (one request missed would leave 86 %).
+            // interval (50 ms), and its sampled edges are each off by up to half of the gap between
+            // two looks (more when a look comes late: the watch's thread waits for a CPU like any
+            // other): now and then a request reads as just under the threshold and is no hang (one
+            // in a route: about once in ten runs; two in one route: once in a clean-clone run on
+            // 2026-11-25, `/cart`, 5 of 7; a computing one read 250.0 ms for 303.5 ms measured under
+            // two CPU hogs). A computing job's edges are exact only where its thread slept right
+            // before or after it; this load keeps the pool busy. Each such request must be among
+            // the near misses the monitor logged: none goes missing unexplained.
+            // A blocking request is otherwise always a hang of its own (the thread parks after
+            // it). Two computing requests of one kept-alive connection that run back to back on a
+            // pool thread that never parks between them read as one hang covering both
+            // (docs/sources.md): fewer hangs, the same time, so a computing route's requests
+            // covered are counted by time.
             let hangs = 1 + (report.repeats?.count ?? 0)
             #expect(hangs <= requests.count, "\(route): \(hangs) hangs for \(requests.count) requests")
-            #expect(hangs >= requests.count - 2 || doing == "computing", "\(route): \(hangs) hangs for \(requests.count) requests")
             let maxReported = max(report.durationMs, report.repeats?.maxDurationMs ?? 0)
             let totalReported = report.durationMs + (report.repeats?.totalDurationMs ?? 0)
             let totalMeasured = requests.map(\.durationMs).reduce(0, +)
@@ -136,9 +151,11 @@ import Testing
             // Never more time than the requests took; each hang at least its request less a look interval.
             #expect(totalReported <= totalMeasured * 1.05, "\(route): \(totalReported) ms reported in all, \(totalMeasured) ms measured")
             #expect(totalReported >= Double(hangs) * (shortest - 60), "\(route): \(totalReported) ms reported in all for \(hangs) hangs")
-            if doing == "computing" {
-                #expect(totalReported >= totalMeasured * 0.9, "\(route): \(totalReported) ms reported in all, \(totalMeasured) ms measured")
-            }
+            let covered = doing == "computing" ? Int((totalReported / (totalMeasured / Double(requests.count))).rounded()) : hangs
+            let missed = requests.count - covered
+            let explained = nearMisses.filter { $0.route == route }.count
+            #expect(missed <= 2, "\(route): \(covered) of \(requests.count) requests reported")
+            #expect(explained >= missed, "\(route): \(missed) requests not reported, \(explained) near misses logged")
             // The first hang's duration against the request it was: the edges are found by looks
             // 50 ms apart, each off by at most half of that (a computing job's by its thread's CPU
             // time, closer). A blocking request is always its own hang (the thread parks after
@@ -150,7 +167,7 @@ import Testing
             #expect(merged == 1 || doing == "computing", "\(route): \(report.durationMs) ms reported, \(first.durationMs) ms measured")
             // One hang: each edge within half a look interval (25 ms) of the truth, at worst.
             #expect(abs(report.durationMs - merged * first.durationMs) <= 50 + 0.02 * first.durationMs, "\(route): \(report.durationMs) ms reported, \(first.durationMs) ms measured")
-            print("[hummingbird] \(route) (\(doing)): reported \(report.durationMs) ms for \(first.durationMs) ms measured\(merged > 1 ? " (\(Int(merged)) requests back to back)" : ""); \(hangs) hangs for \(requests.count) requests, \(Int(totalReported)) ms in all for \(Int(totalMeasured)) ms measured; longest reported \(maxReported) ms, measured \(longest) ms")
+            print("[hummingbird] \(route) (\(doing)): reported \(report.durationMs) ms for \(first.durationMs) ms measured\(merged > 1 ? " (\(Int(merged)) requests back to back)" : ""); \(hangs) hangs for \(requests.count) requests (\(missed) missed, \(explained) near misses), \(Int(totalReported)) ms in all for \(Int(totalMeasured)) ms measured; longest reported \(maxReported) ms, measured \(longest) ms")
         }
         // The event-loop route: every block seen, from the loop's wake to the ping's answer
         // (exact edges: the watcher sleeps on the loop's epoll instance), naming the step that
