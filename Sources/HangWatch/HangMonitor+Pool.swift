@@ -19,7 +19,8 @@ extension HangMonitor {
                 settings: settings, environment: SystemWatchdogEnvironment(), enqueue: { probe.enqueue($0) },
                 attach: { probe.enqueueAttach() }, threads: threads,
                 looker: LinuxPoolThreadLooker(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
-                sink: writer, statistics: statisticsStore, images: images, logger: logger)
+                sink: writer, statistics: statisticsStore, images: images, wakeSource: UnsafeRuntimeEnqueueHooks.shared,
+                logger: logger)
         }
     }
 }

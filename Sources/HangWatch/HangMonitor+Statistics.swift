@@ -35,6 +35,10 @@ extension HangMonitor {
         /// Probes that had not started within the threshold: each is a starved pool (reported with
         /// source `concurrency-pool` when the report policy admits it).
         public var starvations: Int = 0
+        /// Times the pool watch rested: every pool thread was idle for a second or more (and four
+        /// thresholds), so it stopped probing and looking until a job was enqueued to the pool or
+        /// a delayed one fell due (docs/sources.md, "Cooperative pool").
+        public var rests: Int = 0
 
         public init() {}
 

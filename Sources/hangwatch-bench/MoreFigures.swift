@@ -46,7 +46,9 @@ struct PoolWatchIdleFigure {
         let variant = try HangWatchVariant(name: "pool-\(pool)", pool: pool)
         defer { variant.removeReports() }
         variant.attach(to: loop)
-        usleep(1_000_000)  // settle: the first probe prepares its worker, the watchdog parks
+        // Settle: the first probe prepares its worker, the watchdog parks, and the pool watch,
+        // having found every pool thread idle for a second, rests (until a job is enqueued).
+        usleep(2_000_000)
         var before = rusage()
         getrusage(RUSAGE_SELF.rawValue, &before)
         usleep(useconds_t(seconds * 1_000_000))

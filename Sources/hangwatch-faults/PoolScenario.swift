@@ -2,7 +2,7 @@ import Foundation
 import HangWatch
 import Synchronization
 
-// hangwatch-faults pool --reports DIR --mode block|hold|healthy|yield|idle [--seconds S] [--count N]
+// hangwatch-faults pool --reports DIR --mode block|hold|healthy|yield|idle|rest [--seconds S] [--count N]
 //   A monitor (threshold 200 ms, watching scopes on the main thread: nothing but the pool source
 //   can report) with the pool watch on by default, then:
 //   - block: N tasks (default 2 x cores) started together on the global executor at `.medium`,
@@ -16,6 +16,7 @@ import Synchronization
 //   - yield: one task computing for S seconds in 1 ms slices, `await Task.yield()` after each
 //     (it never holds its thread for long: no report is due).
 //   - idle: nothing for S seconds; prints the process's CPU time and context switches over them.
+//   - rest: the pool watch rests and is woken (PoolRestScenario.swift).
 //   Prints one JSON line: the tasks' thread ids, when the first task was spawned and when the last
 //   one ended (milliseconds of CLOCK_MONOTONIC), and the monitor's statistics.
 
@@ -101,6 +102,7 @@ func runPool(_ options: Options, mode: String) -> Never {
     }
     // Let a few probes run first (they prepare the pool threads they run on).
     usleep(600_000)
+    if mode == "rest" { runPoolRest(options, monitor: monitor) }
     if mode == "idle" {
         // The pool watch's cost on an idle process: CPU time and context switches of the whole
         // process (every thread, exited ones included) over S seconds.

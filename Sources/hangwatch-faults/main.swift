@@ -16,7 +16,7 @@ import HangWatchReport
 //       are off unless `--limits default`.
 //   hangwatch-faults write-reports --reports DIR --template REPORT
 //       rewrites the report REPORT under new ids, as fast as it can, until killed.
-//   hangwatch-faults pool --reports DIR --mode block|healthy [--seconds S] [--count N]
+//   hangwatch-faults pool --reports DIR --mode block|hold|healthy|yield|idle|rest [--seconds S] [--count N]
 //       starves the cooperative pool (or keeps it busy but healthy): PoolScenario.swift.
 //   hangwatch-faults lifecycle --reports DIR --source run-loop|scopes|queue --count N [--warm-up W]
 //       starts and stops one monitor W + N times; prints the growth of resident memory over the
@@ -60,7 +60,7 @@ func parseOptions() -> Options {
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
         case "--mode":
-            guard ["block", "hold", "healthy", "yield", "idle"].contains(value) else { fail("--mode takes block, hold, healthy, yield or idle") }
+            guard ["block", "hold", "healthy", "yield", "idle", "rest"].contains(value) else { fail("--mode takes block, hold, healthy, yield, idle or rest") }
             options.mode = value
         case "--source": options.source = value
         case "--warm-up": options.warmUp = Int(value) ?? -1

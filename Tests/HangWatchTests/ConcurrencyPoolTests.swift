@@ -111,6 +111,48 @@ import Testing
         #expect(reports[1].context.verdict == .computing)
     }
 
+    struct RestRun: Decodable {
+        var holds: [HoldRun.Step]
+        var restedAtUnixMs: [Double]
+        var rests: Int
+        var reportsWritten: Int
+        var starvations: Int
+    }
+
+    /// The pool watch rests while every pool thread is idle (no probes, no looks) and the
+    /// runtime's enqueue hooks wake it: a task started on an idle pool, and a task resumed from
+    /// `Task.sleep` after the watch went back to rest, each hold their pool thread 0.6 s, and each
+    /// step gets its report as on a watch that never rested.
+    @Test func aRestingPoolWatchIsWokenByAJobEnqueuedAndByASleepThatEnds() throws {
+        let directory = ReportDirectory()
+        let result = try ExecutableRun.run(
+            BuiltExecutable.path("hangwatch-faults"), ["pool", "--reports", directory.path, "--mode", "rest", "--seconds", "0.6"],
+            timeout: 60)
+        try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
+        let child = try JSONDecoder().decode(RestRun.self, from: Data(try #require(result.lines.last).utf8))
+        // It rested before the first task, again before the sleeping task, and again while it slept.
+        try #require(child.holds.count == 3 && child.restedAtUnixMs.count == 3)
+        #expect(child.restedAtUnixMs.allSatisfy { $0 > 0 }, "\(child.restedAtUnixMs)")
+        #expect(child.restedAtUnixMs[0] <= child.holds[0].startUnixMs)
+        #expect(child.restedAtUnixMs[2] < child.holds[2].startUnixMs, "rested at \(child.restedAtUnixMs[2]), woke for \(child.holds[2].startUnixMs)")
+        #expect(child.rests >= 3 && child.starvations == 0)
+
+        let reports = directory.reports().sorted { $0.startedAt < $1.startedAt }
+        try #require(reports.count == 3, "\(reports.map(\.id))")
+        let functions = ["holdPoolThreadSleeping", "holdPoolThreadComputing", "holdPoolThreadSleeping"]
+        let callers = ["poolJobRoute", "poolJobRoute", "holdPoolThreadAfterSleeping"]
+        for (index, report) in reports.enumerated() {
+            let step = child.holds[index]
+            #expect(report.source == "pool-job" && report.outcome == .recovered)
+            let measured = step.endUnixMs - step.startUnixMs
+            #expect(abs(report.durationMs - measured) <= 75, "\(functions[index]): \(report.durationMs) ms reported, \(measured) ms measured")
+            #expect(abs(report.startedAt.timeIntervalSince1970 * 1000 - step.startUnixMs) <= 75, "\(functions[index]) start")
+            let symbols = (report.heaviestStack?.frames ?? []).map { $0.symbol ?? "" }
+            #expect(symbols.contains { $0.contains(functions[index]) }, "\(symbols)")
+            #expect(symbols.contains { $0.contains(callers[index]) }, "\(symbols)")
+        }
+    }
+
     @Test func aPoolKeptBusyWithShortTasksGivesNoReport() throws {
         let directory = ReportDirectory()
         let child = try run(["--mode", "healthy", "--seconds", "2"], directory: directory)

@@ -23,18 +23,22 @@ import Testing
         private(set) var enqueued: [UInt64] = []
         var watch: PoolWatch!
 
+        let wakeSource: ScriptedPoolWake?
+
         init(
             clock: ScriptedClock = ScriptedClock(start: 1_000_000_000), looker: (any PoolThreadLooking)? = nil,
-            attach: (@Sendable () -> Void)? = nil
+            attach: (@Sendable () -> Void)? = nil, wakeSource: ScriptedPoolWake? = nil
         ) {
             self.clock = clock
+            self.wakeSource = wakeSource
             environment = FakeWatchdogEnvironment(clock: clock)
             threads = ScriptedPoolThreads(clock: clock)
             watch = PoolWatch(
                 settings: .init(thresholdMicroseconds: { 250_000 }, sampleIntervalMicroseconds: 50_000, serviceName: "svc"),
                 environment: environment, enqueue: { [unowned self] slot in self.enqueue(slot) }, attach: attach, threads: threads,
                 looker: looker,
-                sink: sink, histogram: histogram, statistics: nil, images: nil, functionStart: { $0 & ~0xff }, logger: Logger(label: "test"))
+                sink: sink, histogram: histogram, statistics: nil, images: nil, functionStart: { $0 & ~0xff },
+                wakeSource: wakeSource, logger: Logger(label: "test"))
             clock.whenScriptEnds = { [unowned self] in watch.requestStop() }
         }
 
@@ -42,6 +46,8 @@ import Testing
         func ms(_ microseconds: UInt64) -> Double { Double(Int64(microseconds) - 1_000_000_000) / 1000 }
 
         private func enqueue(_ slot: PoolProbeSlot) {
+            // The hooks see the watch's own probes too (they must not wake it).
+            wakeSource?.enqueue()
             let number = enqueued.count
             enqueued.append(clock.now)
             let delay = delays[number] ?? defaultDelay
@@ -154,6 +160,132 @@ import Testing
         #expect(outcome == .monitorStopped)
         #expect(h.ms(try #require(recording.endMicroseconds)) == 400)
         #expect(h.histogram.snapshot.probes == 0)
+    }
+}
+
+/// The pool watch at rest: while every pool thread is idle for a second it stops probing and
+/// looking, and the enqueue hooks (scripted) or a delayed job's due time wake it. Looks every 50 ms,
+/// threshold 250 ms; the probes start 40 µs after they are enqueued.
+@Suite struct PoolWatchRestTests {
+    func harness(
+        job: @escaping (UInt64) -> Int32?, configure: (ScriptedPoolWake) -> Void = { _ in }
+    ) -> (PoolWatchTests.Harness, ScriptedPoolLooker, ScriptedPoolWake) {
+        let clock = ScriptedClock(start: 1_000_000_000)
+        let looker = ScriptedPoolLooker(clock: clock)
+        looker.job = job
+        let wake = ScriptedPoolWake(clock: clock)
+        configure(wake)
+        return (PoolWatchTests.Harness(clock: clock, looker: looker, wakeSource: wake), looker, wake)
+    }
+
+    @Test func anIdlePoolLetsTheWatchRestUntilAJobIsEnqueued() throws {
+        // Thread 101 runs one job from 3,000 to 3,800 ms (it sleeps in it), enqueued at 3,000.
+        let (h, looker, wake) = harness(job: { (1_003_000_000..<1_003_800_000).contains($0) ? 101 : nil })
+        h.clock.at(h.t(3_000)) { wake.enqueue() }
+        h.run(until: 6_000)
+
+        // Idle from the first look (50 ms): at the probe at 1,250 ms it had been for 1.2 s. The
+        // hooks were armed then, a probe enqueued (its own: no wake), and the look after it
+        // (1,300) found the pool idle still: rest, until the job's enqueue.
+        #expect(wake.arms.map(h.ms).first == 1_250)
+        let looks = looker.looks.map(h.ms)
+        #expect(!looks.contains { $0 > 1_300 && $0 < 3_000 }, "\(looks)")
+        #expect(looks.contains(1_300) && looks.contains(3_000) && looks.contains(3_050))
+        // The job: held, dated from the enqueue that woke the watch, which looked at once (and
+        // saw it: half-way from the enqueue to that sighting).
+        #expect(h.sink.events == ["job held", "job ended"], "\(h.sink.events)")
+        let (recording, _) = try #require(h.sink.jobs.first)
+        #expect(h.ms(recording.startMicroseconds) == 3_000)
+        #expect(h.ms(try #require(recording.endMicroseconds)) == 3_775)
+        // Idle again from 3,800: it rested a second time (probe at 5,000 ms, 1.2 s later).
+        #expect(h.histogram.snapshot.rests == 2)
+        #expect(!looks.contains { $0 > 5_050 }, "\(looks)")
+    }
+
+    @Test func aDelayedJobWakesTheRestingWatchWhenItFallsDue() throws {
+        // A `Task.sleep` resumption due at 2,500 ms, blocking thread 101 until 3,100 ms: no enqueue wakes the watch.
+        let (h, looker, _) = harness(job: { (1_002_500_000..<1_003_100_000).contains($0) ? 101 : nil }) { $0.dueTimes = [1_002_500_000] }
+        h.run(until: 3_500)
+
+        let looks = looker.looks.map(h.ms)
+        #expect(!looks.contains { $0 > 1_300 && $0 < 2_500 }, "\(looks)")
+        let (recording, _) = try #require(h.sink.jobs.first)
+        #expect(h.ms(recording.startMicroseconds) == 2_525)
+        #expect(h.histogram.snapshot.rests == 1)
+    }
+
+    @Test func aJobThatStartsAsTheHooksAreArmedIsSeenByTheLastLookAndKeepsTheWatchAwake() throws {
+        // Enqueued before the hooks were armed at 1,250 ms (no wake), it starts at 1,260: the look
+        // after the rest's probe (1,300) finds it, so the watch does not rest and reports it.
+        let (h, looker, wake) = harness(job: { (1_001_260_000..<1_001_900_000).contains($0) ? 101 : nil })
+        h.run(until: 2_000)
+
+        #expect(wake.arms.map(h.ms) == [1_250])
+        #expect(h.histogram.snapshot.rests == 0)
+        #expect(h.sink.events == ["job held", "job ended"], "\(h.sink.events)")
+        #expect(Set(looker.looks.map(h.ms)).isSuperset(of: stride(from: 1_300.0, through: 1_950, by: 50)))
+    }
+
+    @Test func aWatchWhoseHooksWereReplacedOrWithoutThemNeverRests() {
+        let (h, looker, replaced) = harness(job: { _ in nil }) { $0.hooksCurrent = false }
+        h.run(until: 3_000)
+        #expect(h.histogram.snapshot.rests == 0 && replaced.arms.isEmpty)
+        #expect(looker.looks.count == 59, "\(looker.looks.count)")
+
+        // Too many delayed jobs pending to know the next one: no rest either.
+        let (h2, _, unknown) = harness(job: { _ in nil }) { $0.unknownDelayed = true }
+        h2.run(until: 3_000)
+        #expect(h2.histogram.snapshot.rests == 0 && unknown.arms.isEmpty)
+    }
+}
+
+/// The runtime's enqueue hooks on scripted time: `enqueue()` is a job enqueued now (a wake when
+/// armed, unless it is the watch's own), `dueTimes` the delayed jobs.
+final class ScriptedPoolWake: PoolWakeSource, @unchecked Sendable {
+    let clock: ScriptedClock
+    var hooksCurrent = true
+    var dueTimes: [UInt64] = []
+    var unknownDelayed = false
+    private var armed: DispatchSemaphore?
+    private var wokenAt: UInt64?
+    private var own = false
+    /// When the watch armed the hooks.
+    private(set) var arms: [UInt64] = []
+
+    init(clock: ScriptedClock) {
+        self.clock = clock
+    }
+
+    func canRest() -> Bool { hooksCurrent }
+
+    func arm(_ wake: DispatchSemaphore) {
+        armed = wake
+        wokenAt = nil
+        arms.append(clock.now)
+    }
+
+    func disarm() -> UInt64? {
+        armed = nil
+        return wokenAt
+    }
+
+    func ownEnqueues(_ body: () -> Void) {
+        own = true
+        defer { own = false }
+        body()
+    }
+
+    func nextDelayed(after now: UInt64) -> PoolDelayedJobs {
+        if unknownDelayed { return .unknown }
+        return dueTimes.filter { $0 > now }.min().map { .due($0) } ?? PoolDelayedJobs.none
+    }
+
+    /// A job enqueued to the pool now.
+    func enqueue() {
+        guard !own, let wake = armed else { return }
+        armed = nil
+        wokenAt = clock.now
+        wake.signal()
     }
 }
 

@@ -267,6 +267,28 @@ void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activ
  * watchdog thread only (the page's one writer), like hw_heartbeat_tick. */
 void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram *pool, uint64_t starvations);
 
+/*
+ * Waking a resting pool watch (hw_pool_wake.c; not signal-handler code). The Swift runtime's
+ * swift_task_enqueueGlobal hooks, chained to any hook set before: every job enqueued to the
+ * cooperative pool passes through them.
+ */
+
+/** Installs the hooks once per process (later calls only replace `wake`). 0: installed; -1: this
+ * runtime has no such hooks. `wake` is called on the enqueueing thread, once per arming. */
+int hw_pool_hooks_install(void (*wake)(void));
+/** 1 while all three hooks are still ours (nobody replaced one after us). */
+int hw_pool_hooks_current(void);
+/** From now, the first job enqueued (immediately or delayed) by another thread, or outside
+ * hw_pool_own_enqueues, calls `wake`. */
+void hw_pool_arm(void);
+/** Stops waking; the CLOCK_MONOTONIC ns of the enqueue that woke since hw_pool_arm (0: none). */
+uint64_t hw_pool_disarm(void);
+/** While 1, enqueues on the calling thread are the watch's own (its probe): never a wake. */
+void hw_pool_own_enqueues(int own);
+/** The earliest due time (CLOCK_MONOTONIC ns) after `now_ns` of a delayed job (Task.sleep's
+ * resumption) enqueued so far: 0 none; -1 unknown (too many pending, or a clock it cannot read). */
+int64_t hw_pool_next_delayed(uint64_t now_ns);
+
 #ifdef __cplusplus
 }
 #endif

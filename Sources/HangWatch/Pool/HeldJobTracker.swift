@@ -127,6 +127,8 @@ struct HeldJobTracker: Sendable {
     /// Threads seen in a job (by tid and start time): workers of the pool.
     private var workers: Set<[UInt64]> = []
     private var previousLookMicroseconds: UInt64?
+    /// When the watch last woke from rest: no job seen since began before it.
+    private var resumedMicroseconds: UInt64?
     /// Each thread as the last round of looks found it.
     private var lastLooks: [Int32: Look] = [:]
     /// Bounds the samples kept before a report opens (a long job is sampled on in the report).
@@ -186,7 +188,8 @@ struct HeldJobTracker: Sendable {
                 episodes[tid] = episode
             } else {
                 // The look before at this thread (of the round before, when it was not looked at).
-                let previousSighting = before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous
+                let previousSighting = [before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous, resumedMicroseconds]
+                    .compactMap { $0 }.max()
                 let start = Self.wokeForJob(before: before, first: look, previous: previousSighting)
                     ?? previousSighting.map { $0 + (at - min(at, $0)) / 2 } ?? at
                 episodes[tid] = Episode(
@@ -245,6 +248,14 @@ struct HeldJobTracker: Sendable {
             let ran = ranOrRunnable(from: before.sample, to: first.sample)
         else { return nil }
         return max(previous, first.sample.microseconds &- min(ran, first.sample.microseconds))
+    }
+
+    /// The watch rested (no looks) and woke at `microseconds`: nothing seen from now began
+    /// earlier. (The looks before the rest stay: they found each thread asleep, which dates a
+    /// computing job exactly.)
+    mutating func resume(at microseconds: UInt64) {
+        resumedMicroseconds = microseconds
+        previousLookMicroseconds = microseconds
     }
 
     /// The near misses since the last call, oldest first.

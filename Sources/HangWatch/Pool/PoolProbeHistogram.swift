@@ -29,6 +29,11 @@ final class PoolProbeHistogram: Sendable {
         state.withLock { $0.starvations += 1 }
     }
 
+    /// The pool watch rested.
+    func addRest() {
+        state.withLock { $0.rests += 1 }
+    }
+
     var snapshot: HangMonitor.PoolProbeDelays {
         state.withLock { $0 }
     }

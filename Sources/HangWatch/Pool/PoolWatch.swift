@@ -16,6 +16,11 @@ import Synchronization
 /// call or a long computation in async code (`HeldJobTracker` decides; each such job gets a
 /// `pool-job` report of that thread, sampled while it lasts).
 ///
+/// While no pool thread runs a job for `restAfter`, it rests: no probes, no looks, no wake-ups,
+/// until a job is enqueued to the pool (the runtime's enqueue hooks wake it: `PoolWakeSource`)
+/// or a delayed job (`Task.sleep`'s resumption) falls due. Without the hooks, or when another
+/// hook was set after ours, it never rests.
+///
 /// One per process (`PoolWatchRegistry`). Runs on a thread of its own that the pool does not
 /// need; tests run `run()` on their own thread against a scripted environment.
 final class PoolWatch: @unchecked Sendable {
@@ -50,6 +55,9 @@ final class PoolWatch: @unchecked Sendable {
     private let statistics: MonitorStatistics?
     private let images: ImageRegistry?
     private let logger: Logger
+    private let wakeSource: (any PoolWakeSource)?
+    /// Since when every look found every pool thread idle (nil: the last look did not).
+    private var quietSince: UInt64?
     private let stopRequested = Atomic<Bool>(false)
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -59,8 +67,10 @@ final class PoolWatch: @unchecked Sendable {
         attach: (@Sendable () -> Void)? = nil, threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil,
         sink: any PoolSink,
         histogram: PoolProbeHistogram = .shared,
-        statistics: MonitorStatistics?, images: ImageRegistry?, functionStart: (@Sendable (UInt) -> UInt?)? = nil, logger: Logger
+        statistics: MonitorStatistics?, images: ImageRegistry?, functionStart: (@Sendable (UInt) -> UInt?)? = nil,
+        wakeSource: (any PoolWakeSource)? = nil, logger: Logger
     ) {
+        self.wakeSource = wakeSource
         self.functionStart = functionStart ?? images.map { images in { @Sendable address in images.current.functionStart(of: address) } }
         self.settings = settings
         self.environment = environment
@@ -105,7 +115,7 @@ final class PoolWatch: @unchecked Sendable {
             let threshold = max(settings.thresholdMicroseconds(), 1000)
             let slot = PoolProbeSlot()
             let enqueued = environment.now()
-            enqueue(slot)
+            enqueueOwn { enqueue(slot) }
             let deadline = enqueued + threshold
             while !isStopping {
                 let now = environment.now()
@@ -120,6 +130,7 @@ final class PoolWatch: @unchecked Sendable {
             if let started = slot.startedMicroseconds {
                 probeStarted = started
                 histogram.add(delayNanoseconds: (started - min(started, enqueued)) * 1000)
+                restIfQuiet(thresholdMicroseconds: threshold)
                 continue
             }
             record(slot, enqueuedMicroseconds: enqueued, thresholdMicroseconds: threshold)
@@ -133,13 +144,76 @@ final class PoolWatch: @unchecked Sendable {
         max(1000, min(settings.sampleIntervalMicroseconds, thresholdMicroseconds / 4))
     }
 
-    private func lookAtJobs(thresholdMicroseconds: UInt64) {
-        guard let looker else { return }
+    /// How long every pool thread must have been found idle before the watch rests: four
+    /// thresholds, and at least a second (a pool idle between bursts of requests keeps it awake).
+    func restAfter(_ thresholdMicroseconds: UInt64) -> UInt64 {
+        max(1_000_000, 4 * thresholdMicroseconds)
+    }
+
+    /// The watch's own enqueues (probes, attach jobs) never wake it.
+    private func enqueueOwn(_ body: () -> Void) {
+        if let wakeSource { wakeSource.ownEnqueues(body) } else { body() }
+    }
+
+    /// A pool thread in no job, asleep (its idle wait), as far as the look could tell.
+    private static func isIdle(_ look: HeldJobTracker.Look) -> Bool {
+        look.activation == nil && look.sample.state == "S"
+            && (look.sample.failure == nil || look.sample.failure == .threadNotAttached)
+    }
+
+    /// Rests once the pool has been idle for `restAfter`, until a job is enqueued or a delayed one
+    /// falls due. Jobs enqueued just before the hooks were armed could start unseen during the
+    /// rest, so after arming a probe is enqueued (jobs of its priority and above enqueued before
+    /// it start first) and, once it started, one more look must find every pool thread idle.
+    private func restIfQuiet(thresholdMicroseconds threshold: UInt64) {
+        guard let wakeSource, looker != nil, let since = quietSince else { return }
+        let now = environment.now()
+        guard now - min(now, since) >= restAfter(threshold), wakeSource.canRest() else { return }
+        let delayed = wakeSource.nextDelayed(after: now)
+        if delayed == .unknown { return }
+        while wake.wait(timeout: .now()) == .success {}
+        if isStopping { return }
+        wakeSource.arm(wake)
+        let slot = PoolProbeSlot()
+        wakeSource.ownEnqueues { enqueue(slot) }
+        let deadline = environment.now() + threshold
+        var signalled = false
+        while slot.startedMicroseconds == nil, !signalled, environment.now() < deadline {
+            signalled = environment.wait(wake, until: min(deadline, environment.now() + lookInterval(threshold)))
+        }
+        if let started = slot.startedMicroseconds { probeStarted = started }
+        guard !signalled, !isStopping, slot.startedMicroseconds != nil, lookAtJobs(thresholdMicroseconds: threshold) else {
+            _ = wakeSource.disarm()
+            quietSince = nil
+            return
+        }
+        let until: UInt64? = if case .due(let time) = delayed { time } else { nil }
+        histogram.addRest()
+        logger.debug("pool watch resting", metadata: ["hangwatch.until": "\(until.map { "\($0)" } ?? "a job")"])
+        let woken = environment.wait(wake, until: until)
+        let enqueuedAt = wakeSource.disarm()
+        // A job seen from now started no earlier than the enqueue that woke the watch, or than
+        // the delayed job's due time.
+        let resumed = enqueuedAt ?? (woken ? environment.now() : until ?? environment.now())
+        tracker.resume(at: resumed)
+        quietSince = nil
+        // A job enqueued to an idle pool starts at once: a look now dates its start from the
+        // enqueue to within the wake-up's latency (half a look interval later, it would be off
+        // by up to that).
+        if enqueuedAt != nil, !isStopping { lookAtJobs(thresholdMicroseconds: threshold) }
+        logger.debug("pool watch woken", metadata: ["hangwatch.by": "\(enqueuedAt != nil ? "a job enqueued" : woken ? "stop" : "a delayed job due")"])
+    }
+
+    /// One round of looks; whether it found every pool thread idle and no job followed.
+    @discardableResult
+    private func lookAtJobs(thresholdMicroseconds: UInt64) -> Bool {
+        guard let looker else { return false }
         let looks = looker.look()
         let now = environment.now()
         if let attach {
             let unattached = looks.filter { !$0.isWorker }.map(\.thread)
-            for _ in 0..<attachRequests.jobs(unattached: unattached, at: now) { attach() }
+            let jobs = attachRequests.jobs(unattached: unattached, at: now)
+            enqueueOwn { for _ in 0..<jobs { attach() } }
         }
         let tracked = looks.map { thread, sample, isWorker in
             HeldJobTracker.Look(
@@ -151,6 +225,8 @@ final class PoolWatch: @unchecked Sendable {
         for event in events {
             handle(event, outcome: .recovered, thresholdMicroseconds: thresholdMicroseconds)
         }
+        let quiet = tracker.episodes.isEmpty && tracked.allSatisfy(Self.isIdle)
+        quietSince = quiet ? (quietSince ?? now) : nil
         for missed in tracker.takePassedOver() {
             logger.debug(
                 "pool job not reported",
@@ -161,6 +237,7 @@ final class PoolWatch: @unchecked Sendable {
                     "hangwatch.sightings": "\(missed.sightings)", "hangwatch.endedBy": "\(missed.endedBy)",
                 ])
         }
+        return quiet
     }
 
     private func handle(_ event: HeldJobTracker.Event, outcome: HangReport.Outcome, thresholdMicroseconds: UInt64 = 0) {
