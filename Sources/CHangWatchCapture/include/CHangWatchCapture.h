@@ -1,5 +1,6 @@
 /*
- * CHangWatchCapture: the async-signal-safe half of HangWatch's stack capture.
+ * CHangWatchCapture: the async-signal-safe half of HangWatch's stack capture (and, apart from
+ * it, the Swift runtime's enqueue hooks that wake a resting pool watch: hw_pool_wake.c).
  *
  * Mechanism only. Swift (HangWatch/Capture/UnsafeCaptureBridge.swift) owns every policy decision:
  * which thread, when, how long to wait, what to do with the frames. Everything declared here is
