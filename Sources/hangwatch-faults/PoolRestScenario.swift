@@ -10,6 +10,8 @@ import Synchronization
 //      holds its thread S seconds in `usleep` (`holdPoolThreadAfterSleeping`). The watch goes back
 //      to rest while the task sleeps; the resumption is not enqueued again, so the watch must be
 //      awake by its due time.
+//   3. Waits until it rests again and libdispatch's idle workers exited (5 s idle), then one task
+//      computes S seconds (`holdPoolThreadComputing`) on a fresh worker.
 //   Prints each step's start and end (milliseconds since the Unix epoch) as `holds`, and when the
 //   watch was found resting before each task (0: it never rested within 10 s).
 
@@ -51,15 +53,31 @@ func runPoolRest(_ options: Options, monitor: HangMonitor) -> Never {
     }
     let restWhileSleeping = restedAt(after: restsBeforeSleep)
     group.wait()
+
+    // 3. Rested long enough for libdispatch to let its idle workers exit (5 s), a task computes:
+    //    it runs on a fresh worker, which must have been prepared for captures before the job.
+    let restsBeforeReap = rests()
+    let thirdRest = restedAt(after: restsBeforeReap)
+    let reapDeadline = Date().addingTimeInterval(15)
+    while !poolThreadIDs().isEmpty, Date() < reapDeadline { usleep(100_000) }
+    let workersLeft = poolThreadIDs().count
+    let computeSteps = Mutex<[(start: Double, end: Double)]>([])
+    group.enter()
+    Task.detached(priority: .medium) {
+        let step = await holdPoolThreadComputing(seconds: seconds)
+        computeSteps.withLock { $0.append(step) }
+        group.leave()
+    }
+    group.wait()
     let deadline = Date().addingTimeInterval(10)
-    while monitor.statistics.reportsWritten + monitor.statistics.writeFailures < 3, Date() < deadline {
+    while monitor.statistics.reportsWritten + monitor.statistics.writeFailures < 4, Date() < deadline {
         usleep(20_000)
     }
     usleep(500_000)
     monitor.stop()
-    let holds = (routeSteps.withLock { $0 } + sleepSteps.withLock { $0 }).map { "{\"startUnixMs\":\($0.start),\"endUnixMs\":\($0.end)}" }.joined(separator: ",")
+    let holds = (routeSteps.withLock { $0 } + sleepSteps.withLock { $0 } + computeSteps.withLock { $0 }).map { "{\"startUnixMs\":\($0.start),\"endUnixMs\":\($0.end)}" }.joined(separator: ",")
     print(
-        "{\"holds\":[\(holds)],\"restedAtUnixMs\":[\(firstRest),\(secondRest),\(restWhileSleeping)],"
+        "{\"holds\":[\(holds)],\"restedAtUnixMs\":[\(firstRest),\(secondRest),\(restWhileSleeping),\(thirdRest)],\"workersLeft\":\(workersLeft),"
             + "\"rests\":\(rests()),\"reportsWritten\":\(monitor.statistics.reportsWritten),"
             + "\"starvations\":\(monitor.statistics.concurrencyPool.starvations)}")
     exit(0)

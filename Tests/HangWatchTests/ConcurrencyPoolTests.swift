@@ -114,15 +114,18 @@ import Testing
     struct RestRun: Decodable {
         var holds: [HoldRun.Step]
         var restedAtUnixMs: [Double]
+        var workersLeft: Int
         var rests: Int
         var reportsWritten: Int
         var starvations: Int
     }
 
     /// The pool watch rests while every pool thread is idle (no probes, no looks) and the
-    /// runtime's enqueue hooks wake it: a task started on an idle pool, and a task resumed from
-    /// `Task.sleep` after the watch went back to rest, each hold their pool thread 0.6 s, and each
-    /// step gets its report as on a watch that never rested.
+    /// runtime's enqueue hooks wake it: a task started on an idle pool, a task resumed from
+    /// `Task.sleep` after the watch went back to rest, and a task computing on a fresh worker once
+    /// libdispatch let the idle ones exit, each hold their pool thread 0.6 s, and each step gets
+    /// its report as on a watch that never rested. (Without the attach jobs queued ahead of the
+    /// waking job, the last one got none: its worker could not be signalled.)
     @Test func aRestingPoolWatchIsWokenByAJobEnqueuedAndByASleepThatEnds() throws {
         let directory = ReportDirectory()
         let result = try ExecutableRun.run(
@@ -131,16 +134,17 @@ import Testing
         try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
         let child = try JSONDecoder().decode(RestRun.self, from: Data(try #require(result.lines.last).utf8))
         // It rested before the first task, again before the sleeping task, and again while it slept.
-        try #require(child.holds.count == 3 && child.restedAtUnixMs.count == 3)
+        try #require(child.holds.count == 4 && child.restedAtUnixMs.count == 4)
+        #expect(child.workersLeft == 0, "the idle workers did not exit: \(child.workersLeft) left")
         #expect(child.restedAtUnixMs.allSatisfy { $0 > 0 }, "\(child.restedAtUnixMs)")
         #expect(child.restedAtUnixMs[0] <= child.holds[0].startUnixMs)
         #expect(child.restedAtUnixMs[2] < child.holds[2].startUnixMs, "rested at \(child.restedAtUnixMs[2]), woke for \(child.holds[2].startUnixMs)")
         #expect(child.rests >= 3 && child.starvations == 0)
 
         let reports = directory.reports().sorted { $0.startedAt < $1.startedAt }
-        try #require(reports.count == 3, "\(reports.map(\.id))")
-        let functions = ["holdPoolThreadSleeping", "holdPoolThreadComputing", "holdPoolThreadSleeping"]
-        let callers = ["poolJobRoute", "poolJobRoute", "holdPoolThreadAfterSleeping"]
+        try #require(reports.count == 4, "\(reports.map(\.id))")
+        let functions = ["holdPoolThreadSleeping", "holdPoolThreadComputing", "holdPoolThreadSleeping", "holdPoolThreadComputing"]
+        let callers = ["poolJobRoute", "poolJobRoute", "holdPoolThreadAfterSleeping", "runPoolRest"]
         for (index, report) in reports.enumerated() {
             let step = child.holds[index]
             #expect(report.source == "pool-job" && report.outcome == .recovered)

@@ -167,6 +167,10 @@ import Testing
 /// looking, and the enqueue hooks (scripted) or a delayed job's due time wake it. Looks every 50 ms,
 /// threshold 250 ms; the probes start 40 µs after they are enqueued.
 @Suite struct PoolWatchRestTests {
+    /// Attach jobs enqueued (every worker is attached in these scripts: only those queued ahead of
+    /// the job that wakes the watch).
+    let attaches = Counter()
+
     func harness(
         job: @escaping (UInt64) -> Int32?, configure: (ScriptedPoolWake) -> Void = { _ in }
     ) -> (PoolWatchTests.Harness, ScriptedPoolLooker, ScriptedPoolWake) {
@@ -175,7 +179,7 @@ import Testing
         looker.job = job
         let wake = ScriptedPoolWake(clock: clock)
         configure(wake)
-        return (PoolWatchTests.Harness(clock: clock, looker: looker, wakeSource: wake), looker, wake)
+        return (PoolWatchTests.Harness(clock: clock, looker: looker, attach: { [attaches] in _ = attaches.increment() }, wakeSource: wake), looker, wake)
     }
 
     @Test func anIdlePoolLetsTheWatchRestUntilAJobIsEnqueued() throws {
@@ -197,6 +201,9 @@ import Testing
         let (recording, _) = try #require(h.sink.jobs.first)
         #expect(h.ms(recording.startMicroseconds) == 3_000)
         #expect(h.ms(try #require(recording.endMicroseconds)) == 3_775)
+        // The enqueue that woke it first queued one attach job per worker the pool may have (a
+        // fresh worker is prepared before it takes the job); the stop that ended the second rest none.
+        #expect(attaches.value == ProcessInfo.processInfo.activeProcessorCount)
         // Idle again from 3,800: it rested a second time (probe at 5,000 ms, 1.2 s later).
         #expect(h.histogram.snapshot.rests == 2)
         #expect(!looks.contains { $0 > 5_050 }, "\(looks)")
@@ -246,7 +253,7 @@ final class ScriptedPoolWake: PoolWakeSource, @unchecked Sendable {
     var hooksCurrent = true
     var dueTimes: [UInt64] = []
     var unknownDelayed = false
-    private var armed: DispatchSemaphore?
+    private var armed: (wake: DispatchSemaphore, ahead: @Sendable () -> Void)?
     private var wokenAt: UInt64?
     private var own = false
     /// When the watch armed the hooks.
@@ -258,8 +265,8 @@ final class ScriptedPoolWake: PoolWakeSource, @unchecked Sendable {
 
     func canRest() -> Bool { hooksCurrent }
 
-    func arm(_ wake: DispatchSemaphore) {
-        armed = wake
+    func arm(_ wake: DispatchSemaphore, ahead: @escaping @Sendable () -> Void) {
+        armed = (wake, ahead)
         wokenAt = nil
         arms.append(clock.now)
     }
@@ -282,10 +289,11 @@ final class ScriptedPoolWake: PoolWakeSource, @unchecked Sendable {
 
     /// A job enqueued to the pool now.
     func enqueue() {
-        guard !own, let wake = armed else { return }
-        armed = nil
+        guard !own, let armed else { return }
+        self.armed = nil
         wokenAt = clock.now
-        wake.signal()
+        armed.ahead()
+        armed.wake.signal()
     }
 }
 

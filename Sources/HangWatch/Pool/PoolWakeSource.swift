@@ -18,8 +18,9 @@ protocol PoolWakeSource: AnyObject, Sendable {
     /// would take the enqueues away from it).
     func canRest() -> Bool
     /// From now, the first job enqueued to the pool, immediately or delayed, that is not the
-    /// watch's own (`ownEnqueues`) signals `wake`, once.
-    func arm(_ wake: DispatchSemaphore)
+    /// watch's own (`ownEnqueues`) signals `wake`, once; `ahead` runs first, on the enqueueing
+    /// thread, before that job is handed to the pool (jobs it enqueues are queued ahead of it).
+    func arm(_ wake: DispatchSemaphore, ahead: @escaping @Sendable () -> Void)
     /// Stops waking; when the enqueue that woke the watch happened (monotonic microseconds), if one did.
     func disarm() -> UInt64?
     /// Runs `body`, which enqueues the watch's own jobs (its probe, attach jobs): never a wake.
@@ -36,18 +37,20 @@ final class UnsafeRuntimeEnqueueHooks: PoolWakeSource, @unchecked Sendable {
     /// Nil when this runtime has no such hooks: the watch never rests.
     static let shared: UnsafeRuntimeEnqueueHooks? = UnsafeCaptureBridge.PoolHooks.install(wake: wakeArmed) ? UnsafeRuntimeEnqueueHooks() : nil
 
-    /// The semaphore the armed hooks signal.
-    private static let target = Mutex<DispatchSemaphore?>(nil)
+    /// What the armed hooks run and signal.
+    private static let target = Mutex<(wake: DispatchSemaphore, ahead: @Sendable () -> Void)?>(nil)
     private static let wakeArmed: @convention(c) () -> Void = {
-        target.withLock { $0 }?.signal()
+        guard let target = target.withLock({ $0 }) else { return }
+        target.ahead()
+        target.wake.signal()
     }
 
     private init() {}
 
     func canRest() -> Bool { UnsafeCaptureBridge.PoolHooks.areCurrent }
 
-    func arm(_ wake: DispatchSemaphore) {
-        Self.target.withLock { $0 = wake }
+    func arm(_ wake: DispatchSemaphore, ahead: @escaping @Sendable () -> Void) {
+        Self.target.withLock { $0 = (wake, ahead) }
         UnsafeCaptureBridge.PoolHooks.arm()
     }
 

@@ -33,6 +33,8 @@ final class PoolWatch: @unchecked Sendable {
         var maxThreads = 256
         /// Samples kept per held-job report.
         var maxSamples = 100
+        /// The default-QoS pool's width (its most workers): one per CPU.
+        var poolWidth = ProcessInfo.processInfo.activeProcessorCount
     }
 
     private let settings: Settings
@@ -173,7 +175,14 @@ final class PoolWatch: @unchecked Sendable {
         if delayed == .unknown { return }
         while wake.wait(timeout: .now()) == .success {}
         if isStopping { return }
-        wakeSource.arm(wake)
+        // The first job after the rest may run on a fresh worker (libdispatch lets idle workers
+        // exit after 5 s), which a job must prepare for signal captures before it can be captured
+        // on a CPU. So the enqueue that wakes the watch first queues one attach job per worker the
+        // pool may have: whichever worker takes that job has taken one of them before it.
+        let width = max(1, settings.poolWidth)
+        wakeSource.arm(wake) { [attach] in
+            if let attach { for _ in 0..<width { attach() } }
+        }
         let slot = PoolProbeSlot()
         wakeSource.ownEnqueues { enqueue(slot) }
         let deadline = environment.now() + threshold
