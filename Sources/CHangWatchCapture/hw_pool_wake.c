@@ -4,14 +4,15 @@
  * Not signal-handler code: these run inside swift_task_enqueueGlobal (and its delayed forms) on
  * whatever thread enqueues a job. They are C because the hooks use Swift's calling convention
  * (swiftcall), which Swift code cannot declare a function pointer with. Mechanism only: the pool
- * watch (HangWatch/Pool/RuntimeEnqueueHooks.swift) decides when to arm and what a wake means.
+ * watch (HangWatch/Pool/PoolWatch.swift, through UnsafeRuntimeEnqueueHooks.swift) decides when to
+ * arm and what a wake means.
  *
  * Hot path (every job enqueued, armed or not): one relaxed load of `armed`, then the call the
- * runtime would have made (the previous hook, or the runtime's own enqueue).
+ * runtime would have made (the previous hook, or the runtime's own enqueue). A delayed enqueue
+ * (Task.sleep) also records its due time under a mutex.
  */
 #include "CHangWatchCapture.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 
@@ -56,7 +57,7 @@ static uint64_t delayed_unknown_until_ns;
 static int delayed_unknown_clock;
 
 static void note_enqueue(void) {
-    if (own_enqueues || !__atomic_load_n(&armed, __ATOMIC_RELAXED)) {
+    if (!__atomic_load_n(&armed, __ATOMIC_RELAXED) || own_enqueues) {
         return;
     }
     if (__atomic_exchange_n(&armed, 0, __ATOMIC_ACQ_REL)) {
