@@ -27,7 +27,8 @@ import Testing
 
         init(
             clock: ScriptedClock = ScriptedClock(start: 1_000_000_000), looker: (any PoolThreadLooking)? = nil,
-            attach: (@Sendable () -> Void)? = nil, wakeSource: ScriptedPoolWake? = nil
+            attach: (@Sendable () -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
+            wakeSource: ScriptedPoolWake? = nil
         ) {
             self.clock = clock
             self.wakeSource = wakeSource
@@ -35,7 +36,8 @@ import Testing
             threads = ScriptedPoolThreads(clock: clock)
             watch = PoolWatch(
                 settings: .init(thresholdMicroseconds: { 250_000 }, sampleIntervalMicroseconds: 50_000, serviceName: "svc"),
-                environment: environment, enqueue: { [unowned self] slot in self.enqueue(slot) }, attach: attach, threads: threads,
+                environment: environment, enqueue: { [unowned self] slot in self.enqueue(slot) }, attach: attach,
+                attachEveryWorker: attachEveryWorker, threads: threads,
                 looker: looker,
                 sink: sink, histogram: histogram, statistics: nil, images: nil, functionStart: { $0 & ~0xff },
                 wakeSource: wakeSource, logger: Logger(label: "test"))
@@ -167,9 +169,8 @@ import Testing
 /// looking, and the enqueue hooks (scripted) or a delayed job's due time wake it. Looks every 50 ms,
 /// threshold 250 ms; the probes start 40 µs after they are enqueued.
 @Suite struct PoolWatchRestTests {
-    /// Attach jobs enqueued (every worker is attached in these scripts: only those queued ahead of
-    /// the job that wakes the watch).
-    let attaches = Counter()
+    /// Attach jobs for every worker, queued ahead of the job that wakes the watch (the width asked each time).
+    let attachesAhead = Recorded<Int>()
 
     func harness(
         job: @escaping (UInt64) -> Int32?, configure: (ScriptedPoolWake) -> Void = { _ in }
@@ -179,7 +180,11 @@ import Testing
         looker.job = job
         let wake = ScriptedPoolWake(clock: clock)
         configure(wake)
-        return (PoolWatchTests.Harness(clock: clock, looker: looker, attach: { [attaches] in _ = attaches.increment() }, wakeSource: wake), looker, wake)
+        return (
+            PoolWatchTests.Harness(
+                clock: clock, looker: looker, attachEveryWorker: { [attachesAhead] width in attachesAhead.append(width) },
+                wakeSource: wake), looker, wake
+        )
     }
 
     @Test func anIdlePoolLetsTheWatchRestUntilAJobIsEnqueued() throws {
@@ -203,7 +208,7 @@ import Testing
         #expect(h.ms(try #require(recording.endMicroseconds)) == 3_775)
         // The enqueue that woke it first queued one attach job per worker the pool may have (a
         // fresh worker is prepared before it takes the job); the stop that ended the second rest none.
-        #expect(attaches.value == ProcessInfo.processInfo.activeProcessorCount)
+        #expect(attachesAhead.values == [ProcessInfo.processInfo.activeProcessorCount])
         // Idle again from 3,800: it rested a second time (probe at 5,000 ms, 1.2 s later).
         #expect(h.histogram.snapshot.rests == 2)
         #expect(!looks.contains { $0 > 5_050 }, "\(looks)")
@@ -366,6 +371,15 @@ final class RecordingPoolSink: PoolSink, @unchecked Sendable {
 }
 
 /// Counts calls from any thread.
+/// Values recorded from any thread, in order.
+final class Recorded<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [Value] = []
+
+    func append(_ value: Value) { lock.withLock { recorded.append(value) } }
+    var values: [Value] { lock.withLock { recorded } }
+}
+
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// One probe: when its job started on the global concurrent executor (0: not yet). The pool watch
@@ -36,12 +37,49 @@ struct GlobalExecutorProbe: Sendable {
         }
     }
 
+    /// `width` attach jobs that wait for each other (a few milliseconds at most), so that they run
+    /// on `width` different workers: every worker of a pool that wide, fresh ones included, is
+    /// prepared before any job enqueued after these starts (the queue is first in, first out).
+    /// Without the wait, one worker could run them all and a fresh one take the next job first.
+    func enqueueAttachEveryWorker(width: Int) {
+        let alternateStackSize = alternateStackSize
+        let signal = signal
+        let barrier = WorkerBarrier(count: width)
+        for _ in 0..<width {
+            Task.detached(priority: .medium) {
+                UnsafePoolThreadAttachments.shared.attachCurrentThreadIfNeeded(alternateStackSize: alternateStackSize, signal: signal)
+                barrier.arrive(timeout: .milliseconds(20))
+            }
+        }
+    }
+
     func enqueue(_ slot: PoolProbeSlot) {
         let alternateStackSize = alternateStackSize
         let signal = signal
         Task.detached(priority: .medium) {
             slot.markStarted(at: UnsafeCaptureBridge.monotonicNanoseconds() / 1000)
             UnsafePoolThreadAttachments.shared.attachCurrentThreadIfNeeded(alternateStackSize: alternateStackSize, signal: signal)
+        }
+    }
+}
+
+/// `count` jobs meeting: each waits until all have arrived or `timeout` passed, so that they hold
+/// `count` different pool workers at once.
+final class WorkerBarrier: Sendable {
+    private let count: Int
+    private let arrived = Atomic<Int>(0)
+    private let release = DispatchSemaphore(value: 0)
+
+    init(count: Int) {
+        self.count = count
+    }
+
+    func arrive(timeout: DispatchTimeInterval) {
+        let number = arrived.add(1, ordering: .acquiringAndReleasing).newValue
+        if number == count {
+            for _ in 1..<max(count, 1) { release.signal() }
+        } else if number < count {
+            _ = release.wait(timeout: .now() + timeout)
         }
     }
 }

@@ -42,6 +42,8 @@ final class PoolWatch: @unchecked Sendable {
     private let enqueue: @Sendable (PoolProbeSlot) -> Void
     /// Enqueues a job that attaches the pool thread it runs on (nil: attaching is the probe's alone).
     private let attach: (@Sendable () -> Void)?
+    /// Enqueues jobs that attach every worker a pool of the given width has (`enqueueAttachEveryWorker`).
+    private let attachEveryWorker: (@Sendable (Int) -> Void)?
     private var attachRequests = PoolAttachRequests()
     private let threads: any PoolThreadCapturing
     private let sink: any PoolSink
@@ -66,7 +68,8 @@ final class PoolWatch: @unchecked Sendable {
 
     init(
         settings: Settings, environment: any WatchdogEnvironment, enqueue: @escaping @Sendable (PoolProbeSlot) -> Void,
-        attach: (@Sendable () -> Void)? = nil, threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil,
+        attach: (@Sendable () -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
+        threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil,
         sink: any PoolSink,
         histogram: PoolProbeHistogram = .shared,
         statistics: MonitorStatistics?, images: ImageRegistry?, functionStart: (@Sendable (UInt) -> UInt?)? = nil,
@@ -78,6 +81,7 @@ final class PoolWatch: @unchecked Sendable {
         self.environment = environment
         self.enqueue = enqueue
         self.attach = attach
+        self.attachEveryWorker = attachEveryWorker
         self.threads = threads
         self.looker = looker
         self.sink = sink
@@ -177,12 +181,11 @@ final class PoolWatch: @unchecked Sendable {
         if isStopping { return }
         // The first job after the rest may run on a fresh worker (libdispatch lets idle workers
         // exit after 5 s), which a job must prepare for signal captures before it can be captured
-        // on a CPU. So the enqueue that wakes the watch first queues one attach job per worker the
-        // pool may have: whichever worker takes that job has taken one of them before it.
+        // on a CPU. So the enqueue that wakes the watch first queues attach jobs that meet on every
+        // worker the pool may have (`enqueueAttachEveryWorker`): whichever worker takes that job
+        // was prepared before it.
         let width = max(1, settings.poolWidth)
-        wakeSource.arm(wake) { [attach] in
-            if let attach { for _ in 0..<width { attach() } }
-        }
+        wakeSource.arm(wake) { [attachEveryWorker] in attachEveryWorker?(width) }
         let slot = PoolProbeSlot()
         wakeSource.ownEnqueues { enqueue(slot) }
         let deadline = environment.now() + threshold
