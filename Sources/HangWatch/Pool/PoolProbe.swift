@@ -37,7 +37,7 @@ struct GlobalExecutorProbe: Sendable {
         }
     }
 
-    /// `width` attach jobs that wait for each other (a few milliseconds at most), so that they run
+    /// `width` attach jobs that wait for each other (20 ms at most), so that they run
     /// on `width` different workers: every worker of a pool that wide, fresh ones included, is
     /// prepared before any job enqueued after these starts (the queue is first in, first out).
     /// Without the wait, one worker could run them all and a fresh one take the next job first.
