@@ -69,17 +69,26 @@ static void note_enqueue(void) {
     }
 }
 
-static void note_delayed(uint64_t due_ns) {
-    pthread_mutex_lock(&delayed_lock);
-    uint64_t now = hw_monotonic_ns();
-    /* Forget those already due (their jobs ran, or are running now and the looks see them). */
+/* Forgets the due times not after `now_ns` (their jobs ran, or are running now and the looks see
+ * them); the earliest one left (0: none). With delayed_lock held. */
+static uint64_t forget_due(uint64_t now_ns) {
+    uint64_t earliest = 0;
     int kept = 0;
     for (int i = 0; i < delayed_count; i++) {
-        if (delayed[i] > now) {
+        if (delayed[i] > now_ns) {
             delayed[kept++] = delayed[i];
+            if (earliest == 0 || delayed[i] < earliest) {
+                earliest = delayed[i];
+            }
         }
     }
     delayed_count = kept;
+    return earliest;
+}
+
+static void note_delayed(uint64_t due_ns) {
+    pthread_mutex_lock(&delayed_lock);
+    forget_due(hw_monotonic_ns());
     if (delayed_count < HW_DELAYED_SLOTS) {
         delayed[delayed_count++] = due_ns;
     } else if (due_ns > delayed_unknown_until_ns) {
@@ -183,16 +192,7 @@ int64_t hw_pool_next_delayed(uint64_t now_ns) {
     if (delayed_unknown_until_ns > now_ns) {
         next = -1;
     } else {
-        int kept = 0;
-        for (int i = 0; i < delayed_count; i++) {
-            if (delayed[i] > now_ns) {
-                delayed[kept++] = delayed[i];
-                if (next == 0 || (int64_t)delayed[i] < next) {
-                    next = (int64_t)delayed[i];
-                }
-            }
-        }
-        delayed_count = kept;
+        next = (int64_t)forget_due(now_ns);
     }
     pthread_mutex_unlock(&delayed_lock);
     return next;
