@@ -83,32 +83,44 @@ import Testing
     /// within half of that, plus a margin for a loaded machine).
     @Test func oneJobBlockingOrComputingOnAPoolThreadGetsAReportOfThatThread() throws {
         let directory = ReportDirectory()
-        let result = try ExecutableRun.run(
-            BuiltExecutable.path("hangwatch-faults"), ["pool", "--reports", directory.path, "--mode", "hold", "--seconds", "0.8"],
-            timeout: 60)
-        try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
-        let child = try JSONDecoder().decode(HoldRun.self, from: Data(try #require(result.lines.last).utf8))
+        let child = try runStepping(HoldRun.self, mode: "hold", seconds: "0.8", directory: directory)
         #expect(child.starvations == 0)
         let reports = directory.reports().sorted { $0.startedAt < $1.startedAt }
         try #require(reports.count == 2, "\(reports.map(\.id))")
         try #require(child.holds.count == 2)
         for (report, (step, function)) in zip(reports, zip(child.holds, ["holdPoolThreadSleeping", "holdPoolThreadComputing"])) {
-            #expect(report.source == "pool-job")
-            #expect(report.outcome == .recovered)
-            #expect(report.thread.name == "oot.default-qos")
-            #expect(ReportValidator().problems(report).isEmpty, "\(ReportValidator().problems(report))")
-            let measured = step.endUnixMs - step.startUnixMs
-            #expect(abs(report.durationMs - measured) <= 75, "\(function): \(report.durationMs) ms reported, \(measured) ms measured")
-            #expect(abs(report.startedAt.timeIntervalSince1970 * 1000 - step.startUnixMs) <= 75, "\(function) start")
-            let frames = try #require(report.heaviestStack?.frames)
-            let symbols = frames.map { $0.symbol ?? "" }
-            let own = try #require(symbols.firstIndex { $0.contains(function) }, "\(symbols)")
-            // Its async caller follows it, read from the task's chain.
-            let caller = try #require(symbols.firstIndex { $0.contains("poolJobRoute") }, "\(symbols)")
-            #expect(caller > own && frames[caller].async == true)
+            try expectReport(report, of: step, naming: function, calledBy: "poolJobRoute")
         }
         #expect(reports[0].context.verdict == .blocked && reports[0].context.blockedIn == "clock_nanosleep")
         #expect(reports[1].context.verdict == .computing)
+    }
+
+    /// Runs `hangwatch-faults pool --mode <mode>`, whose last line is what it measured.
+    func runStepping<Run: Decodable>(_ type: Run.Type, mode: String, seconds: String, directory: ReportDirectory) throws -> Run {
+        let result = try ExecutableRun.run(
+            BuiltExecutable.path("hangwatch-faults"), ["pool", "--reports", directory.path, "--mode", mode, "--seconds", seconds],
+            timeout: 60)
+        try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
+        return try JSONDecoder().decode(Run.self, from: Data(try #require(result.lines.last).utf8))
+    }
+
+    /// A `pool-job` report of one step that held its pool thread: the step's thread, lasting what
+    /// the step measured (the edges are looks 50 ms apart: each within half of that, plus a margin
+    /// for a loaded machine), naming `function` and, after it, its async caller read from the
+    /// task's chain.
+    func expectReport(_ report: HangReport, of step: HoldRun.Step, naming function: String, calledBy asyncCaller: String) throws {
+        #expect(report.source == "pool-job")
+        #expect(report.outcome == .recovered)
+        #expect(report.thread.name == "oot.default-qos")
+        #expect(ReportValidator().problems(report).isEmpty, "\(ReportValidator().problems(report))")
+        let measured = step.endUnixMs - step.startUnixMs
+        #expect(abs(report.durationMs - measured) <= 75, "\(function): \(report.durationMs) ms reported, \(measured) ms measured")
+        #expect(abs(report.startedAt.timeIntervalSince1970 * 1000 - step.startUnixMs) <= 75, "\(function) start")
+        let frames = try #require(report.heaviestStack?.frames)
+        let symbols = frames.map { $0.symbol ?? "" }
+        let own = try #require(symbols.firstIndex { $0.contains(function) }, "\(symbols)")
+        let caller = try #require(symbols.firstIndex { $0.contains(asyncCaller) }, "\(symbols)")
+        #expect(caller > own && frames[caller].async == true, "\(function): \(asyncCaller) at \(caller), \(symbols)")
     }
 
     struct RestRun: Decodable {
@@ -128,11 +140,7 @@ import Testing
     /// waking job, the last one got none: its worker could not be signalled.)
     @Test func aRestingPoolWatchIsWokenByAJobEnqueuedAndByASleepThatEnds() throws {
         let directory = ReportDirectory()
-        let result = try ExecutableRun.run(
-            BuiltExecutable.path("hangwatch-faults"), ["pool", "--reports", directory.path, "--mode", "rest", "--seconds", "0.6"],
-            timeout: 60)
-        try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
-        let child = try JSONDecoder().decode(RestRun.self, from: Data(try #require(result.lines.last).utf8))
+        let child = try runStepping(RestRun.self, mode: "rest", seconds: "0.6", directory: directory)
         // It rested before the first task, again before the sleeping task, and again while it slept.
         try #require(child.holds.count == 4 && child.restedAtUnixMs.count == 4)
         #expect(child.workersLeft == 0, "the idle workers did not exit: \(child.workersLeft) left")
@@ -146,14 +154,7 @@ import Testing
         let functions = ["holdPoolThreadSleeping", "holdPoolThreadComputing", "holdPoolThreadSleeping", "holdPoolThreadComputing"]
         let callers = ["poolJobRoute", "poolJobRoute", "holdPoolThreadAfterSleeping", "runPoolRest"]
         for (index, report) in reports.enumerated() {
-            let step = child.holds[index]
-            #expect(report.source == "pool-job" && report.outcome == .recovered)
-            let measured = step.endUnixMs - step.startUnixMs
-            #expect(abs(report.durationMs - measured) <= 75, "\(functions[index]): \(report.durationMs) ms reported, \(measured) ms measured")
-            #expect(abs(report.startedAt.timeIntervalSince1970 * 1000 - step.startUnixMs) <= 75, "\(functions[index]) start")
-            let symbols = (report.heaviestStack?.frames ?? []).map { $0.symbol ?? "" }
-            #expect(symbols.contains { $0.contains(functions[index]) }, "\(symbols)")
-            #expect(symbols.contains { $0.contains(callers[index]) }, "\(symbols)")
+            try expectReport(report, of: child.holds[index], naming: functions[index], calledBy: callers[index])
         }
     }
 
