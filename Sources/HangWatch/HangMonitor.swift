@@ -28,13 +28,15 @@ public final class HangMonitor: Sendable {
     let statisticsStore = MonitorStatistics()
     let control: WatchdogControl
     private let running = Mutex<Running?>(nil)
-    /// Monitors created with the same sharing report through one writer (a SwiftNIO group's loops).
-    private let reportSharing: ReportSharing?
+    /// Monitors created with the same sharing report through one writer and are watched by one
+    /// watchdog thread (a SwiftNIO group's loops).
+    private let sharing: MonitorSharing?
 
     private struct Running: Sendable {
         var source: any ActivitySource
         var latch: ActivityLatch
         var watchdog: Watchdog
+        var lane: WatchdogLane
         var writer: ReportWriter
         var threadSlot: ThreadSlot
         var heartbeat: HeartbeatPublisher?
@@ -56,13 +58,13 @@ public final class HangMonitor: Sendable {
     /// retention apply to all.
     package init(
         configuration: Configuration, logger: Logger = Logger(label: "hangwatch"),
-        enricher: (any HangReportEnricher)? = nil, sharing: ReportSharing?
+        enricher: (any HangReportEnricher)? = nil, sharing: MonitorSharing?
     ) throws {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
         self.enricher = enricher
-        self.reportSharing = sharing
+        self.sharing = sharing
         control = WatchdogControl(thresholdMicroseconds: DurationText.microseconds(configuration.threshold))
     }
 
@@ -197,9 +199,11 @@ public final class HangMonitor: Sendable {
             control.countFromMicroseconds.store(
                 environment.now() + DurationText.microseconds(configuration.startupGracePeriod), ordering: .releasing)
 
+            let makeWatchdog = { Watchdog(environment: environment) }
+            let watchdog = sharing?.watchdog(orMake: makeWatchdog) ?? makeWatchdog()
             let latch = ActivityLatch(
                 busyActivities: configuration.busyActivities,
-                loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero)
+                loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero, wake: watchdog.wake)
             let threadSlot = ThreadSlot()
             let images = ImageRegistry(logger: logger)
             let builder = ReportBuilder(
@@ -218,7 +222,7 @@ public final class HangMonitor: Sendable {
                     enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
                     clock: SystemMonotonicClock())
             }
-            let writer = reportSharing?.writer(orMake: makeWriter) ?? makeWriter()
+            let writer = sharing?.writer(orMake: makeWriter) ?? makeWriter()
             var heartbeat: HeartbeatPublisher?
             if configuration.heartbeatInterval != .zero {
                 do {
@@ -256,7 +260,7 @@ public final class HangMonitor: Sendable {
             source.useCaptureSelector(
                 CaptureSelector(select: { threadSlot.select(tid: $0) }, vacate: { threadSlot.vacate($0) }))
             try source.start(edges: latch, attach: attach)
-            let watchdog = Watchdog(
+            let lane = WatchdogLane(
                 settings: Watchdog.Settings(
                     busyMask: Activity.mask(configuration.busyActivities),
                     sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
@@ -265,13 +269,12 @@ public final class HangMonitor: Sendable {
                     serviceName: configuration.serviceName,
                     heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval)),
                 source: source, latch: latch, control: control, threadSlot: threadSlot, sampler: sampler,
-                environment: environment, sink: writer, images: images, statistics: statisticsStore, logger: logger,
-                heartbeat: heartbeat)
-            watchdog.start()
+                sink: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat)
+            watchdog.add(lane)
             if configuration.watchesConcurrencyPool {
                 enrollPoolWatch(writer: writer, images: images, signal: signal)
             }
-            running = Running(source: source, latch: latch, watchdog: watchdog, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
+            running = Running(source: source, latch: latch, watchdog: watchdog, lane: lane, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
             logger.info(
                 "hang monitor started",
                 metadata: [
@@ -294,7 +297,7 @@ public final class HangMonitor: Sendable {
         control.stopRequested.store(true, ordering: .releasing)
         current.source.stop()
         PoolWatchRegistry.withdraw(ObjectIdentifier(self))
-        current.watchdog.join()
+        current.watchdog.join(current.lane)
         current.heartbeat?.retire()
         current.writer.flush()
         logger.info("hang monitor stopped", metadata: ["hangwatch.service": "\(configuration.serviceName)"])

@@ -52,7 +52,7 @@ extension HangMonitor {
         _ group: any EventLoopGroup, configuration: Configuration, logger: Logger = Logger(label: "hangwatch")
     ) throws -> EventLoopGroupMonitor {
         var monitors: [HangMonitor] = []
-        let sharing = ReportSharing()
+        let sharing = MonitorSharing()
         do {
             for (index, loop) in group.makeIterator().enumerated() {
                 var perLoop = configuration

@@ -179,6 +179,54 @@ final class WatchedServer {
         #expect(symbols.contains { $0.contains("lookUpCustomerSynchronously") }, "\(symbols)")
     }
 
+    /// Threads of this process named `name` (`/proc/self/task/*/comm`).
+    static func threads(named name: String) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { tid in
+            (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) == name
+        }.count
+    }
+
+    /// One watchdog thread for the whole group, however many loops (each loop still has its
+    /// epoll watcher); two loops blocked at the same time are each detected and timed by it, and
+    /// stopping the group ends the thread.
+    @Test func aGroupOfEightLoopsHasOneWatchdogThreadThatTimesTwoLoopsBlockedAtOnce() throws {
+        let watchdogsBefore = Self.threads(named: "hangwatch-wdog")
+        let watchersBefore = Self.threads(named: "hangwatch-loop")
+        let server = try WatchedServer("eight", loops: 8) { $0.repeatWindow = .zero }
+        defer { server.close() }
+        let (directory, watch, port) = (server.directory, server.watch, server.port)
+        #expect(Eventually.holds(timeout: 10) {
+            _ = Self.get(port, "/")
+            return watch.monitors.allSatisfy(\.isAttached) && watch.watchesEventLoopsExactly
+        })
+        #expect(Self.threads(named: "hangwatch-wdog") == watchdogsBefore + 1)
+        #expect(Self.threads(named: "hangwatch-loop") == watchersBefore + 8)
+
+        // Two connections at once: the group hands them to two different loops.
+        let answered = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            if Self.get(port, "/block") { answered.withLock { $0 += 1 } }
+        }
+        #expect(answered.withLock { $0 } == 2)
+        let reports = ReportDirectory(path: directory).waitForFinished(2)
+        try #require(reports.count == 2, "\(reports.map(\.id))")
+        #expect(Set(reports.map(\.thread.name)).count == 2, "\(reports.map(\.thread.name))")
+        for report in reports {
+            let slack = report.edges == "sampled" ? 25.0 : 0
+            #expect(report.durationMs >= 295 - slack && report.durationMs <= 315 + slack, "\(report.edges ?? "-"): \(report.durationMs)")
+            let detection = report.detectedAt.timeIntervalSince(report.startedAt) * 1000
+            #expect(detection >= 100 && detection <= 100 + 2 * 50, "detected \(detection) ms after the start")
+        }
+        // The two blocks overlapped, and neither detection waited for the other hang to end.
+        let (first, second) = (reports[0], reports[1])
+        let (firstEnd, secondEnd) = (try #require(first.endedAt), try #require(second.endedAt))
+        #expect(first.startedAt < secondEnd && second.startedAt < firstEnd)
+        watch.stop()
+        #expect(Eventually.holds { Self.threads(named: "hangwatch-wdog") == watchdogsBefore })
+    }
+
     /// A wake of an idle loop can be lost (the nested wait checks the loop's instance for a ready
     /// event after the wake, and the loop may have consumed it first): the looks at an idle loop
     /// then find it. Blocks that begin more than a second after the loop went idle (past the

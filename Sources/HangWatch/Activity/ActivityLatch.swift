@@ -30,9 +30,10 @@ final class ActivityLatch: @unchecked Sendable {
     /// calls (stop, threshold changes, resume) that need the watchdog to look again.
     var wake: DispatchSemaphore { storage.pointee.wake }
 
-    init(busyActivities: Set<HangMonitor.Activity>, loopHistogram: Bool = false) {
+    /// `wake`: the watchdog's semaphore (latches of one watchdog share it); by default its own.
+    init(busyActivities: Set<HangMonitor.Activity>, loopHistogram: Bool = false, wake: DispatchSemaphore = DispatchSemaphore(value: 0)) {
         storage = .allocate(capacity: 1)
-        storage.initialize(to: UnsafeLatchStorage(idleMask: ~HangMonitor.Activity.mask(busyActivities)))
+        storage.initialize(to: UnsafeLatchStorage(idleMask: ~HangMonitor.Activity.mask(busyActivities), wake: wake))
         storage.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
         if loopHistogram {
             storage.pointee.loopHistogram = UnsafeLoopHistogram.allocate()
@@ -122,7 +123,7 @@ struct UnsafeLatchStorage: ~Copyable {
     let recordingHang = Atomic<Bool>(false)
     /// Activities after which the loop counts as idle (bit mask of `HangMonitor.Activity` raw values).
     let idleMask: UInt8
-    let wake = DispatchSemaphore(value: 0)
+    let wake: DispatchSemaphore
     /// The owning `ActivityLatch`, for the observers' retain and release callbacks.
     var owner: UnsafeMutableRawPointer?
     /// The loop thread's buffer for `clock_gettime`.
@@ -133,8 +134,9 @@ struct UnsafeLatchStorage: ~Copyable {
     /// When the current busy stretch began (`CLOCK_MONOTONIC` ns; 0: idle). Loop thread only.
     var busySince: UInt64 = 0
 
-    init(idleMask: UInt8) {
+    init(idleMask: UInt8, wake: DispatchSemaphore) {
         self.idleMask = idleMask
+        self.wake = wake
     }
 
     /// Called on the loop's thread for every observed activity. Must stay tiny.

@@ -40,7 +40,8 @@ extension ReportWriter: HangSink {}
 final class SystemWatchdogEnvironment: WatchdogEnvironment, @unchecked Sendable {
     private let clock = SystemMonotonicClock()
     /// The watchdog thread's own schedstat file, opened on first use (on that thread), re-read
-    /// without allocating.
+    /// without allocating; opened again on another thread (a shared watchdog's thread exits when
+    /// its last lane leaves, and the next starts a new one).
     private let ownFiles = Mutex<ProcTaskFilesBox?>(nil)
 
     func now() -> UInt64 { clock.microseconds() }
@@ -57,7 +58,8 @@ final class SystemWatchdogEnvironment: WatchdogEnvironment, @unchecked Sendable 
 
     func ownSchedule() -> ProcTask.SchedStat? {
         ownFiles.withLock { box in
-            if box == nil, let files = ProcTaskFiles(tid: UnsafeCaptureBridge.currentThreadID()) {
+            let tid = UnsafeCaptureBridge.currentThreadID()
+            if box?.files.tid != tid, let files = ProcTaskFiles(tid: tid) {
                 box = ProcTaskFilesBox(files: files)
             }
             return box?.files.readSchedStat()

@@ -27,16 +27,19 @@ final class WatchdogHarness {
     /// When the script starts: `t(0)`.
     let origin: UInt64
 
+    /// `joining`: another loop of the same watchdog (`run(together:)`): the same scripted time and
+    /// semaphore, a latch, source, sampler, sink and control of its own.
     init(
         thresholdMilliseconds: UInt64 = 250, sampleIntervalMilliseconds: UInt64 = 50, maxSamples: Int = 100,
-        clockResolutionMicroseconds: UInt64 = 4_000, busy: Set<Activity> = [.beforeSources, .afterWaiting]
+        clockResolutionMicroseconds: UInt64 = 4_000, busy: Set<Activity> = [.beforeSources, .afterWaiting],
+        joining other: WatchdogHarness? = nil
     ) {
-        clock = ScriptedClock()
-        origin = clock.now
-        environment = FakeWatchdogEnvironment(clock: clock)
+        clock = other?.clock ?? ScriptedClock()
+        origin = other?.origin ?? clock.now
+        environment = other?.environment ?? FakeWatchdogEnvironment(clock: clock)
         sampler = ScriptedSampler(clock: clock)
         control = WatchdogControl(thresholdMicroseconds: thresholdMilliseconds * 1000)
-        latch = ActivityLatch(busyActivities: busy)
+        latch = ActivityLatch(busyActivities: busy, wake: other?.latch.wake ?? DispatchSemaphore(value: 0))
         settings = Watchdog.Settings(
             busyMask: Activity.mask(busy), sampleIntervalMicroseconds: sampleIntervalMilliseconds * 1000,
             maxSamples: maxSamples, clockResolutionMicroseconds: clockResolutionMicroseconds, serviceName: "scripted")
@@ -94,6 +97,24 @@ final class WatchdogHarness {
             environment: environment, sink: sink, images: nil, statistics: statistics,
             logger: Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }))
         watchdog.run()
+    }
+
+    /// Runs one watchdog over every harness in `harnesses` (made `joining` the first) until each is
+    /// stopped (by its `stop(at:)`, or all of them when the script has nothing left).
+    static func run(together harnesses: [WatchdogHarness]) {
+        let first = harnesses[0]
+        first.clock.whenScriptEnds = {
+            for harness in harnesses { harness.control.stopRequested.store(true, ordering: .releasing) }
+        }
+        let lanes = harnesses.map { h in
+            let slot = ThreadSlot()
+            if let thread = h.thread { slot.set(thread) }
+            return WatchdogLane(
+                settings: h.settings, source: h.source, latch: h.latch, control: h.control, threadSlot: slot, sampler: h.sampler,
+                sink: h.sink, images: nil, statistics: h.statistics,
+                logger: Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }))
+        }
+        Watchdog(environment: first.environment, wake: first.latch.wake, lanes: lanes).run()
     }
 
     /// The hangs handed on as ended, with their outcome.
