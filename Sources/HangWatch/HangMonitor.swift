@@ -124,7 +124,8 @@ public final class HangMonitor: Sendable {
         try start(
             source: EventLoopActivitySource(
                 thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
-                intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval), enqueue: enqueue,
+                intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
+                watcher: sharing?.loopWatcher(orMake: { EventLoopWatcher() }) ?? EventLoopWatcher(), enqueue: enqueue,
                 schedule: schedule))
     }
 

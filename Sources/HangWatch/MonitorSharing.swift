@@ -5,10 +5,13 @@ import Synchronization
 /// - one **report writer**: their reports share one rate limit and one fold of repeats, so a
 ///   culprit that blocks two loops is one report counting both, not one report per loop;
 /// - one **watchdog thread**: each monitor is a lane of it (`WatchdogLane`), so a group of any size
-///   costs one watchdog, not one per loop.
+///   costs one watchdog, not one per loop;
+/// - one **event-loop watcher thread** (`EventLoopWatcher`): every loop's epoll instance in one of
+///   its own.
 package final class MonitorSharing: Sendable {
     private let writer = Mutex<ReportWriter?>(nil)
     private let watchdog = Mutex<Watchdog?>(nil)
+    private let loopWatcher = Mutex<EventLoopWatcher?>(nil)
 
     package init() {}
 
@@ -23,6 +26,15 @@ package final class MonitorSharing: Sendable {
 
     func watchdog(orMake make: () -> Watchdog) -> Watchdog {
         watchdog.withLock { shared in
+            if let shared { return shared }
+            let made = make()
+            shared = made
+            return made
+        }
+    }
+
+    func loopWatcher(orMake make: () -> EventLoopWatcher) -> EventLoopWatcher {
+        loopWatcher.withLock { shared in
             if let shared { return shared }
             let made = make()
             shared = made

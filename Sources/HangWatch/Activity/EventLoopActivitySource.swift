@@ -8,12 +8,14 @@ import Glibc
 /// An event loop that sleeps in `epoll_wait` between iterations (SwiftNIO's loops on Linux), with
 /// exact edges, and no wake-ups once it has been idle for a minute (`lookWindow`).
 ///
-/// A watcher thread sleeps on the loop's own epoll instance (`UnsafeLoopEpollWatch`): it wakes when
-/// the loop wakes, which is when its work begins. An interval later it looks at the loop's thread
-/// (`/proc`): back in `epoll_wait` means done. Still busy, it enqueues a ping, which runs right after
-/// the work in hand: its answer is the work's end. A threshold after the wake with the ping still
-/// out, the loop is declared busy since the wake, and the watchdog records a hang at once and
-/// samples it; the answer ends it. The decisions are `EventLoopEdges`'.
+/// A watcher thread (`EventLoopWatcher`, one for a whole group) sleeps on the loop's own epoll
+/// instance (`UnsafeLoopEpollWatch`): it wakes when the loop wakes, which is when its work begins.
+/// An interval later it looks at the loop's thread (`/proc`): back in `epoll_wait` means done.
+/// Still busy, it enqueues a ping, which runs right after the work in hand: its answer is the
+/// work's end. A threshold after the wake with the ping still out, the loop is declared busy since
+/// the wake, and the watchdog records a hang at once and samples it; the answer ends it. The
+/// decisions are `EventLoopEdges'`; this type carries them out, one step per thing the watcher saw
+/// (`watcherStep`), and says when it must be stepped again.
 ///
 /// Until the loop has been seen in its wait once (its epoll instance is learnt from the thread's
 /// `syscall` file then), and wherever that is not possible, it is pinged once per threshold as a
@@ -28,21 +30,61 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     private let thresholdMicroseconds: @Sendable () -> UInt64
     private let intervalNanoseconds: UInt64
     private let coarseNow: @Sendable () -> UInt64
+    private let watcher: EventLoopWatcher
     /// Set by `start`, before the watcher runs.
     private var latch: ActivityLatch!
     private let decisions: Mutex<EventLoopEdges>
     /// The loop's thread, recorded by the first ping that runs there.
     private let loopThread = Mutex<Int32?>(nil)
-    private let watch = Mutex<UnsafeLoopEpollWatch?>(nil)
     private let stopped = Atomic<Bool>(false)
-    /// The watcher sleeps on this while it pings as a queue; `stop()` signals it.
-    private let sleeper = DispatchSemaphore(value: 0)
+    /// A ping's answer the watcher waits for came (`nudge`); the watcher steps this loop for it.
+    private let nudged = Atomic<Bool>(false)
     /// Which mode the watcher is in (tests and reports of the source's state).
     private let exactEdges = Atomic<Bool>(false)
+
+    /// What the watcher does for this loop; touched only by the watcher's thread.
+    private enum Watch {
+        /// Pinged once per threshold until the loop is seen in its wait (`files`: its thread's).
+        case learning(files: ProcTaskFiles?)
+        /// Its epoll instance is known (`registration`, in the watcher's).
+        case watching(Watched)
+    }
+    private struct Watched {
+        let registration: UnsafeLoopEpollWatch.Registration
+        let epoll: Int32
+        let files: ProcTaskFiles
+        /// The loop's thread at a look that found it outside any system call (on a CPU, or waiting
+        /// for one): when, its CPU and run-queue time, how often it was put on a CPU. Dates a
+        /// blocking call it is found in later: a thread not put on a CPU again since (it ran on
+        /// until it blocked) entered the call that much CPU and run-queue time after the look.
+        var ranAt: (at: UInt64, ran: UInt64, timeslices: UInt64)?
+        var waiting: Waiting
+    }
+    /// What the watcher waits for.
+    private enum Waiting {
+        /// The time of the next look at the busy loop (its instance out of the watcher's).
+        case look
+        /// The ping's answer of a declared hang.
+        case answer
+        /// The idle loop's wake (`waitForLoop`).
+        case wake(IdleWait)
+    }
+    /// An idle loop's wait: its instance in the watcher's (unless `nested` failed), and the looks
+    /// of its first minute idle.
+    private struct IdleWait {
+        let idleAt: UInt64
+        var seenWaiting: UInt64
+        var asleep: ProcTask.SchedStat?
+        let nested: Bool
+    }
+    private var watchState = Watch.learning(files: nil)
+    /// When the watcher must step this loop next (`CLOCK_MONOTONIC_COARSE` ns); nil: only for news.
+    private(set) var watcherDeadline: UInt64?
 
     init(
         kind: ActivitySourceKind = .nioEventLoop, thresholdMicroseconds: @escaping @Sendable () -> UInt64,
         intervalMicroseconds: UInt64, coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds,
+        watcher: EventLoopWatcher = EventLoopWatcher(),
         enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
         schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)? = nil
     ) {
@@ -51,6 +93,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         self.schedule = schedule
         self.thresholdMicroseconds = thresholdMicroseconds
         self.coarseNow = coarseNow
+        self.watcher = watcher
         intervalNanoseconds = max(1_000_000, intervalMicroseconds * 1000)
         decisions = Mutex(EventLoopEdges(intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000), chained: schedule != nil))
         fallback = QueueActivitySource(kind: kind, periodMicroseconds: thresholdMicroseconds(), coarseNow: coarseNow, enqueue: enqueue)
@@ -59,37 +102,97 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// Whether the loop's epoll instance is watched (exact edges), rather than pinged.
     var hasExactEdges: Bool { exactEdges.load(ordering: .acquiring) }
 
+    var isStopped: Bool { stopped.load(ordering: .acquiring) }
+
     func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
         self.latch = latch
         fallback.connect(edges: latch) { [self] in
             loopThread.withLock { $0 = UnsafeCaptureBridge.currentThreadID() }
             attach()
         }
-        NamedThread.start("hangwatch-loop", stackSize: 256 << 10) { [self] in
-            guard let (watch, epoll, files) = pingUntilLearnt() else { return }
-            self.watch.withLock { $0 = watch }
-            exactEdges.store(true, ordering: .releasing)
-            watchEdges(watch, epoll: epoll, files: files)
+        watcher.add(self)
+    }
+
+    /// What the watcher saw for this loop.
+    enum WatcherEvent {
+        /// It was just added.
+        case started
+        /// Its deadline passed.
+        case due
+        /// Its epoll instance had an event ready: the loop woke.
+        case loopWoke
+        /// A ping's answer it waited for came.
+        case nudged
+    }
+
+    /// The watcher's step for this loop (on the watcher's thread): carries out what `event` means,
+    /// and sets `watcherDeadline`.
+    func watcherStep(_ event: WatcherEvent, _ epollWatch: UnsafeLoopEpollWatch?) {
+        switch watchState {
+        case .learning(let files):
+            guard event == .started || event == .due else { return }
+            learnOrPing(files, epollWatch)
+        case .watching(var watched):
+            switch (event, watched.waiting) {
+            case (.due, .look):
+                look(&watched)
+            case (.due, .wake(var wait)):
+                if idleLook(&wait, watched) {
+                    loopWoke()
+                } else {
+                    watched.waiting = .wake(wait)
+                    watchState = .watching(watched)
+                    watcherDeadline = nextIdleLook(wait)
+                    return
+                }
+            case (.loopWoke, .wake):
+                loopWoke()
+            case (.nudged, _):
+                break  // the answer the watcher waited for: decide again
+            case (.started, _), (.due, .answer), (.loopWoke, .look), (.loopWoke, .answer):
+                return  // (stale: nothing this loop waits for)
+            }
+            decide(&watched)
+            watchState = .watching(watched)
         }
     }
 
-    /// Pings once per threshold (the fallback) until the loop's thread is seen waiting on its epoll
-    /// instance with no ping out; then returns the watch on it. Nil when stopped first.
-    private func pingUntilLearnt() -> (UnsafeLoopEpollWatch, Int32, ProcTaskFiles)? {
-        var files: ProcTaskFiles?
-        while !stopped.load(ordering: .acquiring) {
-            if fallback.isQuiet, let tid = loopThread.withLock({ $0 }) {
-                if files?.tid != tid { files = ProcTaskFiles(tid: tid) }
-                if let files, let epoll = Self.epollWaitedOn(files), let watch = UnsafeLoopEpollWatch(loopEpoll: epoll),
-                    Self.epollWaitedOn(files) == epoll, fallback.isQuiet
-                {
-                    return (watch, epoll, files)
-                }
-            }
-            fallback.tick()
-            _ = sleeper.wait(timeout: .now() + .microseconds(Int(thresholdMicroseconds())))
-        }
+    /// Takes the loop's nudge (a ping's answer the watcher waited for), if one came.
+    func takeNudge() -> Bool {
+        nudged.load(ordering: .relaxed) && nudged.exchange(false, ordering: .acquiringAndReleasing)
+    }
+
+    /// The key of the loop's registration in the watcher's epoll instance, once learnt.
+    var registrationKey: UInt64? {
+        if case .watching(let watched) = watchState { return watched.registration.key }
         return nil
+    }
+
+    /// The watcher lets go of the loop (stopped): its epoll instance leaves the watcher's.
+    func watcherRemoved() {
+        watchState = .learning(files: nil)
+        watcherDeadline = nil
+    }
+
+    /// Pings once per threshold (the fallback) until the loop's thread is seen waiting on its epoll
+    /// instance with no ping out; then watches that instance.
+    private func learnOrPing(_ known: ProcTaskFiles?, _ epollWatch: UnsafeLoopEpollWatch?) {
+        var files = known
+        if fallback.isQuiet, let tid = loopThread.withLock({ $0 }), let epollWatch {
+            if files?.tid != tid { files = ProcTaskFiles(tid: tid) }
+            if let files, let epoll = Self.epollWaitedOn(files), let registration = epollWatch.register(loopEpoll: epoll),
+                Self.epollWaitedOn(files) == epoll, fallback.isQuiet
+            {
+                exactEdges.store(true, ordering: .releasing)
+                var watched = Watched(registration: registration, epoll: epoll, files: files, ranAt: nil, waiting: .look)
+                decide(&watched)
+                watchState = .watching(watched)
+                return
+            }
+        }
+        fallback.tick()
+        watchState = .learning(files: files)
+        watcherDeadline = coarseNow() &+ thresholdMicroseconds() * 1000
     }
 
     /// The epoll instance the thread waits on now, if it waits on one.
@@ -100,60 +203,74 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         return Int32(first)
     }
 
-    private func watchEdges(_ watch: UnsafeLoopEpollWatch, epoll: Int32, files: ProcTaskFiles) {
-        /// The loop's thread at a look that found it outside any system call (on a CPU, or waiting
-        /// for one): when, its CPU and run-queue time, how often it was put on a CPU. Dates a
-        /// blocking call it is found in later: a thread not put on a CPU again since (it ran on
-        /// until it blocked) entered the call that much CPU and run-queue time after the look.
-        var ranAt: (at: UInt64, ran: UInt64, timeslices: UInt64)?
-        while !stopped.load(ordering: .acquiring) {
+    /// What to wait for next, from the edges' state: the next look at a busy loop, the answer of a
+    /// declared hang, or the idle loop's wake.
+    private func decide(_ watched: inout Watched) {
+        while true {
             let threshold = thresholdMicroseconds() * 1000
             let (next, idle) = decisions.withLock { ($0.nextLook(thresholdNanoseconds: threshold), $0.phase == .idle) }
-            let wake: UnsafeLoopEpollWatch.Wake
             if let next {
-                let now = coarseNow()
-                wake = next > now ? watch.sleep(milliseconds: Int32(min((next - now + 999_999) / 1_000_000, 60_000))) : .timeout
-            } else if idle {
-                // Wakes from now on are news (the loop's instance was out of ours while it was
-                // busy); a loop that got busy again since the last look is busy from now.
-                let nested = watch.nestLoop()
-                if !Self.isWaiting(files.readSyscall(), on: epoll) {
-                    loopWoke()
-                    continue
-                }
-                wake = waitForLoop(watch, nested: nested, files: files, epoll: epoll, threshold: threshold)
-            } else {
-                // A declared hang: until the ping's answer ends it.
-                wake = watch.sleep(milliseconds: -1)
+                // A busy loop: its events are not news.
+                watched.registration.unnest()
+                watched.waiting = .look
+                watcherDeadline = next
+                return
             }
-            switch wake {
-            case .stopped: return
-            case .nudged: continue  // the answer the watcher waited for
-            case .loop:
+            guard idle else {
+                // A declared hang: until the ping's answer ends it.
+                watched.registration.unnest()
+                watched.waiting = .answer
+                watcherDeadline = nil
+                return
+            }
+            // Wakes from now on are news (the loop's instance was out of ours while it was busy);
+            // a loop that got busy again since the last look is busy from now.
+            let nested = watched.registration.nest()
+            if !Self.isWaiting(watched.files.readSyscall(), on: watched.epoll) {
                 loopWoke()
                 continue
-            case .timeout: break
-            }
-            let state = files.readSyscall()
-            let isWaiting = Self.isWaiting(state, on: epoll)
-            var blocked: UInt64?
-            if !isWaiting, case .inSyscall? = state, let ranAt, let schedule = files.readSchedStat(),
-                schedule.timeslices > 0, schedule.timeslices == ranAt.timeslices
-            {
-                let ran = schedule.runnableNanoseconds
-                if ran >= ranAt.ran { blocked = ranAt.at &+ (ran &- ranAt.ran) }
             }
             let now = coarseNow()
-            if !isWaiting, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
-                ranAt = (now, schedule.runnableNanoseconds, schedule.timeslices)
-            }
-            let pingChain = decisions.withLock { edges -> UInt64? in
-                let actions = edges.look(at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked)
-                perform(actions)
-                return actions.contains(.ping) ? edges.chain : nil
-            }
-            if let chain = pingChain { enqueue(ping(chain: chain)) }
+            let wait = IdleWait(idleAt: now, seenWaiting: now, asleep: watched.files.readSchedStat(), nested: nested)
+            watched.waiting = .wake(wait)
+            watcherDeadline = nextIdleLook(wait)
+            return
         }
+    }
+
+    /// A look at the busy loop: back in its wait, still busy (a ping goes out), blocked since when.
+    private func look(_ watched: inout Watched) {
+        let threshold = thresholdMicroseconds() * 1000
+        let files = watched.files
+        let state = files.readSyscall()
+        let isWaiting = Self.isWaiting(state, on: watched.epoll)
+        var blocked: UInt64?
+        if !isWaiting, case .inSyscall? = state, let ranAt = watched.ranAt, let schedule = files.readSchedStat(),
+            schedule.timeslices > 0, schedule.timeslices == ranAt.timeslices
+        {
+            let ran = schedule.runnableNanoseconds
+            if ran >= ranAt.ran { blocked = ranAt.at &+ (ran &- ranAt.ran) }
+        }
+        let now = coarseNow()
+        if !isWaiting, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
+            watched.ranAt = (now, schedule.runnableNanoseconds, schedule.timeslices)
+        }
+        let pingChain = decisions.withLock { edges -> UInt64? in
+            let actions = edges.look(at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked)
+            perform(actions)
+            return actions.contains(.ping) ? edges.chain : nil
+        }
+        if let chain = pingChain { enqueue(ping(chain: chain)) }
+    }
+
+    /// When the idle loop is looked at next: every half threshold for `lookWindow` after it went
+    /// idle; never after that (its wake alone wakes the watcher), unless its instance could not
+    /// be nested (then the looks go on until the loop is found awake).
+    private func nextIdleLook(_ wait: IdleWait) -> UInt64? {
+        let now = coarseNow()
+        guard !wait.nested || now &- wait.idleAt < Self.lookWindowNanoseconds else { return nil }
+        let period = max(1_000_000, min(thresholdMicroseconds() * 1000 / 2, 60_000_000_000))
+        return now &+ period
     }
 
     /// The loop was seen to wake (its epoll instance, or out of its wait right after a look): a
@@ -162,50 +279,42 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         if decisions.withLock({ $0.loopWoke(at: coarseNow()) }) { startFoundByLook.store(false, ordering: .relaxed) }
     }
 
-    /// Waits for the idle loop to wake. The wake comes through the loop's epoll instance, nested in
-    /// ours, and can be lost: woken, our instance asks the loop's whether it still has an event
-    /// ready, and a loop that ran first and consumed it (NIO registers level-triggered) leaves none,
-    /// so our wait goes on (traced; a server with one blocking request every 1.8 s lost 5 to 7 of
-    /// 40 that way: docs/sources.md). So for `lookWindow` after the loop went idle the watcher also
-    /// looks at the thread every half threshold: a loop found out of its wait woke since the look
-    /// before, dated by its `schedstat` (exactly when it is still on a CPU, put there once since;
-    /// otherwise half-way between the look before and the latest moment its run-queue and CPU time
-    /// allow). An idle loop costs nothing after the window. Not `nested` (the loop's instance could
-    /// not be put back in ours), the looks go on until the loop is found awake.
-    private func waitForLoop(
-        _ watch: UnsafeLoopEpollWatch, nested: Bool, files: ProcTaskFiles, epoll: Int32, threshold: UInt64
-    ) -> UnsafeLoopEpollWatch.Wake {
-        let idleAt = coarseNow()
-        var seenWaiting = idleAt
-        var asleep = files.readSchedStat()
-        let period = max(1, Int32(min(threshold / 2_000_000, 60_000)))
-        while !nested || coarseNow() &- idleAt < Self.lookWindowNanoseconds {
-            let wake = watch.waitForLoop(milliseconds: period)
-            guard case .timeout = wake else { return wake }
-            let state = files.readSyscall()
-            let now = coarseNow()
-            if !Self.isWaiting(state, on: epoll) {
-                // It woke after the look before and, if put on a CPU only once since, no later
-                // than its run-queue and CPU time ago (exactly then if it is still on a CPU).
-                var latest = now
-                var ranOnce = false
-                if let asleep, let schedule = files.readSchedStat(), schedule.timeslices == asleep.timeslices &+ 1 {
-                    let ran = schedule.runnableNanoseconds &- asleep.runnableNanoseconds
-                    if ran < now &- seenWaiting {
-                        latest = now &- ran
-                        ranOnce = true
-                    }
+    /// A look at the idle loop, whose wake comes through its epoll instance, nested in the
+    /// watcher's, and can be lost: woken, the watcher's instance asks the loop's whether it still
+    /// has an event ready, and a loop that ran first and consumed it (NIO registers
+    /// level-triggered) leaves none, so the watcher's wait goes on (traced; a server with one
+    /// blocking request every 1.8 s lost 5 to 7 of 40 that way: docs/sources.md). So for
+    /// `lookWindow` after the loop went idle the watcher also looks at the thread every half
+    /// threshold (`nextIdleLook`): a loop found out of its wait woke since the look before, dated
+    /// by its `schedstat` (exactly when it is still on a CPU, put there once since; otherwise
+    /// half-way between the look before and the latest moment its run-queue and CPU time allow).
+    /// An idle loop costs nothing after the window. True when the loop was found awake (its wake
+    /// is then recorded).
+    private func idleLook(_ wait: inout IdleWait, _ watched: Watched) -> Bool {
+        let files = watched.files
+        let state = files.readSyscall()
+        let now = coarseNow()
+        guard Self.isWaiting(state, on: watched.epoll) else {
+            // It woke after the look before and, if put on a CPU only once since, no later
+            // than its run-queue and CPU time ago (exactly then if it is still on a CPU).
+            var latest = now
+            var ranOnce = false
+            if let asleep = wait.asleep, let schedule = files.readSchedStat(), schedule.timeslices == asleep.timeslices &+ 1 {
+                let ran = schedule.runnableNanoseconds &- asleep.runnableNanoseconds
+                if ran < now &- wait.seenWaiting {
+                    latest = now &- ran
+                    ranOnce = true
                 }
-                let onCPU = ranOnce && state.map(Self.inSyscall) == false
-                let woke = onCPU ? latest : seenWaiting &+ (latest &- seenWaiting) / 2
-                startFoundByLook.store(true, ordering: .relaxed)
-                _ = decisions.withLock { $0.loopWoke(at: woke) }
-                return .loop  // (busy already: the caller's `loopWoke` changes nothing)
             }
-            seenWaiting = now
-            asleep = files.readSchedStat()
+            let onCPU = ranOnce && state.map(Self.inSyscall) == false
+            let woke = onCPU ? latest : wait.seenWaiting &+ (latest &- wait.seenWaiting) / 2
+            startFoundByLook.store(true, ordering: .relaxed)
+            _ = decisions.withLock { $0.loopWoke(at: woke) }
+            return true  // (busy already: the caller's `loopWoke` changes nothing)
         }
-        return watch.waitForLoop(milliseconds: -1)
+        wait.seenWaiting = now
+        wait.asleep = files.readSchedStat()
+        return false
     }
 
     /// How long after going idle (or after the watch starts) a loop is also looked at
@@ -257,7 +366,9 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             if !actions.isEmpty { startFoundByLook.store(false, ordering: .relaxed) }
             for action in actions {
                 switch action {
-                case .wakeWatcher: watch.withLock { $0?.nudge() }
+                case .wakeWatcher:
+                    nudged.store(true, ordering: .releasing)
+                    watcher.nudge()
                 case .pingLater(let nanoseconds): schedule?(nanoseconds, ping(chain: chain))
                 case .ping, .declareBusy, .declareIdle: break
                 }
@@ -273,7 +384,6 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         fallback.stop()
-        sleeper.signal()
-        watch.withLock { $0?.stop() }
+        watcher.remove(self)
     }
 }

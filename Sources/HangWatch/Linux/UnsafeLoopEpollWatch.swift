@@ -5,72 +5,60 @@ import HangWatchReport
 import Glibc
 #endif
 
-/// Sleeps until an event loop wakes, without waking it: the loop's own epoll instance (its file
-/// descriptor, learnt from `/proc` while the loop waits on it) is added to an epoll instance of our
-/// own, edge-triggered. Epoll instances nest: ours becomes readable the moment the loop's has an
-/// event ready, which is the moment the loop's `epoll_wait` returns; reading ours takes nothing
-/// from the loop. An idle loop costs nothing; each wake of the loop wakes the watcher once, except
-/// when the loop consumes the event before our wait checks for it (the check comes after the
-/// wake): then our wait goes on, and only a look finds the loop awake (`EventLoopActivitySource`).
+/// Sleeps until one of several event loops wakes, without waking them: each loop's own epoll
+/// instance (its file descriptor, learnt from `/proc` while the loop waits on it) is added to one
+/// epoll instance of ours, edge-triggered, with the loop's key. Epoll instances nest: ours becomes
+/// readable the moment a loop's has an event ready, which is the moment the loop's `epoll_wait`
+/// returns; reading ours takes nothing from the loop. An idle loop costs nothing; each wake of a
+/// loop wakes the watcher once, except when the loop consumes the event before our wait checks for
+/// it (the check comes after the wake): then our wait goes on, and only a look finds the loop
+/// awake (`EventLoopActivitySource`).
 ///
-/// The loop's instance is in ours only while the watcher waits for the loop to wake
-/// (`waitForLoop`): while it is nested, every event the loop gets also runs our instance's wake-up
-/// in the kernel, on the thread that delivers the event (about 0.1 µs per event here). A busy loop
-/// is left out (`sleep` takes it out); putting it back costs about 1.6 µs, once per return to idle.
+/// A loop's instance is in ours only while the watcher waits for that loop to wake
+/// (`Registration.nest()`): while it is nested, every event the loop gets also runs our instance's
+/// wake-up in the kernel, on the thread that delivers the event (about 0.1 µs per event here). A
+/// busy loop is left out (`unnest()`); putting it back costs about 1.6 µs, once per return to idle.
 ///
-/// Unsafe: it holds a duplicate of another component's descriptor (so the instance stays valid
-/// even if the loop closes its own), and checks it is an epoll instance before using it. One
-/// thread waits on it; `stop()` and `nudge()` (writes to eventfds) are safe from any thread.
+/// Unsafe: a registration holds a duplicate of another component's descriptor (so the instance
+/// stays valid even if the loop closes its own), and checks it is an epoll instance before using
+/// it. One thread waits on the watch and nests and unnests; `interrupt()` and `nudge()` (writes to
+/// eventfds) are safe from any thread.
 final class UnsafeLoopEpollWatch: @unchecked Sendable {
-    /// Ours: the loop's instance (edge-triggered) and the stop event.
+    /// Ours: the nested loops' instances (edge-triggered), the interrupt and nudge events.
     private let watching: Int32
-    /// Only the stop event: for sleeping while the loop is busy (its events would wake us each time).
-    private let sleeping: Int32
-    private let loop: Int32
-    /// The loop's instance is in `watching` (only the waiting thread changes it).
-    private var loopNested = true
-    private let stopEvent: Int32
+    private let interruptEvent: Int32
     private let nudgeEvent: Int32
+    private static let interruptKey: UInt64 = 0
+    private static let nudgeKey: UInt64 = 1
+    /// Keys of registrations start here.
+    private static let firstLoopKey: UInt64 = 2
+    private var nextKey = firstLoopKey
 
-    enum Wake: Equatable {
-        /// The loop's instance had an event ready: the loop woke.
-        case loop
-        /// The timeout passed.
-        case timeout
-        /// `nudge()` was called.
-        case nudged
-        /// `stop()` was called.
-        case stopped
+    /// What one wait saw.
+    struct Wakes {
+        /// Keys of the loops whose instance had an event ready: they woke.
+        var loops: [UInt64] = []
+        /// `nudge()` was called (since the last wait that saw it).
+        var nudged = false
+        /// `interrupt()` was called.
+        var interrupted = false
+        var timedOut: Bool { loops.isEmpty && !nudged && !interrupted }
     }
 
-    /// Nil when `descriptor` is not an epoll instance (any longer) or one of ours cannot be made.
-    init?(loopEpoll descriptor: Int32) {
-        let duplicate = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-        guard duplicate >= 0 else { return nil }
-        guard Self.isEpollInstance(duplicate) else {
-            close(duplicate)
-            return nil
-        }
-        loop = duplicate
+    /// Nil when one of our descriptors cannot be made.
+    init?() {
         watching = epoll_create1(Int32(EPOLL_CLOEXEC))
-        sleeping = epoll_create1(Int32(EPOLL_CLOEXEC))
-        stopEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        interruptEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         nudgeEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        var interruptInterest = epoll_event()
+        interruptInterest.events = EPOLLIN.rawValue
+        interruptInterest.data.u64 = Self.interruptKey
         var nudgeInterest = epoll_event()
         nudgeInterest.events = EPOLLIN.rawValue
-        nudgeInterest.data.u64 = 2
-        var stopInterest = epoll_event()
-        stopInterest.events = EPOLLIN.rawValue
-        stopInterest.data.u64 = 0
-        var loopInterest = epoll_event()
-        loopInterest.events = EPOLLIN.rawValue | EPOLLET.rawValue
-        loopInterest.data.u64 = 1
-        guard watching >= 0, sleeping >= 0, stopEvent >= 0, nudgeEvent >= 0,
-            epoll_ctl(watching, EPOLL_CTL_ADD, stopEvent, &stopInterest) == 0,
-            epoll_ctl(sleeping, EPOLL_CTL_ADD, stopEvent, &stopInterest) == 0,
-            epoll_ctl(watching, EPOLL_CTL_ADD, nudgeEvent, &nudgeInterest) == 0,
-            epoll_ctl(sleeping, EPOLL_CTL_ADD, nudgeEvent, &nudgeInterest) == 0,
-            epoll_ctl(watching, EPOLL_CTL_ADD, loop, &loopInterest) == 0
+        nudgeInterest.data.u64 = Self.nudgeKey
+        guard watching >= 0, interruptEvent >= 0, nudgeEvent >= 0,
+            epoll_ctl(watching, EPOLL_CTL_ADD, interruptEvent, &interruptInterest) == 0,
+            epoll_ctl(watching, EPOLL_CTL_ADD, nudgeEvent, &nudgeInterest) == 0
         else {
             // (Every descriptor is set by now, so `deinit` runs and closes them: closing them here
             // as well closed them twice, and the second close could take a descriptor the process
@@ -80,7 +68,58 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
     }
 
     deinit {
-        for fd in [watching, sleeping, stopEvent, nudgeEvent, loop] where fd >= 0 { close(fd) }
+        for fd in [watching, interruptEvent, nudgeEvent] where fd >= 0 { close(fd) }
+    }
+
+    /// One loop's epoll instance, held for the watch (nested or not). Only the watching thread uses
+    /// it; its duplicate is closed when it goes.
+    final class Registration {
+        let key: UInt64
+        private let loop: Int32
+        private let watching: Int32
+        /// The loop's instance is in ours.
+        private(set) var nested = false
+
+        fileprivate init(key: UInt64, loop: Int32, watching: Int32) {
+            self.key = key
+            self.loop = loop
+            self.watching = watching
+        }
+
+        deinit {
+            if nested { _ = epoll_ctl(watching, EPOLL_CTL_DEL, loop, nil) }
+            close(loop)
+        }
+
+        /// Puts the loop's instance in ours, before waiting for the loop to wake: a wake from now
+        /// on is news, and one pending now (events the loop has not taken yet) makes ours readable
+        /// at once. False when it cannot be put in (then only looks can see the loop wake).
+        func nest() -> Bool {
+            guard !nested else { return true }
+            var loopInterest = epoll_event()
+            loopInterest.events = EPOLLIN.rawValue | EPOLLET.rawValue
+            loopInterest.data.u64 = key
+            nested = epoll_ctl(watching, EPOLL_CTL_ADD, loop, &loopInterest) == 0
+            return nested
+        }
+
+        /// Takes the loop's instance out of ours (the loop is busy: its events are not news).
+        func unnest() {
+            if nested, epoll_ctl(watching, EPOLL_CTL_DEL, loop, nil) == 0 { nested = false }
+        }
+    }
+
+    /// Holds the loop's epoll instance `descriptor` for this watch, not nested yet. Nil when it is
+    /// not an epoll instance (any longer). Call on the watching thread.
+    func register(loopEpoll descriptor: Int32) -> Registration? {
+        let duplicate = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+        guard duplicate >= 0 else { return nil }
+        guard Self.isEpollInstance(duplicate) else {
+            close(duplicate)
+            return nil
+        }
+        defer { nextKey += 1 }
+        return Registration(key: nextKey, loop: duplicate, watching: watching)
     }
 
     /// `anon_inode:[eventpoll]` behind `descriptor`.
@@ -91,60 +130,43 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
         return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) == "anon_inode:[eventpoll]"
     }
 
-    /// Waits for the loop to wake, for at most `milliseconds` (-1: no limit). Call `nestLoop()` first.
-    func waitForLoop(milliseconds: Int32) -> Wake {
-        wait(on: watching, milliseconds: milliseconds)
+    /// Waits for a nested loop to wake, a nudge or an interrupt, for at most `milliseconds` (-1: no limit).
+    func wait(milliseconds: Int32, into wakes: inout Wakes) {
+        wakes = Wakes()
+        // (On the stack: the watcher waits once per look, and a look under load is every 10 ms.)
+        withUnsafeTemporaryAllocation(of: epoll_event.self, capacity: 16) { events in
+            do {
+                // (Cut short by a signal, it waits again, for the whole time: a look comes a little late.)
+                let count = try SystemCall.check("epoll_wait") { epoll_wait(watching, events.baseAddress, 16, milliseconds) }
+                for event in events[0..<Int(max(0, count))] {
+                    switch event.data.u64 {
+                    case Self.interruptKey:
+                        var value: UInt64 = 0
+                        _ = read(interruptEvent, &value, 8)
+                        wakes.interrupted = true
+                    case Self.nudgeKey:
+                        var value: UInt64 = 0
+                        _ = read(nudgeEvent, &value, 8)
+                        wakes.nudged = true
+                    default: wakes.loops.append(event.data.u64)
+                    }
+                }
+            } catch {
+                // Not expected (our own instance); as a timeout, the watcher looks at the loops.
+            }
+        }
     }
 
-    /// Sleeps `milliseconds` whatever the loop does (stop still ends it). The loop's instance is
-    /// taken out of ours first (the loop is busy: its events are not news).
-    func sleep(milliseconds: Int32) -> Wake {
-        if loopNested, epoll_ctl(watching, EPOLL_CTL_DEL, loop, nil) == 0 { loopNested = false }
-        return wait(on: sleeping, milliseconds: milliseconds)
-    }
-
-    /// Puts the loop's instance back in ours, before waiting for the loop to wake: a wake from now
-    /// on is news, and one pending now (events the loop has not taken yet) makes ours readable at
-    /// once. False when it cannot be put back (then only looks can see the loop wake).
-    func nestLoop() -> Bool {
-        guard !loopNested else { return true }
-        var loopInterest = epoll_event()
-        loopInterest.events = EPOLLIN.rawValue | EPOLLET.rawValue
-        loopInterest.data.u64 = 1
-        loopNested = epoll_ctl(watching, EPOLL_CTL_ADD, loop, &loopInterest) == 0
-        return loopNested
-    }
-
-    func stop() {
+    /// Wakes the watcher from any wait (it has loops to add or remove): one `write` to an eventfd.
+    func interrupt() {
         var one: UInt64 = 1
-        _ = write(stopEvent, &one, 8)
+        _ = write(interruptEvent, &one, 8)
     }
 
-    /// Wakes the watcher from any wait (the loop answered a ping): one `write` to an eventfd.
+    /// Wakes the watcher from any wait (a loop answered a ping it waits for): one `write` to an
+    /// eventfd.
     func nudge() {
         var one: UInt64 = 1
         _ = write(nudgeEvent, &one, 8)
-    }
-
-    private func wait(on instance: Int32, milliseconds: Int32) -> Wake {
-        // (On the stack: the watcher waits once per look, and a look under load is every 10 ms.)
-        withUnsafeTemporaryAllocation(of: epoll_event.self, capacity: 2) { events in
-            do {
-                // (Cut short by a signal, it waits again, for the whole time: a look comes a little late.)
-                let count = try SystemCall.check("epoll_wait") { epoll_wait(instance, events.baseAddress, 2, milliseconds) }
-                guard count > 0 else { return .timeout }
-                let woken = events[0..<Int(count)]
-                if woken.contains(where: { $0.data.u64 == 0 }) { return .stopped }
-                if woken.contains(where: { $0.data.u64 == 2 }) {
-                    var count: UInt64 = 0
-                    _ = read(nudgeEvent, &count, 8)
-                    return .nudged
-                }
-                return .loop
-            } catch {
-                // Not expected (our own instances); as a timeout, the watcher looks at the loop.
-                return .timeout
-            }
-        }
     }
 }

@@ -1,0 +1,110 @@
+import Dispatch
+import Synchronization
+
+/// The thread that watches event loops' epoll instances (`EventLoopActivitySource`): one for a whole
+/// SwiftNIO group (`MonitorSharing`), however many loops. It waits on one epoll instance of its own
+/// holding every idle loop's (`UnsafeLoopEpollWatch`), until the earliest time a loop must be looked
+/// at, and steps each loop for what it saw: its wake, its deadline, a ping's answer it waited for.
+/// It runs while it has loops (the last one removed ends it; the next added starts another).
+final class EventLoopWatcher: @unchecked Sendable {
+    /// Nil when this process could not make one (out of descriptors): the loops are then pinged
+    /// (`EventLoopActivitySource`'s fallback), and waits are on `interrupts`.
+    private let epollWatch = UnsafeLoopEpollWatch()
+    private let interrupts = DispatchSemaphore(value: 0)
+    private struct Loops {
+        var loops: [EventLoopActivitySource] = []
+        /// The thread runs (it exits when its last loop leaves).
+        var threadRuns = false
+    }
+    private let loops = Mutex(Loops())
+    private let coarseNow: @Sendable () -> UInt64
+
+    init(coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds) {
+        self.coarseNow = coarseNow
+    }
+
+    /// The watcher thread's name (15 bytes at most).
+    static let threadName = "hangwatch-loop"
+
+    /// Watches `loop` from now on, starting the thread if none runs.
+    func add(_ loop: EventLoopActivitySource) {
+        let start = loops.withLock { state -> Bool in
+            state.loops.append(loop)
+            defer { state.threadRuns = true }
+            return !state.threadRuns
+        }
+        if start {
+            NamedThread.start(Self.threadName, stackSize: 256 << 10) { [self] in run() }
+        } else {
+            interrupt()
+        }
+    }
+
+    /// Lets go of `loop` (it was stopped): the thread drops it at its next turn, which this brings
+    /// on at once.
+    func remove(_ loop: EventLoopActivitySource) {
+        interrupt()
+    }
+
+    /// The loops watched now (tests).
+    var loopCount: Int { loops.withLock { $0.loops.count } }
+
+    /// A loop answered a ping the watcher waits for (the loop flagged itself first).
+    func nudge() {
+        if let epollWatch { epollWatch.nudge() } else { interrupts.signal() }
+    }
+
+    private func interrupt() {
+        if let epollWatch { epollWatch.interrupt() } else { interrupts.signal() }
+    }
+
+    private func run() {
+        var started: [ObjectIdentifier] = []
+        var wakes = UnsafeLoopEpollWatch.Wakes()
+        while true {
+            var removed: [EventLoopActivitySource] = []
+            guard let current = loops.withLock({ state -> [EventLoopActivitySource]? in
+                removed = state.loops.filter(\.isStopped)
+                state.loops.removeAll { $0.isStopped }
+                if state.loops.isEmpty {
+                    state.threadRuns = false
+                    return nil
+                }
+                return state.loops
+            }) else {
+                for loop in removed { loop.watcherRemoved() }
+                return
+            }
+            // Loops stopped since the last turn let go of their epoll instances (on this thread,
+            // the only one that nests and unnests them); new ones start.
+            for loop in removed { loop.watcherRemoved() }
+            started.removeAll { id in removed.contains { ObjectIdentifier($0) == id } }
+            for loop in current where !started.contains(ObjectIdentifier(loop)) {
+                started.append(ObjectIdentifier(loop))
+                loop.watcherStep(.started, epollWatch)
+            }
+
+            let now = coarseNow()
+            let deadline = current.compactMap(\.watcherDeadline).min()
+            let milliseconds = deadline.map { $0 > now ? Int32(min(($0 - now + 999_999) / 1_000_000, 60_000)) : 0 } ?? -1
+            if let epollWatch {
+                epollWatch.wait(milliseconds: milliseconds, into: &wakes)
+            } else {
+                wakes = UnsafeLoopEpollWatch.Wakes()
+                _ = milliseconds < 0 ? interrupts.wait(timeout: .distantFuture)
+                    : interrupts.wait(timeout: .now() + .milliseconds(Int(milliseconds)))
+            }
+
+            for key in wakes.loops {
+                current.first { $0.registrationKey == key }?.watcherStep(.loopWoke, epollWatch)
+            }
+            for loop in current where loop.takeNudge() {
+                loop.watcherStep(.nudged, epollWatch)
+            }
+            let after = coarseNow()
+            for loop in current {
+                if let due = loop.watcherDeadline, due <= after { loop.watcherStep(.due, epollWatch) }
+            }
+        }
+    }
+}
