@@ -79,17 +79,56 @@ struct NIOFigure {
     }
 }
 
-/// A SwiftNIO group of two loops at rest for `seconds`, unwatched and watched (the loops only: the
-/// pool watch off, it has figure 15): the process's voluntary context switches and CPU time. The
-/// watched loops' epoll instances are watched, so an idle loop should cost nothing.
+/// A SwiftNIO group of `loops` loops at rest, unwatched and watched (the loops only: the pool
+/// watch off, it has figure 15): the process's voluntary context switches and CPU time over
+/// `seconds`, and the monitor's threads. The watched loops' epoll instances are watched, so an idle
+/// loop should cost nothing once past its first minute idle (`atRest`); within that minute
+/// (`window`, measured from 2.5 s after the start) each idle loop is looked at every half
+/// threshold, at instants shared by the whole group.
 struct NIOIdleFigure {
     var seconds: Double
+    var loops: Int
 
-    func measure(watched: Bool) throws -> (contextSwitches: Int, cpuMilliseconds: Double, exact: Bool) {
+    struct Phase {
+        var contextSwitches: Int
+        var cpuMilliseconds: Double
+    }
+
+    struct Measured {
+        var window: Phase
+        var atRest: Phase
+        var exact: Bool
+        /// Threads of this process named `hangwatch-*` while watched.
+        var monitorThreads: Int
+    }
+
+    /// Threads of this process whose name begins with `prefix`.
+    static func threads(prefixed prefix: String) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { tid in
+            (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8))?.hasPrefix(prefix) == true
+        }.count
+    }
+
+    private func phase(_ seconds: Double) -> Phase {
+        var before = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &before)
+        usleep(useconds_t(seconds * 1_000_000))
+        var after = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &after)
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
+        return Phase(
+            contextSwitches: after.ru_nvcsw - before.ru_nvcsw,
+            cpuMilliseconds: milliseconds(after.ru_utime) + milliseconds(after.ru_stime) - milliseconds(before.ru_utime)
+                - milliseconds(before.ru_stime))
+    }
+
+    func measure(watched: Bool) throws -> Measured {
         let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid())-nio-idle"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
         defer { try? group.syncShutdownGracefully() }
+        let threadsBefore = Self.threads(prefixed: "hangwatch")
         var watch: EventLoopGroupMonitor?
         if watched {
             var configuration = HangMonitor.Configuration(serviceName: "bench", threshold: .milliseconds(250), reportDirectory: directory)
@@ -97,19 +136,14 @@ struct NIOIdleFigure {
             watch = try HangMonitor.watch(group, configuration: configuration)
         }
         defer { watch?.stop() }
-        // Settle: each loop attached and seen waiting, and past its first minute idle (in which a
-        // loop is also looked at every half threshold: docs/sources.md).
-        usleep(watched ? 62_000_000 : 2_500_000)
-        var before = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &before)
-        usleep(useconds_t(seconds * 1_000_000))
-        var after = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &after)
-        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
-        return (
-            after.ru_nvcsw - before.ru_nvcsw,
-            milliseconds(after.ru_utime) + milliseconds(after.ru_stime) - milliseconds(before.ru_utime) - milliseconds(before.ru_stime),
-            watch?.watchesEventLoopsExactly ?? false
-        )
+        // Settle: each loop attached and seen waiting.
+        usleep(2_500_000)
+        let window = phase(seconds)
+        // Past each loop's first minute idle (in which it is also looked at: docs/sources.md).
+        if watched { usleep(useconds_t(max(0, 62 - 2.5 - seconds) * 1_000_000)) }
+        let atRest = phase(seconds)
+        return Measured(
+            window: window, atRest: atRest, exact: watch?.watchesEventLoopsExactly ?? false,
+            monitorThreads: Self.threads(prefixed: "hangwatch") - threadsBefore)
     }
 }

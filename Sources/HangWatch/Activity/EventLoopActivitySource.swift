@@ -265,12 +265,14 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
 
     /// When the idle loop is looked at next: every half threshold for `lookWindow` after it went
     /// idle; never after that (its wake alone wakes the watcher), unless its instance could not
-    /// be nested (then the looks go on until the loop is found awake).
+    /// be nested (then the looks go on until the loop is found awake). The looks fall on multiples
+    /// of the period, the same instants for every loop of a group: one wake-up of the watcher
+    /// looks at all its idle loops (at most a period apart still).
     private func nextIdleLook(_ wait: IdleWait) -> UInt64? {
         let now = coarseNow()
         guard !wait.nested || now &- wait.idleAt < Self.lookWindowNanoseconds else { return nil }
         let period = max(1_000_000, min(thresholdMicroseconds() * 1000 / 2, 60_000_000_000))
-        return now &+ period
+        return (now / period + 1) &* period
     }
 
     /// The loop was seen to wake (its epoll instance, or out of its wait right after a look): a

@@ -91,8 +91,9 @@ final class EventLoopWatcher: @unchecked Sendable {
                 epollWatch.wait(milliseconds: milliseconds, into: &wakes)
             } else {
                 wakes = UnsafeLoopEpollWatch.Wakes()
-                _ = milliseconds < 0 ? interrupts.wait(timeout: .distantFuture)
+                let result = milliseconds < 0 ? interrupts.wait(timeout: .distantFuture)
                     : interrupts.wait(timeout: .now() + .milliseconds(Int(milliseconds)))
+                wakes.interrupted = result == .success
             }
 
             for key in wakes.loops {
@@ -101,9 +102,13 @@ final class EventLoopWatcher: @unchecked Sendable {
             for loop in current where loop.takeNudge() {
                 loop.watcherStep(.nudged, epollWatch)
             }
+            // A wait that timed out was for the earliest deadline: that one is due even when the
+            // coarse clock has not reached it yet (it ticks every 4 ms), or the watcher would wake
+            // again for the rest.
             let after = coarseNow()
+            let dueBy = wakes.timedOut ? max(after, deadline ?? after) : after
             for loop in current {
-                if let due = loop.watcherDeadline, due <= after { loop.watcherStep(.due, epollWatch) }
+                if let due = loop.watcherDeadline, due <= dueBy { loop.watcherStep(.due, epollWatch) }
             }
         }
     }
