@@ -142,7 +142,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 } else {
                     watched.waiting = .wake(wait)
                     watchState = .watching(watched)
-                    watcherDeadline = nextIdleLook(wait)
+                    watcherDeadline = nextIdleLook(wait, after: watcherDeadline)
                     return
                 }
             case (.loopWoke, .wake):
@@ -233,7 +233,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             let now = coarseNow()
             let wait = IdleWait(idleAt: now, seenWaiting: now, asleep: watched.files.readSchedStat(), nested: nested)
             watched.waiting = .wake(wait)
-            watcherDeadline = nextIdleLook(wait)
+            watcherDeadline = nextIdleLook(wait, after: nil)
             return
         }
     }
@@ -267,12 +267,13 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// idle; never after that (its wake alone wakes the watcher), unless its instance could not
     /// be nested (then the looks go on until the loop is found awake). The looks fall on multiples
     /// of the period, the same instants for every loop of a group: one wake-up of the watcher
-    /// looks at all its idle loops (at most a period apart still).
-    private func nextIdleLook(_ wait: IdleWait) -> UInt64? {
+    /// looks at all its idle loops (at most a period apart still). `served`: the look just made
+    /// was for that instant (the next is after it, even when the coarse clock has not reached it).
+    private func nextIdleLook(_ wait: IdleWait, after served: UInt64?) -> UInt64? {
         let now = coarseNow()
         guard !wait.nested || now &- wait.idleAt < Self.lookWindowNanoseconds else { return nil }
         let period = max(1_000_000, min(thresholdMicroseconds() * 1000 / 2, 60_000_000_000))
-        return (now / period + 1) &* period
+        return (max(now, served ?? 0) / period + 1) &* period
     }
 
     /// The loop was seen to wake (its epoll instance, or out of its wait right after a look): a
