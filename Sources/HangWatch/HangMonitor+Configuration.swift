@@ -37,6 +37,13 @@ extension HangMonitor {
         /// duration), and the pinging thread wakes once per threshold instead of once per
         /// interval. Default true (docs/sources.md; its idle cost in docs/performance.md, figure 12).
         public var looksAtQueueThreads = true
+        /// SwiftNIO event loops (HangWatchNIO): watch each idle loop's wake through an io_uring
+        /// poll of its epoll instance where io_uring is available (Linux 5.1+, not disabled by
+        /// `kernel.io_uring_disabled` or a sandbox): a wake is never lost, and an idle loop costs
+        /// nothing. Off, or io_uring unavailable: the loop's instance is nested in the watcher's,
+        /// a wake can be lost, and a loop is also looked at twice per threshold for its first
+        /// minute idle (docs/sources.md). Default true.
+        public var usesIoUring = true
         /// How long to wait for the hung thread to answer a capture signal. 1 ms ... 5 s. Default 100 ms.
         public var captureTimeout: Duration = .milliseconds(100)
         /// No hang is reported this soon after `start()`. 0 ... 1 h. Default 0.

@@ -125,7 +125,8 @@ public final class HangMonitor: Sendable {
             source: EventLoopActivitySource(
                 thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
                 intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
-                watcher: sharing?.loopWatcher(orMake: { EventLoopWatcher() }) ?? EventLoopWatcher(), enqueue: enqueue,
+                watcher: sharing?.loopWatcher(orMake: { [configuration] in EventLoopWatcher(usesIoUring: configuration.usesIoUring) })
+                    ?? EventLoopWatcher(usesIoUring: configuration.usesIoUring), enqueue: enqueue,
                 schedule: schedule))
     }
 
@@ -313,6 +314,16 @@ public final class HangMonitor: Sendable {
     /// captures). Immediate when started on the loop's own thread; otherwise the loop's next turn.
     public var isAttached: Bool {
         running.withLock { $0?.threadSlot.thread != nil }
+    }
+
+    /// Whether this process can make the io_uring an event-loop watcher polls idle loops' wakes
+    /// through (`Configuration.usesIoUring`).
+    package static var canPollLoopWakesThroughIoUring: Bool { UnsafeLoopWakeRing(entries: 1) != nil }
+
+    /// Whether the running source is an event loop whose idle wakes come through an io_uring
+    /// (never lost: `Configuration.usesIoUring`); nil when not running an event-loop source.
+    package var loopWakesThroughIoUring: Bool? {
+        running.withLock { ($0?.source as? EventLoopActivitySource)?.wakesThroughIoUring }
     }
 
     /// How the running source finds its edges now (`exact`, `ping`), as reports say in `edges`;

@@ -35,6 +35,11 @@ public final class EventLoopGroupMonitor: Sendable {
     /// each loop was seen waiting in `epoll_wait` (its first idle moment after the start).
     public var watchesEventLoopsExactly: Bool { monitors.allSatisfy { $0.sourceEdges == "exact" } }
 
+    /// Whether the loops' idle wakes are watched through an io_uring (never lost; an idle loop costs
+    /// nothing), rather than through nested epoll instances and looks (`Configuration.usesIoUring`,
+    /// and io_uring available).
+    public var watchesWakesThroughIoUring: Bool { monitors.allSatisfy { $0.loopWakesThroughIoUring == true } }
+
     /// Hangs detected on all loops.
     public var hangsDetected: Int { monitors.reduce(0) { $0 + $1.statistics.hangsDetected } }
 

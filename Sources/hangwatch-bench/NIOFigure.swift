@@ -98,6 +98,8 @@ struct NIOIdleFigure {
         var window: Phase
         var atRest: Phase
         var exact: Bool
+        /// Idle loops' wakes came through an io_uring (no looks at idle loops).
+        var ring: Bool
         /// Threads of this process named `hangwatch-*` while watched.
         var monitorThreads: Int
     }
@@ -144,6 +146,7 @@ struct NIOIdleFigure {
         let atRest = phase(seconds)
         return Measured(
             window: window, atRest: atRest, exact: watch?.watchesEventLoopsExactly ?? false,
+            ring: watch?.watchesWakesThroughIoUring ?? false,
             monitorThreads: Self.threads(prefixed: "hangwatch") - threadsBefore)
     }
 }

@@ -229,23 +229,50 @@ final class WatchedServer {
         })
     }
 
-    /// A wake of an idle loop can be lost (the nested wait checks the loop's instance for a ready
-    /// event after the wake, and the loop may have consumed it first): the looks at an idle loop
-    /// then find it. Blocks that begin more than a second after the loop went idle (past the
-    /// looks' first second, which was all there was) are each reported. Before the looks went on
-    /// for a minute after work, a server like this lost 5 to 7 of 40 such requests.
-    @Test func blocksArrivingLongAfterTheLoopWentIdleAreEachReported() throws {
-        let server = try WatchedServer("sparse") { $0.repeatWindow = .seconds(600) }
+    /// Blocks that begin long after their loop went idle, each reported. Nested in the watcher's
+    /// instance, a wake of an idle loop can be lost (the nested wait checks the loop's instance
+    /// for a ready event after the wake, and the loop may have consumed it first): the looks at an
+    /// idle loop then find it (blocks more than a second after the loop went idle: past the
+    /// looks' first second, which was all there was once; a server like this then lost 5 to 7 of
+    /// 40 such requests).
+    @Test func blocksArrivingLongAfterTheLoopWentIdleAreEachReportedWithNestedInstancesAndLooks() throws {
+        try sparseBlocks(usesIoUring: false) { watch, reports in
+            #expect(!watch.watchesWakesThroughIoUring)
+            #expect(reports.allSatisfy { $0.edges == "exact" || $0.edges == "sampled" })
+        }
+    }
+
+    /// Polled through io_uring, no wake is lost, and there are no looks at idle loops: every block
+    /// is reported, and every report's start is the loop's wake (`exact`; a look would say
+    /// `sampled`, and a lost wake would be a missed hang).
+    @Test(.enabled(if: HangMonitor.canPollLoopWakesThroughIoUring))
+    func blocksArrivingLongAfterTheLoopWentIdleAreEachReportedFromTheirWakeThroughIoUring() throws {
+        try sparseBlocks(usesIoUring: true) { watch, reports in
+            #expect(watch.watchesWakesThroughIoUring)
+            #expect(reports.allSatisfy { $0.edges == "exact" }, "\(reports.map { $0.edges ?? "-" })")
+        }
+    }
+
+    /// Ten blocking requests 1.2 s apart (new connections), each a hang of its own.
+    func sparseBlocks(usesIoUring: Bool, check: (EventLoopGroupMonitor, [HangReport]) -> Void) throws {
+        let server = try WatchedServer("sparse-\(usesIoUring)") {
+            $0.repeatWindow = .zero
+            $0.reportBurst = 20
+            $0.usesIoUring = usesIoUring
+        }
         defer { server.close() }
-        let (watch, port) = (server.watch, server.port)
+        let (directory, watch, port) = (server.directory, server.watch, server.port)
         #expect(Eventually.holds { watch.watchesEventLoopsExactly })
         let requests = 10
         for _ in 0..<requests {
-            // (The scenario itself: the loops idle for longer than the looks' first second.)
+            // (The scenario itself: the loops idle for longer than a second.)
             Thread.sleep(forTimeInterval: 1.2)
             #expect(Self.get(port, "/block"))
         }
         #expect(Eventually.holds { watch.hangsDetected == requests }, "detected \(watch.hangsDetected) of \(requests)")
+        let reports = ReportDirectory(path: directory).waitForFinished(requests)
+        #expect(reports.count == requests)
+        check(watch, reports)
     }
 
     /// The loops' own epoll instances are watched: a block is reported from the loop's wake to

@@ -38,6 +38,12 @@ import Testing
         #expect(!off.looksAtQueueThreads)
     }
 
+    @Test func ioUringIsUsedByDefaultAndCanBeTurnedOff() throws {
+        #expect(HangMonitor.Configuration(serviceName: "svc").usesIoUring)
+        let off = try HangMonitor.Configuration.load(serviceName: "svc", environment: ["HANGWATCH_IO_URING": "no"])
+        #expect(!off.usesIoUring)
+    }
+
     @Test func environmentOverridesDefaults() throws {
         let configuration = try HangMonitor.Configuration.load(
             serviceName: "billing",
@@ -88,6 +94,7 @@ import Testing
         ("HANGWATCH_MAX_REPORT_BYTES", "1KiB", "at least 64 KiB"),
         ("HANGWATCH_ENABLED", "maybe", "expected true or false"),
         ("HANGWATCH_QUEUE_LOOKS", "often", "expected true or false"),
+        ("HANGWATCH_IO_URING", "sometimes", "expected true or false"),
     ])
     func rejectsInvalidValuesNamingTheKey(_ key: String, _ value: String, _ reason: String) {
         do {

@@ -69,13 +69,14 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         /// The idle loop's wake (`waitForLoop`).
         case wake(IdleWait)
     }
-    /// An idle loop's wait: its instance in the watcher's (unless `nested` failed), and the looks
-    /// of its first minute idle.
+    /// An idle loop's wait: its instance polled or nested in the watcher's (unless `nested`
+    /// failed), and, unless its wake is `certain` (polled), the looks of its first minute idle.
     private struct IdleWait {
         let idleAt: UInt64
         var seenWaiting: UInt64
         var asleep: ProcTask.SchedStat?
         let nested: Bool
+        let certain: Bool
     }
     private var watchState = Watch.learning(files: nil)
     /// When the watcher must step this loop next (`CLOCK_MONOTONIC_COARSE` ns); nil: only for news.
@@ -103,6 +104,9 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     var hasExactEdges: Bool { exactEdges.load(ordering: .acquiring) }
 
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
+
+    /// Whether the loop's idle wakes come through the watcher's io_uring (never lost).
+    var wakesThroughIoUring: Bool { watcher.pollsThroughRing }
 
     func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
         self.latch = latch
@@ -231,7 +235,10 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 continue
             }
             let now = coarseNow()
-            let wait = IdleWait(idleAt: now, seenWaiting: now, asleep: watched.files.readSchedStat(), nested: nested)
+            let certain = nested && watched.registration.wakeIsCertain
+            let wait = IdleWait(
+                idleAt: now, seenWaiting: now, asleep: certain ? nil : watched.files.readSchedStat(), nested: nested,
+                certain: certain)
             watched.waiting = .wake(wait)
             watcherDeadline = nextIdleLook(wait, after: nil)
             return
@@ -271,7 +278,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// was for that instant (the next is after it, even when the coarse clock has not reached it).
     private func nextIdleLook(_ wait: IdleWait, after served: UInt64?) -> UInt64? {
         let now = coarseNow()
-        guard !wait.nested || now &- wait.idleAt < Self.lookWindowNanoseconds else { return nil }
+        guard !wait.certain, !wait.nested || now &- wait.idleAt < Self.lookWindowNanoseconds else { return nil }
         let period = max(1_000_000, min(thresholdMicroseconds() * 1000 / 2, 60_000_000_000))
         return (max(now, served ?? 0) / period + 1) &* period
     }

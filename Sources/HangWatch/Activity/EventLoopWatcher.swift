@@ -9,7 +9,7 @@ import Synchronization
 final class EventLoopWatcher: @unchecked Sendable {
     /// Nil when this process could not make one (out of descriptors): the loops are then pinged
     /// (`EventLoopActivitySource`'s fallback), and waits are on `interrupts`.
-    private let epollWatch = UnsafeLoopEpollWatch()
+    private let epollWatch: UnsafeLoopEpollWatch?
     private let interrupts = DispatchSemaphore(value: 0)
     private struct Loops {
         var loops: [EventLoopActivitySource] = []
@@ -19,9 +19,15 @@ final class EventLoopWatcher: @unchecked Sendable {
     private let loops = Mutex(Loops())
     private let coarseNow: @Sendable () -> UInt64
 
-    init(coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds) {
+    /// `usesIoUring`: idle loops' wakes through an io_uring where one can be made
+    /// (`UnsafeLoopWakeRing`), else through nested epoll instances.
+    init(usesIoUring: Bool = true, coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds) {
+        epollWatch = UnsafeLoopEpollWatch(polling: usesIoUring)
         self.coarseNow = coarseNow
     }
+
+    /// Whether idle loops' wakes come through an io_uring (never lost).
+    var pollsThroughRing: Bool { epollWatch?.pollsThroughRing ?? false }
 
     /// The watcher thread's name (15 bytes at most).
     static let threadName = "hangwatch-loop"

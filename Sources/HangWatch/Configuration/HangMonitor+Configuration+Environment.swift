@@ -61,6 +61,7 @@ extension HangMonitor.Configuration {
         case loopHistogram = "HANGWATCH_LOOP_HISTOGRAM"
         case concurrencyPool = "HANGWATCH_CONCURRENCY_POOL"
         case queueLooks = "HANGWATCH_QUEUE_LOOKS"
+        case ioUring = "HANGWATCH_IO_URING"
     }
 
     typealias Setting = (key: String, value: String, line: Int)
@@ -114,6 +115,9 @@ extension HangMonitor.Configuration {
             case .queueLooks:
                 guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
                 looksAtQueueThreads = flag
+            case .ioUring:
+                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
+                usesIoUring = flag
             case .service:
                 serviceName = value
             case .threshold:

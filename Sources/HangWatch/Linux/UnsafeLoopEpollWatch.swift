@@ -5,16 +5,22 @@ import HangWatchReport
 import Glibc
 #endif
 
-/// Sleeps until one of several event loops wakes, without waking them: each loop's own epoll
-/// instance (its file descriptor, learnt from `/proc` while the loop waits on it) is added to one
-/// epoll instance of ours, edge-triggered, with the loop's key. Epoll instances nest: ours becomes
-/// readable the moment a loop's has an event ready, which is the moment the loop's `epoll_wait`
-/// returns; reading ours takes nothing from the loop. An idle loop costs nothing; each wake of a
-/// loop wakes the watcher once, except when the loop consumes the event before our wait checks for
-/// it (the check comes after the wake): then our wait goes on, and only a look finds the loop
-/// awake (`EventLoopActivitySource`).
+/// Sleeps until one of several event loops wakes, without waking them. Each loop's own epoll
+/// instance (its file descriptor, learnt from `/proc` while the loop waits on it) is watched with
+/// the loop's key, in one of two ways:
+/// - **polled through an io_uring** (`UnsafeLoopWakeRing`, whose descriptor is in our epoll
+///   instance), where one can be made: a poll completes at the loop's wake and its completion
+///   waits in the ring until read, so no wake is lost;
+/// - else **nested**: added to our epoll instance, edge-triggered. Epoll instances nest: ours
+///   becomes readable the moment a loop's has an event ready, which is the moment the loop's
+///   `epoll_wait` returns; reading ours takes nothing from the loop. Each wake of a loop wakes the
+///   watcher once, except when the loop consumes the event before our wait checks for it (the
+///   check comes after the wake): then our wait goes on, and only a look finds the loop awake
+///   (`EventLoopActivitySource`).
 ///
-/// A loop's instance is in ours only while the watcher waits for that loop to wake
+/// Either way an idle loop costs nothing.
+///
+/// A loop's instance is polled or nested only while the watcher waits for that loop to wake
 /// (`Registration.nest()`): while it is nested, every event the loop gets also runs our instance's
 /// wake-up in the kernel, on the thread that delivers the event (about 0.1 µs per event here). A
 /// busy loop is left out (`unnest()`); putting it back costs about 1.6 µs, once per return to idle.
@@ -30,9 +36,17 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
     private let nudgeEvent: Int32
     private static let interruptKey: UInt64 = 0
     private static let nudgeKey: UInt64 = 1
+    private static let ringKey: UInt64 = 2
     /// Keys of registrations start here.
-    private static let firstLoopKey: UInt64 = 2
+    private static let firstLoopKey: UInt64 = 3
     private var nextKey = firstLoopKey
+    /// Polls idle loops' instances where io_uring is available: their wakes are then never lost
+    /// (`UnsafeLoopWakeRing`); nil: they are nested in ours.
+    private let ring: UnsafeLoopWakeRing?
+    /// Keys of the loops whose poll is pending in the ring.
+    private var armed: Set<UInt64> = []
+    /// Keys of the loops whose poll the ring refused: nested from then on.
+    private var unpolled: Set<UInt64> = []
 
     /// What one wait saw.
     struct Wakes {
@@ -45,8 +59,10 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
         var timedOut: Bool { loops.isEmpty && !nudged && !interrupted }
     }
 
-    /// Nil when one of our descriptors cannot be made.
-    init?() {
+    /// Nil when one of our descriptors cannot be made. `polling`: poll idle loops through an
+    /// io_uring where one can be made.
+    init?(polling: Bool = true) {
+        ring = polling ? UnsafeLoopWakeRing() : nil
         watching = epoll_create1(Int32(EPOLL_CLOEXEC))
         interruptEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         nudgeEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
@@ -58,7 +74,13 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
         nudgeInterest.data.u64 = Self.nudgeKey
         guard watching >= 0, interruptEvent >= 0, nudgeEvent >= 0,
             epoll_ctl(watching, EPOLL_CTL_ADD, interruptEvent, &interruptInterest) == 0,
-            epoll_ctl(watching, EPOLL_CTL_ADD, nudgeEvent, &nudgeInterest) == 0
+            epoll_ctl(watching, EPOLL_CTL_ADD, nudgeEvent, &nudgeInterest) == 0,
+            ring.map({ ring in
+                var ringInterest = epoll_event()
+                ringInterest.events = EPOLLIN.rawValue
+                ringInterest.data.u64 = Self.ringKey
+                return epoll_ctl(watching, EPOLL_CTL_ADD, ring.descriptor, &ringInterest) == 0
+            }) ?? true
         else {
             // (Every descriptor is set by now, so `deinit` runs and closes them: closing them here
             // as well closed them twice, and the second close could take a descriptor the process
@@ -71,41 +93,62 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
         for fd in [watching, interruptEvent, nudgeEvent] where fd >= 0 { close(fd) }
     }
 
-    /// One loop's epoll instance, held for the watch (nested or not). Only the watching thread uses
-    /// it; its duplicate is closed when it goes.
+    /// Whether the loops' wakes come through the ring (never lost), rather than through nested
+    /// instances (lost now and then: the watcher then also looks at idle loops).
+    var pollsThroughRing: Bool { ring != nil }
+
+    /// One loop's epoll instance, held for the watch (polled, nested or neither). Only the watching
+    /// thread uses it; its duplicate is closed when it goes.
     final class Registration {
         let key: UInt64
         private let loop: Int32
-        private let watching: Int32
+        private unowned let watch: UnsafeLoopEpollWatch
         /// The loop's instance is in ours.
-        private(set) var nested = false
+        private var nested = false
 
-        fileprivate init(key: UInt64, loop: Int32, watching: Int32) {
+        fileprivate init(key: UInt64, loop: Int32, watch: UnsafeLoopEpollWatch) {
             self.key = key
             self.loop = loop
-            self.watching = watching
+            self.watch = watch
         }
 
         deinit {
-            if nested { _ = epoll_ctl(watching, EPOLL_CTL_DEL, loop, nil) }
+            if nested { _ = epoll_ctl(watch.watching, EPOLL_CTL_DEL, loop, nil) }
+            if watch.armed.remove(key) != nil { watch.ring?.cancel(key: key) }
+            watch.unpolled.remove(key)
             close(loop)
         }
 
-        /// Puts the loop's instance in ours, before waiting for the loop to wake: a wake from now
-        /// on is news, and one pending now (events the loop has not taken yet) makes ours readable
-        /// at once. False when it cannot be put in (then only looks can see the loop wake).
+        /// Whether a wake of the loop from now on is sure to reach the watcher (polled through the
+        /// ring), rather than nested (a wake can be lost) or neither.
+        var wakeIsCertain: Bool { watch.ring != nil && !watch.unpolled.contains(key) }
+
+        /// Watches the loop's instance for its wake, before waiting for the loop to wake: a wake
+        /// from now on is news, and one pending now (events the loop has not taken yet) is seen
+        /// at once. Polled through the ring (once; a poll still pending from before stays), else
+        /// nested in ours. False when neither is possible (then only looks can see the loop wake).
         func nest() -> Bool {
+            if let ring = watch.ring, !watch.unpolled.contains(key) {
+                if watch.armed.contains(key) { return true }
+                if ring.arm(loop, key: key) {
+                    watch.armed.insert(key)
+                    return true
+                }
+                watch.unpolled.insert(key)
+            }
             guard !nested else { return true }
             var loopInterest = epoll_event()
             loopInterest.events = EPOLLIN.rawValue | EPOLLET.rawValue
             loopInterest.data.u64 = key
-            nested = epoll_ctl(watching, EPOLL_CTL_ADD, loop, &loopInterest) == 0
+            nested = epoll_ctl(watch.watching, EPOLL_CTL_ADD, loop, &loopInterest) == 0
             return nested
         }
 
-        /// Takes the loop's instance out of ours (the loop is busy: its events are not news).
+        /// Takes the loop's instance out of ours (the loop is busy: its events are not news). A
+        /// poll in the ring stays pending: it completes at the loop's next wake, and the watcher
+        /// takes that for what it is.
         func unnest() {
-            if nested, epoll_ctl(watching, EPOLL_CTL_DEL, loop, nil) == 0 { nested = false }
+            if nested, epoll_ctl(watch.watching, EPOLL_CTL_DEL, loop, nil) == 0 { nested = false }
         }
     }
 
@@ -119,7 +162,7 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
             return nil
         }
         defer { nextKey += 1 }
-        return Registration(key: nextKey, loop: duplicate, watching: watching)
+        return Registration(key: nextKey, loop: duplicate, watch: self)
     }
 
     /// `anon_inode:[eventpoll]` behind `descriptor`.
@@ -148,6 +191,14 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
                         var value: UInt64 = 0
                         _ = read(nudgeEvent, &value, 8)
                         wakes.nudged = true
+                    case Self.ringKey:
+                        ring?.drain { key, result in
+                            guard key != UnsafeLoopWakeRing.cancelKey, armed.remove(key) != nil else { return }
+                            // A poll the kernel refused: that loop is nested from now on (and
+                            // stepped now, to be watched again).
+                            if result < 0 { unpolled.insert(key) }
+                            wakes.loops.append(key)
+                        }
                     default: wakes.loops.append(event.data.u64)
                     }
                 }
