@@ -257,7 +257,7 @@ if wanted("16") {
         "\(on.atRest.contextSwitches), \(format(on.atRest.cpuMilliseconds, 1)) ms", "(documented)")
     let added = Double(on.atRest.contextSwitches - off.atRest.contextSwitches) * 10 / seconds
     add("16", "  switches added by watching, per 10 s", format(added, 0), "<= 2", added <= 2)
-    add("16", "  watched, in the first minute idle (wakes through io_uring: \(on.ring ? "yes, no looks" : "no, looks every half threshold"))",
+    add("16", "  watched, first minute idle (io_uring: \(on.ring ? "yes, no looks" : "no, looks"))",
         "\(on.window.contextSwitches), \(format(on.window.cpuMilliseconds, 1)) ms", "(documented)")
     add("16", "  the monitor's threads for the group", "\(on.monitorThreads)", "2 (was 2 per loop)", on.monitorThreads == 2)
 }
