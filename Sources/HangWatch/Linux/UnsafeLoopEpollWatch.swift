@@ -102,7 +102,7 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
     final class Registration {
         let key: UInt64
         private let loop: Int32
-        private unowned let watch: UnsafeLoopEpollWatch
+        private let watch: UnsafeLoopEpollWatch
         /// The loop's instance is in ours.
         private var nested = false
 
