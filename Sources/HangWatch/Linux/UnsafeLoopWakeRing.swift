@@ -1,4 +1,5 @@
 import CEpoll
+import HangWatchReport
 
 #if canImport(Glibc)
 import Glibc
@@ -123,9 +124,7 @@ final class UnsafeLoopWakeRing {
         entries[Int(index)] = entry
         word(ringBase, offsets.array).advanced(by: Int(index)).pointee = index
         hw_ring_store_release(word(ringBase, offsets.tail), tail &+ 1)
-        var submitted: Int32
-        repeat { submitted = hw_io_uring_enter(descriptor, 1, 0, 0) } while submitted < 0 && errno == EINTR
-        guard submitted == 1 else { return false }
+        guard (try? SystemCall.check("io_uring_enter") { hw_io_uring_enter(descriptor, 1, 0, 0) }) == 1 else { return false }
         pending += 1
         return true
     }
