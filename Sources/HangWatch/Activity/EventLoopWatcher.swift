@@ -110,9 +110,10 @@ final class EventLoopWatcher: @unchecked Sendable {
             }
             // A wait that timed out was for the earliest deadline: that one is due even when the
             // coarse clock has not reached it yet (it ticks every 4 ms), or the watcher would wake
-            // again for the rest.
+            // again for the rest. (Not a wait cut to a minute: its deadline is still ahead.)
             let after = coarseNow()
-            let dueBy = wakes.timedOut ? max(after, deadline ?? after) : after
+            let reached = deadline.map { $0 <= now &+ 60_000_000_000 } ?? false
+            let dueBy = wakes.timedOut && reached ? max(after, deadline ?? after) : after
             for loop in current {
                 if let due = loop.watcherDeadline, due <= dueBy { loop.watcherStep(.due, epollWatch) }
             }
