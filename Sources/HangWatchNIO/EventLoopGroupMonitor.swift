@@ -7,7 +7,9 @@ import NIOCore
 /// blocked (one blocking call stalls every connection on it): its thread is captured and the
 /// report names it (`thread.name`, e.g. `NIO-ELT-0-#3`), with `source` `nio-eventloop`. The loops
 /// report through one writer: one rate limit, and the same culprit on two loops is one report
-/// with its repeats.
+/// with its repeats. However many loops, the group costs two threads: one watchdog, and one
+/// watcher of every loop's epoll instance (polled through io_uring where available:
+/// `Configuration.usesIoUring`).
 ///
 /// ```swift
 /// let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
