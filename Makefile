@@ -81,7 +81,7 @@ TIMED_TESTS := HangWatchTests|HangWatchNIOTests
 # C library went unnamed (no error) twice in ~8 runs beside the other suites, never alone; see the
 # closing note of issue 15.
 SERIAL_TESTS := SpoolKeeperNamingTests
-UNTIMED_IN_TIMED := StackCorpusTests|PoolWatchTests|PoolWatchRestTests|HeldJobTrackerTests|ReportBuilderPoolTests|DemoEndToEndTests|WatchdogTests|WatchdogLanesTests|ScriptedReportPathTests|QueuePingTests|QueueEdgesTests|ActivityLatchTests|HangDetectorTests|ReportBuilderTests|ReportPolicyTests|ConfigurationTests|ProcTaskTests|HeaviestPathTests|SharedLayoutTests|CodeStructureTests|BenchHarnessTests|ProcessFaultTests/killingTheWriter
+UNTIMED_IN_TIMED := StackCorpusTests|PoolWatchTests|PoolWatchRestTests|HeldJobTrackerTests|ReportBuilderPoolTests|DemoEndToEndTests|WatchdogTests|WatchdogLanesTests|LoopWakeRingTests|ScriptedReportPathTests|QueuePingTests|QueueEdgesTests|ActivityLatchTests|HangDetectorTests|ReportBuilderTests|ReportPolicyTests|ConfigurationTests|ProcTaskTests|HeaviestPathTests|SharedLayoutTests|CodeStructureTests|BenchHarnessTests|ProcessFaultTests/killingTheWriter
 
 test: deps test-deps
 	$(SWIFT) build --build-tests

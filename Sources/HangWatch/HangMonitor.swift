@@ -318,7 +318,7 @@ public final class HangMonitor: Sendable {
 
     /// Whether this process can make the io_uring an event-loop watcher polls idle loops' wakes
     /// through (`Configuration.usesIoUring`).
-    package static var canPollLoopWakesThroughIoUring: Bool { UnsafeLoopWakeRing(entries: 1) != nil }
+    package static var canPollLoopWakesThroughIoUring: Bool { (try? UnsafeLoopWakeRing(entries: 1)) != nil }
 
     /// Whether the running source is an event loop whose idle wakes come through an io_uring
     /// (never lost: `Configuration.usesIoUring`); nil when not running an event-loop source.

@@ -41,4 +41,7 @@ package final class MonitorSharing: Sendable {
             return made
         }
     }
+
+    /// How the shared event-loop watcher watches idle loops' wakes (nil before one was made).
+    package var loopWakeMethod: String? { loopWatcher.withLock { $0?.wakeMethod } }
 }

@@ -77,6 +77,11 @@ extension HangMonitor {
             for monitor in monitors { monitor.stop() }
             throw error
         }
+        if configuration.isEnabled, let method = sharing.loopWakeMethod {
+            logger.info(
+                "event loops watched: \(monitors.count), one watchdog and one watcher thread; \(method)",
+                metadata: ["hangwatch.service": "\(configuration.serviceName)"])
+        }
         return EventLoopGroupMonitor(monitors: monitors)
     }
 }

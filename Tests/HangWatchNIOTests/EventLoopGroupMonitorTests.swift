@@ -253,6 +253,31 @@ final class WatchedServer {
         }
     }
 
+    /// The group's start says how idle loops' wakes are watched, and why not through io_uring when
+    /// not: an operator can tell whether a wake can be lost.
+    @Test(arguments: [false, true]) func theStartSaysHowIdleLoopsWakesAreWatched(_ usesIoUring: Bool) throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-log-\(getpid())-\(usesIoUring)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
+        configuration.watchesConcurrencyPool = false
+        configuration.usesIoUring = usesIoUring
+        let log = LogRecorder()
+        let watch = try HangMonitor.watch(group, configuration: configuration, logger: log.logger)
+        watch.stop()
+        let started = log.all.filter { $0.message.hasPrefix("event loops watched: 2, one watchdog and one watcher thread; ") }
+        try #require(started.count == 1, "\(log.all.map(\.message))")
+        let message = started[0].message
+        if !usesIoUring {
+            #expect(message.hasSuffix("io_uring off by configuration (HANGWATCH_IO_URING=no)"), "\(message)")
+        } else if HangMonitor.canPollLoopWakesThroughIoUring {
+            #expect(message.hasSuffix("idle loops' wakes through io_uring (never lost)"), "\(message)")
+        } else {
+            #expect(message.contains("io_uring unavailable: io_uring_setup"), "\(message)")
+        }
+    }
+
     /// Ten blocking requests 1.2 s apart (new connections), each a hang of its own.
     func sparseBlocks(usesIoUring: Bool, check: (EventLoopGroupMonitor, [HangReport]) -> Void) throws {
         let server = try WatchedServer("sparse-\(usesIoUring)") {

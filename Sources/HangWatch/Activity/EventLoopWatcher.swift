@@ -29,6 +29,14 @@ final class EventLoopWatcher: @unchecked Sendable {
     /// Whether idle loops' wakes come through an io_uring (never lost).
     var pollsThroughRing: Bool { epollWatch?.pollsThroughRing ?? false }
 
+    /// How idle loops' wakes reach the watcher, and why not through io_uring if not: what the
+    /// group's start logs.
+    var wakeMethod: String {
+        guard let epollWatch else { return "loops pinged only: no epoll instance could be made for the watcher" }
+        guard let reason = epollWatch.ringUnavailable else { return "idle loops' wakes through io_uring (never lost)" }
+        return "idle loops' wakes through nested epoll instances, with looks for a minute after work (a wake can be lost): \(reason)"
+    }
+
     /// The watcher thread's name (15 bytes at most).
     static let threadName = "hangwatch-loop"
 

@@ -59,10 +59,25 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
         var timedOut: Bool { loops.isEmpty && !nudged && !interrupted }
     }
 
+    /// Why idle loops' wakes are not polled through an io_uring (`polling` false, or the ring
+    /// could not be made); nil when they are.
+    let ringUnavailable: String?
+
     /// Nil when one of our descriptors cannot be made. `polling`: poll idle loops through an
     /// io_uring where one can be made.
     init?(polling: Bool = true) {
-        ring = polling ? UnsafeLoopWakeRing() : nil
+        if polling {
+            do {
+                ring = try UnsafeLoopWakeRing()
+                ringUnavailable = nil
+            } catch {
+                ring = nil
+                ringUnavailable = "io_uring unavailable: \(error.description)"
+            }
+        } else {
+            ring = nil
+            ringUnavailable = "io_uring off by configuration (HANGWATCH_IO_URING=no)"
+        }
         watching = epoll_create1(Int32(EPOLL_CLOEXEC))
         interruptEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         nudgeEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))

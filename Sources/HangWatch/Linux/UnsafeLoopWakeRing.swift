@@ -17,7 +17,7 @@ import Glibc
 /// descriptor is readable while completions wait, and sits in the watcher's epoll instance.
 ///
 /// Where io_uring is unavailable (kernels before 5.1, `kernel.io_uring_disabled`, container
-/// sandboxes that filter it out), `init` returns nil and the watcher nests the instances and looks.
+/// sandboxes that filter it out), `init` throws why and the watcher nests the instances and looks.
 ///
 /// Unsafe: it maps memory the kernel shares and writes submission entries into it; only the
 /// watcher's thread uses it. One poll per loop is pending at most, so the queues never fill
@@ -34,47 +34,40 @@ final class UnsafeLoopWakeRing {
     /// Polls submitted and not completed yet.
     private var pending = 0
 
-    init?(entries wanted: UInt32 = 256) {
+    init(entries wanted: UInt32 = 256) throws(SystemCallError) {
         var params = io_uring_params()
-        let descriptor = hw_io_uring_setup(wanted, &params)
-        guard descriptor >= 0 else { return nil }
+        let descriptor = try SystemCall.check("io_uring_setup", retryingInterrupted: false) { hw_io_uring_setup(wanted, &params) }
         let singleMap = params.features & UInt32(IORING_FEAT_SINGLE_MMAP) != 0
         let submissionLength = Int(params.sq_off.array) + Int(params.sq_entries) * MemoryLayout<UInt32>.stride
         let completionLength = Int(params.cq_off.cqes) + Int(params.cq_entries) * MemoryLayout<io_uring_cqe>.stride
         let ringLength = singleMap ? max(submissionLength, completionLength) : submissionLength
-        let map = { (length: Int, offset: UInt64) -> UnsafeMutableRawPointer? in
-            let pointer = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, descriptor, off_t(offset))
-            return pointer == MAP_FAILED ? nil : pointer
+        let map = { (length: Int, offset: UInt64) throws(SystemCallError) -> UnsafeMutableRawPointer in
+            try SystemCall.check("mmap") { () -> UnsafeMutableRawPointer? in
+                let pointer = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, descriptor, off_t(offset))
+                return pointer == MAP_FAILED ? nil : pointer
+            }
         }
-        guard let ring = map(ringLength, UInt64(IORING_OFF_SQ_RING)) else {
+        var mapped: [(UnsafeMutableRawPointer, Int)] = []
+        do {
+            let ring = try map(ringLength, UInt64(IORING_OFF_SQ_RING))
+            mapped.append((ring, ringLength))
+            let completions = singleMap ? ring : try map(completionLength, UInt64(IORING_OFF_CQ_RING))
+            if !singleMap { mapped.append((completions, completionLength)) }
+            let entriesLength = Int(params.sq_entries) * MemoryLayout<io_uring_sqe>.stride
+            let submissions = try map(entriesLength, IORING_OFF_SQES)
+            self.descriptor = descriptor
+            self.params = params
+            ringBase = ring
+            self.ringLength = ringLength
+            completionBase = completions
+            self.completionLength = singleMap ? 0 : completionLength
+            self.entries = submissions.bindMemory(to: io_uring_sqe.self, capacity: Int(params.sq_entries))
+            self.entriesLength = entriesLength
+        } catch {
+            for (pointer, length) in mapped { munmap(pointer, length) }
             close(descriptor)
-            return nil
+            throw error
         }
-        let completions: UnsafeMutableRawPointer
-        if singleMap {
-            completions = ring
-        } else if let mapped = map(completionLength, UInt64(IORING_OFF_CQ_RING)) {
-            completions = mapped
-        } else {
-            munmap(ring, ringLength)
-            close(descriptor)
-            return nil
-        }
-        let entriesLength = Int(params.sq_entries) * MemoryLayout<io_uring_sqe>.stride
-        guard let submissions = map(entriesLength, IORING_OFF_SQES) else {
-            if !singleMap { munmap(completions, completionLength) }
-            munmap(ring, ringLength)
-            close(descriptor)
-            return nil
-        }
-        self.descriptor = descriptor
-        self.params = params
-        ringBase = ring
-        self.ringLength = ringLength
-        completionBase = completions
-        self.completionLength = singleMap ? 0 : completionLength
-        self.entries = submissions.bindMemory(to: io_uring_sqe.self, capacity: Int(params.sq_entries))
-        self.entriesLength = entriesLength
     }
 
     deinit {
