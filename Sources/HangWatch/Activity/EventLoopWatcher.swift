@@ -11,12 +11,8 @@ final class EventLoopWatcher: @unchecked Sendable {
     /// (`EventLoopActivitySource`'s fallback), and waits are on `interrupts`.
     private let epollWatch: UnsafeLoopEpollWatch?
     private let interrupts = DispatchSemaphore(value: 0)
-    private struct Loops {
-        var loops: [EventLoopActivitySource] = []
-        /// The thread runs (it exits when its last loop leaves).
-        var threadRuns = false
-    }
-    private let loops = Mutex(Loops())
+    /// The thread, while it has loops (it exits when its last loop leaves).
+    private let thread = OnDemandThread<EventLoopActivitySource>(name: EventLoopWatcher.threadName, stackSize: 256 << 10)
     private let coarseNow: @Sendable () -> UInt64
 
     /// `usesIoUring`: idle loops' wakes through an io_uring where one can be made
@@ -42,16 +38,7 @@ final class EventLoopWatcher: @unchecked Sendable {
 
     /// Watches `loop` from now on, starting the thread if none runs.
     func add(_ loop: EventLoopActivitySource) {
-        let start = loops.withLock { state -> Bool in
-            state.loops.append(loop)
-            defer { state.threadRuns = true }
-            return !state.threadRuns
-        }
-        if start {
-            NamedThread.start(Self.threadName, stackSize: 256 << 10) { [self] in run() }
-        } else {
-            interrupt()
-        }
+        if !thread.add(loop, body: { [self] in run() }) { interrupt() }
     }
 
     /// Lets go of `loop` (it was stopped): the thread drops it at its next turn, which this brings
@@ -59,9 +46,6 @@ final class EventLoopWatcher: @unchecked Sendable {
     func remove(_ loop: EventLoopActivitySource) {
         interrupt()
     }
-
-    /// The loops watched now (tests).
-    var loopCount: Int { loops.withLock { $0.loops.count } }
 
     /// A loop answered a ping the watcher waits for (the loop flagged itself first).
     func nudge() {
@@ -76,22 +60,11 @@ final class EventLoopWatcher: @unchecked Sendable {
         var started: [ObjectIdentifier] = []
         var wakes = UnsafeLoopEpollWatch.Wakes()
         while true {
-            var removed: [EventLoopActivitySource] = []
-            guard let current = loops.withLock({ state -> [EventLoopActivitySource]? in
-                removed = state.loops.filter(\.isStopped)
-                state.loops.removeAll { $0.isStopped }
-                if state.loops.isEmpty {
-                    state.threadRuns = false
-                    return nil
-                }
-                return state.loops
-            }) else {
-                for loop in removed { loop.watcherRemoved() }
-                return
-            }
             // Loops stopped since the last turn let go of their epoll instances (on this thread,
             // the only one that nests and unnests them); new ones start.
+            let (current, removed) = thread.turn(dropping: \.isStopped)
             for loop in removed { loop.watcherRemoved() }
+            guard !current.isEmpty else { return }
             started.removeAll { id in removed.contains { ObjectIdentifier($0) == id } }
             for loop in current where !started.contains(ObjectIdentifier(loop)) {
                 started.append(ObjectIdentifier(loop))

@@ -29,12 +29,9 @@ final class Watchdog: @unchecked Sendable {
     /// Posted by every lane's latch (a loop leaving idle while parked) and by control calls; the
     /// latches of the lanes are made with it (`ActivityLatch(…, wake:)`).
     let wake: DispatchSemaphore
-    private struct Lanes {
-        var lanes: [WatchdogLane] = []
-        /// The thread runs (it exits when its last lane leaves; the next `add` starts another).
-        var threadRuns = false
-    }
-    private let lanes = Mutex(Lanes())
+    /// The thread, while it has lanes (it exits when its last lane leaves; the next `add` starts
+    /// another).
+    private let thread: OnDemandThread<WatchdogLane>
     /// Numbers hangs across every monitor in the process, so report ids (and file names) of
     /// monitors sharing a directory never collide.
     private static let hangSequence = Atomic<Int>(0)
@@ -51,7 +48,7 @@ final class Watchdog: @unchecked Sendable {
     init(environment: any WatchdogEnvironment, wake: DispatchSemaphore = DispatchSemaphore(value: 0), lanes: [WatchdogLane] = []) {
         self.environment = environment
         self.wake = wake
-        self.lanes.withLock { $0.lanes = lanes }
+        thread = OnDemandThread(name: Self.threadName, stackSize: 1 << 20, members: lanes)
     }
 
     /// A watchdog of one source, whose latch was made with its own semaphore (tests run it with
@@ -75,16 +72,7 @@ final class Watchdog: @unchecked Sendable {
 
     /// Watches `lane` from now on (its latch must post `wake`), starting the thread if none runs.
     func add(_ lane: WatchdogLane) {
-        let start = lanes.withLock { state -> Bool in
-            state.lanes.append(lane)
-            defer { state.threadRuns = true }
-            return !state.threadRuns
-        }
-        if start {
-            NamedThread.start(Self.threadName, stackSize: 1 << 20) { [self] in self.run() }
-        } else {
-            wake.signal()
-        }
+        if !thread.add(lane, body: { [self] in run() }) { wake.signal() }
     }
 
     /// Waits for `lane` to finish after its `control.stopRequested` was set (a hang in progress is
@@ -94,23 +82,17 @@ final class Watchdog: @unchecked Sendable {
         lane.finished.wait()
     }
 
-    /// The lanes watched now (tests).
-    var laneCount: Int { lanes.withLock { $0.lanes.count } }
-
     /// Steps every lane and waits, until no lane is left (each leaves once stopped).
     func run() {
+        var done: [WatchdogLane] = []
         while true {
-            guard let current = lanes.withLock({ state -> [WatchdogLane]? in
-                if state.lanes.isEmpty {
-                    state.threadRuns = false
-                    return nil
-                }
-                return state.lanes
-            }) else { return }
+            let (current, dropped) = thread.turn(dropping: { lane in done.contains { $0 === lane } })
+            for lane in dropped { lane.finished.signal() }
+            guard !current.isEmpty else { return }
+            done = []
             var deadline: UInt64?
             var timed = false
             var parked: [(WatchdogLane, ActivitySnapshot)] = []
-            var done: [WatchdogLane] = []
             for lane in current {
                 switch lane.advance(environment) {
                 case .finished:
@@ -123,11 +105,7 @@ final class Watchdog: @unchecked Sendable {
                     if let time { deadline = min(deadline ?? time, time) }
                 }
             }
-            if !done.isEmpty {
-                lanes.withLock { state in state.lanes.removeAll { lane in done.contains { $0 === lane } } }
-                for lane in done { lane.finished.signal() }
-                continue
-            }
+            if !done.isEmpty { continue }  // (they leave at the next turn)
             // Parking is the latches' handshake: announce, then re-read. A loop that moved since
             // its lane looked (or a stop requested meanwhile) means look again now.
             var block = true
