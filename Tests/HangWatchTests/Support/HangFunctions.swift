@@ -17,10 +17,13 @@ func spinInTestHang(milliseconds: Int, unless stop: SpinStop? = nil) -> UInt64 {
     var state: UInt64 = 1
     while DispatchTime.now().uptimeNanoseconds < end, stop?.isRaised != true {
         // A counted while loop: no iterator calls, so samples land in this function itself, and
-        // long enough (tens of microseconds) that one in a thousand lands in the clock read.
-        // Reports of repeated hangs then name one and the same path.
+        // long enough (about a millisecond in a debug build) that very few land in the clock
+        // read or in the retain of `stop` a debug build makes around its check. Reports of
+        // repeated hangs then name one and the same path (at 16,384 rounds, tens of
+        // microseconds, one sample of a 150 ms hang landed in `swift_retain` in a clean-clone
+        // run on 2026-11-26, and the hang got a report of its own).
         var round = 0
-        while round < 16_384 {
+        while round < 262_144 {
             state = state &* 6_364_136_223_846_793_005 &+ 1
             round += 1
         }
