@@ -90,7 +90,11 @@ let package = Package(
         // Watching SwiftNIO event loops (one monitor per loop, pinged with `execute`).
         .target(
             name: "HangWatchNIO",
-            dependencies: ["HangWatch", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "HangWatch", .product(name: "NIOCore", package: "swift-nio"),
+                // (EventLoopTicks: the metrics delegate of `MultiThreadedEventLoopGroup`.)
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Folded stacks, speedscope files and SVG flame graphs from reports.
         .target(

@@ -54,9 +54,12 @@ public final class EventLoopGroupMonitor: Sendable {
 extension HangMonitor {
     /// Watches every event loop of `group` with `configuration` (all loops share the service
     /// name, directory and threshold). Only the first loop's monitor keeps the heartbeat file
-    /// (there is one per process).
+    /// (there is one per process). `ticks`: the delegate the group was made with
+    /// (`EventLoopTicks`); the loops' iterations then date busy stretches under load, with no
+    /// pings on the loops until a hang is declared.
     public static func watch(
-        _ group: any EventLoopGroup, configuration: Configuration, logger: Logger = Logger(label: "hangwatch")
+        _ group: any EventLoopGroup, ticks: EventLoopTicks? = nil, configuration: Configuration,
+        logger: Logger = Logger(label: "hangwatch")
     ) throws -> EventLoopGroupMonitor {
         var monitors: [HangMonitor] = []
         let sharing = MonitorSharing()
@@ -68,9 +71,10 @@ extension HangMonitor {
                 let schedule: @Sendable (UInt64, @escaping @Sendable () -> Void) -> Void = { nanoseconds, block in
                     _ = try? loop.scheduleCallback(in: .nanoseconds(Int64(nanoseconds)), handler: ScheduledPing(block))
                 }
+                var lastIterationEnd: (@Sendable () -> UInt64?)?
+                if let slot = ticks?.slot(for: loop) { lastIterationEnd = { slot.lastEnd } }
                 try monitor.startPinging(
-                    eventLoop: { block in loop.execute(block) },
-                    schedule: schedule)
+                    eventLoop: { block in loop.execute(block) }, schedule: schedule, lastIterationEnd: lastIterationEnd)
                 monitors.append(monitor)
             }
         } catch {
@@ -78,8 +82,9 @@ extension HangMonitor {
             throw error
         }
         if configuration.isEnabled, let method = sharing.loopWakeMethod {
+            let boundaries = ticks == nil ? "pings chained on the loops" : "the loops' iterations (EventLoopTicks)"
             logger.info(
-                "event loops watched: \(monitors.count), one watchdog and one watcher thread; \(method)",
+                "event loops watched: \(monitors.count), one watchdog and one watcher thread; \(method); under load dated by \(boundaries)",
                 metadata: ["hangwatch.service": "\(configuration.serviceName)"])
         }
         return EventLoopGroupMonitor(monitors: monitors)

@@ -73,19 +73,22 @@ final class WatchedServer {
     let channel: any Channel
     let port: Int
 
+    /// `ticks`: the group is made with an `EventLoopTicks` delegate, given to the watch too.
     init(
         _ name: String, loops: Int = 2, policy: BlockingPolicy = BlockingPolicy(spacingNanoseconds: 900_000_000),
-        configure: (inout HangMonitor.Configuration) -> Void
+        ticks: Bool = false, configure: (inout HangMonitor.Configuration) -> Void
     ) throws {
         let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-\(name)-\(getpid())-\(UUID().uuidString.prefix(6))"
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
+        let delegate = ticks ? EventLoopTicks() : nil
+        let group = delegate.map { MultiThreadedEventLoopGroup(numberOfThreads: loops, metricsDelegate: $0) }
+            ?? MultiThreadedEventLoopGroup(numberOfThreads: loops)
         var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
         configuration.watchesConcurrencyPool = false
         configure(&configuration)
         var watch: EventLoopGroupMonitor?
         var channel: (any Channel)?
         do {
-            watch = try HangMonitor.watch(group, configuration: configuration)
+            watch = try HangMonitor.watch(group, ticks: delegate, configuration: configuration)
             channel = try EventLoopGroupMonitorTests.serve(group, policy: policy)
             guard let port = channel?.localAddress?.port else { throw ChannelError.unknownLocalAddress }
             self.port = port
@@ -332,12 +335,35 @@ final class WatchedServer {
     /// Under load from `wrk` (Debian's package) on loopback, requests that block their loop now and
     /// then are each reported with the blocking function.
     @Test func underLoadEveryBlockingRequestIsReported() throws {
+        try underLoad(ticks: false) { _ in }
+    }
+
+    /// The same with the group made with `EventLoopTicks`: the loop's iterations date each block
+    /// (no pings on the loop before a hang), so every report is exact and lasts the handler's
+    /// 300 ms (within 5 %).
+    @Test func underLoadWithTheLoopsIterationsEveryBlockIsTimedExactly() throws {
+        try underLoad(ticks: true) { report in
+            #expect(report.edges == "exact")
+            #expect(report.durationMs >= 295 && report.durationMs <= 315, "\(report.durationMs)")
+            let detection = report.detectedAt.timeIntervalSince(report.startedAt) * 1000
+            #expect(detection >= 100 && detection <= 100 + 2 * 50, "detected \(detection) ms after the start")
+        }
+    }
+
+    func underLoad(ticks: Bool, check: (HangReport) -> Void) throws {
         let wrk = "/usr/bin/wrk"
         try #require(FileManager.default.isExecutableFile(atPath: wrk), "\(wrk) is missing: apt-get install wrk (make test-deps)")
         let policy = BlockingPolicy(spacingNanoseconds: 900_000_000)
-        let server = try WatchedServer("load", loops: 1, policy: policy) { $0.repeatWindow = .zero; $0.reportBurst = 100 }
+        let server = try WatchedServer("load", loops: 1, policy: policy, ticks: ticks) { $0.repeatWindow = .zero; $0.reportBurst = 100 }
         defer { server.close() }
         let (directory, watch, port) = (server.directory, server.watch, server.port)
+        if ticks {
+            // Quick requests until the loop's epoll instance is learnt (exact edges).
+            #expect(Eventually.holds(timeout: 10) {
+                _ = Self.get(port, "/")
+                return watch.monitors.allSatisfy(\.isAttached) && watch.watchesEventLoopsExactly
+            })
+        }
 
         let load = Process()
         load.executableURL = URL(fileURLWithPath: wrk)
@@ -356,6 +382,7 @@ final class WatchedServer {
         for report in reports {
             let symbols = report.heaviestStack?.frames.compactMap(\.symbol) ?? []
             #expect(symbols.contains { $0.contains("lookUpCustomerSynchronously") }, "\(symbols)")
+            check(report)
         }
     }
 }

@@ -173,4 +173,76 @@ import Testing
         #expect(edges.look(at: Self.ms(75), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
         #expect(edges.pingAnswered(at: Self.ms(76), chain: edges.chain, thresholdNanoseconds: Self.threshold) == [.pingLater(nanoseconds: Self.ms(10))])
     }
+
+    /// Ticked (the loop reports each iteration's end), under steady load each look reads the last
+    /// iteration's end and the stretch is busy since then: no ping goes out and no timer fires on
+    /// the loop. A block that begins after an iteration ended at 497 ms is declared at the first
+    /// look a threshold after that end, busy since it exactly; the declared hang's one ping ends it.
+    @Test func tickedTheLoopsIterationsAreTheBoundariesAndNoPingGoesOutBeforeAHang() {
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        edges.loopWoke(at: Self.ms(3))
+        var now: UInt64 = Self.ms(10)
+        while now < Self.ms(500) {
+            #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == now)
+            #expect(edges.look(at: now, waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: now - Self.ms(1)).isEmpty)
+            #expect(edges.phase == .busy(since: now - Self.ms(1), pinged: false, declared: false, steady: true))
+            now += Self.ms(10)
+        }
+        // Blocked from just after 497 ms: no iteration ends any more.
+        while now < Self.ms(750) {
+            #expect(edges.look(at: now, waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(497)).isEmpty)
+            now += Self.ms(10)
+        }
+        #expect(edges.look(at: now, waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(497))
+            == [.ping, .declareBusy(since: Self.ms(497))])
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == nil)
+        #expect(edges.pingAnswered(at: Self.ms(800)) == [.declareIdle, .wakeWatcher])
+        // Busy again from the answer, looked at on the grid; still no ping.
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(810))
+        #expect(edges.look(at: Self.ms(810), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(805)).isEmpty)
+        #expect(edges.look(at: Self.ms(820), waiting: true, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(805)).isEmpty)
+        #expect(edges.phase == .idle)
+    }
+
+    /// Ticked, an iteration that ended before the wake is not a boundary of the stretch the wake
+    /// began, and an end the fine clock puts after the coarse `now` counts as now until the coarse
+    /// clock has passed it.
+    @Test func tickedOnlyAnIterationEndInsideTheStretchMovesItsStart() {
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        edges.loopWoke(at: Self.ms(1_000))
+        #expect(edges.look(at: Self.ms(1_010), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(990)).isEmpty)
+        #expect(edges.phase == .busy(since: Self.ms(1_000), pinged: false, declared: false))
+        #expect(edges.look(at: Self.ms(1_020), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(1_023)).isEmpty)
+        #expect(edges.phase == .busy(since: Self.ms(1_020), pinged: false, declared: false, steady: true))
+        // Read again once the coarse clock is past it, the end is taken as it is.
+        #expect(edges.look(at: Self.ms(1_270), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(1_023)).isEmpty)
+        #expect(edges.look(at: Self.ms(1_280), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(1_023))
+            == [.ping, .declareBusy(since: Self.ms(1_023))])
+    }
+
+    /// Ticked looks fall on multiples of the look interval: loops woken at different moments are
+    /// looked at in one wake-up of the watcher.
+    @Test func tickedLooksOfEveryLoopFallOnTheSameInstants() {
+        var first = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        var second = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        first.loopWoke(at: Self.ms(1_001))
+        second.loopWoke(at: Self.ms(1_007))
+        #expect(first.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_010))
+        #expect(second.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_010))
+        _ = first.look(at: Self.ms(1_010), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(1_004))
+        _ = second.look(at: Self.ms(1_010), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(1_009))
+        #expect(first.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_020))
+        #expect(second.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_020))
+    }
+
+    /// Ticked, but the loop reports no iteration (its group was made without the delegate): it is
+    /// pinged at each look, as unchained, rather than declared a threshold after its wake under load.
+    @Test func tickedALoopThatReportsNoIterationIsPingedAtItsLooks() {
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        edges.loopWoke(at: 0)
+        #expect(edges.look(at: Self.ms(10), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        #expect(edges.pingAnswered(at: Self.ms(12)).isEmpty)
+        #expect(edges.phase == .busy(since: Self.ms(12), pinged: false, declared: false, steady: true))
+        #expect(edges.look(at: Self.ms(20), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+    }
 }

@@ -26,6 +26,11 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// Runs a closure on the loop after a delay (SwiftNIO's scheduled callbacks): pings are then
     /// chained on the loop under load (`EventLoopEdges.chained`). Called on the loop's thread.
     private let schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)?
+    /// When the loop last finished an iteration (SwiftNIO's metrics delegate; nil before its
+    /// first): the boundaries under load, read at each look (`EventLoopEdges.ticked`).
+    private let lastIterationEnd: (@Sendable () -> UInt64?)?
+    /// The iteration end the last look read (touched only by the watcher's thread).
+    private var iterationEndSeen: UInt64 = 0
     private let fallback: QueueActivitySource
     private let thresholdMicroseconds: @Sendable () -> UInt64
     private let intervalNanoseconds: UInt64
@@ -87,16 +92,21 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         intervalMicroseconds: UInt64, coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds,
         watcher: EventLoopWatcher = EventLoopWatcher(),
         enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
-        schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)? = nil
+        schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)? = nil,
+        lastIterationEnd: (@Sendable () -> UInt64?)? = nil
     ) {
         self.kind = kind
         self.enqueue = enqueue
         self.schedule = schedule
+        self.lastIterationEnd = lastIterationEnd
         self.thresholdMicroseconds = thresholdMicroseconds
         self.coarseNow = coarseNow
         self.watcher = watcher
         intervalNanoseconds = max(1_000_000, intervalMicroseconds * 1000)
-        decisions = Mutex(EventLoopEdges(intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000), chained: schedule != nil))
+        decisions = Mutex(
+            EventLoopEdges(
+                intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000), chained: schedule != nil,
+                ticked: lastIterationEnd != nil))
         fallback = QueueActivitySource(kind: kind, periodMicroseconds: thresholdMicroseconds(), coarseNow: coarseNow, enqueue: enqueue)
     }
 
@@ -246,11 +256,16 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     /// A look at the busy loop: back in its wait, still busy (a ping goes out), blocked since when.
+    /// Ticked, a loop that finished an iteration since the look before is working: its thread's
+    /// files are not read (a loop gone idle is found at the next look, its iterations stopped).
     private func look(_ watched: inout Watched) {
         let threshold = thresholdMicroseconds() * 1000
         let files = watched.files
-        let state = files.readSyscall()
-        let isWaiting = Self.isWaiting(state, on: watched.epoll)
+        let iterationEnd = lastIterationEnd?()
+        let progressed = iterationEnd.map { $0 > iterationEndSeen } ?? false
+        if let iterationEnd { iterationEndSeen = max(iterationEndSeen, iterationEnd) }
+        let state = progressed ? nil : files.readSyscall()
+        let isWaiting = progressed ? false : Self.isWaiting(state, on: watched.epoll)
         var blocked: UInt64?
         if !isWaiting, case .inSyscall? = state, let ranAt = watched.ranAt, let schedule = files.readSchedStat(),
             schedule.timeslices > 0, schedule.timeslices == ranAt.timeslices
@@ -258,12 +273,16 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             let ran = schedule.runnableNanoseconds
             if ran >= ranAt.ran { blocked = ranAt.at &+ (ran &- ranAt.ran) }
         }
-        let now = coarseNow()
+        // Ticked looks fall on instants of a grid: the one served has passed even when the coarse
+        // clock (4 ms steps) has not shown it yet.
+        let now = lastIterationEnd == nil ? coarseNow() : max(coarseNow(), watcherDeadline ?? 0)
         if !isWaiting, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
             watched.ranAt = (now, schedule.runnableNanoseconds, schedule.timeslices)
         }
         let pingChain = decisions.withLock { edges -> UInt64? in
-            let actions = edges.look(at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked)
+            let actions = edges.look(
+                at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked,
+                lastIterationEnd: iterationEnd)
             perform(actions)
             return actions.contains(.ping) ? edges.chain : nil
         }

@@ -20,6 +20,13 @@
 /// - Unchained, the looks keep their cadence under load: one a look interval after the one before, each a
 ///   wake-up of the watcher. An answer wakes the watcher only when it waits for that answer (a look
 ///   found the ping still out, or a hang was declared); a quick one is seen at the next look.
+/// - Ticked (the loop reports the end of each of its iterations: SwiftNIO's
+///   `NIOEventLoopMetricsDelegate`), the boundaries under load are the loop's own: each look reads
+///   when its last iteration ended, and a busy stretch is busy since then at most. No ping goes out
+///   before a hang is declared (no timer on the loop); the declared hang gets one, whose answer ends
+///   it. The looks fall on multiples of the look interval, the same instants for every loop: one
+///   wake-up of the watcher looks at all of them. A loop that reports no iteration at all (its group
+///   was made without the delegate) is pinged at each look instead, as unchained.
 struct EventLoopEdges: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Waiting for events (seen in its wait at the last look).
@@ -56,10 +63,13 @@ struct EventLoopEdges: Sendable, Equatable {
     private(set) var chain: UInt64 = 0
     let intervalNanoseconds: UInt64
     let chained: Bool
+    /// Boundaries come from the loop's iterations (`look(…, lastIterationEnd:)`), not from pings.
+    let ticked: Bool
 
-    init(intervalNanoseconds: UInt64, chained: Bool = false) {
+    init(intervalNanoseconds: UInt64, chained: Bool = false, ticked: Bool = false) {
         self.intervalNanoseconds = intervalNanoseconds
-        self.chained = chained
+        self.chained = chained && !ticked
+        self.ticked = ticked
     }
 
     /// How long after a wake or an answer the watcher looks: the sample interval, but at most a
@@ -78,6 +88,7 @@ struct EventLoopEdges: Sendable, Equatable {
         guard case .busy(let since, let pinged, let declared, _) = phase, !declared else { return nil }
         let interval = lookInterval(thresholdNanoseconds: thresholdNanoseconds)
         let decision = since &+ max(thresholdNanoseconds, interval)
+        if ticked, !pinged { return ((lookedAt ?? since) / interval &+ 1) &* interval }
         guard pinged else { return (lookedAt ?? since) &+ interval }
         if chained { return min((lookedAt ?? since) &+ max(intervalNanoseconds, interval), decision) }
         return awaitingAnswer ? decision : min((lookedAt ?? since) &+ interval, decision)
@@ -98,9 +109,18 @@ struct EventLoopEdges: Sendable, Equatable {
 
     /// A look at `now`: the loop's thread is in its wait (`waiting`) or not. `blockedSince`: when
     /// the blocking call the thread is in now began, if the watcher could tell (under load, the
-    /// work before it since the last answer was other, short work).
-    mutating func look(at now: UInt64, waiting: Bool, thresholdNanoseconds: UInt64, blockedSince: UInt64? = nil) -> [Action] {
-        guard case .busy(var since, let pinged, let declared, let steady) = phase else { return [] }
+    /// work before it since the last answer was other, short work). `lastIterationEnd` (ticked):
+    /// when the loop last finished an iteration, nil if it never reported one.
+    mutating func look(
+        at now: UInt64, waiting: Bool, thresholdNanoseconds: UInt64, blockedSince: UInt64? = nil, lastIterationEnd: UInt64? = nil
+    ) -> [Action] {
+        guard case .busy(var since, var pinged, let declared, var steady) = phase else { return [] }
+        // An iteration that ended since the stretch began: busy since then at most (its clock is
+        // finer than the coarse one: never later than now).
+        if ticked, !declared, let end = lastIterationEnd, end > since {
+            since = min(end, now)
+            steady = true
+        }
         if !declared, let blockedSince, blockedSince > since, blockedSince <= now { since = blockedSince }
         if waiting {
             // Done (a hang whose ping was lost with the loop ends here, at the look).
@@ -115,13 +135,19 @@ struct EventLoopEdges: Sendable, Equatable {
         var actions: [Action] = []
         // A ping out since the look before: the watcher now waits for its answer (unchained).
         awaitingAnswer = pinged && !chained
-        if !pinged { actions.append(.ping) }
         var nowDeclared = declared
         if !declared, now &- since >= thresholdNanoseconds, now >= since {
             nowDeclared = true
             actions.append(.declareBusy(since: since))
         }
-        phase = .busy(since: since, pinged: true, declared: nowDeclared, steady: steady)
+        // Ticked, the loop's iterations are the boundaries: a ping goes out only for a declared
+        // hang (its answer ends it), or where the loop reports none.
+        let pings = !ticked || nowDeclared || lastIterationEnd == nil
+        if !pinged, pings {
+            actions.insert(.ping, at: 0)
+            pinged = true
+        }
+        phase = .busy(since: since, pinged: pinged, declared: nowDeclared, steady: steady)
         return actions
     }
 
