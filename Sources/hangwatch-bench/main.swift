@@ -262,6 +262,14 @@ if wanted("16") {
     add("16", "  the monitor's threads for the group", "\(on.monitorThreads)", "2 (was 2 per loop)", on.monitorThreads == 2)
 }
 
+// 17: EventLoopTicks on the loops: what SwiftNIO's metrics delegate adds to each loop iteration.
+if wanted("17") {
+    let ticks = try LoopTicksFigure(calls: quick ? 100_000 : 2_000_000).measure()
+    add("17", "EventLoopTicks, per loop iteration: a clock read (two made), the call",
+        "\(format(ticks.clock, 1)) ns, \(format(ticks.call, 1)) ns")
+    add("17", "  added per loop iteration", "\(format(ticks.perIteration, 0)) ns", "(documented)")
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))

@@ -14,13 +14,17 @@ import Synchronization
 ///
 ///   hangwatch-hummingbird-service [--reports DIR] [--threshold-ms 250] [--port 8080]
 ///                                 [--port-file FILE] [--measurements FILE] [--toggle-watch]
+///                                 [--no-loop-ticks] [--no-pool-watch]
 ///
 /// With `--reports` the server's group and the cooperative pool are watched (HangWatchNIO); without
 /// it nothing is watched (the bench's baseline). With `--toggle-watch` as well (the bench's paired
 /// windows), the watch starts off: SIGUSR1 starts it, SIGUSR2 stops it, and `GET /served` answers
 /// how many `/hello` requests were answered so far. `GET /watch` says `off`, `ping` (a loop's epoll
 /// instance is not learnt yet) or `exact`. SIGTERM or SIGINT stops it gracefully; the monitor
-/// stops after the server, so the reports' repeat counts are final.
+/// stops after the server, so the reports' repeat counts are final. Watched, the group is made
+/// with an `EventLoopTicks` delegate (as docs/sources.md advises), unless `--no-loop-ticks` (the
+/// bench's comparison: boundaries under load from pings chained on the loops). `--no-pool-watch`:
+/// the loops only (the bench's measure of the pool watch's cost).
 @main
 struct HummingbirdService {
     struct Options {
@@ -30,6 +34,8 @@ struct HummingbirdService {
         var portFile: String?
         var measurements: String?
         var toggleWatch = false
+        var loopTicks = true
+        var poolWatch = true
 
         init(_ arguments: [String]) throws {
             var rest = arguments[...]
@@ -52,6 +58,8 @@ struct HummingbirdService {
                 case "--port-file": portFile = try value(flag)
                 case "--measurements": measurements = try value(flag)
                 case "--toggle-watch": toggleWatch = true
+                case "--no-loop-ticks": loopTicks = false
+                case "--no-pool-watch": poolWatch = false
                 default: throw ServiceError("unknown argument '\(flag)'")
                 }
             }
@@ -77,15 +85,22 @@ struct HummingbirdService {
             return logger
         }()
         let measurements = try Measurements(path: options.measurements)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        // Watched, the loops report each iteration's end to the monitor (EventLoopTicks).
+        let ticks = options.reports != nil && options.loopTicks ? EventLoopTicks() : nil
+        let group = ticks.map { MultiThreadedEventLoopGroup(numberOfThreads: 2, metricsDelegate: $0) }
+            ?? MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let toggled = WatchToggle()
         var toggleSources: [any DispatchSourceSignal] = []
         if let reports = options.reports {
-            let configuration = HangMonitor.Configuration(
-                serviceName: "shop", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
+            let configuration = {
+                var configuration = HangMonitor.Configuration(
+                    serviceName: "shop", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
+                configuration.watchesConcurrencyPool = options.poolWatch
+                return configuration
+            }()
             // The loops, and (on by default, once per process) the cooperative pool.
             if options.toggleWatch {
-                toggleSources = toggled.listen { try HangMonitor.watch(group, configuration: configuration, logger: monitorLogger) }
+                toggleSources = toggled.listen { try HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: monitorLogger) }
             } else {
                 try toggled.adopt(HangMonitor.watch(group, configuration: configuration, logger: monitorLogger))
             }
