@@ -84,7 +84,7 @@ extension HangMonitor {
         if configuration.isEnabled, let method = sharing.loopWakeMethod {
             let boundaries = ticks == nil ? "pings chained on the loops" : "the loops' iterations (EventLoopTicks)"
             logger.info(
-                "event loops watched: \(monitors.count), one watchdog and one watcher thread; \(method); under load dated by \(boundaries)",
+                "event loops watched: \(monitors.count), one watchdog and one watcher thread; under load dated by \(boundaries); \(method)",
                 metadata: ["hangwatch.service": "\(configuration.serviceName)"])
         }
         return EventLoopGroupMonitor(monitors: monitors)

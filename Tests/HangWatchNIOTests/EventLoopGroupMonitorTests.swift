@@ -257,21 +257,26 @@ final class WatchedServer {
     }
 
     /// The group's start says how idle loops' wakes are watched, and why not through io_uring when
-    /// not: an operator can tell whether a wake can be lost.
-    @Test(arguments: [false, true]) func theStartSaysHowIdleLoopsWakesAreWatched(_ usesIoUring: Bool) throws {
+    /// not: an operator can tell whether a wake can be lost. It also says what dates busy loops
+    /// under load (here the io_uring case's group is made with `EventLoopTicks`, the other not).
+    @Test(arguments: [false, true]) func theStartSaysHowIdleLoopsWakesAreWatchedAndBusyOnesDated(_ usesIoUring: Bool) throws {
         let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-log-\(getpid())-\(usesIoUring)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let ticks = usesIoUring ? EventLoopTicks() : nil
+        let group = ticks.map { MultiThreadedEventLoopGroup(numberOfThreads: 2, metricsDelegate: $0) }
+            ?? MultiThreadedEventLoopGroup(numberOfThreads: 2)
         defer { try? group.syncShutdownGracefully() }
         var configuration = HangMonitor.Configuration(serviceName: "api", threshold: .milliseconds(100), reportDirectory: directory)
         configuration.watchesConcurrencyPool = false
         configuration.usesIoUring = usesIoUring
         let log = LogRecorder()
-        let watch = try HangMonitor.watch(group, configuration: configuration, logger: log.logger)
+        let watch = try HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: log.logger)
         watch.stop()
         let started = log.all.filter { $0.message.hasPrefix("event loops watched: 2, one watchdog and one watcher thread; ") }
         try #require(started.count == 1, "\(log.all.map(\.message))")
         let message = started[0].message
+        let dated = usesIoUring ? "under load dated by the loops' iterations (EventLoopTicks); " : "under load dated by pings chained on the loops; "
+        #expect(message.contains(dated), "\(message)")
         if !usesIoUring {
             #expect(message.hasSuffix("io_uring off by configuration (HANGWATCH_IO_URING=no)"), "\(message)")
         } else if HangMonitor.canPollLoopWakesThroughIoUring {
