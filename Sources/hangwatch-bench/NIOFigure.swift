@@ -181,7 +181,7 @@ struct LoopTicksFigure {
             usleep(1000)
             reported = keeper.info.withLock { $0 }
         }
-        guard let info = reported else { throw FigureError("no loop iteration was reported") }
+        guard let info = reported else { throw BenchError.setup("no loop iteration was reported") }
         let alone = EventLoopTicks()  // followed loop, no forwarding: as a service has it
         _ = alone.slot(for: loop)
 
@@ -200,9 +200,4 @@ struct LoopTicksFigure {
         if sink == 42 { print("") }  // (keeps the clock reads)
         return (clock, call, 2 * clock + call)
     }
-}
-
-struct FigureError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

@@ -143,16 +143,20 @@ struct HummingbirdBench {
             return (value, cpu * 1e6 / (value * Double(seconds)), monitor / cpu)
         }
 
+        /// Both measurements of round or pair `index`, the unwatched one first in even ones, so
+        /// neither side always comes second.
+        func inTurn<T>(_ index: Int, _ measure: (_ watched: Bool) throws -> T) rethrows -> (unwatched: T, watched: T) {
+            if index % 2 == 0 {
+                let unwatched = try measure(false)
+                return (unwatched, try measure(true))
+            }
+            let watched = try measure(true)
+            return (try measure(false), watched)
+        }
+
         var bare: [Double] = [], watched: [Double] = [], ratios: [Double] = [], cpuRatios: [Double] = [], shares: [Double] = []
         for round in 0..<rounds {
-            let a: (rate: Double, cpuMicroseconds: Double, monitorShare: Double), b: (rate: Double, cpuMicroseconds: Double, monitorShare: Double)
-            if round % 2 == 0 {
-                a = try run(watched: false)
-                b = try run(watched: true)
-            } else {
-                b = try run(watched: true)
-                a = try run(watched: false)
-            }
+            let (a, b) = try inTurn(round) { try run(watched: $0) }
             bare.append(a.rate)
             watched.append(b.rate)
             ratios.append(b.rate / a.rate)
@@ -165,12 +169,16 @@ struct HummingbirdBench {
             let sorted = values.sorted()
             return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
         }
+        /// The lower and upper quartiles (the values a quarter in from each end).
+        func quartiles(_ values: [Double]) -> (Double, Double) {
+            let sorted = values.sorted()
+            return (sorted[sorted.count / 4], sorted[sorted.count - 1 - sorted.count / 4])
+        }
         print(String(format: "H1  Hummingbird 2 server under wrk, requests/s: unwatched / watched   %.0f / %.0f", median(bare), median(watched)))
         let ratio = median(ratios)
-        let sortedRatios = ratios.sorted()
-        let quartiles = (sortedRatios[sortedRatios.count / 4], sortedRatios[sortedRatios.count - 1 - sortedRatios.count / 4])
+        let roundQuartiles = quartiles(ratios)
         print(String(format: "H1  Hummingbird 2 server, throughput: watched / unwatched              %.3f   (goal >= 0.99)%@   quartiles %.3f-%.3f", ratio,
-                     ratio >= 0.99 ? "" : "   MISSED", quartiles.0, quartiles.1))
+                     ratio >= 0.99 ? "" : "   MISSED", roundQuartiles.0, roundQuartiles.1))
         print(String(format: "H1  Hummingbird 2 server, CPU per request: watched / unwatched           %.3f", median(cpuRatios)))
         print(String(format: "H1  Hummingbird 2 server watched: the monitor threads' share of its CPU   %.2f %%", median(shares) * 100))
 
@@ -216,23 +224,16 @@ struct HummingbirdBench {
             }
             var pairRatios: [Double] = []
             for pair in 0..<pairs {
-                let off: Double, on: Double
-                if pair % 2 == 0 {
-                    off = try rate(watched: false)
-                    on = try rate(watched: true)
-                } else {
-                    on = try rate(watched: true)
-                    off = try rate(watched: false)
-                }
+                let (off, on) = try inTurn(pair) { try rate(watched: $0) }
                 pairRatios.append(on / off)
                 print(String(format: "    pair %d: unwatched %.0f, watched %.0f requests/s, ratio %.3f", pair + 1, off, on, on / off))
             }
             print(String(format: "    the watch was exact %.0f ms (median) after SIGUSR1", median(learning) * 1000))
             let pairRatio = median(pairRatios)
-            let sortedPairs = pairRatios.sorted()
+            let pairQuartiles = quartiles(pairRatios)
             let verdict = goal ? "   (goal >= 0.99)" + (pairRatio >= 0.99 ? "" : "   MISSED") : ""
             print(String(format: "H1  the same server watched and not in turn%@, %d pairs of %.1f s: watched / unwatched   %.3f%@   quartiles %.3f-%.3f",
-                         label, pairs, window, pairRatio, verdict, sortedPairs[pairs / 4], sortedPairs[pairs - 1 - pairs / 4]))
+                         label, pairs, window, pairRatio, verdict, pairQuartiles.0, pairQuartiles.1))
         }
     }
 
