@@ -17,7 +17,9 @@ import Foundation
 /// under load from pings chained on the loops (no delegate), and the loops alone (the pool watch
 /// off: its cost is the difference from the first).
 ///
-///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 48]   (release build: make bench)
+///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 48] [--paired-only]   (release build: make bench)
+///
+/// `--paired-only` skips the process rounds (the paired windows alone take about four minutes).
 @main
 struct HummingbirdBench {
     static let wrk = "/usr/bin/wrk"
@@ -155,7 +157,8 @@ struct HummingbirdBench {
         }
 
         var bare: [Double] = [], watched: [Double] = [], ratios: [Double] = [], cpuRatios: [Double] = [], shares: [Double] = []
-        for round in 0..<rounds {
+        let pairedOnly = arguments.contains("--paired-only")
+        for round in 0..<(pairedOnly ? 0 : rounds) {
             let (a, b) = try inTurn(round) { try run(watched: $0) }
             bare.append(a.rate)
             watched.append(b.rate)
@@ -174,13 +177,15 @@ struct HummingbirdBench {
             let sorted = values.sorted()
             return (sorted[sorted.count / 4], sorted[sorted.count - 1 - sorted.count / 4])
         }
-        print(String(format: "H1  Hummingbird 2 server under wrk, requests/s: unwatched / watched   %.0f / %.0f", median(bare), median(watched)))
-        let ratio = median(ratios)
-        let roundQuartiles = quartiles(ratios)
-        print(String(format: "H1  Hummingbird 2 server, throughput: watched / unwatched              %.3f   (goal >= 0.99)%@   quartiles %.3f-%.3f", ratio,
-                     ratio >= 0.99 ? "" : "   MISSED", roundQuartiles.0, roundQuartiles.1))
-        print(String(format: "H1  Hummingbird 2 server, CPU per request: watched / unwatched           %.3f", median(cpuRatios)))
-        print(String(format: "H1  Hummingbird 2 server watched: the monitor threads' share of its CPU   %.2f %%", median(shares) * 100))
+        if !pairedOnly {
+            print(String(format: "H1  Hummingbird 2 server under wrk, requests/s: unwatched / watched   %.0f / %.0f", median(bare), median(watched)))
+            let ratio = median(ratios)
+            let roundQuartiles = quartiles(ratios)
+            print(String(format: "H1  Hummingbird 2 server, throughput: watched / unwatched              %.3f   (goal >= 0.99)%@   quartiles %.3f-%.3f", ratio,
+                         ratio >= 0.99 ? "" : "   MISSED", roundQuartiles.0, roundQuartiles.1))
+            print(String(format: "H1  Hummingbird 2 server, CPU per request: watched / unwatched           %.3f", median(cpuRatios)))
+            print(String(format: "H1  Hummingbird 2 server watched: the monitor threads' share of its CPU   %.2f %%", median(shares) * 100))
+        }
 
         // Paired windows in one server: the same process and the same wrk run, the watch started
         // and stopped in turn (SIGUSR1 / SIGUSR2), so neither a server's start nor the machine's

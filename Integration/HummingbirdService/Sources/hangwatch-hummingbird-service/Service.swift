@@ -102,7 +102,7 @@ struct HummingbirdService {
             if options.toggleWatch {
                 toggleSources = toggled.listen { try HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: monitorLogger) }
             } else {
-                try toggled.adopt(HangMonitor.watch(group, configuration: configuration, logger: monitorLogger))
+                try toggled.adopt(HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: monitorLogger))
             }
         }
         let served = ServedCount()
