@@ -235,6 +235,40 @@ import Testing
         #expect(second.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_020))
     }
 
+    /// Ticked, a look skips the loop's thread only when an iteration ended since the look before
+    /// and within a millisecond of it (the loop is working); otherwise it reads whether the loop
+    /// is in its wait.
+    @Test func tickedALookReadsTheThreadUnlessAnIterationJustEnded() {
+        #expect(EventLoopEdges.readsThread(lastIterationEnd: nil, endSeenBefore: 0, fineNow: Self.ms(10)))
+        #expect(EventLoopEdges.readsThread(lastIterationEnd: Self.ms(9), endSeenBefore: Self.ms(9), fineNow: Self.ms(9)))
+        #expect(!EventLoopEdges.readsThread(lastIterationEnd: Self.ms(9), endSeenBefore: Self.ms(5), fineNow: Self.ms(10)))
+        #expect(EventLoopEdges.readsThread(lastIterationEnd: Self.ms(9), endSeenBefore: Self.ms(5), fineNow: Self.ms(10) + 1))
+    }
+
+    /// Ticked, a loop that iterated since the look before and is in its wait at this look slept
+    /// after that iteration: a block after the sleep is busy from that look, not from the
+    /// iteration's end (the look before would have dated it from 503 ms, 12 ms early), and the
+    /// loop is not taken for idle (no declareIdle, no wait for its wake).
+    @Test func tickedALoopFoundInItsWaitAfterAnIterationIsBusyFromThatLookAtTheEarliest() {
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        edges.loopWoke(at: Self.ms(480))
+        #expect(edges.look(at: Self.ms(490), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(489)).isEmpty)
+        // An iteration ended at 503 ms; at 510 ms the loop is in its wait.
+        #expect(edges.look(
+            at: Self.ms(510), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(503),
+            inWaitAfterIteration: true).isEmpty)
+        #expect(edges.phase == .busy(since: Self.ms(510), pinged: false, declared: false, steady: true))
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(520))
+        // It woke at 515 ms and blocked: no iteration ends any more.
+        var now = Self.ms(520)
+        while now < Self.ms(760) {
+            #expect(edges.look(at: now, waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(503)).isEmpty)
+            now += Self.ms(10)
+        }
+        #expect(edges.look(at: now, waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(503))
+            == [.ping, .declareBusy(since: Self.ms(510))])
+    }
+
     /// Ticked, but the loop reports no iteration (its group was made without the delegate): it is
     /// pinged at each look, as unchained, rather than declared a threshold after its wake under load.
     @Test func tickedALoopThatReportsNoIterationIsPingedAtItsLooks() {

@@ -256,18 +256,24 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     /// A look at the busy loop: back in its wait, still busy (a ping goes out), blocked since when.
-    /// Ticked, a loop that finished an iteration since the look before is working: its thread's
-    /// files are not read (a loop gone idle is found at the next look, its iterations stopped).
+    /// Ticked, a loop whose last iteration ended since the look before and within a millisecond
+    /// of this one is working: its thread's files are not read. One whose end is older is read:
+    /// found in its wait, it slept since that iteration and is busy from this look at the earliest
+    /// (it is not taken for idle: under load it wakes within microseconds; the first look that
+    /// finds no new iteration decides).
     private func look(_ watched: inout Watched) {
         let threshold = thresholdMicroseconds() * 1000
         let files = watched.files
         let iterationEnd = lastIterationEnd?()
         let progressed = iterationEnd.map { $0 > iterationEndSeen } ?? false
+        let readsThread = EventLoopEdges.readsThread(
+            lastIterationEnd: iterationEnd, endSeenBefore: iterationEndSeen, fineNow: UnsafeCaptureBridge.monotonicNanoseconds())
         if let iterationEnd { iterationEndSeen = max(iterationEndSeen, iterationEnd) }
-        let state = progressed ? nil : files.readSyscall()
-        let isWaiting = progressed ? false : Self.isWaiting(state, on: watched.epoll)
+        let state = readsThread ? files.readSyscall() : nil
+        let inWait = readsThread && Self.isWaiting(state, on: watched.epoll)
+        let isWaiting = inWait && !progressed
         var blocked: UInt64?
-        if !isWaiting, case .inSyscall? = state, let ranAt = watched.ranAt, let schedule = files.readSchedStat(),
+        if !inWait, case .inSyscall? = state, let ranAt = watched.ranAt, let schedule = files.readSchedStat(),
             schedule.timeslices > 0, schedule.timeslices == ranAt.timeslices
         {
             let ran = schedule.runnableNanoseconds
@@ -276,13 +282,13 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         // Ticked looks fall on instants of a grid: the one served has passed even when the coarse
         // clock (4 ms steps) has not shown it yet.
         let now = lastIterationEnd == nil ? coarseNow() : max(coarseNow(), watcherDeadline ?? 0)
-        if !isWaiting, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
+        if !inWait, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
             watched.ranAt = (now, schedule.runnableNanoseconds, schedule.timeslices)
         }
         let pingChain = decisions.withLock { edges -> UInt64? in
             let actions = edges.look(
                 at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked,
-                lastIterationEnd: iterationEnd)
+                lastIterationEnd: iterationEnd, inWaitAfterIteration: inWait && progressed)
             perform(actions)
             return actions.contains(.ping) ? edges.chain : nil
         }

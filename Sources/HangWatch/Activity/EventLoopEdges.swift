@@ -24,9 +24,11 @@
 ///   `NIOEventLoopMetricsDelegate`), the boundaries under load are the loop's own: each look reads
 ///   when its last iteration ended, and a busy stretch is busy since then at most. No ping goes out
 ///   before a hang is declared (no timer on the loop); the declared hang gets one, whose answer ends
-///   it. The looks fall on multiples of the look interval, the same instants for every loop: one
-///   wake-up of the watcher looks at all of them. A loop that reports no iteration at all (its group
-///   was made without the delegate) is pinged at each look instead, as unchained.
+///   it. A loop found in its wait after an iteration slept since: busy from that look at the
+///   earliest (`readsThread` says when a look must find out). The looks fall on multiples of the
+///   look interval, the same instants for every loop: one wake-up of the watcher looks at all of
+///   them. A loop that reports no iteration at all (its group was made without the delegate) is
+///   pinged at each look instead, as unchained.
 struct EventLoopEdges: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Waiting for events (seen in its wait at the last look).
@@ -107,18 +109,43 @@ struct EventLoopEdges: Sendable, Equatable {
         return true
     }
 
+    /// Ticked: how long before a look the loop's last iteration may have ended for the look to
+    /// take the loop as working without reading its thread (`readsThread`).
+    static let freshIterationNanoseconds: UInt64 = 1_000_000
+
+    /// Ticked: whether a look reads the loop's thread (is it in its wait?). Not when the loop
+    /// finished an iteration since the look before (`endSeenBefore`), at most
+    /// `freshIterationNanoseconds` before the look (`fineNow`, the iterations' clock): it is
+    /// working. An older end may have been followed by a sleep; a look that did not see it would
+    /// date a block after that sleep from the end before it. Read at every look past that
+    /// millisecond, a sleep goes unseen only when it ends within a look interval and a millisecond
+    /// of the iteration before it, and a block after it is dated that much early at most.
+    static func readsThread(lastIterationEnd: UInt64?, endSeenBefore: UInt64, fineNow: UInt64) -> Bool {
+        guard let end = lastIterationEnd, end > endSeenBefore else { return true }
+        return fineNow > end &+ freshIterationNanoseconds
+    }
+
     /// A look at `now`: the loop's thread is in its wait (`waiting`) or not. `blockedSince`: when
     /// the blocking call the thread is in now began, if the watcher could tell (under load, the
     /// work before it since the last answer was other, short work). `lastIterationEnd` (ticked):
     /// when the loop last finished an iteration, nil if it never reported one.
+    /// `inWaitAfterIteration` (ticked): the loop finished an iteration since the look before and
+    /// is in its wait now: busy from now at the earliest, not idle (under load it wakes again
+    /// within microseconds; the first look that finds no new iteration decides).
     mutating func look(
-        at now: UInt64, waiting: Bool, thresholdNanoseconds: UInt64, blockedSince: UInt64? = nil, lastIterationEnd: UInt64? = nil
+        at now: UInt64, waiting: Bool, thresholdNanoseconds: UInt64, blockedSince: UInt64? = nil, lastIterationEnd: UInt64? = nil,
+        inWaitAfterIteration: Bool = false
     ) -> [Action] {
         guard case .busy(var since, var pinged, let declared, var steady) = phase else { return [] }
         // An iteration that ended since the stretch began: busy since then at most (its clock is
         // finer than the coarse one: never later than now).
         if ticked, !declared, let end = lastIterationEnd, end > since {
             since = min(end, now)
+            steady = true
+        }
+        // In its wait after that iteration: whatever comes next begins after this look.
+        if ticked, !declared, inWaitAfterIteration, now > since {
+            since = now
             steady = true
         }
         if !declared, let blockedSince, blockedSince > since, blockedSince <= now { since = blockedSince }
