@@ -355,6 +355,54 @@ final class WatchedServer {
         }
     }
 
+    /// With `EventLoopTicks`, a loop that slept after an iteration and then blocked is dated from
+    /// the first look that found it in its wait, not from the iteration before the sleep. Scripted
+    /// against the watcher's grid (threshold 1 s: a look every 40 ms): quick tasks until 10 ms past
+    /// a look, the loop asleep through the next look (its last iteration 30 ms old then, read and
+    /// found in its wait), a 1.2 s block 10 ms after that look. Dated from that look, the report is
+    /// about 10 ms long; dated from the iteration before the sleep, 40 ms.
+    @Test func aBlockAfterASleepIsDatedFromTheLookThatSawTheSleep() throws {
+        let server = try WatchedServer("sleep-then-block", loops: 1, ticks: true) { $0.threshold = .seconds(1) }
+        defer { server.close() }
+        let loop = server.group.next()
+        #expect(Eventually.holds(timeout: 10) {
+            loop.execute {}
+            return server.watch.monitors.allSatisfy(\.isAttached) && server.watch.watchesEventLoopsExactly
+        })
+        func clock(_ id: clockid_t) -> UInt64 {
+            var now = timespec()
+            clock_gettime(id, &now)
+            return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        }
+        func iterate(until deadline: UInt64) {
+            while clock(CLOCK_MONOTONIC) < deadline {
+                loop.execute {}
+                usleep(1_000)
+            }
+        }
+        let interval: UInt64 = 40_000_000
+        // Quick tasks for a while, then up to 10 ms past a look of the grid (the look itself
+        // comes up to a few ms after its instant: the coarse clock lags).
+        let look = (clock(CLOCK_MONOTONIC_COARSE) / interval + 4) * interval
+        iterate(until: look + 10_000_000)
+        // Asleep through the next look (at `look + interval`), then the block, 10 ms after it.
+        while clock(CLOCK_MONOTONIC) < look + interval + 10_000_000 { usleep(500) }
+        let measured = Mutex<(UInt64, UInt64)>((0, 0))
+        loop.execute {
+            let start = clock(CLOCK_MONOTONIC)
+            lookUpCustomerSynchronously(milliseconds: 1_200)
+            measured.withLock { $0 = (start, clock(CLOCK_MONOTONIC)) }
+        }
+        let reports = ReportDirectory(path: server.directory).waitForFinished(1)
+        try #require(reports.count == 1)
+        let (start, end) = measured.withLock { $0 }
+        let blocked = Double(end - start) / 1e6
+        #expect(start > look + interval + 5_000_000, "the block began \(Double(Int64(start) - Int64(look + interval)) / 1e6) ms after the look")
+        #expect(reports[0].edges == "exact")
+        let early = reports[0].durationMs - blocked
+        #expect(early >= -5 && early <= 25, "reported \(reports[0].durationMs) ms for \(blocked) ms blocked")
+    }
+
     func underLoad(ticks: Bool, check: (HangReport) -> Void) throws {
         let wrk = "/usr/bin/wrk"
         try #require(FileManager.default.isExecutableFile(atPath: wrk), "\(wrk) is missing: apt-get install wrk (make test-deps)")
