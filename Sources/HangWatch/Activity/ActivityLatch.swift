@@ -98,6 +98,13 @@ final class ActivityLatch: @unchecked Sendable {
             expected: snapshot.word, desired: snapshot.word & ~UInt64(0xff), ordering: .sequentiallyConsistent)
     }
 
+    /// Records `activity` as the loop's thread would, at `nanoseconds` of `CLOCK_MONOTONIC` (the
+    /// coarse clock's base): the event-loop source's ping answer that ends a declared hang, timed
+    /// on the fine clock (on the coarse one the end would be early by up to a tick, 4 ms).
+    func record(_ activity: UInt8, atNanoseconds nanoseconds: UInt64) {
+        UnsafeLatchStorage.record(activity, in: storage) { nanoseconds >> 10 }
+    }
+
     /// Records `activity` as the loop's thread would, at `microseconds` of a clock the caller keeps
     /// (tests that drive the watchdog with scripted time).
     func record(_ activity: UInt8, atMicroseconds microseconds: UInt64) {

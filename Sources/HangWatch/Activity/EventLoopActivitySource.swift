@@ -375,11 +375,18 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     /// Carries out the latch's part of `actions` (under the edges' lock: its writes stay in order).
-    private func perform(_ actions: [EventLoopEdges.Action]) {
+    /// `answeredAt`: the fine time of the ping's answer whose actions these are (a declared hang
+    /// ends then, not at the coarse clock's last tick).
+    private func perform(_ actions: [EventLoopEdges.Action], answeredAt: UInt64? = nil) {
         for action in actions {
             switch action {
             case .declareBusy(let since): latch.recordBusy(QueueActivitySource.enter, sinceCoarseNanoseconds: since)
-            case .declareIdle: latch.record(QueueActivitySource.leave)
+            case .declareIdle:
+                if let answeredAt {
+                    latch.record(QueueActivitySource.leave, atNanoseconds: answeredAt)
+                } else {
+                    latch.record(QueueActivitySource.leave)
+                }
             case .ping, .wakeWatcher, .pingLater: break
             }
         }
@@ -391,10 +398,11 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         { [self] in
             guard !stopped.load(ordering: .relaxed) else { return }
             let now = coarseNow()
+            let answeredAt = UnsafeCaptureBridge.monotonicNanoseconds()
             let threshold = thresholdMicroseconds() * 1000
             let actions = decisions.withLock { edges in
                 let actions = edges.pingAnswered(at: now, chain: chain, thresholdNanoseconds: threshold)
-                perform(actions)
+                perform(actions, answeredAt: answeredAt)
                 return actions
             }
             // (An answer that ends a hang is read by the watchdog after the hang's edges were.)
