@@ -154,10 +154,11 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             if isNew || !capture.select(tid) { attach() }
             let noted = isNew ? noteDrainSlot(tid: tid) : nil
             let now = coarseNow()
+            let answeredAt = UnsafeCaptureBridge.monotonicNanoseconds()
             state.withLock { state in
                 if noted?.firstSeen == true { state.eagerPings = max(state.eagerPings, State.eagerBurst / 4) }
                 state.looker?.pingAnswered(by: tid, enqueuedAt: enqueuedAt, at: now)
-                perform(state.edges.pingAnswered(at: now))
+                perform(state.edges.pingAnswered(at: now), answeredAt: answeredAt)
             }
         }
     }
@@ -208,12 +209,19 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     /// Carries out the latch's part of `actions` (under the state's lock: its writes stay in order).
-    private func perform(_ actions: [QueueEdges.Action]) {
+    /// `answeredAt`: the fine time of the ping's answer whose actions these are (a declared hang
+    /// ends then, not at the coarse clock's last tick, up to 4 ms earlier).
+    private func perform(_ actions: [QueueEdges.Action], answeredAt: UInt64? = nil) {
         for action in actions {
             switch action {
             case .declareBusy(let since, _):
                 latch.recordBusy(Self.enter, sinceCoarseNanoseconds: since)
-            case .declareIdle: latch.record(Self.leave)
+            case .declareIdle:
+                if let answeredAt {
+                    latch.record(Self.leave, atNanoseconds: answeredAt)
+                } else {
+                    latch.record(Self.leave)
+                }
             case .ping: break
             }
         }
