@@ -65,7 +65,11 @@ func waitUntilAttached(_ monitor: HangMonitor, timeout: Double = 5) throws {
         let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
         // A block performed from a block runs at the top of the next iteration, after
-        // beforeSources (a block that wakes a sleeping loop runs after afterWaiting).
+        // beforeSources (a block that wakes a sleeping loop runs after afterWaiting). The loop must
+        // be asleep when the first block comes: one that lands while the loop still finishes the
+        // iteration that attached the monitor runs at the top of the next one, and the block it
+        // performs waits for the loop's next wake (afterWaiting: seen once in a CI run).
+        loop.iteration {}
         loop.perform { RunLoop.current.perform { _ = hangInPerformedBlock(milliseconds: 600) } }
         let reports = directory.waitForFinished(1)
         monitor.stop()
