@@ -99,9 +99,11 @@ final class ActivityLatch: @unchecked Sendable {
     }
 
     /// Records `activity` as the loop's thread would, at `nanoseconds` of `CLOCK_MONOTONIC` (the
-    /// coarse clock's base): the event-loop source's ping answer that ends a declared hang, timed
-    /// on the fine clock (on the coarse one the end would be early by up to a tick, 4 ms).
-    func record(_ activity: UInt8, atNanoseconds nanoseconds: UInt64) {
+    /// coarse clock's base) when given, else as `record(_:)`: a ping's answer that ends a declared
+    /// hang (the event-loop and queue sources), timed on the fine clock (on the coarse one the end
+    /// would be early by up to a tick, 4 ms).
+    func record(_ activity: UInt8, atNanoseconds nanoseconds: UInt64?) {
+        guard let nanoseconds else { return record(activity) }
         UnsafeLatchStorage.record(activity, in: storage) { nanoseconds >> 10 }
     }
 

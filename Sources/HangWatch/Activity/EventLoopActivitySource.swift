@@ -381,12 +381,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         for action in actions {
             switch action {
             case .declareBusy(let since): latch.recordBusy(QueueActivitySource.enter, sinceCoarseNanoseconds: since)
-            case .declareIdle:
-                if let answeredAt {
-                    latch.record(QueueActivitySource.leave, atNanoseconds: answeredAt)
-                } else {
-                    latch.record(QueueActivitySource.leave)
-                }
+            case .declareIdle: latch.record(QueueActivitySource.leave, atNanoseconds: answeredAt)
             case .ping, .wakeWatcher, .pingLater: break
             }
         }

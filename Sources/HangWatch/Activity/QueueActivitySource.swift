@@ -216,12 +216,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             switch action {
             case .declareBusy(let since, _):
                 latch.recordBusy(Self.enter, sinceCoarseNanoseconds: since)
-            case .declareIdle:
-                if let answeredAt {
-                    latch.record(Self.leave, atNanoseconds: answeredAt)
-                } else {
-                    latch.record(Self.leave)
-                }
+            case .declareIdle: latch.record(Self.leave, atNanoseconds: answeredAt)
             case .ping: break
             }
         }
