@@ -114,7 +114,14 @@ import Testing
         }
 
         for (route, blocking, callers, doing) in Self.poolRoutes {
-            let requests = measured.filter { $0.route == route }
+            // A request whose blocking call returned at once is no hang: a sleep cut short (EINTR)
+            // by a capture signal sent to the thread on a CPU that landed as it entered the call
+            // (docs/reliability.md: the one race of capturing by signal; seen once, `/checkout`).
+            // Printed, at most one per route, and left out of the counts below.
+            let cutShort = measured.filter { $0.route == route && $0.durationMs < 100 }
+            #expect(cutShort.count <= 1, "\(route): \(cutShort.map(\.durationMs)) ms measured")
+            for request in cutShort { print("[hummingbird] \(route): a blocking call cut short, \(request.durationMs) ms measured: no hang") }
+            let requests = measured.filter { $0.route == route && $0.durationMs >= 100 }
             try #require(requests.count >= 3, "\(route): \(requests.count) requests")
             let longest = requests.map(\.durationMs).max() ?? 0
             // One report for the route (its later requests are repeats of it), naming the
