@@ -40,7 +40,7 @@ void hw_async_runtime_set(uintptr_t start, uintptr_t end) {
 }
 
 /* This process's memory read through the kernel: a bad address fails with EFAULT, never faults. */
-static int hw_async_read(uintptr_t address, void *out, size_t size) {
+int hw_checked_read(uintptr_t address, void *out, size_t size) {
     struct iovec local = {out, size};
     struct iovec remote = {(void *)address, size};
     return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)size;
@@ -61,10 +61,10 @@ static int hw_async_read_pair(hw_async_window *window, uintptr_t address, uintpt
     if (window->size == 0 || address < window->base || address - window->base > window->size - need) {
         const uintptr_t page = address & ~(uintptr_t)4095;
         if (address - page > 4096 - need) {
-            return hw_async_read(address, pair, need); /* straddles two windows */
+            return hw_checked_read(address, pair, need); /* straddles two windows */
         }
         window->size = 0;
-        if (!hw_async_read(page, window->bytes, sizeof(window->bytes))) {
+        if (!hw_checked_read(page, window->bytes, sizeof(window->bytes))) {
             return 0;
         }
         window->base = page;

@@ -97,6 +97,7 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
         return;
     }
     const int64_t entry_ns = hw_now_ns();
+    const int32_t cut_call_short = (int32_t)hw_context_cut_call_short(uc);
     uintptr_t frames[HW_MAX_FRAMES];
     int32_t flags = 0;
     uintptr_t last_sp = 0;
@@ -115,6 +116,7 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
     memcpy(g_result.frames, frames, (size_t)count * sizeof(uintptr_t));
     memcpy(&g_result.async_chain, &chain, sizeof(chain));
     g_result.handler_entry_ns = entry_ns;
+    g_result.cut_call_short = cut_call_short;
     g_result.handler_exit_ns = hw_now_ns();
     atomic_store(&g_state, HW_STATE(generation, HW_DONE));
 }
@@ -249,8 +251,40 @@ int hw_capture_thread_attach(size_t altstack_size, int signo) {
     return installed;
 }
 
-int hw_capture_request(pid_t tid, uintptr_t stack_low, uintptr_t stack_high, int signo, int max_frames,
-                       uint64_t *generation) {
+/* 1 when `guard` holds now: the thread is not in a system call, and has not left its CPU since its
+ * run count was read. */
+static int hw_guard_holds(const hw_capture_guard *guard) {
+    char text[64];
+    ssize_t count = pread(guard->syscall_fd, text, sizeof(text), 0);
+    if (count < 7 || memcmp(text, "running", 7) != 0) {
+        return 0;
+    }
+    if (guard->schedstat_fd < 0) {
+        return 1;
+    }
+    count = pread(guard->schedstat_fd, text, sizeof(text) - 1, 0);
+    if (count <= 0) {
+        return 0;
+    }
+    text[count] = 0;
+    /* "<on-CPU ns> <run-queue ns> <run count>\n" */
+    int field = 0;
+    uint64_t run_count = 0;
+    for (ssize_t i = 0; i < count; i++) {
+        const char c = text[i];
+        if (c == ' ') {
+            field++;
+        } else if (field == 2 && c >= '0' && c <= '9') {
+            run_count = run_count * 10 + (uint64_t)(c - '0');
+        } else if (field == 2) {
+            break;
+        }
+    }
+    return field >= 2 && run_count == guard->run_count;
+}
+
+int hw_capture_request(pid_t tid, const hw_capture_guard *guard, uintptr_t stack_low, uintptr_t stack_high, int signo,
+                       int max_frames, uint64_t *generation) {
     uint64_t state = atomic_load(&g_state);
     /* DONE here is an answer nobody waited for (its waiter gave up while the answer was being written). */
     if (HW_PHASE(state) != HW_IDLE && HW_PHASE(state) != HW_ABANDONED && HW_PHASE(state) != HW_DONE) {
@@ -271,6 +305,12 @@ int hw_capture_request(pid_t tid, uintptr_t stack_low, uintptr_t stack_high, int
     info.si_pid = getpid();
     info.si_uid = getuid();
     info.si_value.sival_ptr = (void *)(uintptr_t)(HW_SIGNAL_TAG | next);
+    /* Everything is ready: the last look at the thread and the send are as close as they can be. */
+    if (guard != NULL && !hw_guard_holds(guard)) {
+        uint64_t pending = HW_STATE(next, HW_PENDING);
+        atomic_compare_exchange_strong(&g_state, &pending, HW_STATE(next, HW_ABANDONED));
+        return EAGAIN;
+    }
     if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, signo, &info) != 0) {
         const int error = errno;
         uint64_t pending = HW_STATE(next, HW_PENDING);
@@ -287,6 +327,7 @@ static void hw_collect(hw_capture_result *out) {
     out->flags = g_result.flags;
     out->handler_entry_ns = g_result.handler_entry_ns;
     out->handler_exit_ns = g_result.handler_exit_ns;
+    out->cut_call_short = g_result.cut_call_short;
     memcpy(out->frames, g_result.frames, (size_t)g_result.frame_count * sizeof(uintptr_t));
     memcpy(&out->async_chain, &g_result.async_chain, sizeof(out->async_chain));
 }

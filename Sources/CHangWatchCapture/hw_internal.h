@@ -138,6 +138,17 @@ void hw_context_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp);
 /* CLOCK_MONOTONIC in nanoseconds. Async-signal-safe. */
 int64_t hw_now_ns(void);
 
+/* 1 when the signal whose context is `uc` arrived in a system call and cut it short: the program
+ * counter is just past the system-call instruction and the call's result register holds -EINTR.
+ * Async-signal-safe (reads the instruction with hw_checked_read). */
+int hw_context_cut_call_short(const ucontext_t *uc);
+
+/* ---- hw_async.c -------------------------------------------------------------------------------- */
+
+/* This process's memory read through the kernel (process_vm_readv): 1, or 0 when any byte is
+ * unmapped or unreadable. Never faults. Async-signal-safe. */
+int hw_checked_read(uintptr_t address, void *out, size_t size);
+
 /* ---- hw_libunwind.c ---------------------------------------------------------------------------- */
 
 /* What one libunwind step from (ip, sp, fp) found. */

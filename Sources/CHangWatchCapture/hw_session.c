@@ -188,6 +188,29 @@ void hw_context_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp) {
 #endif
 }
 
+int hw_context_cut_call_short(const ucontext_t *uc) {
+    /* The kernel hands a handler the interrupted call's context with the program counter past the
+     * system-call instruction and the result register set to -EINTR (calls it restarts itself, under
+     * SA_RESTART, are rewound to the instruction instead and lose nothing). The register test comes
+     * first: it rules out almost every capture without a read. */
+#if defined(__x86_64__)
+    if (uc->uc_mcontext.gregs[REG_RAX] != -EINTR) {
+        return 0;
+    }
+    unsigned char instruction[2];
+    const uintptr_t pc = hw_context_pc(uc);
+    return pc >= 2 && hw_checked_read(pc - 2, instruction, sizeof(instruction)) && instruction[0] == 0x0f &&
+           instruction[1] == 0x05; /* syscall */
+#elif defined(__aarch64__)
+    if ((int64_t)uc->uc_mcontext.regs[0] != -EINTR) {
+        return 0;
+    }
+    uint32_t instruction = 0;
+    const uintptr_t pc = hw_context_pc(uc);
+    return pc >= 4 && hw_checked_read(pc - 4, &instruction, sizeof(instruction)) && instruction == 0xd4000001u; /* svc #0 */
+#endif
+}
+
 int64_t hw_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

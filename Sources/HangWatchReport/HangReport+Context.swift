@@ -76,11 +76,16 @@ extension HangReport {
         public var errors: [CaptureError]
         /// Hangs not written since the previous report because of the rate limit.
         public var reportsSuppressed: Int
+        /// Schema 1.4: how many captures cut a system call short (`samples[].cutCallShort`); absent
+        /// when none did.
+        public var callsCutShort: Int?
 
         public init(
             signal: Int32, sampleIntervalMs: Double, samplesTaken: Int, samplesDropped: Int, maxFrames: Int,
-            pauseMedianUs: Double?, pauseMaxUs: Double?, errors: [CaptureError], reportsSuppressed: Int
+            pauseMedianUs: Double?, pauseMaxUs: Double?, errors: [CaptureError], reportsSuppressed: Int,
+            callsCutShort: Int? = nil
         ) {
+            self.callsCutShort = callsCutShort
             self.signal = signal
             self.sampleIntervalMs = sampleIntervalMs
             self.samplesTaken = samplesTaken

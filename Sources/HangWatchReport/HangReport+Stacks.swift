@@ -23,11 +23,15 @@ extension HangReport {
         public var pauseUs: Double?
         /// Why there is no stack, or why it may be incomplete.
         public var error: String?
+        /// Schema 1.4: `true` when the capture signal arrived while the thread was in a system call
+        /// and cut it short (the call returned EINTR to the thread's code); absent otherwise.
+        public var cutCallShort: Bool?
 
         public init(
             offsetMs: Double, stack: Int?, method: String?, state: String?, syscall: String?, cpuMs: Double?,
-            runQueueMs: Double?, pauseUs: Double?, error: String?
+            runQueueMs: Double?, pauseUs: Double?, error: String?, cutCallShort: Bool? = nil
         ) {
+            self.cutCallShort = cutCallShort
             self.offsetMs = offsetMs
             self.stack = stack
             self.method = method

@@ -74,6 +74,13 @@ enum ProcessThreads {
         return total
     }
 
+    /// The calling thread's kernel id.
+    static func currentThreadID() -> Int32 {
+        // `/proc/thread-self` links to `<pid>/task/<tid>` (glibc's gettid is not visible to Swift).
+        let link = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+        return link.split(separator: "/").last.flatMap { Int32($0) } ?? 0
+    }
+
     /// Pins thread `tid` to CPU `cpu` (nil: every CPU), with util-linux's taskset (glibc's
     /// sched_setaffinity is not visible to Swift).
     static func pin(_ tid: Int32, to cpu: Int?) {

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatch
 
 // hangwatch-bench: what HangWatch costs the service it watches, measured side by side with no
 // monitor, the floor (bare run-loop observers) and the naive design, in one run.
@@ -268,6 +269,23 @@ if wanted("17") {
     add("17", "EventLoopTicks, per loop iteration: a clock read (two made), the call",
         "\(format(ticks.clock, 1)) ns, \(format(ticks.call, 1)) ns")
     add("17", "  added per loop iteration", "\(format(ticks.perIteration, 0)) ns", "(documented)")
+}
+
+// 18: captures by signal cutting blocking calls short (EINTR), for each guard before the signal.
+if wanted("18") {
+    for (bursts, contended) in [(1...40, false), (1...40, true), (100...400, false), (100...400, true)] {
+        let figure = CutShortFigure(seconds: quick ? 0.3 : 1, rounds: quick ? 1 : 3, bursts: bursts, contended: contended)
+        let tallies = try figure.measure()
+        let place = contended ? ", the watcher's CPU shared" : ""
+        let rates = SignalGuard.allCases.map { format(tallies[$0]!.perSecond, 1) }.joined(separator: " / ")
+        add("18", "calls cut short per second, bursts \(bursts.lowerBound)-\(bursts.upperBound) us\(place): look alone / still running / stayed on CPU",
+            rates, "(documented)")
+        for mode in SignalGuard.allCases {
+            let tally = tallies[mode]!
+            add("18", "  \(mode): captures by signal, calls cut short (flagged by the handler), per 1000 captures",
+                "\(tally.signalCaptures), \(tally.cutShort) (\(tally.flagged)), \(format(tally.perThousandCaptures, 1))")
+        }
+    }
 }
 
 if wanted("scaling") {

@@ -16,7 +16,7 @@ import Testing
         -> Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
     {
         UnsafeCaptureBridge.captureBySignal(
-            tid: target.attachment.tid, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 128,
+            tid: target.attachment.tid, guard: nil, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 128,
             timeoutNanoseconds: timeout)
     }
 
@@ -89,7 +89,7 @@ import Testing
         var inLeaf = 0
         for _ in 0..<300 {
             let result = try UnsafeCaptureBridge.captureBySignal(
-                tid: attachment!.tid, stackLow: attachment!.stackLow, stackHigh: attachment!.stackHigh, signal: signal,
+                tid: attachment!.tid, guard: nil, stackLow: attachment!.stackLow, stackHigh: attachment!.stackHigh, signal: signal,
                 maxFrames: 128, timeoutNanoseconds: 200_000_000
             ).get()
             if let first = result.frames.first, map.functionStart(of: first) == nil { inLeaf += 1 }
@@ -144,7 +144,7 @@ import Testing
         // Gone from the kernel's view too, not only finished in Swift.
         #expect(Eventually.holds { !FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)") })
         let result = UnsafeCaptureBridge.captureBySignal(
-            tid: tid, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 64, timeoutNanoseconds: 50_000_000)
+            tid: tid, guard: nil, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 64, timeoutNanoseconds: 50_000_000)
         // Either the kernel says the thread is gone, or (tid reused) nobody answers: never a stack.
         switch result {
         case .success: Issue.record("a capture of an exited thread returned a stack")
@@ -242,7 +242,7 @@ import Testing
         let target = TargetThread(signal: other)
         defer { target.stop() }
         let result = UnsafeCaptureBridge.captureBySignal(
-            tid: target.attachment.tid, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: other, maxFrames: 128,
+            tid: target.attachment.tid, guard: nil, stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: other, maxFrames: 128,
             timeoutNanoseconds: 200_000_000)
         #expect(try overlap(result.get().frames, target) >= 3)
         #expect(PreviousHandlerProbe.count.load(ordering: .relaxed) == before + 1)

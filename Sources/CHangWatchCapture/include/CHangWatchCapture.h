@@ -122,6 +122,7 @@ typedef struct hw_capture_result {
     int32_t flags;
     int64_t handler_entry_ns; /* CLOCK_MONOTONIC when the handler started on the target thread */
     int64_t handler_exit_ns;  /* ... and when it finished publishing */
+    int32_t cut_call_short;   /* 1: the signal arrived in a system call and cut it short (it returns EINTR) */
     uintptr_t frames[HW_MAX_FRAMES];
     hw_async_chain async_chain;
 } hw_capture_result;
@@ -153,14 +154,29 @@ pid_t hw_gettid(void);
 int hw_current_thread_stack(uintptr_t *low, uintptr_t *high);
 
 /**
+ * What must still hold, read from the thread's /proc files immediately before the capture signal is
+ * sent, for the signal to be sent at all. A signal that lands while the thread is in a timed wait
+ * (nanosleep, poll, epoll_wait, a timed futex) ends the wait early with EINTR, and a thread the
+ * caller read as running may since have gone into one, or may be inside one's kernel entry already
+ * (`running` in /proc covers that too).
+ */
+typedef struct hw_capture_guard {
+    int syscall_fd;     /* the thread's open /proc/self/task/<tid>/syscall: must say `running` */
+    int schedstat_fd;   /* its open schedstat, or -1: its run count (third field) ... */
+    uint64_t run_count; /* ... must still be this one: the thread has not left its CPU since */
+} hw_capture_guard;
+
+/**
  * Queue a capture request for thread `tid` of this process and send it `signo` carrying the new
  * generation number (rt_tgsigqueueinfo, SI_QUEUE). The handler reads the thread's stack only
  * between its stack pointer (less the ABI's red zone, never below `stack_low`) and `stack_high`.
+ * `guard`, when not NULL, is checked last of all, right before the send: nothing is sent (EAGAIN)
+ * unless it holds. The handler reports a call it cut short all the same (`cut_call_short`).
  * At most one request is outstanding: returns EBUSY while a previous one is neither collected nor
- * abandoned, ESRCH when the thread is gone, or another errno value; 0 on success.
+ * abandoned, EAGAIN as above, ESRCH when the thread is gone, or another errno value; 0 on success.
  */
-int hw_capture_request(pid_t tid, uintptr_t stack_low, uintptr_t stack_high, int signo, int max_frames,
-                       uint64_t *generation);
+int hw_capture_request(pid_t tid, const hw_capture_guard *guard, uintptr_t stack_low, uintptr_t stack_high, int signo,
+                       int max_frames, uint64_t *generation);
 
 /**
  * Wait for the answer to request `generation` until `timeout_ns` of CLOCK_MONOTONIC has passed.

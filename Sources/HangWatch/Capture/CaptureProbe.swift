@@ -25,6 +25,28 @@ package enum CaptureProbe {
         /// The system call the thread was blocked in, by number.
         package var syscall: Int?
         package var failure: String?
+        /// The capture signal cut a system call short (the thread's call returned EINTR).
+        package var cutCallShort = false
+    }
+
+    /// Looks at one thread again and again as a watchdog does: one sampler, its proc files kept open.
+    package final class Looker: @unchecked Sendable {
+        private let sampler: LinuxStackSampler
+        private let target: Target
+        private var previous: StackSample?
+
+        package init(_ target: Target, signal: Int32, signalGuard: SignalGuard = .stayedOnCPU) {
+            self.target = target
+            sampler = LinuxStackSampler(
+                signal: signal, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 200_000_000,
+                clock: SystemMonotonicClock(), signalGuard: signalGuard)
+        }
+
+        package func look() -> Sample {
+            let sample = sampler.sample(target.thread, previous: previous, signalAllowed: true)
+            previous = sample
+            return CaptureProbe.sample(sample)
+        }
     }
 
     /// The capture signal monitors use unless configured otherwise.
@@ -51,11 +73,14 @@ package enum CaptureProbe {
         let sampler = LinuxStackSampler(
             signal: signal, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 200_000_000,
             clock: SystemMonotonicClock())
-        let sample = sampler.sample(target.thread, previous: nil, signalAllowed: true)
-        return Sample(
+        return sample(sampler.sample(target.thread, previous: nil, signalAllowed: true))
+    }
+
+    private static func sample(_ sample: StackSample) -> Sample {
+        Sample(
             method: sample.method?.rawValue, frames: sample.frames, truncated: sample.truncated,
             truncation: sample.truncation?.rawValue, framePointer: sample.framePointer?.rawValue, syscall: sample.syscall,
-            failure: sample.failure?.rawValue)
+            failure: sample.failure?.rawValue, cutCallShort: sample.cutCallShort)
     }
 
     /// A signal capture whatever the thread is doing, even blocked in a system call (which the
@@ -63,12 +88,13 @@ package enum CaptureProbe {
     /// registers: the ground truth a blocked-thread walk is compared with.
     package static func signalCapture(_ target: Target, signal: Int32) -> Sample? {
         let result = UnsafeCaptureBridge.captureBySignal(
-            tid: target.tid, stackLow: target.thread.stackLow, stackHigh: target.thread.stackHigh, signal: signal,
-            maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 500_000_000)
+            tid: target.tid, guard: nil, stackLow: target.thread.stackLow, stackHigh: target.thread.stackHigh,
+            signal: signal, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 500_000_000)
         guard case .success(let capture) = result else { return nil }
         return Sample(
             method: "signal", frames: capture.frames, truncated: capture.flags.isTruncated,
-            truncation: capture.flags.truncation?.rawValue, framePointer: nil, syscall: nil, failure: nil)
+            truncation: capture.flags.truncation?.rawValue, framePointer: nil, syscall: nil, failure: nil,
+            cutCallShort: capture.cutCallShort)
     }
 
     /// Turns the prologue method of the blocked-thread walk off (to measure the frame-record method

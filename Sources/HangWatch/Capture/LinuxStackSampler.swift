@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Samples a thread's stack the way that does not change what the thread is doing:
 ///
@@ -22,7 +25,15 @@ struct LinuxStackSampler: StackSampling {
     let clock: any MonotonicClock
     private let files = OpenFiles()
 
-    init(signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, clock: any MonotonicClock) {
+    /// What a capture proves before it sends the signal: `stayedOnCPU`, the others only to measure
+    /// what it saves.
+    let signalGuard: SignalGuard
+
+    init(
+        signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, clock: any MonotonicClock,
+        signalGuard: SignalGuard = .stayedOnCPU
+    ) {
+        self.signalGuard = signalGuard
         self.signal = signal
         self.maxFrames = maxFrames
         self.timeoutNanoseconds = timeoutNanoseconds
@@ -67,7 +78,18 @@ struct LinuxStackSampler: StackSampling {
         files.files(for: thread)?.readVoluntarySwitches()
     }
 
+    /// How long a thread seen running must stay on its CPU before it is signalled, when the sample
+    /// before did not already prove it had: longer than the short bursts between the blocking calls
+    /// of a thread that is mostly waiting (those threads' stacks are read without a signal instead).
+    static let stayOnCPUNanoseconds = 50_000
+
     func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool) -> StackSample {
+        sample(thread, previous: previous, signalAllowed: signalAllowed, lookedAgain: false)
+    }
+
+    /// `lookedAgain`: the thread was seen running, then in a call just before the signal; this is the
+    /// second look (a thread seen so twice is left alone).
+    private func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, lookedAgain: Bool) -> StackSample {
         let task = ProcTask(tid: thread.tid)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)
         guard let files = files.files(for: thread), let schedule = files.readSchedStat() else {
@@ -152,10 +174,13 @@ struct LinuxStackSampler: StackSampling {
             sample.failure = .signalBlocked
             return sample
         }
+        // The signal must not cut short a timed wait the thread went into since it was read as
+        // running: the guard (and the pause it may need) is checked right before the send.
+        let captureGuard = captureGuard(files, schedule: schedule, previous: previous)
         let capture = Self.captureLock.withLock { _ in
             UnsafeCaptureBridge.captureBySignal(
-                tid: thread.tid, stackLow: thread.stackLow, stackHigh: thread.stackHigh, signal: signal, maxFrames: maxFrames,
-                timeoutNanoseconds: timeoutNanoseconds)
+                tid: thread.tid, guard: captureGuard, stackLow: thread.stackLow, stackHigh: thread.stackHigh, signal: signal,
+                maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
         }
         switch capture {
         case .success(let result):
@@ -164,7 +189,15 @@ struct LinuxStackSampler: StackSampling {
             sample.truncation = result.flags.truncation
             sample.pauseNanoseconds = result.pauseNanoseconds
             sample.asyncCallers = result.asyncCallers
+            sample.cutCallShort = result.cutCallShort
             sample.method = .signal
+        case .failure(.leftCPU):
+            // In a call now, or was off its CPU: look again (a thread in a call is read without a signal).
+            if lookedAgain {
+                sample.failure = .leftCPU
+            } else {
+                return self.sample(thread, previous: previous, signalAllowed: signalAllowed, lookedAgain: true)
+            }
         case .failure(.timeout):
             sample.failure = .timeout
             // Someone may have replaced our handler without chaining to it: take it back, keeping
@@ -180,6 +213,49 @@ struct LinuxStackSampler: StackSampling {
             sample.failure = .sendFailed
         }
         return sample
+    }
+}
+
+/// What a capture by signal proves about the thread right before it sends the signal. The signal
+/// ends a timed wait (`nanosleep`, `poll`, `epoll_wait`, a timed futex) the thread is in with EINTR,
+/// and `running` in `/proc` also covers a thread already inside such a call's kernel entry.
+package enum SignalGuard: Int, Sendable, CaseIterable {
+    /// Nothing: the look that read the thread as running is all (measurement only).
+    case lookAlone
+    /// Its `syscall` file read again right before the send still says `running` (measurement only).
+    case stillRunning
+    /// It also has not left its CPU since it was read as running, and it has been on a CPU for at
+    /// least `stayOnCPUNanoseconds` (or since the sample before, which saw it running): a thread that
+    /// mostly waits, with short bursts between its calls, is not signalled at all.
+    case stayedOnCPU
+}
+
+extension LinuxStackSampler {
+    /// The guard for a thread read as running (schedstat `schedule`, read at this sample's start),
+    /// after the pause it needs. Nil: no guard.
+    fileprivate func captureGuard(_ files: ProcTaskFiles, schedule: ProcTask.SchedStat, previous: StackSample?)
+        -> UnsafeCaptureBridge.CaptureGuard?
+    {
+        switch signalGuard {
+        case .lookAlone:
+            return nil
+        case .stillRunning:
+            return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor, schedStatFile: -1, runCount: 0)
+        case .stayedOnCPU:
+            // Without the kernel's run count only the last read can be checked.
+            guard schedule.timeslices > 0 else {
+                return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor, schedStatFile: -1, runCount: 0)
+            }
+            // The sample before saw it running with the same run count: it has not left its CPU since.
+            let onCPUSincePrevious =
+                previous?.failure == nil && previous?.state == "R" && previous?.timeslices == schedule.timeslices
+            if !onCPUSincePrevious {
+                var pause = timespec(tv_sec: 0, tv_nsec: Self.stayOnCPUNanoseconds)
+                nanosleep(&pause, nil)
+            }
+            return UnsafeCaptureBridge.CaptureGuard(
+                syscallFile: files.syscallDescriptor, schedStatFile: files.schedStatDescriptor, runCount: schedule.timeslices)
+        }
     }
 }
 

@@ -123,6 +123,8 @@ enum UnsafeCaptureBridge {
         var flags: UnwindFlags
         var pauseNanoseconds: Int64
         var asyncCallers: AsyncCallers?
+        /// The signal arrived in a system call and cut it short: the call returns EINTR.
+        var cutCallShort: Bool
     }
 
     /// Tells the capture code where the Swift concurrency runtime's code is (the executable segment
@@ -162,20 +164,42 @@ enum UnsafeCaptureBridge {
 
     enum SignalCaptureError: Error, Equatable {
         case busy
+        /// The guard, checked just before the send, did not hold (the thread is in a system call or
+        /// left its CPU): nothing was sent.
+        case leftCPU
         case threadGone
         case sendFailed(Int32)
         case timeout
     }
 
-    /// Signals thread `tid` and waits up to `timeoutNanoseconds` for it to unwind itself.
+    /// Mirrors `hw_capture_guard`: what the thread's `/proc` files must still say right before the
+    /// send (`syscall`: running; `schedstat`, unless -1: the same run count).
+    struct CaptureGuard: Sendable, Equatable {
+        var syscallFile: Int32
+        var schedStatFile: Int32
+        var runCount: UInt64
+    }
+
+    /// Signals thread `tid` and waits up to `timeoutNanoseconds` for it to unwind itself. With a
+    /// `guard`, nothing is sent unless it holds right before the send; nil sends whatever the thread
+    /// is doing.
     static func captureBySignal(
-        tid: Int32, stackLow: UInt, stackHigh: UInt, signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64
+        tid: Int32, guard captureGuard: CaptureGuard?, stackLow: UInt, stackHigh: UInt, signal: Int32, maxFrames: Int,
+        timeoutNanoseconds: Int64
     ) -> Result<SignalCapture, SignalCaptureError> {
         var generation: UInt64 = 0
-        let sent = hw_capture_request(tid, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
+        let sent: Int32
+        if let captureGuard {
+            var cGuard = hw_capture_guard(
+                syscall_fd: captureGuard.syscallFile, schedstat_fd: captureGuard.schedStatFile, run_count: captureGuard.runCount)
+            sent = hw_capture_request(tid, &cGuard, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
+        } else {
+            sent = hw_capture_request(tid, nil, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
+        }
         switch sent {
         case 0: break
         case EBUSY: return .failure(.busy)
+        case EAGAIN: return .failure(.leftCPU)
         case ESRCH: return .failure(.threadGone)
         default: return .failure(.sendFailed(sent))
         }
@@ -191,7 +215,7 @@ enum UnsafeCaptureBridge {
             SignalCapture(
                 frames: frames, flags: UnwindFlags(rawValue: result.flags),
                 pauseNanoseconds: result.handler_exit_ns - result.handler_entry_ns,
-                asyncCallers: asyncCallers(result.async_chain)))
+                asyncCallers: asyncCallers(result.async_chain), cutCallShort: result.cut_call_short != 0))
     }
 
     /// For the differential tests: whether the blocked-thread walk may use function prologues.

@@ -24,6 +24,8 @@ struct HangRecording: Sendable {
 
     private(set) var samples: [StackSample] = []
     private(set) var samplesDropped = 0
+    /// Captures whose signal cut a system call short, dropped samples included.
+    private(set) var callsCutShort = 0
     private(set) var sampleIntervalMicroseconds: UInt64
     /// When the loop moved again; nil while the hang lasts.
     var endMicroseconds: UInt64?
@@ -59,6 +61,7 @@ struct HangRecording: Sendable {
     static let longestSampleIntervalMicroseconds: UInt64 = 10_000_000
 
     mutating func add(_ sample: StackSample) {
+        if sample.cutCallShort { callsCutShort += 1 }
         samples.append(sample)
         if samples.count > maxSamples {
             // Keep the first sample and every other one after it.

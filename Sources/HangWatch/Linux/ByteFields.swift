@@ -100,6 +100,11 @@ final class ProcTaskFiles {
     func readSchedStat() -> ProcTask.SchedStat? { read(schedStat, ProcTask.parseSchedStat(bytes:)) }
     func readSyscall() -> ProcTask.SyscallState? { read(syscall, ProcTask.parseSyscall(bytes:)) }
 
+    /// The open `syscall` and `schedstat` files, for the capture code to read again right before
+    /// it signals.
+    var syscallDescriptor: Int32 { syscall }
+    var schedStatDescriptor: Int32 { schedStat }
+
     /// Times the thread gave up its CPU to wait (`voluntary_ctxt_switches` in `status`): a
     /// blocking call, or an idle pool worker parking between jobs. Computing never moves it.
     func readVoluntarySwitches() -> UInt64? {

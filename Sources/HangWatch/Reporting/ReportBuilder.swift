@@ -83,7 +83,7 @@ struct ReportBuilder: Sendable {
                     cpuMs: Self.delta(sample.onCPUNanoseconds, recording.baseline?.onCPUNanoseconds),
                     runQueueMs: Self.delta(sample.runQueueNanoseconds, recording.baseline?.runQueueNanoseconds),
                     pauseUs: sample.pauseNanoseconds.map { Self.round(Double($0) / 1000) },
-                    error: sample.failure?.rawValue))
+                    error: sample.failure?.rawValue, cutCallShort: sample.cutCallShort ? true : nil))
         }
 
         let weighed = recording.samples.enumerated().compactMap { offset, sample -> HeaviestPath.Sample? in
@@ -187,6 +187,7 @@ struct ReportBuilder: Sendable {
 
     private func capture(_ recording: HangRecording) -> HangReport.CaptureSummary {
         let pauses = recording.samples.compactMap(\.pauseNanoseconds).sorted()
+        let cutShort = recording.callsCutShort
         let failures = Dictionary(grouping: recording.samples.compactMap(\.failure), by: { $0 })
         let errors = failures.map { failure, occurrences in
             HangReport.CaptureError(kind: failure.rawValue, count: occurrences.count, message: failure.message)
@@ -195,7 +196,8 @@ struct ReportBuilder: Sendable {
             signal: signal, sampleIntervalMs: Self.milliseconds(Int64(recording.baseSampleIntervalMicroseconds)),
             samplesTaken: recording.samples.count + recording.samplesDropped, samplesDropped: recording.samplesDropped,
             maxFrames: maxFrames, pauseMedianUs: pauses.isEmpty ? nil : Self.round(Double(pauses[pauses.count / 2]) / 1000),
-            pauseMaxUs: pauses.last.map { Self.round(Double($0) / 1000) }, errors: errors, reportsSuppressed: 0)
+            pauseMaxUs: pauses.last.map { Self.round(Double($0) / 1000) }, errors: errors, reportsSuppressed: 0,
+            callsCutShort: cutShort > 0 ? cutShort : nil)
     }
 
     static func milliseconds(_ microseconds: Int64) -> Double {

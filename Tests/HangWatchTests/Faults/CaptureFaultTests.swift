@@ -22,7 +22,7 @@ import Testing
         -> Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
     {
         UnsafeCaptureBridge.captureBySignal(
-            tid: thread.attachment.tid, stackLow: thread.attachment.stackLow, stackHigh: thread.attachment.stackHigh,
+            tid: thread.attachment.tid, guard: nil, stackLow: thread.attachment.stackLow, stackHigh: thread.attachment.stackHigh,
             signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeout)
     }
 
@@ -90,7 +90,7 @@ import Testing
         defer { thread.stop() }
         for _ in 0..<20 {
             let result = UnsafeCaptureBridge.captureBySignal(
-                tid: thread.attachment.tid, stackLow: thread.attachment.stackLow, stackHigh: thread.attachment.stackHigh,
+                tid: thread.attachment.tid, guard: nil, stackLow: thread.attachment.stackLow, stackHigh: thread.attachment.stackHigh,
                 signal: other, maxFrames: 128, timeoutNanoseconds: 200_000_000)
             #expect(try result.get().frames.count >= 3)
         }

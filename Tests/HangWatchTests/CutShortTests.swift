@@ -1,0 +1,197 @@
+import Foundation
+@testable import HangWatch
+import HangWatchTestSupport
+import Synchronization
+import Testing
+
+/// A capture signal that lands while the thread is in a timed wait ends the wait with EINTR. The
+/// guard checked right before the send keeps the signal from threads in a call or off their CPU;
+/// the handler reports a call it cut short all the same.
+@Suite(.serialized) struct CutShortTests {
+    let signal = CaptureSignal.defaultSignal
+
+    init() throws {
+        try UnsafeCaptureBridge.install(signal: signal)
+        #expect(UnsafeCaptureBridge.publish(UnsafeImageMapReader.read()) == .published)
+    }
+
+    /// A thread attached for captures that sleeps once in `clock_nanosleep` for `milliseconds`, and
+    /// keeps what the call returned and how long it slept.
+    final class Sleeper: @unchecked Sendable {
+        /// Written by the sleeping thread before `finished` is signalled; read after.
+        final class Outcome: @unchecked Sendable {
+            var result: Int32 = -1
+            var sleptMilliseconds = 0.0
+            let finished = DispatchSemaphore(value: 0)
+        }
+
+        let attachment: UnsafeCaptureBridge.Attachment
+        private let outcome: Outcome
+
+        init(signal: Int32, milliseconds: Int) {
+            let outcome = Outcome()
+            let started = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var attachment: UnsafeCaptureBridge.Attachment?
+            Thread {
+                attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
+                started.signal()
+                var pause = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+                let start = clockNanoseconds()
+                outcome.result = clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, nil)
+                outcome.sleptMilliseconds = Double(clockNanoseconds() - start) / 1e6
+                outcome.finished.signal()
+            }.start()
+            started.wait()
+            self.attachment = attachment!
+            self.outcome = outcome
+        }
+
+        /// Waits for the sleep to end (at most `seconds`).
+        func join(seconds: Double = 5) -> Bool {
+            outcome.finished.wait(timeout: .now() + seconds) == .success
+        }
+
+        /// What `clock_nanosleep` returned and how long it slept; after `join`.
+        var result: Int32 { outcome.result }
+        var sleptMilliseconds: Double { outcome.sleptMilliseconds }
+
+        /// Waits until the thread is in its `clock_nanosleep`.
+        func isAsleep() -> Bool {
+            Eventually.holds {
+                if case .inSyscall(let number, _, _, _)? = ProcTask(tid: attachment.tid).syscall() {
+                    return SyscallNames.name(number) == "clock_nanosleep"
+                }
+                return false
+            }
+        }
+    }
+
+    @Test func aSignalThatCutsASleepShortIsReportedAndTheSleepReturnsEINTR() throws {
+        let sleeper = Sleeper(signal: signal, milliseconds: 2000)
+        #expect(sleeper.isAsleep())
+        // No guard: the signal goes to the sleeping thread.
+        let capture = UnsafeCaptureBridge.captureBySignal(
+            tid: sleeper.attachment.tid, guard: nil, stackLow: sleeper.attachment.stackLow,
+            stackHigh: sleeper.attachment.stackHigh, signal: signal, maxFrames: 128, timeoutNanoseconds: 500_000_000)
+        #expect(try capture.get().cutCallShort)
+        #expect(sleeper.join(seconds: 1), "the sleep was cut short, long before its 2 s")
+        #expect(sleeper.result == EINTR)
+        #expect(sleeper.sleptMilliseconds < 1000)
+    }
+
+    @Test func aCaptureOfAComputingThreadCutsNothingShort() throws {
+        let target = TargetThread(signal: signal)
+        defer { target.stop() }
+        for _ in 0..<30 {
+            let capture = try UnsafeCaptureBridge.captureBySignal(
+                tid: target.attachment.tid, guard: nil, stackLow: target.attachment.stackLow,
+                stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000
+            ).get()
+            #expect(!capture.cutCallShort)
+        }
+    }
+
+    @Test func theGuardSendsNothingToAThreadInACallAndItSleepsOn() throws {
+        let sleeper = Sleeper(signal: signal, milliseconds: 300)
+        #expect(sleeper.isAsleep())
+        let files = try #require(ProcTaskFiles(tid: sleeper.attachment.tid))
+        let captureGuard = UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor, schedStatFile: -1, runCount: 0)
+        let capture = UnsafeCaptureBridge.captureBySignal(
+            tid: sleeper.attachment.tid, guard: captureGuard, stackLow: sleeper.attachment.stackLow,
+            stackHigh: sleeper.attachment.stackHigh, signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000)
+        #expect(capture.failure == .leftCPU)
+        #expect(sleeper.join())
+        #expect(sleeper.result == 0)
+        #expect(sleeper.sleptMilliseconds >= 299)
+    }
+
+    @Test func theGuardSendsNothingToAThreadThatLeftItsCPUSinceItWasRead() throws {
+        let target = TargetThread(signal: signal)
+        defer { target.stop() }
+        let files = try #require(ProcTaskFiles(tid: target.attachment.tid))
+        func capture(runCount: UInt64) -> Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError> {
+            UnsafeCaptureBridge.captureBySignal(
+                tid: target.attachment.tid,
+                guard: UnsafeCaptureBridge.CaptureGuard(
+                    syscallFile: files.syscallDescriptor, schedStatFile: files.schedStatDescriptor, runCount: runCount),
+                stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 128,
+                timeoutNanoseconds: 200_000_000)
+        }
+        let runCount = try #require(files.readSchedStat()?.timeslices)
+        try #require(runCount > 0, "the kernel counts runs")
+        // A run count it has since passed: it was put on a CPU again after that reading.
+        #expect(capture(runCount: runCount - 1).failure == .leftCPU)
+        // Its current count: sent (read again at each try: the spinning thread may be preempted).
+        let sent = Eventually.holds {
+            guard let now = files.readSchedStat()?.timeslices else { return false }
+            return (try? capture(runCount: now).get()) != nil
+        }
+        #expect(sent)
+    }
+
+    /// The case the guard is for: a thread that mostly sleeps, computing for a few microseconds
+    /// between its sleeps. Looked at as fast as a watcher can, it has its sleeps cut short when a
+    /// look that read it running is all the proof (the control, to show this test can see it);
+    /// with the guard, nearly never.
+    @Test func aThreadThatMostlySleepsKeepsItsSleepsWhenTheGuardProvesItRuns() throws {
+        let stop = Atomic<Bool>(false)
+        let cutShort = Atomic<Int>(0)
+        let started = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var attachment: UnsafeCaptureBridge.Attachment?
+        Thread {
+            attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
+            started.signal()
+            var burst: UInt64 = 2_000
+            while !stop.load(ordering: .relaxed) {
+                let end = clockNanoseconds() + burst
+                while clockNanoseconds() < end {}
+                burst = burst >= 30_000 ? 2_000 : burst + 4_000
+                var pause = timespec(tv_sec: 0, tv_nsec: 200_000)
+                if clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, nil) == EINTR { cutShort.add(1, ordering: .relaxed) }
+            }
+        }.start()
+        started.wait()
+        defer { stop.store(true, ordering: .relaxed) }
+        let attached = try #require(attachment)
+        let thread = MonitoredThread(
+            tid: attached.tid, startTimeTicks: ProcTask(tid: attached.tid).stat()?.startTimeTicks ?? 0,
+            stackLow: attached.stackLow, stackHigh: attached.stackHigh, name: nil, isMain: false)
+        func cutShortWhileLooking(_ signalGuard: SignalGuard, seconds: Double) -> (cut: Int, flagged: Int) {
+            let sampler = LinuxStackSampler(
+                signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000, clock: SystemMonotonicClock(),
+                signalGuard: signalGuard)
+            let before = cutShort.load(ordering: .relaxed)
+            var previous: StackSample?
+            var flagged = 0
+            let end = clockNanoseconds() + UInt64(seconds * 1e9)
+            while clockNanoseconds() < end {
+                let sample = sampler.sample(thread, previous: previous, signalAllowed: true)
+                if sample.cutCallShort { flagged += 1 }
+                previous = sample
+            }
+            usleep(2_000)
+            return (cutShort.load(ordering: .relaxed) - before, flagged)
+        }
+        let lookAlone = cutShortWhileLooking(.lookAlone, seconds: 0.5)
+        let guarded = cutShortWhileLooking(.stayedOnCPU, seconds: 0.5)
+        // The benchmark measured about 200 a second for the look alone; generous bounds here.
+        #expect(lookAlone.cut >= 5, "the control: \(lookAlone.cut) sleeps cut short by the look alone")
+        #expect(guarded.cut <= 2, "\(guarded.cut) sleeps cut short with the guard (look alone: \(lookAlone.cut))")
+        // The handler saw every one it cut short.
+        #expect(lookAlone.flagged == lookAlone.cut)
+        #expect(guarded.flagged == guarded.cut)
+    }
+}
+
+private func clockNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
