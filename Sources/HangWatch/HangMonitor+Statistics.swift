@@ -17,6 +17,11 @@ extension HangMonitor {
         public var captureFailures: Int
         /// Times the report directory was found deleted and made again.
         public var directoriesRecreated: Int
+        /// Capture signals that arrived while their thread was in a system call and cut it short
+        /// (the call returned EINTR), process-wide: every monitor of the process shows the same
+        /// figure. The guard before each signal keeps this rare (docs/signal-safety.md); a hang's
+        /// report counts its own in `capture.callsCutShort`.
+        public var callsCutShort: Int = 0
         /// How late Swift's global concurrent executor started the pool probe, process-wide (every
         /// monitor of the process shows the same figures; see docs/sources.md, "Cooperative pool").
         public var concurrencyPool: PoolProbeDelays = PoolProbeDelays()
@@ -63,6 +68,7 @@ final class MonitorStatistics: Sendable {
             hangsFolded: hangsFolded.load(ordering: .relaxed), hangsSuppressed: hangsSuppressed.load(ordering: .relaxed),
             writeFailures: writeFailures.load(ordering: .relaxed), captureFailures: captureFailures.load(ordering: .relaxed),
             directoriesRecreated: directoriesRecreated.load(ordering: .relaxed),
+            callsCutShort: LinuxStackSampler.callsCutShort.load(ordering: .relaxed),
             concurrencyPool: PoolProbeHistogram.shared.snapshot)
     }
 }

@@ -165,6 +165,9 @@ struct ReportDetail {
             captureParts.append("pause \(Text.whole(median)) µs median, \(Text.whole(maximum)) µs max")
         }
         for error in capture.errors { captureParts.append("\(error.kind) ×\(error.count)") }
+        if let cut = capture.callsCutShort, cut > 0 {
+            captureParts.append("\(cut) \(cut == 1 ? "capture" : "captures") cut a system call short (EINTR)")
+        }
         if capture.reportsSuppressed > 0 { captureParts.append("\(capture.reportsSuppressed) earlier hangs not written (rate limit)") }
         field("capture", captureParts.joined(separator: ", "))
         if let framePointer = report.heaviestStack.flatMap({ report.stack(at: $0.stack)?.framePointer }) {

@@ -172,6 +172,7 @@ import Testing
             usleep(2_000)
             return (cutShort.load(ordering: .relaxed) - before, flagged)
         }
+        let countedBefore = LinuxStackSampler.callsCutShort.load(ordering: .relaxed)
         let lookAlone = cutShortWhileLooking(.lookAlone, seconds: 0.5)
         let guarded = cutShortWhileLooking(.stayedOnCPU, seconds: 0.5)
         // The benchmark measured about 200 a second for the look alone; generous bounds here.
@@ -180,6 +181,8 @@ import Testing
         // The handler saw every one it cut short.
         #expect(lookAlone.flagged == lookAlone.cut)
         #expect(guarded.flagged == guarded.cut)
+        // And the monitors' statistics count them (process-wide: at least these).
+        #expect(LinuxStackSampler.callsCutShort.load(ordering: .relaxed) - countedBefore >= lookAlone.cut + guarded.cut)
     }
 }
 

@@ -121,6 +121,34 @@ import Testing
         #expect(report.heaviestStack == nil)
     }
 
+    @Test func aCaptureThatCutACallShortIsMarkedAndCountedEvenOnceDropped() throws {
+        var cut = sample(at: 1_250_000, [0x1000_0010])
+        cut.cutCallShort = true
+        let clean = sample(at: 1_300_000, [0x1000_0010])
+        let report = builder.build(recording(samples: [cut, clean]), images: images, outcome: .recovered)
+        #expect(report.samples.map(\.cutCallShort) == [true, nil])
+        #expect(report.capture.callsCutShort == 1)
+        let json = String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
+        #expect(json.contains("\"cutCallShort\":true") && json.contains("\"callsCutShort\":1"))
+        // None cut short: neither field is written.
+        let none = builder.build(recording(samples: [clean]), images: images, outcome: .recovered)
+        #expect(none.capture.callsCutShort == nil)
+        let noneJSON = String(decoding: try JSONEncoder().encode(none), as: UTF8.self)
+        #expect(!noneJSON.contains("cutCallShort") && !noneJSON.contains("callsCutShort"))
+        // A sample the cap drops is still counted.
+        var long = HangRecording(
+            id: "id", startMicroseconds: 0, detectedMicroseconds: 250_000, activity: 64, mode: nil, thresholdMicroseconds: 250_000,
+            thread: nil, process: ProcessSnapshot(rssBytes: nil, loadAverage: nil, tracerPID: nil, cpuCount: 1), baseline: nil,
+            watchdogOversleepMicroseconds: 0, stopSuspected: false, maxSamples: 2, sampleIntervalMicroseconds: 50_000)
+        for offset in 0..<5 {
+            var next = sample(at: 250_000 + UInt64(offset) * 50_000, [0x1000_0010])
+            next.cutCallShort = offset == 1
+            long.add(next)
+        }
+        #expect(!long.samples.contains { $0.cutCallShort })
+        #expect(builder.build(long, images: images, outcome: .recovered).capture.callsCutShort == 1)
+    }
+
     /// The end comes from the coarse clock and may read a tick early; a sample taken later in the
     /// hang stretches it, so sampled time never exceeds the duration.
     @Test func aSampleAfterTheCoarseEndStretchesTheDuration() {

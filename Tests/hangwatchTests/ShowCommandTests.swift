@@ -62,6 +62,21 @@ import Testing
         }
     }
 
+    /// A capture that cut the thread's system call short is said on the capture line; none, nothing.
+    @Test func theCaptureLineSaysWhenACaptureCutACallShort() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        var report = ReportFixtures.report()
+        report.capture.callsCutShort = 2
+        try ReportStore(directory: fixture.directory).write(report)
+        let result = try fixture.hangwatch(["show", "latest"], environment: ["COLUMNS": "300"])
+        #expect(result.status == 0, "\(result.errors)")
+        let line = try #require(result.lines.first { $0.hasPrefix("capture ") }, "\(result.output)")
+        #expect(line.contains("2 captures cut a system call short (EINTR)"), "\(line)")
+        let clean = try Fixture(withDemoReports: false)
+        try ReportStore(directory: clean.directory).write(ReportFixtures.report())
+        #expect(!(try clean.hangwatch(["show", "latest"], environment: ["COLUMNS": "300"])).output.contains("cut a system call short"))
+    }
+
     /// Async callers come from the task's context chain, not the thread's stack: show says where
     /// they begin, and why they stop when they stop early.
     @Test func asyncCallersAreSetApart() throws {

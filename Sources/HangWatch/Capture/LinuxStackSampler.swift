@@ -42,6 +42,9 @@ struct LinuxStackSampler: StackSampling {
 
     private static let captureLock = Mutex(())
 
+    /// Captures whose signal cut a system call short, process-wide (`HangMonitor.Statistics`).
+    static let callsCutShort = Atomic<Int>(0)
+
     /// The open proc files of the monitored thread. Files opened on a thread stay bound to it: once
     /// it exits their reads fail, even if its id is reused, so its identity (start time) is checked
     /// once, when they are opened.
@@ -190,6 +193,7 @@ struct LinuxStackSampler: StackSampling {
             sample.pauseNanoseconds = result.pauseNanoseconds
             sample.asyncCallers = result.asyncCallers
             sample.cutCallShort = result.cutCallShort
+            if result.cutCallShort { Self.callsCutShort.add(1, ordering: .relaxed) }
             sample.method = .signal
         case .failure(.leftCPU):
             // In a call now, or was off its CPU: look again (a thread in a call is read without a signal).
