@@ -6,8 +6,9 @@
  *   - It touches only: the atomic state word (compare-and-swap), the request fields written before
  *     the request was published, a frame buffer on its own (alternate) stack, the shared result
  *     slot (only after winning the RUNNING -> WRITING transition for its own generation), and
- *     getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe; and the async-caller
- *     read of hw_async.c (process_vm_readv on this process).
+ *     getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe; the async-caller
+ *     read of hw_async.c, and the two instruction bytes before the program counter when the
+ *     context says a system call was cut short (both process_vm_readv on this process).
  *   - It wakes nobody. A wake-up from the handler (sem_post) makes the scheduler pull the watchdog
  *     onto the hung thread's CPU and run it before the handler even returns: the hung thread then
  *     loses the watchdog's whole turn, hundreds of microseconds. The watchdog polls instead.
@@ -251,36 +252,36 @@ int hw_capture_thread_attach(size_t altstack_size, int signo) {
     return installed;
 }
 
-/* 1 when `guard` holds now: the thread is not in a system call, and has not left its CPU since its
- * run count was read. */
+/* 1 when `guard` holds now: the thread has not left its CPU since its run count was read, and it is
+ * not in a system call. The syscall file is read last, the send follows at once. */
 static int hw_guard_holds(const hw_capture_guard *guard) {
     char text[64];
-    ssize_t count = pread(guard->syscall_fd, text, sizeof(text), 0);
-    if (count < 7 || memcmp(text, "running", 7) != 0) {
-        return 0;
-    }
-    if (guard->schedstat_fd < 0) {
-        return 1;
-    }
-    count = pread(guard->schedstat_fd, text, sizeof(text) - 1, 0);
-    if (count <= 0) {
-        return 0;
-    }
-    text[count] = 0;
-    /* "<on-CPU ns> <run-queue ns> <run count>\n" */
-    int field = 0;
-    uint64_t run_count = 0;
-    for (ssize_t i = 0; i < count; i++) {
-        const char c = text[i];
-        if (c == ' ') {
-            field++;
-        } else if (field == 2 && c >= '0' && c <= '9') {
-            run_count = run_count * 10 + (uint64_t)(c - '0');
-        } else if (field == 2) {
-            break;
+    ssize_t count;
+    if (guard->schedstat_fd >= 0) {
+        count = pread(guard->schedstat_fd, text, sizeof(text) - 1, 0);
+        if (count <= 0) {
+            return 0;
+        }
+        text[count] = 0;
+        /* "<on-CPU ns> <run-queue ns> <run count>\n" */
+        int field = 0;
+        uint64_t run_count = 0;
+        for (ssize_t i = 0; i < count; i++) {
+            const char c = text[i];
+            if (c == ' ') {
+                field++;
+            } else if (field == 2 && c >= '0' && c <= '9') {
+                run_count = run_count * 10 + (uint64_t)(c - '0');
+            } else if (field == 2) {
+                break;
+            }
+        }
+        if (field < 2 || run_count != guard->run_count) {
+            return 0;
         }
     }
-    return field >= 2 && run_count == guard->run_count;
+    count = pread(guard->syscall_fd, text, sizeof(text), 0);
+    return count >= 7 && memcmp(text, "running", 7) == 0;
 }
 
 int hw_capture_request(pid_t tid, const hw_capture_guard *guard, uintptr_t stack_low, uintptr_t stack_high, int signo,

@@ -88,6 +88,42 @@ struct CutShortFigure {
         return tallies
     }
 
+    /// What the guard costs a thread that computes without a pause while another thread shares its
+    /// CPU (preempting it every few milliseconds): the looks that got no stack because it left its CPU
+    /// during the guard's pause, twice in a row.
+    func measureComputing() throws -> (looks: Int, signalCaptures: Int, leftCPU: Int) {
+        let signal = CaptureProbe.defaultSignal
+        try CaptureProbe.install(signal: signal)
+        let stop = Atomic<Bool>(false)
+        let ready = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var target: CaptureProbe.Target?
+        let victim = Thread {
+            target = CaptureProbe.attachCurrentThread(signal: signal)
+            ProcessThreads.pin(target!.tid, to: 0)
+            ready.signal()
+            while !stop.load(ordering: .relaxed) { spin(microseconds: 1000) }
+        }
+        victim.start()
+        ready.wait()
+        defer { stop.store(true, ordering: .relaxed) }
+        let busy = BusyThread(cpu: 0)
+        defer { busy.stop() }
+        let watcher = ProcessThreads.currentThreadID()
+        ProcessThreads.pin(watcher, to: 1)
+        defer { ProcessThreads.pin(watcher, to: nil) }
+        let looker = CaptureProbe.Looker(target!, signal: signal)
+        var outcome = (looks: 0, signalCaptures: 0, leftCPU: 0)
+        let end = Date().addingTimeInterval(seconds * Double(rounds))
+        while Date() < end {
+            let sample = looker.look()
+            outcome.looks += 1
+            if sample.method == "signal" { outcome.signalCaptures += 1 }
+            if sample.failure == "thread left its CPU at the capture" { outcome.leftCPU += 1 }
+            usleep(1_000)
+        }
+        return outcome
+    }
+
     private final class BusyThread: @unchecked Sendable {
         private let running = Atomic<Bool>(true)
 

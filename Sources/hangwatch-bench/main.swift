@@ -286,6 +286,9 @@ if wanted("18") {
                 "\(tally.signalCaptures), \(tally.cutShort) (\(tally.flagged)), \(format(tally.perThousandCaptures, 1))")
         }
     }
+    let computing = try CutShortFigure(seconds: quick ? 0.3 : 1, rounds: quick ? 1 : 3, bursts: 1...1, contended: true).measureComputing()
+    add("18", "a thread computing on a CPU it shares, looked at every ms: looks, captures, left its CPU twice (no stack)",
+        "\(computing.looks), \(computing.signalCaptures), \(computing.leftCPU)", "(documented)")
 }
 
 if wanted("scaling") {
