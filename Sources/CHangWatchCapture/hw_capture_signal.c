@@ -252,35 +252,37 @@ int hw_capture_thread_attach(size_t altstack_size, int signo) {
     return installed;
 }
 
-/* 1 when `guard` holds now: the thread has not left its CPU since its run count was read, and it is
- * not in a system call. The syscall file is read last, the send follows at once. */
-static int hw_guard_holds(const hw_capture_guard *guard) {
-    char text[64];
-    ssize_t count;
-    if (guard->schedstat_fd >= 0) {
-        count = pread(guard->schedstat_fd, text, sizeof(text) - 1, 0);
-        if (count <= 0) {
-            return 0;
-        }
-        text[count] = 0;
-        /* "<on-CPU ns> <run-queue ns> <run count>\n" */
-        int field = 0;
-        uint64_t run_count = 0;
-        for (ssize_t i = 0; i < count; i++) {
-            const char c = text[i];
-            if (c == ' ') {
-                field++;
-            } else if (field == 2 && c >= '0' && c <= '9') {
-                run_count = run_count * 10 + (uint64_t)(c - '0');
-            } else if (field == 2) {
-                break;
+/* The value of `voluntary_ctxt_switches:` in a status file's text (`count` bytes), or -1. The
+ * field starts a line (`nonvoluntary_ctxt_switches:` ends with the same words). */
+static int64_t hw_voluntary_switches(const char *text, ssize_t count) {
+    static const char field[] = "voluntary_ctxt_switches:";
+    const ssize_t length = (ssize_t)sizeof(field) - 1;
+    for (ssize_t i = 0; i + length < count; i++) {
+        if ((i == 0 || text[i - 1] == '\n') && memcmp(text + i, field, (size_t)length) == 0) {
+            int64_t value = -1;
+            for (ssize_t j = i + length; j < count && text[j] != '\n'; j++) {
+                if (text[j] >= '0' && text[j] <= '9') {
+                    value = (value < 0 ? 0 : value * 10) + (text[j] - '0');
+                }
             }
+            return value;
         }
-        if (field < 2 || run_count != guard->run_count) {
+    }
+    return -1;
+}
+
+/* 1 when `guard` holds now: the thread has not slept since its voluntary switches were counted, and
+ * it is not in a system call. The syscall file is read last, and the send follows at once. */
+static int hw_guard_holds(const hw_capture_guard *guard) {
+    char text[4096];
+    ssize_t count;
+    if (guard->status_fd >= 0) {
+        count = pread(guard->status_fd, text, sizeof(text), 0);
+        if (count <= 0 || hw_voluntary_switches(text, count) != (int64_t)guard->voluntary_switches) {
             return 0;
         }
     }
-    count = pread(guard->syscall_fd, text, sizeof(text), 0);
+    count = pread(guard->syscall_fd, text, 64, 0);
     return count >= 7 && memcmp(text, "running", 7) == 0;
 }
 

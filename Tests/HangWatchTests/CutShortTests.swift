@@ -95,38 +95,36 @@ import Testing
         let sleeper = Sleeper(signal: signal, milliseconds: 300)
         #expect(sleeper.isAsleep())
         let files = try #require(ProcTaskFiles(tid: sleeper.attachment.tid))
-        let captureGuard = UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor, schedStatFile: -1, runCount: 0)
+        let captureGuard = UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor)
         let capture = UnsafeCaptureBridge.captureBySignal(
             tid: sleeper.attachment.tid, guard: captureGuard, stackLow: sleeper.attachment.stackLow,
             stackHigh: sleeper.attachment.stackHigh, signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000)
-        #expect(capture.failure == .leftCPU)
+        #expect(capture.failure == .sleptAtCapture)
         #expect(sleeper.join())
         #expect(sleeper.result == 0)
         #expect(sleeper.sleptMilliseconds >= 299)
     }
 
-    @Test func theGuardSendsNothingToAThreadThatLeftItsCPUSinceItWasRead() throws {
+    @Test func theGuardSendsNothingToAThreadThatSleptSinceItWasCounted() throws {
         let target = TargetThread(signal: signal)
         defer { target.stop() }
         let files = try #require(ProcTaskFiles(tid: target.attachment.tid))
-        func capture(runCount: UInt64) -> Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError> {
+        func capture(voluntarySwitches: UInt64) -> Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError> {
             UnsafeCaptureBridge.captureBySignal(
                 tid: target.attachment.tid,
                 guard: UnsafeCaptureBridge.CaptureGuard(
-                    syscallFile: files.syscallDescriptor, schedStatFile: files.schedStatDescriptor, runCount: runCount),
+                    syscallFile: files.syscallDescriptor, statusFile: files.statusDescriptor, voluntarySwitches: voluntarySwitches),
                 stackLow: target.attachment.stackLow, stackHigh: target.attachment.stackHigh, signal: signal, maxFrames: 128,
                 timeoutNanoseconds: 200_000_000)
         }
-        let runCount = try #require(files.readSchedStat()?.timeslices)
-        try #require(runCount > 0, "the kernel counts runs")
-        // A run count it has since passed: it was put on a CPU again after that reading.
-        #expect(capture(runCount: runCount - 1).failure == .leftCPU)
-        // Its current count: sent (read again at each try: the spinning thread may be preempted).
-        let sent = Eventually.holds {
-            guard let now = files.readSchedStat()?.timeslices else { return false }
-            return (try? capture(runCount: now).get()) != nil
+        let switches = try #require(files.readVoluntarySwitches())
+        // A count that is not its own now, as after a sleep since the reading.
+        #expect(capture(voluntarySwitches: switches + 1).failure == .sleptAtCapture)
+        // Its current count: sent. It computes without sleeping, so being preempted (by this
+        // test's own wake-ups, on a shared CPU) does not stop it.
+        for _ in 0..<20 {
+            #expect((try? capture(voluntarySwitches: switches).get()) != nil)
         }
-        #expect(sent)
     }
 
     /// The case the guard is for: a thread that mostly sleeps, computing for a few microseconds

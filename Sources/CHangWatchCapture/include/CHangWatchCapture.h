@@ -161,9 +161,10 @@ int hw_current_thread_stack(uintptr_t *low, uintptr_t *high);
  * (`running` in /proc covers that too).
  */
 typedef struct hw_capture_guard {
-    int syscall_fd;     /* the thread's open /proc/self/task/<tid>/syscall: must say `running` */
-    int schedstat_fd;   /* its open schedstat, or -1: its run count (third field) ... */
-    uint64_t run_count; /* ... must still be this one: the thread has not left its CPU since */
+    int syscall_fd;              /* the thread's open /proc/self/task/<tid>/syscall: must say `running` */
+    int status_fd;               /* its open status, or -1: its voluntary_ctxt_switches ... */
+    uint64_t voluntary_switches; /* ... must still be this many: it has not slept since (being
+                                    preempted, which a watchdog's own wake-up on its CPU does, is no sleep) */
 } hw_capture_guard;
 
 /**

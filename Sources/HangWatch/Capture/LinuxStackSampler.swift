@@ -195,10 +195,10 @@ struct LinuxStackSampler: StackSampling {
             sample.cutCallShort = result.cutCallShort
             if result.cutCallShort { Self.callsCutShort.add(1, ordering: .relaxed) }
             sample.method = .signal
-        case .failure(.leftCPU):
-            // In a call now, or was off its CPU: look again (a thread in a call is read without a signal).
+        case .failure(.sleptAtCapture):
+            // In a call now, or slept since: look again (a thread in a call is read without a signal).
             if lookedAgain {
-                sample.failure = .leftCPU
+                sample.failure = .sleptAtCapture
             } else {
                 return self.sample(thread, previous: previous, signalAllowed: signalAllowed, lookedAgain: true)
             }
@@ -228,9 +228,10 @@ package enum SignalGuard: Int, Sendable, CaseIterable {
     case lookAlone
     /// Its `syscall` file read again right before the send still says `running` (measurement only).
     case stillRunning
-    /// It also has not left its CPU since it was read as running, and it has been on a CPU for at
-    /// least `stayOnCPUNanoseconds` (or since the sample before, which saw it running): a thread that
-    /// mostly waits, with short bursts between its calls, is not signalled at all.
+    /// It also has not slept since it was read as running (its voluntary context switches, in
+    /// `status`, are as many; being preempted is no sleep), and it has computed for at least
+    /// `stayOnCPUNanoseconds` (or since the sample before, which saw it running, with the same run
+    /// count): a thread that mostly waits, with short bursts between its calls, is not signalled.
     case stayedOnCPU
 }
 
@@ -244,21 +245,22 @@ extension LinuxStackSampler {
         case .lookAlone:
             return nil
         case .stillRunning:
-            return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor, schedStatFile: -1, runCount: 0)
+            return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor)
         case .stayedOnCPU:
-            // Without the kernel's run count only the last read can be checked.
-            guard schedule.timeslices > 0 else {
-                return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor, schedStatFile: -1, runCount: 0)
+            // Without the count of voluntary switches only the last read can be checked.
+            guard let switches = files.readVoluntarySwitches() else {
+                return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor)
             }
-            // The sample before saw it running with the same run count: it has not left its CPU since.
+            // The sample before saw it running with the same run count: it has been on its CPU since.
             let onCPUSincePrevious =
-                previous?.failure == nil && previous?.state == "R" && previous?.timeslices == schedule.timeslices
+                schedule.timeslices > 0 && previous?.failure == nil && previous?.state == "R"
+                && previous?.timeslices == schedule.timeslices
             if !onCPUSincePrevious {
                 var pause = timespec(tv_sec: 0, tv_nsec: Self.stayOnCPUNanoseconds)
                 nanosleep(&pause, nil)
             }
             return UnsafeCaptureBridge.CaptureGuard(
-                syscallFile: files.syscallDescriptor, schedStatFile: files.schedStatDescriptor, runCount: schedule.timeslices)
+                syscallFile: files.syscallDescriptor, statusFile: files.statusDescriptor, voluntarySwitches: switches)
         }
     }
 }

@@ -50,7 +50,7 @@ package struct StackSample: Sendable, Equatable {
         case stopped = "thread stopped"
         case movedDuringCapture = "thread moved during capture"
         case debuggerAttached = "debugger attached"
-        case leftCPU = "thread left its CPU at the capture"
+        case sleptAtCapture = "thread slept at the capture"
         case workOnUnpreparedThread = "work on an unprepared thread"
 
         package var message: String {
@@ -64,8 +64,8 @@ package struct StackSample: Sendable, Equatable {
             case .stopped: return "the thread was stopped (SIGSTOP or a debugger); no signal was sent"
             case .movedDuringCapture: return "the thread left its system call while its stack was read"
             case .debuggerAttached: return "a debugger is attached; no signal was sent (it would stop at it)"
-            case .leftCPU:
-                return "the thread went into a system call or off its CPU as the capture signal was about to be sent, twice; no signal was sent (it could have cut a call short)"
+            case .sleptAtCapture:
+                return "the thread went to sleep (into a system call, or waiting) as the capture signal was about to be sent, twice; no signal was sent (it could have cut a call short)"
             case .workOnUnpreparedThread:
                 return "the queue's work runs on a worker no ping has run on (not prepared for captures); the worker that ran the last ping is idle and is not shown"
             }

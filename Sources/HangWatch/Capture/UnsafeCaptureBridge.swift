@@ -164,20 +164,20 @@ enum UnsafeCaptureBridge {
 
     enum SignalCaptureError: Error, Equatable {
         case busy
-        /// The guard, checked just before the send, did not hold (the thread is in a system call or
-        /// left its CPU): nothing was sent.
-        case leftCPU
+        /// The guard, checked just before the send, did not hold (the thread is in a system call, or
+        /// slept since it was counted): nothing was sent.
+        case sleptAtCapture
         case threadGone
         case sendFailed(Int32)
         case timeout
     }
 
     /// Mirrors `hw_capture_guard`: what the thread's `/proc` files must still say right before the
-    /// send (`syscall`: running; `schedstat`, unless -1: the same run count).
+    /// send (`syscall`: running; `status`, unless -1: as many voluntary context switches).
     struct CaptureGuard: Sendable, Equatable {
         var syscallFile: Int32
-        var schedStatFile: Int32
-        var runCount: UInt64
+        var statusFile: Int32 = -1
+        var voluntarySwitches: UInt64 = 0
     }
 
     /// Signals thread `tid` and waits up to `timeoutNanoseconds` for it to unwind itself. With a
@@ -191,7 +191,8 @@ enum UnsafeCaptureBridge {
         let sent: Int32
         if let captureGuard {
             var cGuard = hw_capture_guard(
-                syscall_fd: captureGuard.syscallFile, schedstat_fd: captureGuard.schedStatFile, run_count: captureGuard.runCount)
+                syscall_fd: captureGuard.syscallFile, status_fd: captureGuard.statusFile,
+                voluntary_switches: captureGuard.voluntarySwitches)
             sent = hw_capture_request(tid, &cGuard, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
         } else {
             sent = hw_capture_request(tid, nil, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
@@ -199,7 +200,7 @@ enum UnsafeCaptureBridge {
         switch sent {
         case 0: break
         case EBUSY: return .failure(.busy)
-        case EAGAIN: return .failure(.leftCPU)
+        case EAGAIN: return .failure(.sleptAtCapture)
         case ESRCH: return .failure(.threadGone)
         default: return .failure(.sendFailed(sent))
         }
