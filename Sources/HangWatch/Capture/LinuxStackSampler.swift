@@ -5,7 +5,10 @@ import Glibc
 
 /// Samples a thread's stack the way that does not change what the thread is doing:
 ///
-/// - on a CPU, or blocked outside a system call: the capture signal; the thread unwinds itself;
+/// - on a CPU, or blocked outside a system call: the capture signal; the thread unwinds itself.
+///   Sent only once the thread is proven to compute (`SignalGuard.stayedOnCPU`): `running` in
+///   `/proc` also covers a thread inside a timed wait's kernel entry, which the signal would cut
+///   short; a thread that only runs in short bursts between its waits is read while it waits;
 /// - blocked in a system call (`nanosleep`, `poll`, `epoll_wait`, `futex`, `read`, ...): no signal,
 ///   which would cut the call short with EINTR. The stack is unwound from the watchdog using the
 ///   stack pointer and program counter in `/proc/self/task/<tid>/syscall`, and kept only if the
@@ -17,7 +20,8 @@ import Glibc
 /// The watchdog's work per sample is kept small (it competes for a CPU with the hung thread when
 /// they share one): the thread's proc files stay open and are re-read with `pread`, and its signal
 /// mask (`status`, the costliest file) is read only at a hang's first sample and after a capture
-/// went unanswered.
+/// went unanswered. A thread found running costs one more `status` read here and one in the guard
+/// (its voluntary context switches), and a 50 µs pause unless the sample before proved it on a CPU.
 struct LinuxStackSampler: StackSampling {
     let signal: Int32
     let maxFrames: Int
@@ -179,11 +183,16 @@ struct LinuxStackSampler: StackSampling {
         }
         // The signal must not cut short a timed wait the thread went into since it was read as
         // running: the guard (and the pause it may need) is checked right before the send.
-        let captureGuard = captureGuard(files, schedule: schedule, previous: previous)
-        let capture = Self.captureLock.withLock { _ in
-            UnsafeCaptureBridge.captureBySignal(
-                tid: thread.tid, guard: captureGuard, stackLow: thread.stackLow, stackHigh: thread.stackHigh, signal: signal,
-                maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
+        let capture: Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
+        switch arm(files, schedule: schedule, previous: previous) {
+        case .send(let captureGuard):
+            capture = Self.captureLock.withLock { _ in
+                UnsafeCaptureBridge.captureBySignal(
+                    tid: thread.tid, guard: captureGuard, stackLow: thread.stackLow, stackHigh: thread.stackHigh, signal: signal,
+                    maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
+            }
+        case .wentToSleep:
+            capture = .failure(.sleptAtCapture)
         }
         switch capture {
         case .success(let result):
@@ -236,21 +245,30 @@ package enum SignalGuard: Int, Sendable, CaseIterable {
 }
 
 extension LinuxStackSampler {
+    fileprivate enum Arming {
+        /// Send, checking this guard right before (nil: none).
+        case send(UnsafeCaptureBridge.CaptureGuard?)
+        /// The thread went into a system call before the guard could be armed: look again.
+        case wentToSleep
+    }
+
     /// The guard for a thread read as running (schedstat `schedule`, read at this sample's start),
-    /// after the pause it needs. Nil: no guard.
-    fileprivate func captureGuard(_ files: ProcTaskFiles, schedule: ProcTask.SchedStat, previous: StackSample?)
-        -> UnsafeCaptureBridge.CaptureGuard?
-    {
+    /// after the pause it needs.
+    fileprivate func arm(_ files: ProcTaskFiles, schedule: ProcTask.SchedStat, previous: StackSample?) -> Arming {
         switch signalGuard {
         case .lookAlone:
-            return nil
+            return .send(nil)
         case .stillRunning:
-            return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor)
+            return .send(UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor))
         case .stayedOnCPU:
             // Without the count of voluntary switches only the last read can be checked.
             guard let switches = files.readVoluntarySwitches() else {
-                return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor)
+                return .send(UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor))
             }
+            // The count proves no sleep from the moment it was read; the thread must be running after
+            // that moment (a thread asleep when it was counted could wake and go to sleep again
+            // without the count moving before the guard reads it).
+            guard case .running? = files.readSyscall() else { return .wentToSleep }
             // The sample before saw it running with the same run count: it has been on its CPU since.
             let onCPUSincePrevious =
                 schedule.timeslices > 0 && previous?.failure == nil && previous?.state == "R"
@@ -259,8 +277,9 @@ extension LinuxStackSampler {
                 var pause = timespec(tv_sec: 0, tv_nsec: Self.stayOnCPUNanoseconds)
                 nanosleep(&pause, nil)
             }
-            return UnsafeCaptureBridge.CaptureGuard(
-                syscallFile: files.syscallDescriptor, statusFile: files.statusDescriptor, voluntarySwitches: switches)
+            return .send(
+                UnsafeCaptureBridge.CaptureGuard(
+                    syscallFile: files.syscallDescriptor, statusFile: files.statusDescriptor, voluntarySwitches: switches))
         }
     }
 }
