@@ -271,11 +271,33 @@ static int64_t hw_voluntary_switches(const char *text, ssize_t count) {
     return -1;
 }
 
-/* 1 when `guard` holds now: the thread has not slept since its voluntary switches were counted, and
- * it is not in a system call. The syscall file is read last, and the send follows at once. */
+/* The third field of a schedstat file's text (the run count), or -1. */
+static int64_t hw_run_count(const char *text, ssize_t count) {
+    int field = 0;
+    int64_t value = -1;
+    for (ssize_t i = 0; i < count; i++) {
+        if (text[i] == ' ') {
+            field++;
+        } else if (field == 2 && text[i] >= '0' && text[i] <= '9') {
+            value = (value < 0 ? 0 : value * 10) + (text[i] - '0');
+        } else if (field == 2) {
+            break;
+        }
+    }
+    return value;
+}
+
+/* 1 when `guard` holds now: the thread was not put on a CPU again, or has not slept, since it was
+ * counted, and it is not in a system call. The syscall file is read last, the send follows at once. */
 static int hw_guard_holds(const hw_capture_guard *guard) {
     char text[4096];
     ssize_t count;
+    if (guard->schedstat_fd >= 0) {
+        count = pread(guard->schedstat_fd, text, 64, 0);
+        if (count <= 0 || hw_run_count(text, count) != (int64_t)guard->run_count) {
+            return 0;
+        }
+    }
     if (guard->status_fd >= 0) {
         count = pread(guard->status_fd, text, sizeof(text), 0);
         if (count <= 0 || hw_voluntary_switches(text, count) != (int64_t)guard->voluntary_switches) {

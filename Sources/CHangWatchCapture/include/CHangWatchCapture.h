@@ -162,6 +162,8 @@ int hw_current_thread_stack(uintptr_t *low, uintptr_t *high);
  */
 typedef struct hw_capture_guard {
     int syscall_fd;              /* the thread's open /proc/self/task/<tid>/syscall: must say `running` */
+    int schedstat_fd;            /* its open schedstat, or -1: its run count (third field) ... */
+    uint64_t run_count;          /* ... must still be this: not put on a CPU again (the cheap proof) */
     int status_fd;               /* its open status, or -1: its voluntary_ctxt_switches ... */
     uint64_t voluntary_switches; /* ... must still be this many: it has not slept since (being
                                     preempted, which a watchdog's own wake-up on its CPU does, is no sleep) */

@@ -21,7 +21,7 @@ import Glibc
 /// they share one): the thread's proc files stay open and are re-read with `pread`, and its signal
 /// mask (`status`, the costliest file) is read only at a hang's first sample and after a capture
 /// went unanswered. A thread found running costs one more `status` read here and one in the guard
-/// (its voluntary context switches), and a 50 µs pause unless the sample before proved it on a CPU.
+/// (its voluntary context switches), and a 50 µs pause unless the sample before proved it awake.
 struct LinuxStackSampler: StackSampling {
     let signal: Int32
     let maxFrames: Int
@@ -184,8 +184,10 @@ struct LinuxStackSampler: StackSampling {
         // The signal must not cut short a timed wait the thread went into since it was read as
         // running: the guard (and the pause it may need) is checked right before the send.
         let capture: Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
+        var armed: UnsafeCaptureBridge.CaptureGuard?
         switch arm(files, schedule: schedule, previous: previous) {
         case .send(let captureGuard):
+            armed = captureGuard
             capture = Self.captureLock.withLock { _ in
                 UnsafeCaptureBridge.captureBySignal(
                     tid: thread.tid, guard: captureGuard, stackLow: thread.stackLow, stackHigh: thread.stackHigh, signal: signal,
@@ -202,6 +204,13 @@ struct LinuxStackSampler: StackSampling {
             sample.pauseNanoseconds = result.pauseNanoseconds
             sample.asyncCallers = result.asyncCallers
             sample.cutCallShort = result.cutCallShort
+            // The count this capture proved the thread awake with; when the run count alone proved it
+            // (no switch at all, so no sleep, since the sample before), that sample's count.
+            if let armed, armed.statusFile >= 0 {
+                sample.awakeVoluntarySwitches = armed.voluntarySwitches
+            } else if let armed, armed.schedStatFile >= 0 {
+                sample.awakeVoluntarySwitches = previous?.awakeVoluntarySwitches
+            }
             if result.cutCallShort { Self.callsCutShort.add(1, ordering: .relaxed) }
             sample.method = .signal
         case .failure(.sleptAtCapture):
@@ -239,8 +248,8 @@ package enum SignalGuard: Int, Sendable, CaseIterable {
     case stillRunning
     /// It also has not slept since it was read as running (its voluntary context switches, in
     /// `status`, are as many; being preempted is no sleep), and it has computed for at least
-    /// `stayOnCPUNanoseconds` (or since the sample before, which saw it running, with the same run
-    /// count): a thread that mostly waits, with short bursts between its calls, is not signalled.
+    /// `stayOnCPUNanoseconds` (or since the sample before, which counted as many when it saw it
+    /// running): a thread that mostly waits, with short bursts between its calls, is not signalled.
     case stayedOnCPU
 }
 
@@ -252,8 +261,8 @@ extension LinuxStackSampler {
         case wentToSleep
     }
 
-    /// The guard for a thread read as running (schedstat `schedule`, read at this sample's start),
-    /// after the pause it needs.
+    /// The guard for a thread read as running (schedstat `schedule`, read at this sample's start,
+    /// before it was read as running), after the pause it needs.
     fileprivate func arm(_ files: ProcTaskFiles, schedule: ProcTask.SchedStat, previous: StackSample?) -> Arming {
         switch signalGuard {
         case .lookAlone:
@@ -261,6 +270,13 @@ extension LinuxStackSampler {
         case .stillRunning:
             return .send(UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor))
         case .stayedOnCPU:
+            // Not put on a CPU again since the sample before saw it running: it has not slept since,
+            // and its run count (`schedstat`, far cheaper to read than `status`) proves it up to the send.
+            if schedule.timeslices > 0, previous?.failure == nil, previous?.state == "R", previous?.timeslices == schedule.timeslices {
+                return .send(
+                    UnsafeCaptureBridge.CaptureGuard(
+                        syscallFile: files.syscallDescriptor, schedStatFile: files.schedStatDescriptor, runCount: schedule.timeslices))
+            }
             // Without the count of voluntary switches only the last read can be checked.
             guard let switches = files.readVoluntarySwitches() else {
                 return .send(UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor))
@@ -269,11 +285,9 @@ extension LinuxStackSampler {
             // that moment (a thread asleep when it was counted could wake and go to sleep again
             // without the count moving before the guard reads it).
             guard case .running? = files.readSyscall() else { return .wentToSleep }
-            // The sample before saw it running with the same run count: it has been on its CPU since.
-            let onCPUSincePrevious =
-                schedule.timeslices > 0 && previous?.failure == nil && previous?.state == "R"
-                && previous?.timeslices == schedule.timeslices
-            if !onCPUSincePrevious {
+            // The sample before counted as many when it saw the thread running: it has not slept since.
+            let awakeSincePrevious = previous?.awakeVoluntarySwitches == switches
+            if !awakeSincePrevious {
                 var pause = timespec(tv_sec: 0, tv_nsec: Self.stayOnCPUNanoseconds)
                 nanosleep(&pause, nil)
             }

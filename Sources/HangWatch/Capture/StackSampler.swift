@@ -101,6 +101,9 @@ package struct StackSample: Sendable, Equatable {
     package var voluntarySwitches: UInt64?
     /// How long the signal handler held the thread.
     package var pauseNanoseconds: Int64?
+    /// For a capture by signal: the thread's voluntary context switches, counted just before it was
+    /// read as running once more. The next sample that counts as many knows it has not slept since.
+    package var awakeVoluntarySwitches: UInt64?
     /// The capture signal arrived in a system call the thread entered after it was seen running,
     /// and cut the call short (it returned EINTR to the thread's code).
     package var cutCallShort = false

@@ -173,9 +173,12 @@ enum UnsafeCaptureBridge {
     }
 
     /// Mirrors `hw_capture_guard`: what the thread's `/proc` files must still say right before the
-    /// send (`syscall`: running; `status`, unless -1: as many voluntary context switches).
+    /// send (`syscall`: running; `schedstat`, unless -1: the same run count; `status`, unless -1: as
+    /// many voluntary context switches).
     struct CaptureGuard: Sendable, Equatable {
         var syscallFile: Int32
+        var schedStatFile: Int32 = -1
+        var runCount: UInt64 = 0
         var statusFile: Int32 = -1
         var voluntarySwitches: UInt64 = 0
     }
@@ -191,8 +194,8 @@ enum UnsafeCaptureBridge {
         let sent: Int32
         if let captureGuard {
             var cGuard = hw_capture_guard(
-                syscall_fd: captureGuard.syscallFile, status_fd: captureGuard.statusFile,
-                voluntary_switches: captureGuard.voluntarySwitches)
+                syscall_fd: captureGuard.syscallFile, schedstat_fd: captureGuard.schedStatFile, run_count: captureGuard.runCount,
+                status_fd: captureGuard.statusFile, voluntary_switches: captureGuard.voluntarySwitches)
             sent = hw_capture_request(tid, &cGuard, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
         } else {
             sent = hw_capture_request(tid, nil, stackLow, stackHigh, signal, Int32(maxFrames), &generation)

@@ -100,9 +100,10 @@ final class ProcTaskFiles {
     func readSchedStat() -> ProcTask.SchedStat? { read(schedStat, ProcTask.parseSchedStat(bytes:)) }
     func readSyscall() -> ProcTask.SyscallState? { read(syscall, ProcTask.parseSyscall(bytes:)) }
 
-    /// The open `syscall` and `status` files, for the capture code to read again right before it
-    /// signals.
+    /// The open `syscall`, `schedstat` and `status` files, for the capture code to read again right
+    /// before it signals.
     var syscallDescriptor: Int32 { syscall }
+    var schedStatDescriptor: Int32 { schedStat }
     var statusDescriptor: Int32 { status }
 
     /// Times the thread gave up its CPU to wait (`voluntary_ctxt_switches` in `status`): a
