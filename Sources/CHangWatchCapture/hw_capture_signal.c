@@ -6,9 +6,8 @@
  *   - It touches only: the atomic state word (compare-and-swap), the request fields written before
  *     the request was published, a frame buffer on its own (alternate) stack, the shared result
  *     slot (only after winning the RUNNING -> WRITING transition for its own generation), and
- *     getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe; the async-caller
- *     read of hw_async.c, and the two instruction bytes before the program counter when the
- *     context says a system call was cut short (both process_vm_readv on this process).
+ *     getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe; and process_vm_readv on
+ *     this process (the async callers of hw_async.c; the instruction before a cut-short call).
  *   - It wakes nobody. A wake-up from the handler (sem_post) makes the scheduler pull the watchdog
  *     onto the hung thread's CPU and run it before the handler even returns: the hung thread then
  *     loses the watchdog's whole turn, hundreds of microseconds. The watchdog polls instead.
@@ -59,10 +58,6 @@ static hw_capture_result g_result;
 
 #define HW_SIGNAL_LIMIT 65
 static struct sigaction g_previous[HW_SIGNAL_LIMIT];
-
-pid_t hw_gettid(void) {
-    return (pid_t)syscall(SYS_gettid);
-}
 
 /* Pass a signal that is not ours to whoever had it before us. */
 static void hw_chain(int signo, siginfo_t *info, void *context) {
@@ -252,62 +247,6 @@ int hw_capture_thread_attach(size_t altstack_size, int signo) {
     return installed;
 }
 
-/* The value of `voluntary_ctxt_switches:` in a status file's text (`count` bytes), or -1. The
- * field starts a line (`nonvoluntary_ctxt_switches:` ends with the same words). */
-static int64_t hw_voluntary_switches(const char *text, ssize_t count) {
-    static const char field[] = "voluntary_ctxt_switches:";
-    const ssize_t length = (ssize_t)sizeof(field) - 1;
-    for (ssize_t i = 0; i + length < count; i++) {
-        if ((i == 0 || text[i - 1] == '\n') && memcmp(text + i, field, (size_t)length) == 0) {
-            int64_t value = -1;
-            for (ssize_t j = i + length; j < count && text[j] != '\n'; j++) {
-                if (text[j] >= '0' && text[j] <= '9') {
-                    value = (value < 0 ? 0 : value * 10) + (text[j] - '0');
-                }
-            }
-            return value;
-        }
-    }
-    return -1;
-}
-
-/* The third field of a schedstat file's text (the run count), or -1. */
-static int64_t hw_run_count(const char *text, ssize_t count) {
-    int field = 0;
-    int64_t value = -1;
-    for (ssize_t i = 0; i < count; i++) {
-        if (text[i] == ' ') {
-            field++;
-        } else if (field == 2 && text[i] >= '0' && text[i] <= '9') {
-            value = (value < 0 ? 0 : value * 10) + (text[i] - '0');
-        } else if (field == 2) {
-            break;
-        }
-    }
-    return value;
-}
-
-/* 1 when `guard` holds now: the thread was not put on a CPU again, or has not slept, since it was
- * counted, and it is not in a system call. The syscall file is read last, the send follows at once. */
-static int hw_guard_holds(const hw_capture_guard *guard) {
-    char text[4096];
-    ssize_t count;
-    if (guard->schedstat_fd >= 0) {
-        count = pread(guard->schedstat_fd, text, 64, 0);
-        if (count <= 0 || hw_run_count(text, count) != (int64_t)guard->run_count) {
-            return 0;
-        }
-    }
-    if (guard->status_fd >= 0) {
-        count = pread(guard->status_fd, text, sizeof(text), 0);
-        if (count <= 0 || hw_voluntary_switches(text, count) != (int64_t)guard->voluntary_switches) {
-            return 0;
-        }
-    }
-    count = pread(guard->syscall_fd, text, 64, 0);
-    return count >= 7 && memcmp(text, "running", 7) == 0;
-}
-
 int hw_capture_request(pid_t tid, const hw_capture_guard *guard, uintptr_t stack_low, uintptr_t stack_high, int signo,
                        int max_frames, uint64_t *generation) {
     uint64_t state = atomic_load(&g_state);
@@ -331,7 +270,7 @@ int hw_capture_request(pid_t tid, const hw_capture_guard *guard, uintptr_t stack
     info.si_uid = getuid();
     info.si_value.sival_ptr = (void *)(uintptr_t)(HW_SIGNAL_TAG | next);
     /* Everything is ready: the last look at the thread and the send are as close as they can be. */
-    if (guard != NULL && !hw_guard_holds(guard)) {
+    if (guard != NULL && !hw_capture_guard_holds(guard)) {
         uint64_t pending = HW_STATE(next, HW_PENDING);
         atomic_compare_exchange_strong(&g_state, &pending, HW_STATE(next, HW_ABANDONED));
         return EAGAIN;

@@ -143,6 +143,12 @@ int64_t hw_now_ns(void);
  * Async-signal-safe (reads the instruction with hw_checked_read). */
 int hw_context_cut_call_short(const ucontext_t *uc);
 
+/* ---- hw_capture_guard.c ------------------------------------------------------------------------ */
+
+/* 1 when `guard` holds now (see hw_capture_guard in the public header); reads the thread's /proc
+ * files, the syscall file last. */
+int hw_capture_guard_holds(const hw_capture_guard *guard);
+
 /* ---- hw_async.c -------------------------------------------------------------------------------- */
 
 /* This process's memory read through the kernel (process_vm_readv): 1, or 0 when any byte is

@@ -18,7 +18,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hw_internal.h"
 
@@ -209,6 +211,10 @@ int hw_context_cut_call_short(const ucontext_t *uc) {
     const uintptr_t pc = hw_context_pc(uc);
     return pc >= 4 && hw_checked_read(pc - 4, &instruction, sizeof(instruction)) && instruction == 0xd4000001u; /* svc #0 */
 #endif
+}
+
+pid_t hw_gettid(void) {
+    return (pid_t)syscall(SYS_gettid);
 }
 
 int64_t hw_now_ns(void) {
