@@ -20,7 +20,8 @@ import Glibc
 /// The watchdog's work per sample is kept small (it competes for a CPU with the hung thread when
 /// they share one): the thread's proc files stay open and are re-read with `pread`, and its signal
 /// mask (`status`, the costliest file) is read only at a hang's first sample and after a capture
-/// went unanswered. A thread found running costs one more `status` read here and one in the guard
+/// went unanswered. A thread found running and not proven by its run count (not put on a CPU again
+/// since the sample before saw it running) costs one more `status` read here and one in the guard
 /// (its voluntary context switches), and a 50 µs pause unless the sample before proved it awake.
 struct LinuxStackSampler: StackSampling {
     let signal: Int32
@@ -249,7 +250,8 @@ package enum SignalGuard: Int, Sendable, CaseIterable {
     /// It also has not slept since it was read as running (its voluntary context switches, in
     /// `status`, are as many; being preempted is no sleep), and it has computed for at least
     /// `stayOnCPUNanoseconds` (or since the sample before, which counted as many when it saw it
-    /// running): a thread that mostly waits, with short bursts between its calls, is not signalled.
+    /// running, or saw it running with the run count it still has): a thread that mostly waits,
+    /// with short bursts between its calls, is not signalled.
     case stayedOnCPU
 }
 
