@@ -8,8 +8,7 @@ import Testing
     let signal = CaptureSignal.defaultSignal
 
     init() throws {
-        try UnsafeCaptureBridge.install(signal: signal)
-        #expect(UnsafeCaptureBridge.publish(UnsafeImageMapReader.read()) == .published)
+        try installCapture(signal: signal)
     }
 
     func capture(_ target: TargetThread, timeout: Int64 = 200_000_000)

@@ -11,8 +11,7 @@ import Testing
     let signal = CaptureSignal.defaultSignal
 
     init() throws {
-        try UnsafeCaptureBridge.install(signal: signal)
-        #expect(UnsafeCaptureBridge.publish(UnsafeImageMapReader.read()) == .published)
+        try installCapture(signal: signal)
     }
 
     /// A thread attached for captures that sleeps once in `clock_nanosleep` for `milliseconds`, and
@@ -36,9 +35,9 @@ import Testing
                 attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
                 started.signal()
                 var pause = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
-                let start = clockNanoseconds()
+                let start = UnsafeCaptureBridge.monotonicNanoseconds()
                 outcome.result = clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, nil)
-                outcome.sleptMilliseconds = Double(clockNanoseconds() - start) / 1e6
+                outcome.sleptMilliseconds = Double(UnsafeCaptureBridge.monotonicNanoseconds() - start) / 1e6
                 outcome.finished.signal()
             }.start()
             started.wait()
@@ -141,8 +140,8 @@ import Testing
             started.signal()
             var burst: UInt64 = 2_000
             while !stop.load(ordering: .relaxed) {
-                let end = clockNanoseconds() + burst
-                while clockNanoseconds() < end {}
+                let end = UnsafeCaptureBridge.monotonicNanoseconds() + burst
+                while UnsafeCaptureBridge.monotonicNanoseconds() < end {}
                 burst = burst >= 30_000 ? 2_000 : burst + 4_000
                 var pause = timespec(tv_sec: 0, tv_nsec: 200_000)
                 if clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, nil) == EINTR { cutShort.add(1, ordering: .relaxed) }
@@ -161,8 +160,8 @@ import Testing
             let before = cutShort.load(ordering: .relaxed)
             var previous: StackSample?
             var flagged = 0
-            let end = clockNanoseconds() + UInt64(seconds * 1e9)
-            while clockNanoseconds() < end {
+            let end = UnsafeCaptureBridge.monotonicNanoseconds() + UInt64(seconds * 1e9)
+            while UnsafeCaptureBridge.monotonicNanoseconds() < end {
                 let sample = sampler.sample(thread, previous: previous, signalAllowed: true)
                 if sample.cutCallShort { flagged += 1 }
                 previous = sample
@@ -182,12 +181,6 @@ import Testing
         // And the monitors' statistics count them (process-wide: at least these).
         #expect(LinuxStackSampler.callsCutShort.load(ordering: .relaxed) - countedBefore >= lookAlone.cut + guarded.cut)
     }
-}
-
-private func clockNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
 extension Result {

@@ -13,9 +13,8 @@ import Testing
 
     init() throws {
         library = try FaultLibrary.shared.get()
-        try UnsafeCaptureBridge.install(signal: signal)
-        // The fault libraries are loaded now: publish them so their frames can be unwound.
-        #expect(UnsafeCaptureBridge.publish(UnsafeImageMapReader.read()) == .published)
+        // The fault libraries are loaded now: published with the rest, their frames can be unwound.
+        try installCapture(signal: signal)
     }
 
     func capture(_ thread: ForeignCodeThread, maxFrames: Int = 128, timeout: Int64 = 200_000_000)
