@@ -12,6 +12,7 @@ _Static_assert(offsetof(struct hw_heartbeat, tick_monotonic_ns) == 40, "heartbea
 _Static_assert(offsetof(struct hw_heartbeat, activity_word) == 72, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, loop_counts) == 112, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, hangs_suppressed) == 232, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, calls_cut_short) == 240, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, pool_counts) == 272, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, pool_starvations) == 392, "heartbeat layout is part of the file format");
 
@@ -51,6 +52,7 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
     store(&page->activity_word, 0);
     store(&page->hangs_detected, 0);
     store(&page->hangs_suppressed, 0);
+    store(&page->calls_cut_short, 0);
     store(&page->threshold_us, threshold_us);
     store(&page->loop_buckets, loop != NULL ? HW_LOOP_BUCKETS : 0);
     store(&page->loop_busy_total_ns, loop != NULL ? __atomic_load_n(&loop->total_ns, __ATOMIC_RELAXED) : 0);
@@ -64,7 +66,8 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
 }
 
 void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activity_word, uint64_t hangs_detected,
-                       uint64_t hangs_suppressed, uint64_t threshold_us, const struct hw_loop_histogram *loop) {
+                       uint64_t hangs_suppressed, uint64_t calls_cut_short, uint64_t threshold_us,
+                       const struct hw_loop_histogram *loop) {
     begin(page);
     store(&page->tick_monotonic_ns, clock_ns(CLOCK_MONOTONIC));
     store(&page->tick_unix_ms, clock_ns(CLOCK_REALTIME) / 1000000ULL);
@@ -72,6 +75,7 @@ void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activ
     store(&page->activity_word, activity_word);
     store(&page->hangs_detected, hangs_detected);
     store(&page->hangs_suppressed, hangs_suppressed);
+    store(&page->calls_cut_short, calls_cut_short);
     store(&page->threshold_us, threshold_us);
     if (loop != NULL) {
         store(&page->loop_buckets, HW_LOOP_BUCKETS);

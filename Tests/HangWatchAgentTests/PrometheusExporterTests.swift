@@ -79,6 +79,20 @@ import Testing
         #expect(text.contains(#"hangwatch_loop_busy_seconds_count{service="s"} 3"#))
     }
 
+    /// Running totals in, counters out: each pass raises a service's counter to its total.
+    @Test func starvedPoolsAndCutShortCallsAreCountersByService() throws {
+        let exporter = try Self.exporter()
+        exporter.publish(SpoolGauges(poolStarvations: ["s": 0], callsCutShort: ["s": 2, "t": 0]))
+        exporter.publish(SpoolGauges(poolStarvations: ["s": 3], callsCutShort: ["s": 5, "t": 0]))
+        exporter.publish(SpoolGauges(poolStarvations: ["s": 3], callsCutShort: ["s": 5, "t": 1]))
+        let text = Self.text(exporter)
+        #expect(text.contains("# HELP \(AgentMetrics.poolStarvations) ") && text.contains("# TYPE \(AgentMetrics.poolStarvations) counter"))
+        #expect(text.contains("# HELP \(AgentMetrics.callsCutShort) ") && text.contains("# TYPE \(AgentMetrics.callsCutShort) counter"))
+        #expect(text.contains(#"hangwatch_pool_starvations_total{service="s"} 3"#), "\(text)")
+        #expect(text.contains(#"hangwatch_capture_calls_cut_short_total{service="s"} 5"#))
+        #expect(text.contains(#"hangwatch_capture_calls_cut_short_total{service="t"} 1"#))
+    }
+
     @Test func labelsAreEscaped() {
         #expect(LoopBusyExposition.escapeLabel("a\"b\\c\nd") == #"a\"b\\c\nd"#)
         #expect(LoopBusyExposition.seconds(2_500_000_000) == "2.5" && LoopBusyExposition.seconds(1_000_000_000) == "1.0")

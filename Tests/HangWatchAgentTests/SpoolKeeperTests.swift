@@ -316,3 +316,77 @@ import Testing
         #expect(harness.counter.drops[.rateLimit] == 9)
     }
 }
+
+/// What a whole process publishes (its pool watch's probes, the calls its captures cut short)
+/// reaches the metrics once, however many of its monitors publish it and whichever runs the pool
+/// watch.
+@Suite struct SpoolKeeperProcessTotalsTests {
+    let harness: KeeperHarness
+    let pid: Int32 = 5151
+
+    init() throws {
+        harness = try KeeperHarness()
+        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 9)
+        for service in ["api", "jobs"] {
+            try FileManager.default.createDirectory(atPath: harness.fixture.path(service), withIntermediateDirectories: true)
+        }
+    }
+
+    /// Writes the heartbeat of this process's monitor in `service`.
+    func beat(_ service: String, cutShort: UInt64, pool: (probes: UInt64, starvations: UInt64)? = nil, startTimeTicks: UInt64 = 9) throws {
+        let delays = pool.map { LoopBusyHistogram.Counts(buckets: [$0.probes] + Array(repeating: 0, count: LoopBusyHistogram.bucketCount - 1), totalNanoseconds: 10 * $0.probes) }
+        let heartbeat = MonitorHeartbeat(
+            pid: pid, startTimeTicks: startTimeTicks, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: harness.clock.monotonicNanoseconds,
+            tickUnixMilliseconds: 0, intervalMilliseconds: 10_000, state: .idle, activityWord: 0, hangsDetected: 0,
+            thresholdMicroseconds: 250_000, poolStartDelay: delays, poolStarvations: pool?.starvations ?? 0, callsCutShort: cutShort)
+        try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: path(service)))
+    }
+
+    func path(_ service: String) -> String { harness.fixture.path(service + "/" + MonitorHeartbeat.fileName(pid: pid)) }
+
+    var gauges: SpoolGauges { harness.counter.lastGauges ?? SpoolGauges() }
+
+    @Test func twoMonitorsOfOneProcessCountItsCutShortCallsOnce() throws {
+        try beat("api", cutShort: 5)
+        try beat("jobs", cutShort: 5)
+        harness.run(.full)
+        #expect(gauges.callsCutShort.values.reduce(0, +) == 5, "\(gauges.callsCutShort)")
+        #expect(Set(gauges.callsCutShort.keys) == ["api", "jobs"], "both services' series exist")
+        // One page ticked after three more, the other not yet; then both show them.
+        try beat("jobs", cutShort: 8)
+        harness.run(.liveness)
+        try beat("api", cutShort: 8)
+        harness.run(.liveness)
+        #expect(gauges.callsCutShort.values.reduce(0, +) == 8, "\(gauges.callsCutShort)")
+        // A new process under the same pid counts from its own zero.
+        try beat("api", cutShort: 2, startTimeTicks: 77)
+        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 77)
+        harness.run(.liveness)
+        #expect(gauges.callsCutShort.values.reduce(0, +) == 10, "\(gauges.callsCutShort)")
+    }
+
+    @Test func aPoolWatchThatMovesToAnotherMonitorIsNotCountedAgain() throws {
+        try beat("api", cutShort: 0, pool: (probes: 40, starvations: 2))
+        try beat("jobs", cutShort: 0)
+        harness.run(.full)
+        #expect(gauges.poolStarvations == ["api": 2])
+        #expect(gauges.poolStartDelay["api"]?.iterations == 40)
+        // The monitor in api stopped; the one in jobs runs the pool watch now, with the process's totals.
+        try FileManager.default.removeItem(atPath: path("api"))
+        try beat("jobs", cutShort: 0, pool: (probes: 44, starvations: 3))
+        harness.run(.full)
+        #expect(gauges.poolStarvations["api"] == 2 && gauges.poolStarvations["jobs"] == 1, "\(gauges.poolStarvations)")
+        #expect(gauges.poolStartDelay["jobs"]?.iterations == 4, "\(gauges.poolStartDelay)")
+    }
+
+    @Test func aHeartbeatUnreadableForAPassIsNotCountedAgainAfterwards() throws {
+        try beat("api", cutShort: 4, pool: (probes: 10, starvations: 1))
+        harness.run(.full)
+        try Data("not a heartbeat".utf8).write(to: URL(fileURLWithPath: path("api")))
+        harness.run(.liveness)
+        try beat("api", cutShort: 4, pool: (probes: 10, starvations: 1))
+        harness.run(.liveness)
+        #expect(gauges.callsCutShort == ["api": 4] && gauges.poolStarvations == ["api": 1], "\(gauges)")
+        #expect(gauges.poolStartDelay["api"]?.iterations == 10)
+    }
+}

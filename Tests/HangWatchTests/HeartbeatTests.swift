@@ -122,11 +122,13 @@ import Testing
         let counts = LoopBusyHistogram.Counts(buckets: (0..<UInt64(LoopBusyHistogram.bucketCount)).map { $0 * 3 }, totalNanoseconds: 77)
         let beat = MonitorHeartbeat(
             pid: 1, startTimeTicks: 2, startedUnixMilliseconds: 3, tickMonotonicNanoseconds: 4, tickUnixMilliseconds: 5,
-            intervalMilliseconds: 6, state: .idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1, loopBusy: counts)
+            intervalMilliseconds: 6, state: .idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1, loopBusy: counts,
+            callsCutShort: 9)
         #expect(MonitorHeartbeat.decode(beat.encoded()) == beat)
         // A page from before the histogram (128 bytes) still reads.
         var old = beat
         old.loopBusy = nil
-        #expect(MonitorHeartbeat.decode(Array(old.encoded().prefix(MonitorHeartbeat.minimumSize))) == old)
+        old.callsCutShort = 0
+        #expect(MonitorHeartbeat.decode(Array(beat.encoded().prefix(MonitorHeartbeat.minimumSize))) == old)
     }
 }

@@ -88,6 +88,8 @@ import FoundationNetworking
         #expect(Self.value(text, "hangwatch_hang_duration_seconds_count", #"service="billing""#) == expected)
         #expect(Self.value(text, "hangwatch_spool_reports") == expected * 2 + 0)
         #expect(Self.value(text, "hangwatch_monitors", #"state="alive""#) == 1)  // the agent's own
+        // Read from that monitor's heartbeat: the series exists from its first page.
+        #expect(Self.value(text, "hangwatch_capture_calls_cut_short_total") != nil, "\(text)")
 
         let (status, verdict) = try Self.promtool(["check", "metrics"], input: text)
         #expect(status == 0, "promtool: \(verdict)")

@@ -262,7 +262,8 @@ struct hw_heartbeat {
     uint64_t loop_busy_total_ns;  /* 104 */
     uint64_t loop_counts[HW_LOOP_BUCKETS]; /* 112 */
     uint64_t hangs_suppressed;    /* 232: hangs the rate limit kept from being written */
-    uint64_t reserved[2];         /* 240 */
+    uint64_t calls_cut_short;     /* 240: system calls the process's capture signals cut short (EINTR), process-wide */
+    uint64_t reserved[1];         /* 248 */
     /* 256: the cooperative pool's probe (published by the monitor that runs the process's pool watch) */
     uint64_t pool_buckets;        /* 256: buckets in the start-delay histogram; 0: not published */
     uint64_t pool_delay_total_ns; /* 264 */
@@ -281,7 +282,8 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
  * may call it for a page.
  */
 void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activity_word, uint64_t hangs_detected,
-                       uint64_t hangs_suppressed, uint64_t threshold_us, const struct hw_loop_histogram *loop);
+                       uint64_t hangs_suppressed, uint64_t calls_cut_short, uint64_t threshold_us,
+                       const struct hw_loop_histogram *loop);
 
 /** Publishes the pool probe's start delays (`pool`, NULL: not published) and starvations. The
  * watchdog thread only (the page's one writer), like hw_heartbeat_tick. */

@@ -302,11 +302,12 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
     }
 
     func tick(
-        state: UInt64, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64, thresholdMicroseconds: UInt64,
-        histogram: UnsafeLoopHistogram?
+        state: UInt64, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64, callsCutShort: UInt64,
+        thresholdMicroseconds: UInt64, histogram: UnsafeLoopHistogram?
     ) {
         hw_heartbeat_tick(
-            page, state, activityWord, hangsDetected, hangsSuppressed, thresholdMicroseconds, histogram.map { UnsafePointer($0.storage) })
+            page, state, activityWord, hangsDetected, hangsSuppressed, callsCutShort, thresholdMicroseconds,
+            histogram.map { UnsafePointer($0.storage) })
     }
 
     /// Publishes the pool probe's start delays (nil: this monitor does not run the pool watch).
@@ -342,6 +343,7 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "loopBusyTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.loop_busy_total_ns)!,
             "loopCounts": MemoryLayout<hw_heartbeat>.offset(of: \.loop_counts)!,
             "hangsSuppressed": MemoryLayout<hw_heartbeat>.offset(of: \.hangs_suppressed)!,
+            "callsCutShort": MemoryLayout<hw_heartbeat>.offset(of: \.calls_cut_short)!,
             "poolBuckets": MemoryLayout<hw_heartbeat>.offset(of: \.pool_buckets)!,
             "poolDelayTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.pool_delay_total_ns)!,
             "poolCounts": MemoryLayout<hw_heartbeat>.offset(of: \.pool_counts)!,

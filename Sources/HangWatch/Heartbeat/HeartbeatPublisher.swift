@@ -66,8 +66,11 @@ final class HeartbeatPublisher: @unchecked Sendable {
         _ state: State, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64 = 0, thresholdMicroseconds: UInt64,
         loopHistogram: UnsafeLoopHistogram? = nil
     ) {
+        // The process's count (every monitor's captures and the pool watch's looks): the agent
+        // counts it once per process, however many monitors publish it.
         page.tick(
             state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected, hangsSuppressed: hangsSuppressed,
+            callsCutShort: UInt64(LinuxStackSampler.callsCutShort.load(ordering: .relaxed)),
             thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
         // Written while this monitor runs the pool watch, and cleared once when it stops running it.
         if let poolDelays {
@@ -81,7 +84,9 @@ final class HeartbeatPublisher: @unchecked Sendable {
 
     /// The monitor stopped: say so, and remove the file.
     func retire() {
-        page.tick(state: State.stopped.rawValue, activityWord: 0, hangsDetected: 0, hangsSuppressed: 0, thresholdMicroseconds: 0, histogram: nil)
+        page.tick(
+            state: State.stopped.rawValue, activityWord: 0, hangsDetected: 0, hangsSuppressed: 0, callsCutShort: 0, thresholdMicroseconds: 0,
+            histogram: nil)
         unlink(path)
     }
 }

@@ -77,7 +77,8 @@ final class SpoolKeeper: @unchecked Sendable {
     var gauges: SpoolGauges {
         SpoolGauges(
             reports: state.reports.count, bytes: state.totalBytes, monitors: state.monitorStates, services: state.services,
-            loopBusy: state.loopBusy, poolStartDelay: state.poolStartDelay)
+            loopBusy: state.loopBusy, poolStartDelay: state.poolStartDelay, poolStarvations: state.poolStarvations,
+            callsCutShort: state.callsCutShort)
     }
 
     /// Checks the root again before a pass (as at start): a root replaced by a symlink, or made

@@ -18,6 +18,8 @@ final class AgentMetrics: Sendable {
     static let spoolReports = "hangwatch_spool_reports"
     static let loopBusy = "hangwatch_loop_busy_seconds"
     static let poolStartDelay = "hangwatch_pool_start_delay_seconds"
+    static let poolStarvations = "hangwatch_pool_starvations_total"
+    static let callsCutShort = "hangwatch_capture_calls_cut_short_total"
     static let buildInfo = "hangwatch_agent_build_info"
 
     /// Hang durations: from a quarter second (the default threshold) to five minutes.
@@ -37,6 +39,8 @@ final class AgentMetrics: Sendable {
         /// Services whose hang series exist (at 0 until their first hang).
         var seen: Set<String> = []
         var monitorGauges: [MonitorState: CoreMetrics.Gauge] = [:]
+        /// The running totals counters were last brought up to, by metric and `service` label.
+        var totals: [String: [String: UInt64]] = [:]
     }
 
     init(version: String, factory: any MetricsFactory) {
@@ -107,5 +111,22 @@ final class AgentMetrics: Sendable {
         for service in gauges.services { serviceSeen(service) }
         spool(reports: gauges.reports, bytes: gauges.bytes)
         monitors(gauges.monitors)
+        count(Self.poolStarvations, upTo: gauges.poolStarvations)
+        count(Self.callsCutShort, upTo: gauges.callsCutShort)
+    }
+
+    /// Brings the counter `label` of each service up to its running total (a series appears, at
+    /// 0, with the first total its service publishes). Services past `maxServices` share
+    /// `_other`, whose counter gets each one's increments.
+    private func count(_ label: String, upTo totals: [String: UInt64]) {
+        for (service, total) in totals.sorted(by: { $0.key < $1.key }) {
+            let previous = state.withLock { state -> UInt64 in
+                defer { state.totals[label, default: [:]][service] = max(total, state.totals[label]?[service] ?? 0) }
+                return state.totals[label]?[service] ?? 0
+            }
+            guard total > previous || previous == 0 else { continue }
+            CoreMetrics.Counter(label: label, dimensions: [("service", serviceLabel(service))], factory: factory)
+                .increment(by: Int(clamping: total - min(previous, total)))
+        }
     }
 }

@@ -57,4 +57,8 @@ struct SpoolGauges: Sendable, Equatable {
     var loopBusy: [String: LoopBusyHistogram.Counts] = [:]
     /// The pool probes' start delays of each service directory since the agent started.
     var poolStartDelay: [String: LoopBusyHistogram.Counts] = [:]
+    /// Probes that found the pool starved, by service directory, since the agent started.
+    var poolStarvations: [String: UInt64] = [:]
+    /// System calls the monitors' captures cut short, by service directory, since the agent started.
+    var callsCutShort: [String: UInt64] = [:]
 }

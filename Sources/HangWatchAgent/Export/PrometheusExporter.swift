@@ -24,6 +24,10 @@ final class PrometheusExporter: HangExporter {
             help: "Share of each hang the stuck thread spent on a CPU (1: computing, 0: blocked).", valueBuckets: AgentMetrics.ratioBuckets),
         AgentMetrics.reportsDropped: .init(help: "Reports lost to export failures, deleted by retention, or unreadable, by reason."),
         AgentMetrics.monitors: .init(help: "Monitored processes the agent sees, by state (alive, watchdog_stuck, process_stopped)."),
+        AgentMetrics.poolStarvations: .init(
+            help: "Times a monitored process's cooperative pool did not start the pool watch's probe within the threshold (a starved pool)."),
+        AgentMetrics.callsCutShort: .init(
+            help: "System calls of monitored processes that a capture signal interrupted (EINTR); each such sample is flagged in its report."),
         AgentMetrics.spoolBytes: .init(help: "Bytes of hang reports in the spool."),
         AgentMetrics.spoolReports: .init(help: "Hang reports in the spool."),
         AgentMetrics.buildInfo: .init(help: "The agent's version (always 1)."),

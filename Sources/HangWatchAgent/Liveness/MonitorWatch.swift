@@ -4,8 +4,9 @@ import Logging
 /// Watches the watchers: reads each monitor's heartbeat, judges it against its process
 /// (`MonitorHealth`), warns once per episode about a stopped process or a silent watchdog (and
 /// says when it is healthy again), removes the heartbeats of processes that are gone, adds up
-/// the loop histograms monitors publish, and counts the hangs their rate limits kept from being
-/// written (`hangwatch_reports_dropped_total{reason="rate_limit"}`).
+/// the loop and pool histograms monitors publish, and counts the hangs their rate limits kept
+/// from being written (`hangwatch_reports_dropped_total{reason="rate_limit"}`), the starved pools
+/// and the system calls their captures cut short (`HeartbeatTotals`: each counted once).
 struct MonitorWatch {
     let spool: Spool
     let processes: any ProcessTable
@@ -40,7 +41,7 @@ struct MonitorWatch {
                 }
                 state.heartbeatFiles[key] = nil
                 state.monitors[key] = nil
-                state.hangsSuppressedCounted[key] = nil
+                state.heartbeatTotals.forget(key)
                 continue
             case .processStopped, .watchdogSilent:
                 if previous.map({ !$0.health.isProblem }) ?? true {
@@ -51,24 +52,16 @@ struct MonitorWatch {
             case .healthy, .stopped:
                 if previous?.health.isProblem == true { logger.info("a flagged monitor is healthy again", metadata: metadata) }
             }
-            if let loop = heartbeat.loopBusy {
-                state.loopBusy[key.service, default: .zero].add(loop.since(previous?.heartbeat?.loopBusy))
+            let added = state.heartbeatTotals.count(heartbeat, key: key)
+            if let loop = added.loopBusy { state.loopBusy[key.service, default: .zero].add(loop) }
+            if let pool = added.poolStartDelay { state.poolStartDelay[key.service, default: .zero].add(pool) }
+            if heartbeat.poolStartDelay != nil || added.poolStarvations > 0 {
+                state.poolStarvations[key.service, default: 0] += added.poolStarvations
             }
-            if let pool = heartbeat.poolStartDelay {
-                state.poolStartDelay[key.service, default: .zero].add(pool.since(previous?.heartbeat?.poolStartDelay))
-            }
-            countSuppressed(heartbeat, key: key, state: state)
+            state.callsCutShort[key.service, default: 0] += added.callsCutShort
+            if added.hangsSuppressed > 0 { exports.reportsDropped(.rateLimit, count: Int(clamping: added.hangsSuppressed)) }
             state.monitors[key] = (heartbeat, health)
         }
-    }
-
-    /// Counts what a monitor's rate limit dropped since it was last looked at; all of it the first
-    /// time, or when the count went backwards (a new monitor under that heartbeat's name).
-    private func countSuppressed(_ heartbeat: MonitorHeartbeat, key: SpoolState.Key, state: SpoolState) {
-        let counted = state.hangsSuppressedCounted[key] ?? 0
-        let now = heartbeat.hangsSuppressed
-        let added = now >= counted ? now - counted : now
-        state.hangsSuppressedCounted[key] = now
-        if added > 0 { exports.reportsDropped(.rateLimit, count: Int(clamping: added)) }
+        state.heartbeatTotals.keepProcesses(withPIDs: Set(state.heartbeatFiles.keys.compactMap { MonitorHeartbeat.pid(fromFileName: $0.name) }))
     }
 }

@@ -31,9 +31,9 @@ final class SpoolState {
     var skippedEntries: [String: String] = [:]
     var monitors: [Key: (heartbeat: MonitorHeartbeat?, health: MonitorHealth)] = [:]
     var heartbeatFiles: [Key: Spool.File] = [:]
-    /// Each monitor's rate-limited hangs as last counted (kept across unreadable moments of its
+    /// The heartbeats' running totals as last counted (kept across unreadable moments of a
     /// heartbeat, so nothing is counted twice).
-    var hangsSuppressedCounted: [Key: UInt64] = [:]
+    var heartbeatTotals = HeartbeatTotals()
     var lastHang: (service: String, startedAt: Date)?
     var finishedHangs = 0
     var enrichedReports = 0
@@ -44,6 +44,10 @@ final class SpoolState {
     var loopBusy: [String: LoopBusyHistogram.Counts] = [:]
     /// How late the cooperative pool started the probes of each service's monitors, since the agent started.
     var poolStartDelay: [String: LoopBusyHistogram.Counts] = [:]
+    /// Probes that found the pool starved, by service, since the agent started.
+    var poolStarvations: [String: UInt64] = [:]
+    /// System calls the monitored processes' captures cut short, by service, since the agent started.
+    var callsCutShort: [String: UInt64] = [:]
 
     var totalBytes: UInt64 { reports.values.reduce(0) { $0 + $1.file.size } }
 
@@ -120,6 +124,7 @@ final class SpoolState {
         for key in Array(heartbeatFiles.keys) where covered(key.service) && !beats.contains(key) {
             heartbeatFiles[key] = nil
             monitors[key] = nil
+            heartbeatTotals.forget(key)
         }
         return result
     }

@@ -26,6 +26,7 @@ import Glibc
 /// | 104 | loop busy time in all, ns |
 /// | 112 | iterations per bucket (`LoopBusyHistogram.bounds`), 15 fields |
 /// | 232 | hangs the rate limit kept from being written (0 from monitors that predate it) |
+/// | 240 | system calls the process's capture signals cut short (`EINTR`): the whole process's count, in every monitor's page (0 from monitors that predate it) |
 /// | 256 | pool-probe histogram buckets (15), or 0 when this monitor does not run the process's pool watch |
 /// | 264 | pool probes' start delays in all, ns |
 /// | 272 | probes per bucket of start delay (`LoopBusyHistogram.bounds`), 15 fields |
@@ -43,7 +44,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case magic = 0, sequence = 8, pid = 16, startTimeTicks = 24, startedUnixMilliseconds = 32
         case tickMonotonicNanoseconds = 40, tickUnixMilliseconds = 48, intervalMilliseconds = 56, state = 64
         case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
-        case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232
+        case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232, callsCutShort = 240
         case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392
     }
 
@@ -62,6 +63,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public var hangsDetected: UInt64
     /// Hangs the monitor's rate limit kept from being written, since it started.
     public var hangsSuppressed: UInt64 = 0
+    /// System calls the process's capture signals cut short, since it started: the process's
+    /// count (the same in the page of every monitor it runs), not this monitor's.
+    public var callsCutShort: UInt64 = 0
     /// How late the cooperative pool started the probe's jobs (the loop histogram's buckets), from
     /// the monitor that runs the process's pool watch; nil from the others and older monitors.
     public var poolStartDelay: LoopBusyHistogram.Counts?
@@ -75,9 +79,10 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         pid: Int32, startTimeTicks: UInt64, startedUnixMilliseconds: UInt64, tickMonotonicNanoseconds: UInt64,
         tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
         hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0,
-        poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0
+        poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0, callsCutShort: UInt64 = 0
     ) {
         self.loopBusy = loopBusy
+        self.callsCutShort = callsCutShort
         self.hangsSuppressed = hangsSuppressed
         self.poolStartDelay = poolStartDelay
         self.poolStarvations = poolStarvations
@@ -163,7 +168,8 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             hangsDetected: field(bytes, Offset.hangsDetected.rawValue), thresholdMicroseconds: field(bytes, Offset.thresholdMicroseconds.rawValue), loopBusy: loopBusy(bytes),
             hangsSuppressed: bytes.count >= Offset.hangsSuppressed.rawValue + 8 ? field(bytes, Offset.hangsSuppressed.rawValue) : 0,
             poolStartDelay: poolStartDelay(bytes),
-            poolStarvations: poolStartDelay(bytes) != nil ? field(bytes, Offset.poolStarvations.rawValue) : 0)
+            poolStarvations: poolStartDelay(bytes) != nil ? field(bytes, Offset.poolStarvations.rawValue) : 0,
+            callsCutShort: bytes.count >= Offset.callsCutShort.rawValue + 8 ? field(bytes, Offset.callsCutShort.rawValue) : 0)
     }
 
     static func poolStartDelay(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
@@ -190,6 +196,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             (Offset.intervalMilliseconds.rawValue, intervalMilliseconds), (Offset.state.rawValue, state.rawValue),
             (Offset.activityWord.rawValue, activityWord), (Offset.hangsDetected.rawValue, hangsDetected),
             (Offset.thresholdMicroseconds.rawValue, thresholdMicroseconds), (Offset.hangsSuppressed.rawValue, hangsSuppressed),
+            (Offset.callsCutShort.rawValue, callsCutShort),
         ]
         if let loopBusy {
             values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]

@@ -15,17 +15,22 @@ import Testing
         #expect(UnsafeHeartbeatPage.magic == MonitorHeartbeat.magic)
     }
 
-    /// What the C writer stores is what the agent's reader returns, the new rate-limit count too.
+    /// What the C writer stores is what the agent's reader returns, the rate-limit count and the
+    /// process's count of calls its captures cut short too.
     @Test func aTickReadsBackThroughTheAgentsReader() throws {
         let directory = ReportDirectory()
         try ReportStore(directory: directory.path).prepare()
         let publisher = try HeartbeatPublisher(directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
         defer { publisher.retire() }
+        // Process-wide (other suites' captures may add to it meanwhile): at least the three added.
+        let cutBefore = LinuxStackSampler.callsCutShort.add(3, ordering: .relaxed).newValue
         publisher.tick(.watching, activityWord: 0x1234_40, hangsDetected: 12, hangsSuppressed: 5, thresholdMicroseconds: 300_000)
+        let cutAfter = LinuxStackSampler.callsCutShort.load(ordering: .relaxed)
         let heartbeat = try MonitorHeartbeat.read(path: directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid()))
         #expect(heartbeat.pid == getpid())
         #expect(heartbeat.state == .watching && heartbeat.activityWord == 0x1234_40)
         #expect(heartbeat.hangsDetected == 12 && heartbeat.hangsSuppressed == 5 && heartbeat.thresholdMicroseconds == 300_000)
+        #expect((UInt64(cutBefore)...UInt64(cutAfter)).contains(heartbeat.callsCutShort), "\(heartbeat.callsCutShort)")
     }
 
     /// The pool probe's delays, published by the monitor that runs the pool watch, read back.
