@@ -121,8 +121,9 @@ final class AgentMetrics: Sendable {
     private func count(_ label: String, upTo totals: [String: UInt64]) {
         for (service, total) in totals.sorted(by: { $0.key < $1.key }) {
             let previous = state.withLock { state -> UInt64 in
-                defer { state.totals[label, default: [:]][service] = max(total, state.totals[label]?[service] ?? 0) }
-                return state.totals[label]?[service] ?? 0
+                let previous = state.totals[label]?[service] ?? 0
+                state.totals[label, default: [:]][service] = max(total, previous)
+                return previous
             }
             guard total > previous || previous == 0 else { continue }
             CoreMetrics.Counter(label: label, dimensions: [("service", serviceLabel(service))], factory: factory)
