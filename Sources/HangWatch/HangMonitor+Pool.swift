@@ -17,7 +17,7 @@ extension HangMonitor {
         PoolWatchRegistry.enroll(ObjectIdentifier(self)) { [logger, statisticsStore, configuration] in
             PoolWatch(
                 settings: settings, environment: SystemWatchdogEnvironment(), enqueue: { probe.enqueue($0) },
-                attach: { probe.enqueueAttach() }, attachEveryWorker: { probe.enqueueAttachEveryWorker(width: $0) }, threads: threads,
+                attach: { probe.enqueueAttach(priority: $0.priority) }, attachEveryWorker: { probe.enqueueAttachEveryWorker(width: $0) }, threads: threads,
                 looker: LinuxPoolThreadLooker(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
                 sink: writer, statistics: statisticsStore, images: images, wakeSource: UnsafeRuntimeEnqueueHooks.shared,
                 logger: logger)

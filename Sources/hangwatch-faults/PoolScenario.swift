@@ -11,7 +11,9 @@ import Synchronization
 //   - hold: one task on the global executor (the rest of the pool free) awaits
 //     `poolJobRoute`, which holds its pool thread S seconds in `usleep`
 //     (`holdPoolThreadSleeping`), then S seconds computing (`holdPoolThreadComputing`). Prints
-//     when each step started and ended (milliseconds since the Unix epoch) as `holds`.
+//     when each step started and ended (milliseconds since the Unix epoch) as `holds`, and the
+//     name of the thread the task ran on. `--priority` (default `medium`) is the task's: `high`
+//     runs it on the user-initiated pool's workers.
 //   - healthy: short tasks (1 ms of computing each, ncpu at a time) for S seconds.
 //   - yield: one task computing for S seconds in 1 ms slices, `await Task.yield()` after each
 //     (it never holds its thread for long: no report is due).
@@ -33,6 +35,11 @@ func poolThreadIDs() -> [Int32] {
         let name = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)) ?? ""
         return name.trimmingCharacters(in: .newlines) == "oot.default-qos"
     }.sorted()
+}
+
+/// The kernel name of the calling thread.
+func currentThreadName() -> String {
+    ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
 }
 
 func monotonicMilliseconds() -> Double {
@@ -100,7 +107,10 @@ func runPool(_ options: Options, mode: String) -> Never {
     } catch {
         fail("the monitor did not start: \(error)", code: 3)
     }
-    // Let a few probes run first (they prepare the pool threads they run on).
+    // Let a few probes run first (they prepare the pool threads they run on). A pool of another
+    // priority gets a first task (its first worker appears; the watch's attach jobs prepare it),
+    // as in a service that ran such tasks before.
+    if options.priority != .medium { Task.detached(priority: options.priority) {} }
     usleep(600_000)
     if mode == "rest" { runPoolRest(options, monitor: monitor) }
     if mode == "idle" {
@@ -125,8 +135,10 @@ func runPool(_ options: Options, mode: String) -> Never {
     let group = DispatchGroup()
     if mode == "hold" {
         let holds = Mutex<[(start: Double, end: Double)]>([])
+        let threadName = Mutex("")
         group.enter()
-        Task.detached(priority: .medium) {
+        Task.detached(priority: options.priority) {
+            threadName.withLock { $0 = currentThreadName() }
             let steps = await poolJobRoute(seconds: options.seconds)
             holds.withLock { $0 = steps }
             group.leave()
@@ -140,7 +152,7 @@ func runPool(_ options: Options, mode: String) -> Never {
         monitor.stop()
         let steps = holds.withLock { $0 }.map { "{\"startUnixMs\":\($0.start),\"endUnixMs\":\($0.end)}" }.joined(separator: ",")
         print(
-            "{\"holds\":[\(steps)],\"reportsWritten\":\(monitor.statistics.reportsWritten),"
+            "{\"holds\":[\(steps)],\"reportsWritten\":\(monitor.statistics.reportsWritten),\"threadName\":\"\(threadName.withLock { $0 })\","
                 + "\"hangsDetected\":\(monitor.statistics.hangsDetected),\"starvations\":\(monitor.statistics.concurrencyPool.starvations)}")
         exit(0)
     }

@@ -17,6 +17,7 @@ import HangWatchReport
 //   hangwatch-faults write-reports --reports DIR --template REPORT
 //       rewrites the report REPORT under new ids, as fast as it can, until killed.
 //   hangwatch-faults pool --reports DIR --mode block|hold|healthy|yield|idle|rest [--seconds S] [--count N]
+//                         [--priority high|medium|low|background]
 //       starves the cooperative pool (or keeps it busy but healthy): PoolScenario.swift.
 //   hangwatch-faults lifecycle --reports DIR --source run-loop|scopes|queue --count N [--warm-up W]
 //       starts and stops one monitor W + N times; prints the growth of resident memory over the
@@ -37,6 +38,8 @@ struct Options {
     var mode = "block"
     var source = "run-loop"
     var warmUp = 500
+    /// The hold mode's task priority (its pool: `high` runs on the user-initiated pool's workers).
+    var priority = TaskPriority.medium
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -64,6 +67,10 @@ func parseOptions() -> Options {
             options.mode = value
         case "--source": options.source = value
         case "--warm-up": options.warmUp = Int(value) ?? -1
+        case "--priority":
+            let priorities: [String: TaskPriority] = ["high": .high, "medium": .medium, "low": .low, "background": .background]
+            guard let priority = priorities[value] else { fail("--priority takes high, medium, low or background") }
+            options.priority = priority
         case "--limits":
             guard value == "default" else { fail("--limits takes only `default`") }
             options.defaultLimits = true

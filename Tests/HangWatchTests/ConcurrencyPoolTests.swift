@@ -75,6 +75,7 @@ import Testing
         var holds: [Step]
         var reportsWritten: Int
         var starvations: Int
+        var threadName: String?
     }
 
     /// One task holds its pool thread 0.8 s in `usleep`, then 0.8 s computing, while the rest of
@@ -95,10 +96,29 @@ import Testing
         #expect(reports[1].context.verdict == .computing)
     }
 
+    /// The same task at priority `.high`: it runs on the user-initiated pool's workers, which the
+    /// probe never measures; each step gets its report all the same, of that thread.
+    @Test func aHighPriorityTaskHoldingItsPoolThreadGetsTheSameReports() throws {
+        let directory = ReportDirectory()
+        let child = try runStepping(HoldRun.self, mode: "hold", seconds: "0.8", directory: directory, ["--priority", "high"])
+        #expect(child.threadName == "r-initiated-qos", "\(child.threadName ?? "")")
+        #expect(child.starvations == 0)
+        let reports = directory.reports().sorted { $0.startedAt < $1.startedAt }
+        try #require(reports.count == 2, "\(reports.map(\.id))")
+        try #require(child.holds.count == 2)
+        for (report, (step, function)) in zip(reports, zip(child.holds, ["holdPoolThreadSleeping", "holdPoolThreadComputing"])) {
+            try expectReport(report, of: step, naming: function, calledBy: "poolJobRoute", threadName: "r-initiated-qos")
+        }
+        #expect(reports[0].context.verdict == .blocked && reports[0].context.blockedIn == "clock_nanosleep")
+        #expect(reports[1].context.verdict == .computing)
+    }
+
     /// Runs `hangwatch-faults pool --mode <mode>`, whose last line is what it measured.
-    func runStepping<Run: Decodable>(_ type: Run.Type, mode: String, seconds: String, directory: ReportDirectory) throws -> Run {
+    func runStepping<Run: Decodable>(
+        _ type: Run.Type, mode: String, seconds: String, directory: ReportDirectory, _ extra: [String] = []
+    ) throws -> Run {
         let result = try ExecutableRun.run(
-            BuiltExecutable.path("hangwatch-faults"), ["pool", "--reports", directory.path, "--mode", mode, "--seconds", seconds],
+            BuiltExecutable.path("hangwatch-faults"), ["pool", "--reports", directory.path, "--mode", mode, "--seconds", seconds] + extra,
             timeout: 60)
         try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
         return try JSONDecoder().decode(Run.self, from: Data(try #require(result.lines.last).utf8))
@@ -108,10 +128,13 @@ import Testing
     /// the step measured (the edges are looks 50 ms apart: each within half of that, plus a margin
     /// for a loaded machine), naming `function` and, after it, its async caller read from the
     /// task's chain.
-    func expectReport(_ report: HangReport, of step: HoldRun.Step, naming function: String, calledBy asyncCaller: String) throws {
+    func expectReport(
+        _ report: HangReport, of step: HoldRun.Step, naming function: String, calledBy asyncCaller: String,
+        threadName: String = "oot.default-qos"
+    ) throws {
         #expect(report.source == "pool-job")
         #expect(report.outcome == .recovered)
-        #expect(report.thread.name == "oot.default-qos")
+        #expect(report.thread.name == threadName)
         #expect(ReportValidator().problems(report).isEmpty, "\(ReportValidator().problems(report))")
         let measured = step.endUnixMs - step.startUnixMs
         #expect(abs(report.durationMs - measured) <= 75, "\(function): \(report.durationMs) ms reported, \(measured) ms measured")

@@ -277,6 +277,33 @@ import Testing
         #expect(covered.isEmpty)
     }
 
+    /// A `.high` task's worker (the user-initiated pool) is not probed: its job is held without room
+    /// being shown, a starvation of the default pool does not cover it, and its idle worker is no
+    /// room for a job of the default pool.
+    @Test func aJobInAnotherPrioritysPoolIsHeldWithoutRoomAndIsNoStarvationsOwn() throws {
+        let high = MonitoredThread(tid: 9, startTimeTicks: 100, stackLow: 0, stackHigh: 1, name: "r-initiated-qos", isMain: false)
+        let idleHigh = MonitoredThread(tid: 10, startTimeTicks: 100, stackLow: 0, stackHigh: 1, name: "r-initiated-qos", isMain: false)
+        let jobB = JobActivation(function: 0x2000, context: 0xc000, taskContext: 0xc100)
+        /// The threads held in 500 ms, with a starvation reported at 100 ms or not.
+        func held(starvationAt100: Bool) -> [Int32] {
+            var tracker = HeldJobTracker()
+            var held: [Int32] = []
+            for ms in stride(from: UInt64(0), through: 500, by: 50) {
+                // Both default-pool workers busy (no room there), the high pool's job and idle worker beside them.
+                let looks = [look(worker, jobA, at: ms), look(other, jobB, at: ms), look(high, jobA, at: ms), look(idleHigh, nil, at: ms)]
+                for event in tracker.observe(looks, at: t(ms), thresholdMicroseconds: Self.threshold, probeStartedMicroseconds: t(0) - 10_000) {
+                    if case .held(let episode) = event { held.append(episode.thread.tid) }
+                }
+                if starvationAt100 && ms == 100 { tracker.coverUnheld() }
+            }
+            return held
+        }
+        #expect(held(starvationAt100: false) == [9], "the idle high-pool worker is no room for the default pool's jobs")
+        #expect(held(starvationAt100: true) == [9], "the default pool's starvation does not cover the high pool's job")
+        #expect(CooperativePool(threadName: "r-initiated-qos") == .userInitiated && CooperativePool.userInitiated.priority == .high)
+        #expect(CooperativePool(threadName: "-qos.overcommit") == nil && CooperativePool.allCases.filter(\.isProbed) == [.default])
+    }
+
     @Test func aThreadNamedLikeThePoolButNoWorkerOfItIsNoRoom() {
         var tracker = HeldJobTracker()
         // A thread a job started (named like the pool's workers) sleeps beside the held job.

@@ -4,6 +4,7 @@ import Foundation
 import HangWatchReport
 import HangWatchTestSupport
 import Logging
+import Synchronization
 import Testing
 
 /// The pool watch's decisions on scripted time: a probe per threshold, its start delay counted,
@@ -27,7 +28,7 @@ import Testing
 
         init(
             clock: ScriptedClock = ScriptedClock(start: 1_000_000_000), looker: (any PoolThreadLooking)? = nil,
-            attach: (@Sendable () -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
+            attach: (@Sendable (CooperativePool) -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
             wakeSource: ScriptedPoolWake? = nil
         ) {
             self.clock = clock
@@ -145,13 +146,30 @@ import Testing
         // by a job) never runs one.
         looker.unattached = [102, 103]
         let attaches = Counter()
-        let h = Harness(clock: clock, looker: looker) {
+        let h = Harness(clock: clock, looker: looker) { pool in
+            #expect(pool == .default)
             if attaches.increment() == 4 { looker.unattached.remove(102) }
         }
         h.run(until: 6_000)
         // Looks every 50 ms from 50: 102 gets one job at each of the first two looks (the second
         // attaches it); 103 one at every look for 5 s (looks at 50 to 5,000), then none.
         #expect(attaches.value == 2 + 100, "\(attaches.value)")
+    }
+
+    /// An unattached worker of another priority's pool gets its attach job at that priority (a
+    /// `.medium` job never runs on it).
+    @Test func aWorkerOfAnotherPoolGetsAttachJobsAtItsPriority() {
+        let clock = ScriptedClock(start: 1_000_000_000)
+        let looker = ScriptedPoolLooker(clock: clock)
+        looker.unattached = [103]
+        looker.names[103] = "r-initiated-qos"
+        let pools = Mutex<[CooperativePool]>([])
+        let h = Harness(clock: clock, looker: looker) { pool in
+            pools.withLock { $0.append(pool) }
+            looker.unattached.remove(103)
+        }
+        h.run(until: 200)
+        #expect(pools.withLock { $0 } == [.userInitiated])
     }
 
     @Test func stoppingDuringAStarvationEndsItAsMonitorStopped() throws {
@@ -309,6 +327,8 @@ final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
     var job: (UInt64) -> Int32? = { _ in nil }
     /// Threads not attached (they ran no probe), besides 101 and 102 (either may be one).
     var unattached: Set<Int32> = []
+    /// Thread names other than the default pool's.
+    var names: [Int32: String] = [:]
     private(set) var looks: [UInt64] = []
 
     init(clock: ScriptedClock) {
@@ -318,7 +338,7 @@ final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
     func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] {
         looks.append(clock.now)
         return ([Int32(101), 102] + unattached.filter { $0 > 102 }.sorted()).map { tid in
-            let thread = MonitoredThread(tid: tid, startTimeTicks: 1, stackLow: 0, stackHigh: 1, name: "oot.default-qos", isMain: false)
+            let thread = MonitoredThread(tid: tid, startTimeTicks: 1, stackLow: 0, stackHigh: 1, name: names[tid] ?? "oot.default-qos", isMain: false)
             var sample = ScriptedSampler.blocked([0x2010, 0x3010, 0x1020], syscall: 230)
             sample.microseconds = clock.now
             if job(clock.now) == tid {

@@ -61,9 +61,11 @@ struct JobActivation: Hashable, Sendable {
 /// thread parking (`Task.yield()` with nothing else queued) reads as one job (it kept that thread
 /// busy all the same).
 
-/// A job is reported as held only when the pool had room after it was first seen (an idle pool
-/// thread, or a probe job that started): while every pool thread is busy, it may be one of the
-/// jobs of a starvation, which gets one report holding every thread (`coverUnheld`).
+/// A job in the probed pool (the default one) is reported as held only when that pool had room
+/// after it was first seen (an idle worker of it, or a probe job that started): while every
+/// worker is busy, it may be one of the jobs of a starvation, which gets one report holding every
+/// thread (`coverUnheld`). A job in another priority's pool needs no such proof: no starved-pool
+/// report ever holds it.
 struct HeldJobTracker: Sendable {
     /// One pool thread as a look found it.
     struct Look: Sendable {
@@ -143,10 +145,10 @@ struct HeldJobTracker: Sendable {
             workers.insert([UInt64(look.thread.tid), look.thread.startTimeTicks])
         }
         workers = workers.intersection(looks.map { [UInt64($0.thread.tid), $0.thread.startTimeTicks] })
-        // Room now: a worker of the pool that runs no job and whose stack was read (a thread a job
-        // started is named like the pool's workers, but is none of them).
+        // Room now: a worker of the probed pool that runs no job and whose stack was read (a
+        // thread a job started is named like the pool's workers, but is none of them).
         let idleThreadSeen = looks.contains { look in
-            look.activation == nil && look.sample.failure == nil && !look.sample.frames.isEmpty
+            Self.inProbedPool(look.thread) && look.activation == nil && look.sample.failure == nil && !look.sample.frames.isEmpty
                 && (look.isWorker || workers.contains([UInt64(look.thread.tid), look.thread.startTimeTicks]))
         }
         let room = idleThreadSeen ? now : probeStartedMicroseconds
@@ -179,7 +181,7 @@ struct HeldJobTracker: Sendable {
                 } else {
                     if episode.samples.count < maxSamplesBeforeHeld { episode.samples.append(look.sample) }
                     if !episode.covered, at - min(at, episode.startMicroseconds) >= thresholdMicroseconds,
-                        let room, room >= episode.firstSeenMicroseconds
+                        let room = Self.room(room, for: episode, now: at), room >= episode.firstSeenMicroseconds
                     {
                         episode.held = true
                         events.append(.held(episode))
@@ -205,6 +207,18 @@ struct HeldJobTracker: Sendable {
         }
         lastLooks = lastLooks.filter { seen.contains($0.key) }
         return events
+    }
+
+    /// Whether `thread` is a worker of the pool the probe measures (a thread of unknown name, as
+    /// scripted tests give, counts as one).
+    private static func inProbedPool(_ thread: MonitoredThread) -> Bool {
+        CooperativePool(threadName: thread.name)?.isProbed ?? true
+    }
+
+    /// When `episode`'s pool last showed room: the probed pool's `room`; another pool's, always
+    /// (`now`).
+    private static func room(_ room: UInt64?, for episode: Episode, now: UInt64) -> UInt64? {
+        inProbedPool(episode.thread) ? room : now
     }
 
     /// When a look saw its thread: the sample's own time (taken as that thread's look began),
@@ -264,10 +278,11 @@ struct HeldJobTracker: Sendable {
         return passedOver
     }
 
-    /// A starved pool was reported with every pool thread: the jobs seen now and not yet held are
-    /// in that report and get none of their own (a job already held keeps its report).
+    /// A starved pool was reported with every pool thread: the jobs seen now in that pool and not
+    /// yet held are in that report and get none of their own (a job already held keeps its
+    /// report; one in another priority's pool is in no such report).
     mutating func coverUnheld() {
-        for tid in episodes.keys where !(episodes[tid]?.held ?? true) {
+        for (tid, episode) in episodes where !episode.held && Self.inProbedPool(episode.thread) {
             episodes[tid]?.covered = true
         }
     }
@@ -319,7 +334,7 @@ struct HeldJobTracker: Sendable {
         let reason: PassedOver.Reason? =
             episode.covered ? .covered
             : lasted < thresholdMicroseconds ? .underThreshold
-            : room.map { $0 >= episode.firstSeenMicroseconds } != true ? .noRoom : nil
+            : Self.room(room, for: episode, now: now).map { $0 >= episode.firstSeenMicroseconds } != true ? .noRoom : nil
         if let reason {
             if lasted >= thresholdMicroseconds / 2 {
                 if passedOver.count >= maxPassedOver { passedOver.removeFirst() }

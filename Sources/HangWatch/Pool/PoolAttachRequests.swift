@@ -18,12 +18,18 @@ struct PoolAttachRequests: Sendable {
         self.patienceMicroseconds = patienceMicroseconds
     }
 
-    /// The number of attach jobs to enqueue after a look at `now` that found `unattached` pool threads.
-    mutating func jobs(unattached: [MonitoredThread], at now: UInt64) -> Int {
-        let keys = unattached.map { [UInt64(UInt32(bitPattern: $0.tid)), $0.startTimeTicks] }
+    /// The threads to enqueue an attach job for (one each, at its pool's priority) after a look at
+    /// `now` that found `unattached` pool threads.
+    mutating func due(unattached: [MonitoredThread], at now: UInt64) -> [MonitoredThread] {
         var still: [[UInt64]: UInt64] = [:]
-        for key in keys { still[key] = waiting[key] ?? now }
+        var due: [MonitoredThread] = []
+        for thread in unattached {
+            let key = [UInt64(UInt32(bitPattern: thread.tid)), thread.startTimeTicks]
+            let since = waiting[key] ?? now
+            still[key] = since
+            if now - min(now, since) < patienceMicroseconds { due.append(thread) }
+        }
         waiting = still
-        return still.values.filter { now - min(now, $0) < patienceMicroseconds }.count
+        return due
     }
 }

@@ -28,11 +28,12 @@ struct GlobalExecutorProbe: Sendable {
     var alternateStackSize: Int
     var signal: Int32
 
-    /// A job that only attaches the pool thread it runs on (`PoolAttachRequests`).
-    func enqueueAttach() {
+    /// A job that only attaches the pool thread it runs on (`PoolAttachRequests`), at `priority`:
+    /// it runs on that priority's pool (`CooperativePool`).
+    func enqueueAttach(priority: TaskPriority = .medium) {
         let alternateStackSize = alternateStackSize
         let signal = signal
-        Task.detached(priority: .medium) {
+        Task.detached(priority: priority) {
             UnsafePoolThreadAttachments.shared.attachCurrentThreadIfNeeded(alternateStackSize: alternateStackSize, signal: signal)
         }
     }

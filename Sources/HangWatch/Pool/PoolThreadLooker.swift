@@ -10,11 +10,12 @@ protocol PoolThreadLooking: AnyObject {
     func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)]
 }
 
-/// Looks at the real pool (the threads `LinuxPoolThreads` names), cheaply when nothing moved:
-/// thread names and stack bounds are learnt once per thread (when the thread list changes), each
-/// thread keeps its open `/proc` files, and a thread not put on a CPU since the last look (an idle
-/// worker in its wait) costs one read of its `schedstat`. A thread on a CPU is captured by signal
-/// when a probe job attached it; otherwise it is left unread (no activation: it cannot be held).
+/// Looks at the real pools (the workers of every priority's pool, `CooperativePool`), cheaply
+/// when nothing moved: thread names and stack bounds are learnt once per thread (when the thread
+/// list changes), each thread keeps its open `/proc` files, and a thread not put on a CPU since the
+/// last look (an idle worker in its wait) costs one read of its `schedstat`. A thread on a CPU is
+/// captured by signal when a probe or attach job attached it; otherwise it is left unread (no
+/// activation: it cannot be held).
 /// Attached threads also give the id of the task they run (`withTask`).
 final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     /// One thread of the process, learnt once. A class: a look updates it in place.
@@ -118,7 +119,7 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
             } else {
                 let task = ProcTask(tid: tid)
                 let name = task.name()
-                let isPool = name.map(LinuxPoolThreads.poolThreadNames.contains) ?? false
+                let isPool = CooperativePool(threadName: name) != nil
                 let start = isPool ? task.stat()?.startTimeTicks ?? 0 : 0
                 entry = Known(
                     isPool: isPool,

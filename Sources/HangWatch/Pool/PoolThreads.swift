@@ -19,10 +19,11 @@ protocol PoolThreadCapturing: Sendable {
     func capture(skipping: Set<Int32>, signalAllowed: Bool) -> [PoolThreadSample]
 }
 
-/// The real pool on Linux: libdispatch names each worker of a root queue after the last 15 bytes of
-/// the queue's label, so the default-QoS pool (where `.medium` tasks run) is every thread named
-/// `oot.default-qos` (`com.apple.root.default-qos`). Overcommit workers (`-qos.overcommit`: the
-/// main queue, serial queues, the manager) are not the pool.
+/// The probed pool on Linux: libdispatch names each worker of a root queue after the last 15 bytes
+/// of the queue's label, so the default-QoS pool (where `.medium` tasks run) is every thread named
+/// `oot.default-qos` (`com.apple.root.default-qos`; `CooperativePool`). Overcommit workers
+/// (`-qos.overcommit`: the main queue, serial queues, the manager) are not the pool. A starved
+/// pool's report holds these threads only: the other priorities' pools are not probed.
 ///
 /// A thread that a probe job attached is sampled like a monitored loop (signal when on a CPU, the
 /// `/proc` walk when blocked). Any other pool thread is walked from `/proc` when it is blocked in a
@@ -30,7 +31,7 @@ protocol PoolThreadCapturing: Sendable {
 /// recorded with its state and `thread not attached` (its signal mask, inherited from libdispatch,
 /// blocks the capture signal).
 struct LinuxPoolThreads: PoolThreadCapturing {
-    static let poolThreadNames: Set<String> = ["oot.default-qos"]
+    static let poolThreadNames: Set<String> = [CooperativePool.default.rawValue]
 
     var signal: Int32
     var maxFrames: Int

@@ -40,8 +40,9 @@ final class PoolWatch: @unchecked Sendable {
     private let settings: Settings
     private let environment: any WatchdogEnvironment
     private let enqueue: @Sendable (PoolProbeSlot) -> Void
-    /// Enqueues a job that attaches the pool thread it runs on (nil: attaching is the probe's alone).
-    private let attach: (@Sendable () -> Void)?
+    /// Enqueues a job that attaches the thread of the given pool it runs on (nil: attaching is the
+    /// probe's alone).
+    private let attach: (@Sendable (CooperativePool) -> Void)?
     /// Enqueues jobs that attach every worker a pool of the given width has (`enqueueAttachEveryWorker`).
     private let attachEveryWorker: (@Sendable (Int) -> Void)?
     private var attachRequests = PoolAttachRequests()
@@ -68,7 +69,7 @@ final class PoolWatch: @unchecked Sendable {
 
     init(
         settings: Settings, environment: any WatchdogEnvironment, enqueue: @escaping @Sendable (PoolProbeSlot) -> Void,
-        attach: (@Sendable () -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
+        attach: (@Sendable (CooperativePool) -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
         threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil,
         sink: any PoolSink,
         histogram: PoolProbeHistogram = .shared,
@@ -224,8 +225,9 @@ final class PoolWatch: @unchecked Sendable {
         let now = environment.now()
         if let attach {
             let unattached = looks.filter { !$0.isWorker }.map(\.thread)
-            let jobs = attachRequests.jobs(unattached: unattached, at: now)
-            enqueueOwn { for _ in 0..<jobs { attach() } }
+            let due = attachRequests.due(unattached: unattached, at: now)
+            // Each at its pool's priority: a job of one priority never runs on another's workers.
+            enqueueOwn { for thread in due { attach(CooperativePool(threadName: thread.name) ?? .default) } }
         }
         let tracked = looks.map { thread, sample, isWorker in
             HeldJobTracker.Look(
