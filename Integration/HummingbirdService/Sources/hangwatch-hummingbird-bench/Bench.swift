@@ -20,9 +20,10 @@ import Foundation
 /// (four runs of 48 pairs read 0.972 to 0.998 on one day) more than its pairs do; it prints the
 /// median with its 95 % confidence interval (distribution-free: order statistics).
 ///
-///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 48] [--paired-only]   (release build: make bench)
+///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 48] [--paired-only] [--goal-only]   (release build: make bench)
 ///
-/// `--paired-only` skips the process rounds (the paired windows alone take about four minutes).
+/// `--paired-only` skips the process rounds (the paired windows alone take about six minutes);
+/// `--goal-only` the two paired lines after the goal's.
 @main
 struct HummingbirdBench {
     static let wrk = "/usr/bin/wrk"
@@ -205,6 +206,7 @@ struct HummingbirdBench {
         // then the loops alone (`--no-pool-watch`: what the pool watch costs is the difference).
         let pairs = option("--pairs", 48)
         try paired(pairs: pairs, servers: 2, label: "", goal: true)
+        if arguments.contains("--goal-only") { return }
         try paired(pairs: pairs, label: ", pings chained (no EventLoopTicks)", goal: false, ["--no-loop-ticks"])
         try paired(pairs: pairs, label: ", the loops only (pool watch off)", goal: false, ["--no-pool-watch"])
 
