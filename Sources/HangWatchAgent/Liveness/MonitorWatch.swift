@@ -55,9 +55,8 @@ struct MonitorWatch {
             let added = state.heartbeatTotals.count(heartbeat, key: key)
             if let loop = added.loopBusy { state.loopBusy[key.service, default: .zero].add(loop) }
             if let pool = added.poolStartDelay { state.poolStartDelay[key.service, default: .zero].add(pool) }
-            if heartbeat.poolStartDelay != nil || added.poolStarvations > 0 {
-                state.poolStarvations[key.service, default: 0] += added.poolStarvations
-            }
+            // Only the monitor running the process's pool watch publishes its section.
+            if heartbeat.poolStartDelay != nil { state.poolStarvations[key.service, default: 0] += added.poolStarvations }
             state.callsCutShort[key.service, default: 0] += added.callsCutShort
             if added.hangsSuppressed > 0 { exports.reportsDropped(.rateLimit, count: Int(clamping: added.hangsSuppressed)) }
             state.monitors[key] = (heartbeat, health)
