@@ -120,14 +120,17 @@ final class AgentMetrics: Sendable {
     /// `_other`, whose counter gets each one's increments.
     private func count(_ label: String, upTo totals: [String: UInt64]) {
         for (service, total) in totals.sorted(by: { $0.key < $1.key }) {
-            let previous = state.withLock { state -> UInt64 in
-                let previous = state.totals[label]?[service] ?? 0
-                state.totals[label, default: [:]][service] = max(total, previous)
-                return previous
+            // What to add: all of it the first time (the series is made, at 0 when the total is);
+            // then only a rise. Nil: nothing to do.
+            let added = state.withLock { state -> UInt64? in
+                let previous = state.totals[label]?[service]
+                guard previous.map({ total > $0 }) ?? true else { return nil }
+                state.totals[label, default: [:]][service] = total
+                return total - (previous ?? 0)
             }
-            guard total > previous || previous == 0 else { continue }
+            guard let added else { continue }
             CoreMetrics.Counter(label: label, dimensions: [("service", serviceLabel(service))], factory: factory)
-                .increment(by: Int(clamping: total - min(previous, total)))
+                .increment(by: Int(clamping: added))
         }
     }
 }
