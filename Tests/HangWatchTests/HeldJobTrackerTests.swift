@@ -100,6 +100,55 @@ import Testing
         #expect(short.isEmpty, "\(short)")
     }
 
+    /// A thread on a CPU is captured only in a task the look before saw it in: a job's first
+    /// sighting on a CPU holds its task, time and count, no stack (`firstSightingOnCPU`). The job
+    /// is followed from its second sighting, and dated from its first, as if captured then.
+    @Test func aJobOnACPUIsCapturedFromItsSecondSightingAndDatedFromItsFirst() throws {
+        /// Task `id` on a CPU at `ms`: first sightings uncaptured, later ones captured.
+        func onCPU(_ id: UInt64, switches: UInt64, at ms: UInt64, captured: Bool) -> HeldJobTracker.Look {
+            var job = look(worker, captured ? JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: id) : nil, at: ms)
+            job.sample = captured ? ScriptedSampler.computing() : ScriptedSampler.failed(.firstSightingOnCPU)
+            job.sample.state = "R"
+            job.sample.microseconds = t(ms)
+            job.sample.taskID = id
+            job.sample.voluntarySwitches = switches
+            return job
+        }
+        /// Task 41 computes from 120 to 530 ms, first seen (uncaptured) at 150; the thread's count
+        /// is `switches(ms)`; the other pool thread is idle. The held job's start and first sighting.
+        func held(task: (UInt64) -> UInt64 = { _ in 41 }, switches: (UInt64) -> UInt64 = { _ in 10 }) -> (start: UInt64, firstSeen: UInt64)? {
+            var tracker = HeldJobTracker()
+            var found: (UInt64, UInt64)?
+            for ms in stride(from: UInt64(0), through: 700, by: 50) {
+                let job = (120..<530).contains(ms) ? onCPU(task(ms), switches: switches(ms), at: ms, captured: ms > 150) : look(worker, nil, at: ms)
+                for case .held(let episode) in tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold) {
+                    found = (episode.startMicroseconds, episode.firstSeenMicroseconds)
+                }
+            }
+            return found
+        }
+        let dated = try #require(held())
+        #expect(dated.start == t(125) && dated.firstSeen == t(150), "\(dated)")
+        // Slept between the two sightings: the first proves nothing about the job seen at the
+        // second (it began after the sleep), which is dated from the second.
+        let slept = try #require(held(switches: { $0 <= 150 ? 10 : 11 }))
+        #expect(slept.start == t(175) && slept.firstSeen == t(200), "\(slept)")
+        // Another task at the first sighting: likewise.
+        let otherTask = try #require(held(task: { $0 <= 150 ? 40 : 41 }))
+        #expect(otherTask.start == t(175) && otherTask.firstSeen == t(200), "\(otherTask)")
+
+        // An uncaptured sighting in another task ends a held job, half-way since its last sighting.
+        var tracker = HeldJobTracker()
+        var ended: [(UInt64, UInt64)] = []
+        for ms in stride(from: UInt64(0), through: 600, by: 50) {
+            let job = ms < 450 ? onCPU(41, switches: 10, at: ms, captured: ms > 0) : onCPU(42, switches: 10, at: ms, captured: false)
+            for case .ended(_, let end) in tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold) {
+                ended.append((ms, end))
+            }
+        }
+        #expect(ended.count == 1 && ended.first?.0 == 450 && ended.first?.1 == t(425), "\(ended)")
+    }
+
     /// Requests on a kept-alive connection run one after the other in one task, with the same code
     /// (and reused memory): only the thread parking between them (its voluntary context switches
     /// move) tells them apart. Seen with Hummingbird 2 under wrk: two 300 ms requests read as one

@@ -92,12 +92,22 @@ struct LinuxStackSampler: StackSampling {
     static let stayOnCPUNanoseconds = 50_000
 
     func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool) -> StackSample {
-        sample(thread, previous: previous, signalAllowed: signalAllowed, lookedAgain: false)
+        sample(thread, previous: previous, signalAllowed: signalAllowed, capturesRunning: { true }, lookedAgain: false)
+    }
+
+    /// A sample that, where the thread is read as running, first asks `capturesRunning` whether to
+    /// capture it at all (false: its state and times only, failure `firstSightingOnCPU`; no signal).
+    func sample(
+        _ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, capturesRunning: () -> Bool
+    ) -> StackSample {
+        sample(thread, previous: previous, signalAllowed: signalAllowed, capturesRunning: capturesRunning, lookedAgain: false)
     }
 
     /// `lookedAgain`: the thread was seen running, then in a call just before the signal; this is the
     /// second look (a thread seen so twice is left alone).
-    private func sample(_ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, lookedAgain: Bool) -> StackSample {
+    private func sample(
+        _ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, capturesRunning: () -> Bool, lookedAgain: Bool
+    ) -> StackSample {
         let task = ProcTask(tid: thread.tid)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)
         guard let files = files.files(for: thread), let schedule = files.readSchedStat() else {
@@ -175,6 +185,10 @@ struct LinuxStackSampler: StackSampling {
             sample.failure = .debuggerAttached
             return sample
         }
+        if !capturesRunning() {
+            sample.failure = .firstSightingOnCPU
+            return sample
+        }
         let maskMayHaveChanged = previous == nil || previous?.failure == .timeout || previous?.failure == .signalBlocked
         if maskMayHaveChanged, let blocked = task.blockedSignals(), signal >= 1, signal <= 64,
             blocked & (1 << UInt64(signal - 1)) != 0
@@ -219,7 +233,8 @@ struct LinuxStackSampler: StackSampling {
             if lookedAgain {
                 sample.failure = .sleptAtCapture
             } else {
-                return self.sample(thread, previous: previous, signalAllowed: signalAllowed, lookedAgain: true)
+                return self.sample(
+                    thread, previous: previous, signalAllowed: signalAllowed, capturesRunning: capturesRunning, lookedAgain: true)
             }
         case .failure(.timeout):
             sample.failure = .timeout

@@ -52,6 +52,7 @@ package struct StackSample: Sendable, Equatable {
         case debuggerAttached = "debugger attached"
         case sleptAtCapture = "thread slept at the capture"
         case workOnUnpreparedThread = "work on an unprepared thread"
+        case firstSightingOnCPU = "first sighting on a CPU"
 
         package var message: String {
             switch self {
@@ -68,6 +69,8 @@ package struct StackSample: Sendable, Equatable {
                 return "the thread went to sleep (into a system call, or waiting) as the capture signal was about to be sent, twice; no signal was sent (it could have cut a call short)"
             case .workOnUnpreparedThread:
                 return "the queue's work runs on a worker no ping has run on (not prepared for captures); the worker that ran the last ping is idle and is not shown"
+            case .firstSightingOnCPU:
+                return "the pool thread was on a CPU in a task the look before had not seen it in (or in none): a job's stack is taken from its second sighting on"
             }
         }
     }

@@ -47,9 +47,10 @@ struct JobActivation: Hashable, Sendable {
 ///   the other on one thread (the second task's memory is the first's, reused), so a job that
 ///   computes is not followed without the id.
 /// The edges are sampled: the job started between the look before it was first seen and that
-/// first sighting, and ended between its last sighting and the next look; each edge is put
-/// half-way, so either is off by at most half the interval between looks. It is a hang once the
-/// time from that start to the last sighting reaches the threshold.
+/// first sighting (a thread on a CPU is captured from a job's second sighting on, but the first,
+/// its task and count, dates it: `firstSightings`), and ended between its last sighting and the
+/// next look; each edge is put half-way, so either is off by at most half the interval between
+/// looks. It is a hang once the time from that start to the last sighting reaches the threshold.
 ///
 /// A task that suspends and is resumed on the same thread in between (the next request on a
 /// kept-alive connection: same task, same code) is told apart by the thread's voluntary context
@@ -133,6 +134,18 @@ struct HeldJobTracker: Sendable {
     private var resumedMicroseconds: UInt64?
     /// Each thread as the last round of looks found it.
     private var lastLooks: [Int32: Look] = [:]
+    /// A thread found on a CPU in a task the look before had not seen it in is not captured then
+    /// (`StackSample.Failure.firstSightingOnCPU`): what that sighting told, by thread. A job found
+    /// in the same task at the next look, the thread not gone to sleep in between, was there at
+    /// this sighting and is dated from it, as if it had been captured then.
+    private var firstSightings: [Int32: FirstSighting] = [:]
+    private struct FirstSighting {
+        var startTimeTicks: UInt64
+        var taskID: UInt64
+        var voluntarySwitches: UInt64
+        var seenMicroseconds: UInt64
+        var startMicroseconds: UInt64
+    }
     /// Bounds the samples kept before a report opens (a long job is sampled on in the report).
     var maxSamplesBeforeHeld = 256
 
@@ -169,6 +182,18 @@ struct HeldJobTracker: Sendable {
                     episode, now: at, next: look, endedBy: change, thresholdMicroseconds: thresholdMicroseconds, room: room)
             }
             lastLooks[tid] = look
+            // The look before at this thread (of the round before, when it was not looked at).
+            let previousSighting = [before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous, resumedMicroseconds]
+                .compactMap { $0 }.max()
+            let firstSighting = firstSightings.removeValue(forKey: tid)
+            if look.sample.failure == .firstSightingOnCPU {
+                if let task = look.sample.taskID, let switches = look.sample.voluntarySwitches {
+                    firstSightings[tid] = FirstSighting(
+                        startTimeTicks: look.thread.startTimeTicks, taskID: task, voluntarySwitches: switches, seenMicroseconds: at,
+                        startMicroseconds: Self.start(before: before, first: look, previous: previousSighting, at: at))
+                }
+                continue
+            }
             // Only a job that can be proven to stay on the thread is followed (its task is known, or it is blocked).
             guard let activation = look.activation, activation.taskID != nil || look.sample.syscall != nil, look.sample.failure == nil
             else { continue }
@@ -189,13 +214,15 @@ struct HeldJobTracker: Sendable {
                 }
                 episodes[tid] = episode
             } else {
-                // The look before at this thread (of the round before, when it was not looked at).
-                let previousSighting = [before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous, resumedMicroseconds]
-                    .compactMap { $0 }.max()
-                let start = Self.wokeForJob(before: before, first: look, previous: previousSighting)
-                    ?? previousSighting.map { $0 + (at - min(at, $0)) / 2 } ?? at
+                // Seen first at the look before, on a CPU in this task, and awake since: one job since then.
+                let seenBefore = firstSighting.flatMap { first in
+                    first.startTimeTicks == look.thread.startTimeTicks && first.taskID == activation.taskID
+                        && first.voluntarySwitches == look.sample.voluntarySwitches ? first : nil
+                }
                 episodes[tid] = Episode(
-                    thread: look.thread, activation: activation, startMicroseconds: start, firstSeenMicroseconds: at,
+                    thread: look.thread, activation: activation,
+                    startMicroseconds: seenBefore?.startMicroseconds ?? Self.start(before: before, first: look, previous: previousSighting, at: at),
+                    firstSeenMicroseconds: seenBefore?.seenMicroseconds ?? at,
                     lastSeenMicroseconds: at, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches,
                     lastSample: look.sample)
             }
@@ -206,6 +233,7 @@ struct HeldJobTracker: Sendable {
             }
         }
         lastLooks = lastLooks.filter { seen.contains($0.key) }
+        firstSightings = firstSightings.filter { seen.contains($0.key) }
         return events
     }
 
@@ -221,6 +249,12 @@ struct HeldJobTracker: Sendable {
         inProbedPool(episode.thread) ? room : now
     }
 
+    /// Where a job first seen at `first` (at `at`) began: exactly when its thread woke for it
+    /// (`wokeForJob`), else half-way between the look before and this one.
+    private static func start(before: Look?, first: Look, previous: UInt64?, at: UInt64) -> UInt64 {
+        wokeForJob(before: before, first: first, previous: previous) ?? previous.map { $0 + (at - min(at, $0)) / 2 } ?? at
+    }
+
     /// When a look saw its thread: the sample's own time (taken as that thread's look began),
     /// never after the round's.
     private static func sightingTime(_ look: Look, round: UInt64) -> UInt64 {
@@ -230,6 +264,9 @@ struct HeldJobTracker: Sendable {
     /// Why `look` is not the job `episode` follows (nil: it is): another job or none, a new thread
     /// under the tid, no proof the same task stayed, or the thread slept in between.
     private static func change(_ episode: Episode, _ look: Look) -> String? {
+        if look.sample.failure == .firstSightingOnCPU {
+            return look.sample.taskID != episode.activation.taskID ? "another task" : "no job read"
+        }
         if let failure = look.sample.failure { return "look failed: \(failure.rawValue)" }
         if episode.thread.startTimeTicks != look.thread.startTimeTicks { return "another thread" }
         guard let activation = look.activation else { return look.sample.state == "R" ? "no job read" : "no job" }
@@ -269,6 +306,7 @@ struct HeldJobTracker: Sendable {
     /// computing job exactly.)
     mutating func resume(at microseconds: UInt64) {
         resumedMicroseconds = microseconds
+        firstSightings = [:]
         previousLookMicroseconds = microseconds
     }
 

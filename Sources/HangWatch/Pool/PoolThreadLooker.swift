@@ -11,9 +11,10 @@ protocol PoolThreadLooking: AnyObject {
 }
 
 /// Looks at the real pools (the workers of every priority's pool, `CooperativePool`), cheaply
-/// when nothing moved: thread names and stack bounds are learnt once per thread (when the thread
-/// list changes), each thread keeps its open `/proc` files, and a thread not put on a CPU since the
-/// last look (an idle worker in its wait) costs one read of its `schedstat`. A thread on a CPU is
+/// when nothing moved: the thread list is read again only when it may have changed
+/// (`ProcessThreadList`), thread names and stack bounds are learnt once per thread, each thread
+/// keeps its open `/proc` files, and a thread not put on a CPU since the last look (an idle worker
+/// in its wait) costs one read of its `schedstat`. A thread on a CPU is
 /// captured by signal when a probe or attach job attached it; otherwise it is left unread (no
 /// activation: it cannot be held).
 /// Attached threads also give the id of the task they run (`withTask`).
@@ -44,7 +45,7 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     /// The thread ids of the last look, and the pool threads among them in that order.
     private var lastThreadIDs: [Int32] = []
     private var poolThreads: [(tid: Int32, known: Known)] = []
-    private let directory = TaskDirectory()
+    private let threadList = ProcessThreadList()
 
     init(signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, attachments: UnsafePoolThreadAttachments = .shared) {
         self.signal = signal
@@ -54,7 +55,7 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     }
 
     func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] {
-        let tids = directory.threadIDs()
+        let tids = threadList.threadIDs()
         if tids != lastThreadIDs { learn(tids) }
         var looks: [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] = []
         looks.reserveCapacity(poolThreads.count)
@@ -85,23 +86,39 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     /// The word is read before and after the stack, through the kernel (two system calls), except
     /// where the thread cannot have changed task: a thread still blocked as at the look before
     /// keeps that look's task and count, unread (an idle worker costs nothing more), and one that
-    /// was blocked then is read after the stack only.
+    /// was blocked then and is blocked now is read after the stack only.
+    ///
+    /// A thread on a CPU is captured only in the task the look before found it in: a job's second
+    /// sighting. At its first (another task, or none) the sample holds the task's id, the thread's
+    /// times and its count, and no stack (`firstSightingOnCPU`): under a load of short jobs almost
+    /// every look finds a worker in another task, and a job too short to be seen twice can never be
+    /// held, so the capture and its guard are spent only on jobs that lasted from one look to the
+    /// next. `HeldJobTracker` dates such a job from its first sighting all the same.
     static func withTask(
         _ sampler: LinuxStackSampler, _ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, slot: UInt?
     ) -> StackSample {
         guard let slot else { return sampler.sample(thread, previous: previous, signalAllowed: signalAllowed) }
         let wasBlocked = previous?.method == .unchanged || previous?.method == .syscall
-        let before = wasBlocked ? nil : UnsafeCurrentTaskSlot.taskID(slot: slot)
-        var sample = sampler.sample(thread, previous: previous, signalAllowed: signalAllowed)
+        var before = wasBlocked ? nil : UnsafeCurrentTaskSlot.taskID(slot: slot)
+        var sample = sampler.sample(thread, previous: previous, signalAllowed: signalAllowed) {
+            if wasBlocked { before = UnsafeCurrentTaskSlot.taskID(slot: slot) }
+            guard let task = before, task != 0 else { return false }
+            return task == previous?.taskID
+        }
         if sample.method == .unchanged {
             // Not on a CPU since: the same task, and it cannot have gone to sleep again.
             sample.taskID = previous?.taskID
             sample.voluntarySwitches = previous?.voluntarySwitches
             return sample
         }
+        if sample.failure == .firstSightingOnCPU {
+            sample.taskID = before == 0 ? nil : before
+            sample.voluntarySwitches = sampler.voluntarySwitches(of: thread)
+            return sample
+        }
         let after = UnsafeCurrentTaskSlot.taskID(slot: slot)
         sample.voluntarySwitches = sampler.voluntarySwitches(of: thread)
-        let ranOneTask = after != nil && after != 0 && (wasBlocked || before == after)
+        let ranOneTask = after != nil && after != 0 && (before == nil ? wasBlocked && sample.method == .syscall : before == after)
         sample.taskID = ranOneTask ? after : nil
         return sample
     }
@@ -127,19 +144,6 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
                 known[tid] = entry
             }
             if entry.isPool { poolThreads.append((tid, entry)) }
-        }
-    }
-
-    /// `/proc/self/task`, opened once and re-listed from the start at each look (no path walk).
-    private final class TaskDirectory {
-        private let directory: OpaquePointer? = opendir("/proc/self/task")
-
-        deinit { if let directory { closedir(directory) } }
-
-        func threadIDs() -> [Int32] {
-            guard let directory else { return LinuxPoolThreads.threadIDs() }
-            rewinddir(directory)
-            return LinuxPoolThreads.threadIDs(in: directory)
         }
     }
 }
