@@ -137,7 +137,9 @@ struct HeldJobTracker: Sendable {
     /// A thread found on a CPU in a task the look before had not seen it in is not captured then
     /// (`StackSample.Failure.firstSightingOnCPU`): what that sighting told, by thread. A job found
     /// in the same task at the next look, the thread not gone to sleep in between, was there at
-    /// this sighting and is dated from it, as if it had been captured then.
+    /// this sighting and is dated from it, as if it had been captured then. (The count is read
+    /// just after the task's id: a job of the same task resumed after a sleep between those two
+    /// reads began at this sighting, so it is still dated within half a look gap of its start.)
     private var firstSightings: [Int32: FirstSighting] = [:]
     private struct FirstSighting {
         var startTimeTicks: UInt64

@@ -20,10 +20,11 @@ import Foundation
 /// (four runs of 48 pairs read 0.972 to 0.998 on one day) more than its pairs do; it prints the
 /// median with its 95 % confidence interval (distribution-free: order statistics).
 ///
-///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 48] [--paired-only] [--goal-only]   (release build: make bench)
+///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 48] [--paired-only] [--goal-only] [--rounds-only]
+///   (release build: make bench)
 ///
 /// `--paired-only` skips the process rounds (the paired windows alone take about six minutes);
-/// `--goal-only` the two paired lines after the goal's.
+/// `--goal-only` the two paired lines after the goal's; `--rounds-only` every paired line.
 @main
 struct HummingbirdBench {
     static let wrk = "/usr/bin/wrk"
@@ -198,6 +199,8 @@ struct HummingbirdBench {
             print(String(format: "H1  Hummingbird 2 server, CPU per request: watched / unwatched           %.3f", median(cpuRatios)))
             print(String(format: "H1  Hummingbird 2 server watched: the monitor threads' share of its CPU   %.2f %%", median(shares) * 100))
         }
+
+        if arguments.contains("--rounds-only") { return }
 
         // Paired windows in one server: the same process and the same wrk run, the watch started
         // and stopped in turn (SIGUSR1 / SIGUSR2), so neither a server's start nor the machine's
