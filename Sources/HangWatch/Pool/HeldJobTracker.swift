@@ -185,8 +185,7 @@ struct HeldJobTracker: Sendable {
             }
             lastLooks[tid] = look
             // The look before at this thread (of the round before, when it was not looked at).
-            let previousSighting = [before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous, resumedMicroseconds]
-                .compactMap { $0 }.max()
+            let previousSighting = Self.later(before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous, resumedMicroseconds)
             let firstSighting = firstSightings.removeValue(forKey: tid)
             if look.sample.failure == .firstSightingOnCPU {
                 if let task = look.sample.taskID, let switches = look.sample.voluntarySwitches {
@@ -255,6 +254,13 @@ struct HeldJobTracker: Sendable {
     /// (`wokeForJob`), else half-way between the look before and this one.
     private static func start(before: Look?, first: Look, previous: UInt64?, at: UInt64) -> UInt64 {
         wokeForJob(before: before, first: first, previous: previous) ?? previous.map { $0 + (at - min(at, $0)) / 2 } ?? at
+    }
+
+    /// The later of two times, either of which may be unknown.
+    private static func later(_ a: UInt64?, _ b: UInt64?) -> UInt64? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return max(a, b)
     }
 
     /// When a look saw its thread: the sample's own time (taken as that thread's look began),
