@@ -26,7 +26,7 @@ import Testing
     /// that signalled its end is still exiting.
     func waitUntilGone(_ tid: Int32) -> Bool {
         for _ in 0..<2_000 {
-            if !LinuxPoolThreads.threadIDs().contains(tid) { return true }
+            if !ProcessThreadList.current().contains(tid) { return true }
             usleep(1_000)
         }
         return false

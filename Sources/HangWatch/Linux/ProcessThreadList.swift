@@ -31,16 +31,41 @@ final class ProcessThreadList {
     func threadIDs() -> [Int32] {
         guard let directory else {
             listings += 1
-            return LinuxPoolThreads.threadIDs()
+            return Self.current()
         }
         let count = Self.linkCount(of: directory)
         let lastPID = lastAllocatedPID()
         if let listed, let count, let lastPID, listed.count == count, listed.lastPID == lastPID { return listed.tids }
         rewinddir(directory)
-        let tids = LinuxPoolThreads.threadIDs(in: directory)
+        let tids = Self.threadIDs(in: directory)
         listings += 1
         listed = count.flatMap { count in lastPID.map { (count, $0, tids) } }
         return tids
+    }
+
+    /// The process's thread ids, sorted, listed once (a caller that asks rarely).
+    static func current() -> [Int32] {
+        guard let directory = opendir("/proc/self/task") else { return [] }
+        defer { closedir(directory) }
+        return threadIDs(in: directory)
+    }
+
+    /// The thread ids listed by `directory` (`/proc/self/task`, open) from where it stands, sorted.
+    private static func threadIDs(in directory: OpaquePointer) -> [Int32] {
+        var tids: [Int32] = []
+        while let entry = readdir(directory) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) { bytes -> Int32 in
+                var value: Int32 = 0
+                for byte in bytes {
+                    guard byte != 0 else { break }
+                    guard byte >= 0x30, byte <= 0x39 else { return 0 }
+                    value = value &* 10 &+ Int32(byte - 0x30)
+                }
+                return value
+            }
+            if tid > 0 { tids.append(tid) }
+        }
+        return tids.sorted()
     }
 
     /// The directory's link count: the thread count plus two.

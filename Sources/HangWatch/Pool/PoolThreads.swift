@@ -40,35 +40,10 @@ struct LinuxPoolThreads: PoolThreadCapturing {
 
     /// The pool's threads now: (tid, name).
     static func list() -> [(tid: Int32, name: String)] {
-        threadIDs().compactMap { tid in
+        ProcessThreadList.current().compactMap { tid in
             guard let name = ProcTask(tid: tid).name(), poolThreadNames.contains(name) else { return nil }
             return (tid, name)
         }
-    }
-
-    /// The process's thread ids, sorted, from `/proc/self/task`.
-    static func threadIDs() -> [Int32] {
-        guard let directory = opendir("/proc/self/task") else { return [] }
-        defer { closedir(directory) }
-        return threadIDs(in: directory)
-    }
-
-    /// The thread ids listed by `directory` (`/proc/self/task`, open) from where it stands, sorted.
-    static func threadIDs(in directory: OpaquePointer) -> [Int32] {
-        var tids: [Int32] = []
-        while let entry = readdir(directory) {
-            let tid = withUnsafeBytes(of: entry.pointee.d_name) { bytes -> Int32 in
-                var value: Int32 = 0
-                for byte in bytes {
-                    guard byte != 0 else { break }
-                    guard byte >= 0x30, byte <= 0x39 else { return 0 }
-                    value = value &* 10 &+ Int32(byte - 0x30)
-                }
-                return value
-            }
-            if tid > 0 { tids.append(tid) }
-        }
-        return tids.sorted()
     }
 
     func capture(skipping: Set<Int32>, signalAllowed: Bool) -> [PoolThreadSample] {
