@@ -194,8 +194,10 @@ struct HummingbirdBench {
             print(String(format: "H1  Hummingbird 2 server under wrk, requests/s: unwatched / watched   %.0f / %.0f", median(bare), median(watched)))
             let ratio = median(ratios)
             let roundQuartiles = quartiles(ratios)
-            print(String(format: "H1  Hummingbird 2 server, throughput: watched / unwatched              %.3f   (goal >= 0.99)%@   quartiles %.3f-%.3f", ratio,
-                         ratio >= 0.99 ? "" : "   MISSED", roundQuartiles.0, roundQuartiles.1))
+            // Separate processes: an A/A run read 0.986 and 1.010, so the goal is judged on the
+            // paired line below (docs/performance.md, H1).
+            print(String(format: "H1  Hummingbird 2 server, throughput: watched / unwatched              %.3f   quartiles %.3f-%.3f   (separate processes, about 1.5 %% noise: the goal's line is the paired one below)",
+                         ratio, roundQuartiles.0, roundQuartiles.1))
             print(String(format: "H1  Hummingbird 2 server, CPU per request: watched / unwatched           %.3f", median(cpuRatios)))
             print(String(format: "H1  Hummingbird 2 server watched: the monitor threads' share of its CPU   %.2f %%", median(shares) * 100))
         }
