@@ -18,7 +18,8 @@ import Glibc
 final class ProcessThreadList {
     private let directory: OpaquePointer? = opendir("/proc/self/task")
     private let lastPIDFile = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC)
-    private var listed: (count: UInt64, lastPID: Int64, tids: [Int32])?
+    private var lastPIDBuffer = [UInt8](repeating: 0, count: 32)
+    private var listed: (count: UInt64, lastPID: UInt64, tids: [Int32])?
     /// How many times the directory was listed (tests).
     private(set) var listings = 0
 
@@ -54,16 +55,10 @@ final class ProcessThreadList {
     private static func threadIDs(in directory: OpaquePointer) -> [Int32] {
         var tids: [Int32] = []
         while let entry = readdir(directory) {
-            let tid = withUnsafeBytes(of: entry.pointee.d_name) { bytes -> Int32 in
-                var value: Int32 = 0
-                for byte in bytes {
-                    guard byte != 0 else { break }
-                    guard byte >= 0x30, byte <= 0x39 else { return 0 }
-                    value = value &* 10 &+ Int32(byte - 0x30)
-                }
-                return value
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                ByteFields.decimal(ArraySlice(bytes.prefix { $0 != 0 })).flatMap { Int32(exactly: $0) }
             }
-            if tid > 0 { tids.append(tid) }
+            if let tid, tid > 0 { tids.append(tid) }
         }
         return tids.sorted()
     }
@@ -75,21 +70,11 @@ final class ProcessThreadList {
         return UInt64(info.st_nlink)
     }
 
-    private func lastAllocatedPID() -> Int64? {
+    private func lastAllocatedPID() -> UInt64? {
         guard lastPIDFile >= 0 else { return nil }
-        var bytes: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        let count = withUnsafeMutableBytes(of: &bytes) { pread(lastPIDFile, $0.baseAddress, $0.count, 0) }
+        let count = lastPIDBuffer.withUnsafeMutableBytes { pread(lastPIDFile, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
-        return withUnsafeBytes(of: bytes) { raw -> Int64? in
-            var value: Int64 = 0
-            var digits = 0
-            for byte in raw.prefix(count) {
-                if byte == 0x0a { break }
-                guard byte >= 0x30, byte <= 0x39, digits < 18 else { return nil }
-                value = value * 10 + Int64(byte - 0x30)
-                digits += 1
-            }
-            return digits > 0 ? value : nil
-        }
+        var fields = ByteFields(lastPIDBuffer[0..<count])
+        return fields.next().flatMap(ByteFields.decimal)
     }
 }
