@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 @testable import HangWatch
 import HangWatchTestSupport
 import Testing
@@ -21,6 +22,17 @@ import Testing
         // The coarse clock lags the precise one by at most a few ticks.
         #expect(snapshot.microseconds <= before + 1000)
         #expect(snapshot.microseconds + 50_000 >= before)
+    }
+
+    /// The run-loop observers' callback records into the latch its `info` points at, and does
+    /// nothing with no `info`: CoreFoundation passes NULL to a callout that raced with the
+    /// observer's invalidation on another thread (a source stopping).
+    @Test func theObserverCallbackRecordsIntoItsLatchAndIgnoresACalloutAfterInvalidation() {
+        let latch = makeLatch()
+        RunLoopActivitySource.observerCallback(nil, .init(rawValue: .init(afterWaiting)), UnsafeMutableRawPointer(latch.storage))
+        #expect(latch.snapshot().activity == afterWaiting)
+        RunLoopActivitySource.observerCallback(nil, .init(rawValue: .init(beforeSources)), nil)
+        #expect(latch.snapshot().activity == afterWaiting)
     }
 
     @Test func snapshotsKeepMicrosecondTimesWithinTheWordsResolution() {

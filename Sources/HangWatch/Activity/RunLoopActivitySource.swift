@@ -177,9 +177,13 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     /// The observer callback: a C function, so CoreFoundation calls it without a block trampoline.
-    private static let observerCallback: CFRunLoopObserverCallBack = { _, activity, info in
-        UnsafeLatchStorage.record(
-            UInt8(truncatingIfNeeded: activity.rawValue), in: info!.assumingMemoryBound(to: UnsafeLatchStorage.self))
+    /// `info` is nil in a callout that raced with `invalidate()` on another thread: CoreFoundation
+    /// reads an observer's `info` after checking it valid and unlocking it, and invalidation sets
+    /// it to NULL (CFRunLoop.c): the source is stopping, there is nothing to record. (Seen once as a
+    /// crash of `LifecycleTests`' start/stop cycles.)
+    static let observerCallback: CFRunLoopObserverCallBack = { _, activity, info in
+        guard let info else { return }
+        UnsafeLatchStorage.record(UInt8(truncatingIfNeeded: activity.rawValue), in: info.assumingMemoryBound(to: UnsafeLatchStorage.self))
     }
 
     /// Removes the observers. Safe from any thread; a callout in progress finishes with a latch
