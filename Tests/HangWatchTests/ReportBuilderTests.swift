@@ -101,6 +101,24 @@ import Testing
         #expect(report.context.verdict == .starved)
     }
 
+    /// Found runnable at every look yet never on a CPU: it waited for one all along, though the
+    /// kernel's run-queue time (added when a wait ends) shows none of it yet.
+    @Test func aThreadFoundRunnableButNeverRunIsStarvedNotBlocked() {
+        let report = builder.build(
+            recording(samples: [
+                sample(at: 1_250_000, []),
+                sample(at: 1_450_000, []),
+            ]), images: images, outcome: .recovered)
+        #expect(report.context.verdict == .starved)
+        // A sleeping thread with no CPU time stays blocked.
+        let asleep = builder.build(
+            recording(samples: [
+                sample(at: 1_250_000, [0x1000_0010], state: "S", syscall: 202),
+                sample(at: 1_450_000, [0x1000_0010], state: "S", syscall: 202),
+            ]), images: images, outcome: .recovered)
+        #expect(asleep.context.verdict == .blocked)
+    }
+
     @Test func aStoppedProcessOrADebuggerIsFlagged() {
         let stopped = builder.build(recording(samples: [sample(at: 1_250_000, [0x1000_0010])], stopSuspected: true), images: images, outcome: .recovered)
         #expect(stopped.context.verdict == .stopped)

@@ -278,9 +278,64 @@ import Testing
         let hang = h.hangs[0].recording
         #expect(near(h.ms(hang.startMicroseconds), 100))
         #expect(near(Double(hang.watchdogOversleepMicroseconds) / 1000, 2_200 - 354))
-        // Confirmed after a further 100 ms in which the loop did not move.
-        #expect(near(h.ms(hang.detectedMicroseconds), 2_300))
+        // Stopped: confirmed after a further 100 ms in which the loop did not move. Starved: the
+        // loop really was busy all along, recorded at once.
+        #expect(near(h.ms(hang.detectedMicroseconds), starved ? 2_200 : 2_300))
         #expect(hang.stopSuspected == !starved)
+    }
+
+    /// A real hang the watchdog wakes late for, for want of a CPU (a busy machine), and that ends
+    /// soon after: reported, from its true start to its true end. (With a second look first, as
+    /// for a stop, a 160 ms hang past a 100 ms threshold ended during the look and was lost: two
+    /// of forty in the stack corpus's run beside a busy CPU.)
+    @Test func aHangAStarvedWatchdogWakesLateForIsReportedEvenWhenItEndsSoonAfter() throws {
+        let h = WatchdogHarness(thresholdMilliseconds: 100)
+        h.environment.ownCounters = ownCounters(h, starved: true)
+        h.busy(from: 100, for: 160)
+        // The deadline is 100 + 100 + 4 (the coarse clock) ms; the watchdog runs 30 ms late.
+        h.clock.stall(at: h.t(203), for: 30_000)
+        h.run()
+        try #require(h.hangs.count == 1, "the hang was lost")
+        let hang = h.hangs[0].recording
+        #expect(near(h.ms(hang.startMicroseconds), 100))
+        #expect(near(h.ms(hang.endMicroseconds ?? 0), 260))
+        #expect(!hang.stopSuspected)
+        #expect(hang.watchdogOversleepMicroseconds >= 25_000)
+    }
+
+    /// The loop moves on while a sample is taken (a watchdog taken off its CPU between its look at
+    /// the latch and the capture, on a busy machine): that sample's stack, the loop asleep in its
+    /// own wait, is not the hang's and is not kept; the samples before it are.
+    @Test func aSampleTakenAsTheLoopMovedOnKeepsNoStack() throws {
+        let h = WatchdogHarness()
+        h.busy(from: 100, for: 10_000)
+        let loopsWait: [UInt] = [0x9010, 0x9020]
+        h.sampler.next = { [h] now, _ in
+            guard now >= h.t(450) else { return ScriptedSampler.computing() }
+            // The loop finished its work 2 ms after this capture began and went to sleep, and
+            // the capture read its stack after that: begun before the end, it is not dropped as
+            // a sample begun after the end is.
+            h.latch.record(HangMonitor.Activity.beforeWaiting.rawValue, atMicroseconds: now + 2_000)
+            return ScriptedSampler.blocked(loopsWait)
+        }
+        h.stop(at: 11_000)
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(hang.samples.dropLast().allSatisfy { $0.frames == [0x1010, 0x1020, 0x1030] })
+        let last = try #require(hang.samples.last)
+        #expect(last.failure == .endedDuringCapture && last.frames.isEmpty, "\(hang.samples.map { ($0.microseconds, $0.frames, $0.failure) })")
+        #expect(!hang.samples.contains { $0.frames == loopsWait })
+        #expect(h.hangs.count == 1 && h.hangs[0].outcome == .recovered)
+    }
+
+    /// The same lateness from a stop: the loop catching up within the second look is no hang.
+    @Test func aHangAStoppedWatchdogWakesLateForIsNotReportedWhenTheLoopCatchesUp() {
+        let h = WatchdogHarness(thresholdMilliseconds: 100)
+        h.environment.ownCounters = ownCounters(h, starved: false)
+        h.busy(from: 100, for: 160)
+        h.clock.stall(at: h.t(203), for: 30_000)
+        h.run()
+        #expect(h.hangs.isEmpty)
     }
 
     @Test(arguments: [false, true])

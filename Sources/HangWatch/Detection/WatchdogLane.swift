@@ -95,8 +95,11 @@ final class WatchdogLane: @unchecked Sendable {
         switch phase {
         case .watching:
             oversleep = late
-            if late > 0, let before, let after {
-                stopSuspected = Watchdog.lateBecauseStopped(late: late, before: before, after: after)
+            if let before, let after {
+                stopSuspected = late > 0 && Watchdog.lateBecauseStopped(late: late, before: before, after: after)
+            } else {
+                // Without its own counters the watchdog cannot tell a stop from starvation.
+                stopSuspected = late > 0
             }
         case .recording(var hang):
             // Woke far too late, and not for want of a CPU: the process was stopped (SIGSTOP, a
@@ -165,9 +168,13 @@ final class WatchdogLane: @unchecked Sendable {
                     continue
                 }
                 let threshold = control.thresholdMicroseconds.load(ordering: .relaxed)
-                if oversleep > max(20_000, threshold / 5) {
-                    // The watchdog itself woke late: this process was stopped or starved. Let the
-                    // loop catch up before calling it a hang.
+                if oversleep > max(20_000, threshold / 5) && stopSuspected {
+                    // The watchdog itself woke late, and not for want of a CPU: this process was
+                    // stopped (SIGSTOP, a debugger), and so was the loop, mid-iteration. Let the
+                    // loop catch up before calling it a hang: the stop is not its code's time.
+                    // (Late for want of a CPU, the loop really has been busy this long: recorded
+                    // at once, while it still is, its report saying what the machine did. A
+                    // second look then lost real hangs that ended during it.)
                     let confirmation = min(threshold / 2, 100_000)
                     phase = .confirming(snapshot: snapshot, start: start, context: context, until: environment.now() + confirmation)
                     continue
@@ -208,7 +215,7 @@ final class WatchdogLane: @unchecked Sendable {
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
         recording.edges = source.edges
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
-        takeSample(&recording, thread: thread, vacancy: vacancy, environment)
+        takeSample(&recording, thread: thread, vacancy: vacancy, hang: snapshot, environment)
         sink.hangStarted(recording)
         phase = .recording(
             Hang(
@@ -236,7 +243,7 @@ final class WatchdogLane: @unchecked Sendable {
             phase = .recording(hang)
             return .until(hang.nextSample)
         }
-        takeSample(&hang.recording, thread: hang.thread, vacancy: hang.vacancy, environment)
+        takeSample(&hang.recording, thread: hang.thread, vacancy: hang.vacancy, hang: hang.snapshot, environment)
         if hang.recording.samples.last?.failure == .threadExited {
             // The stretch will never end by itself: count it as over, and wait for the next busy
             // edge (from another thread) instead of finding the same stretch again.
@@ -269,8 +276,13 @@ final class WatchdogLane: @unchecked Sendable {
         oversleep = 0
     }
 
+    /// Samples the hung thread into `recording`. A sample completed after the loop moved on
+    /// (`hang`, its latch word when the hang began, is gone) may show what came after the hang (the
+    /// loop asleep in its own wait): its stack is not kept. On a busy machine the watchdog can be
+    /// taken off its CPU between its look at the latch and the sample for many milliseconds.
     private func takeSample(
-        _ recording: inout HangRecording, thread: MonitoredThread?, vacancy: StackSample.Failure, _ environment: any WatchdogEnvironment
+        _ recording: inout HangRecording, thread: MonitoredThread?, vacancy: StackSample.Failure, hang: ActivitySnapshot,
+        _ environment: any WatchdogEnvironment
     ) {
         var sample: StackSample
         if let thread {
@@ -284,6 +296,12 @@ final class WatchdogLane: @unchecked Sendable {
         } else {
             sample = StackSample(
                 microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: vacancy)
+        }
+        if latch.snapshot() != hang, !sample.frames.isEmpty {
+            // What the thread was doing then is after the hang: none of it is the hang's.
+            sample = StackSample(
+                microseconds: sample.microseconds, frames: [], method: nil, truncated: false,
+                onCPUNanoseconds: sample.onCPUNanoseconds, runQueueNanoseconds: sample.runQueueNanoseconds, failure: .endedDuringCapture)
         }
         if sample.failure != nil && sample.frames.isEmpty {
             statistics.captureFailures.add(1, ordering: .relaxed)

@@ -168,6 +168,11 @@ struct ReportBuilder: Sendable {
             // at least as long as it ran, which is the machine's fault, not the code's.
             if onCPU + runQueue >= 0.5 {
                 verdict = runQueue >= onCPU ? .starved : .computing
+            } else if onCPU < 0.1, running * 2 >= samples.filter({ $0.state != nil }).count, running > 0 {
+                // Found runnable, yet hardly ever on a CPU: it waited for one all along. The
+                // kernel adds a wait to the run-queue time only once it ends (when the thread
+                // gets a CPU), so a thread still waiting shows none of it.
+                verdict = .starved
             } else {
                 verdict = .blocked
             }
