@@ -41,6 +41,21 @@ import Testing
         return recording
     }
 
+    /// A late probe while every pool thread waits for work starves nothing (the machine's delay):
+    /// the pool watch writes no report for it. One held thread, or one on a CPU, and it does.
+    @Test func aProbeLateWithEveryPoolThreadIdleIsNoStarvation() {
+        let idle = [0x3000_0020, 0x2000_0200, 0x2000_0100, 0x3000_0200] as [UInt]
+        #expect(PoolWatch.everyThreadIdle([thread(11, at: 1, idle, state: "S"), thread(12, at: 2, idle, state: "S")], images: images))
+        #expect(!PoolWatch.everyThreadIdle([thread(11, at: 1, idle, state: "S"), thread(12, at: 2, [0x3000_0010, 0x1000_0100, 0x2000_0100], state: "S")], images: images))
+        #expect(!PoolWatch.everyThreadIdle([thread(11, at: 1, idle, state: "R")], images: images))
+        // A stack that stops early, or an address no image holds, proves nothing.
+        var truncated = thread(11, at: 1, idle, state: "S")
+        truncated.sample.truncated = true
+        #expect(!PoolWatch.everyThreadIdle([truncated], images: images))
+        #expect(!PoolWatch.everyThreadIdle([thread(11, at: 1, [0x3000_0020, 0x9000_0000], state: "S")], images: images))
+        #expect(!PoolWatch.everyThreadIdle([], images: images))
+    }
+
     @Test func everyPoolThreadIsInTheReportWithItsStackAndVerdict() throws {
         let report = builder.build(
             pool: recording([

@@ -293,15 +293,24 @@ final class PoolWatch: @unchecked Sendable {
     }
 
     private func record(_ slot: PoolProbeSlot, enqueuedMicroseconds start: UInt64, thresholdMicroseconds: UInt64) {
+        let detected = environment.now()
+        let process = environment.processSnapshot()
+        let captured = Array(threads.capture(skipping: [], signalAllowed: !process.debuggerAttached).prefix(settings.maxThreads))
+        if let images, Self.everyThreadIdle(captured, images: images.current) {
+            // The probe is late, but no pool thread holds a job: nothing starves the pool. The
+            // delay is the machine's (the worker waited for a CPU to wake on): it goes into the
+            // start-delay histogram, and no report blames the pool.
+            logger.debug("pool probe late with every pool thread idle: not a starvation", metadata: ["hangwatch.threads": "\(captured.count)"])
+            awaitProbe(slot, enqueuedMicroseconds: start, thresholdMicroseconds: thresholdMicroseconds)
+            return
+        }
         histogram.addStarvation()
         statistics?.hangsDetected.add(1, ordering: .relaxed)
         let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: start), serviceName: settings.serviceName)
-        let process = environment.processSnapshot()
         var recording = PoolRecording(
-            id: id, startMicroseconds: start, detectedMicroseconds: environment.now(), thresholdMicroseconds: thresholdMicroseconds,
+            id: id, startMicroseconds: start, detectedMicroseconds: detected, thresholdMicroseconds: thresholdMicroseconds,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds, process: process)
-        recording.threads = Array(
-            threads.capture(skipping: [], signalAllowed: !process.debuggerAttached).prefix(settings.maxThreads))
+        recording.threads = captured
         logger.debug("cooperative pool starved", metadata: ["hangwatch.id": "\(id)", "hangwatch.threads": "\(recording.threads.count)"])
         sink.poolStarved(recording)
         tracker.coverUnheld()
@@ -337,5 +346,27 @@ final class PoolWatch: @unchecked Sendable {
         images?.refreshIfNeeded(for: recording.threads.flatMap(\.sample.frames))
         sink.poolRecovered(recording, outcome: outcome)
         logger.debug("cooperative pool recovered", metadata: ["hangwatch.id": "\(id)", "hangwatch.outcome": "\(outcome.rawValue)"])
+    }
+
+    /// Whether every pool thread captured is a worker waiting for work (none holds a job).
+    static func everyThreadIdle(_ captured: [PoolThreadSample], images: ImageMap) -> Bool {
+        !captured.isEmpty && captured.allSatisfy { thread in
+            ReportBuilder.isIdleWorker(
+                state: thread.sample.state, truncated: thread.sample.truncated,
+                imagePaths: thread.sample.frames.map { address in images.imageIndex(containing: address).map { images.images[$0].path } })
+        }
+    }
+
+    /// Waits for a late probe that starved nothing to start (looking at jobs meanwhile, as between
+    /// probes), and counts its delay.
+    private func awaitProbe(_ slot: PoolProbeSlot, enqueuedMicroseconds start: UInt64, thresholdMicroseconds: UInt64) {
+        while slot.startedMicroseconds == nil, !isStopping {
+            _ = environment.wait(wake, until: environment.now() + settings.sampleIntervalMicroseconds)
+            if !isStopping { lookAtJobs(thresholdMicroseconds: thresholdMicroseconds) }
+        }
+        if let started = slot.startedMicroseconds {
+            probeStarted = started
+            histogram.add(delayNanoseconds: (max(started, start) - start) * 1000)
+        }
     }
 }

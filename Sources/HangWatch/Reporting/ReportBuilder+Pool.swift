@@ -75,17 +75,25 @@ extension ReportBuilder {
         switch sample.state {
         case "R": return .computing
         case "S", "D":
-            if let stack, !stack.truncated, !stack.frames.isEmpty,
-                report.frames(of: stack).allSatisfy({ frame in
-                    guard let path = frame.image(in: report.images)?.path else { return false }
-                    let file = StackSignature.baseName(path)
-                    return idleImagePrefixes.contains { file.hasPrefix($0) }
-                })
+            if let stack,
+                isIdleWorker(state: sample.state, truncated: stack.truncated, imagePaths: report.frames(of: stack).map { $0.image(in: report.images)?.path })
             {
                 return .idle
             }
             return .blocked
         default: return sample.state == nil ? .unknown : .blocked
+        }
+    }
+
+    /// A pool worker waiting for work: asleep, with a complete stack whose every frame (given by
+    /// the path of its image, nil where no image holds it) is the C library's, the thread
+    /// library's or libdispatch's.
+    static func isIdleWorker(state: Character?, truncated: Bool, imagePaths: [String?]) -> Bool {
+        guard state == "S" || state == "D", !truncated, !imagePaths.isEmpty else { return false }
+        return imagePaths.allSatisfy { path in
+            guard let path else { return false }
+            let file = StackSignature.baseName(path)
+            return idleImagePrefixes.contains { file.hasPrefix($0) }
         }
     }
 
