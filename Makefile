@@ -1,7 +1,10 @@
 # HangWatch. Two commands do everything on a fresh Debian machine with Swift:
 #   make demo    build and run the demo service; list and explain its hang reports
 #   make test    run every test
+# Two packages: the embeddable library here (Package.swift), and its tools in Tools/ (the CLI, the
+# agent, the demos, the tests against real servers), which depends on it by path.
 SWIFT   ?= swift
+TOOLS   := Tools
 PREFIX  ?= /usr/local
 SYSCONFDIR ?= /etc
 DESTDIR ?=
@@ -49,63 +52,53 @@ test-deps:
 		python3 -m pip install --quiet selenium 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages selenium; }
 
+# The tools (and with them the library).
 build: deps
-	$(SWIFT) build
+	$(SWIFT) build --package-path $(TOOLS)
 
 # Release binaries of the CLI and the agent, where `make install` looks for them.
-RELEASE_BIN ?= .build/release
+RELEASE_BIN ?= $(TOOLS)/.build/release
 release: deps
-	$(SWIFT) build -c release --product hangwatch
-	$(SWIFT) build -c release --product hangwatchd
+	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch
+	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatchd
 
-# The demo service hangs five ways under the monitor; then the CLI reads what it wrote.
-demo: build
-	"$$($(SWIFT) build --show-bin-path)/hangwatch-demo" --reports "$(REPORTS)"
+# The demo service hangs five ways under the monitor; then the CLI reads what it wrote, and says
+# how to run it yourself.
+DEBUG_BIN = $$($(SWIFT) build --package-path $(TOOLS) --show-bin-path)
+demo: deps
+	$(SWIFT) build --package-path $(TOOLS) --product hangwatch-demo
+	$(SWIFT) build --package-path $(TOOLS) --product hangwatch
+	"$(DEBUG_BIN)/hangwatch-demo" --reports "$(REPORTS)"
 	@echo; echo "\$$ hangwatch list --dir $(REPORTS)"
-	@"$$($(SWIFT) build --show-bin-path)/hangwatch" list --dir "$(REPORTS)"
+	@"$(DEBUG_BIN)/hangwatch" list --dir "$(REPORTS)"
 	@echo; echo "\$$ hangwatch show latest --dir $(REPORTS)"
-	@"$$($(SWIFT) build --show-bin-path)/hangwatch" show latest --dir "$(REPORTS)"
+	@"$(DEBUG_BIN)/hangwatch" show latest --dir "$(REPORTS)"
+	@$(MAKE) -s demo-hint
 
-# Tests share two CPUs with hangs they inject on purpose. Two runs of the built test bundle (as
-# `swift test --skip-build` would run it, without its package planning: 8 s a call):
-# - the suites whose verdicts depend on real threads keeping time (hang detection, capture,
-#   faults, event loops) and SERIAL_TESTS, one test at a time;
-# - everything else (pure decisions, reports, the CLI, the agent, the child-process corpus and demo
-#   runs) side by side, at most 4 at once (end-to-end tests that need a CPU now and then flaked
-#   with more beside them).
-# UNTIMED_IN_TIMED names suites (or Suite/test) of the timed targets that belong to the second
-# run. The stack corpus is also built in release mode: its test compares both builds' stacks.
-# scripts/test-phase repeats a phase's failures at its end.
-TIMED_TESTS := HangWatchTests|HangWatchNIOTests
-# Suites of other targets that run in the first run too. SpoolKeeperNamingTests: its frames in the
-# C library went unnamed (no error) twice in ~8 runs beside the other suites, never alone; see the
-# closing note of issue 15.
-SERIAL_TESTS := SpoolKeeperNamingTests
-UNTIMED_IN_TIMED := StackCorpusTests|PoolWatchTests|PoolWatchRestTests|HeldJobTrackerTests|ReportBuilderPoolTests|DemoEndToEndTests|WatchdogTests|WatchdogLanesTests|LoopWakeRingTests|ScriptedReportPathTests|QueuePingTests|QueueEdgesTests|ActivityLatchTests|HangDetectorTests|ReportBuilderTests|ReportPolicyTests|ConfigurationTests|ProcTaskTests|HeaviestPathTests|SharedLayoutTests|CodeStructureTests|BenchHarnessTests|ProcessFaultTests/killingTheWriter
+# Where the CLI `make demo` built is, and how to type `hangwatch` as the README does.
+.PHONY: demo-hint
+demo-hint:
+	@bin="$$(cd "$(DEBUG_BIN)" && pwd)"; \
+	echo; echo "The CLI is $$bin/hangwatch. To type \`hangwatch\` as the README does:"; \
+	echo "  alias hangwatch=\"$$bin/hangwatch\"     # in this shell"; \
+	echo "  make && sudo make install     # for good, in $(PREFIX)/bin"
 
+# Every test, in phases by the test targets' kinds (their names say which: `…Tests` side by side,
+# `…RealTimeTests` and `…IntegrationTests` one at a time), of both packages, and the check of what
+# a service that embeds the library resolves. Every phase runs; the summary names every failure.
 test: deps test-deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) build -c release --product hangwatch-stackcorpus
-	scripts/test-phase "$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
-		--no-parallel --filter '$(TIMED_TESTS)|$(SERIAL_TESTS)' --skip '$(UNTIMED_IN_TIMED)'
-	scripts/test-phase "$$($(SWIFT) build --show-bin-path)/HangWatchPackageTests.xctest" --testing-library swift-testing \
-		--experimental-maximum-parallelization-width 4 --skip '($(TIMED_TESTS))\.(?!$(UNTIMED_IN_TIMED))|$(SERIAL_TESTS)'
-	$(MAKE) test-hummingbird
+	SWIFT="$(SWIFT)" scripts/test-all
 
-# A real Hummingbird 2 server watched as the README shows, under wrk (a package of its own, so that
-# HangWatch never resolves Hummingbird; its first build takes about 3 minutes).
-HUMMINGBIRD := Integration/HummingbirdService
-.PHONY: test-hummingbird
-test-hummingbird: deps test-deps
-	$(SWIFT) build --package-path $(HUMMINGBIRD) --build-tests
-	$(SWIFT) test --package-path $(HUMMINGBIRD) --skip-build
-
+# The library's figures (its bench, with the CLI's figure run on the tools' release build), then
+# a real Hummingbird 2 server's throughput watched and not (the tools' package).
 bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench
-	$(SWIFT) build -c release --product hangwatch
-	"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"
-	$(SWIFT) build -c release --package-path $(HUMMINGBIRD)
-	"$(HUMMINGBIRD)/.build/release/hangwatch-hummingbird-bench"
+	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch
+	HANGWATCH_CLI="$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch" \
+		"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"
+	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-hummingbird-service
+	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-hummingbird-bench
+	"$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch-hummingbird-bench"
 
 # The embedded library is a Swift package dependency. What a host gets: the `hangwatch` CLI (and
 # its bash completion), the `hangwatchd` agent with its unit, tmpfiles and sysusers entries, the
@@ -140,7 +133,7 @@ install:
 
 # Removes the build, and the demo's reports from a directory the demo made (nothing else).
 clean:
-	rm -rf .build $(HUMMINGBIRD)/.build
+	rm -rf .build $(TOOLS)/.build
 	@if [ -f "$(REPORTS)/.hangwatch-demo" ]; then \
 		rm -f "$(REPORTS)"/hang-*-demo-*.json "$(REPORTS)/.hangwatch-demo"; \
 		rmdir "$(REPORTS)" 2>/dev/null || echo "kept $(REPORTS): it holds files the demo did not write"; \

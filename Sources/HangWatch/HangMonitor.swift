@@ -1,11 +1,14 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Logging
 import Synchronization
 
 /// Watches a run loop and writes a JSON report for every time it stays busy past a threshold.
 ///
 /// ```swift
+/// import Foundation
+/// import HangWatch
+///
 /// let monitor = try HangMonitor(configuration: .init(serviceName: "billing",
 ///                                                    threshold: .milliseconds(250),
 ///                                                    reportDirectory: "/var/lib/hangwatch/reports"))

@@ -113,7 +113,7 @@ public struct ReportStore: Sendable {
 
     /// Writes `data` to `finalPath` whole or not at all (a temporary file in this directory, then a
     /// rename). The CLI's report index is written the same way.
-    package func writeAtomically(_ data: Data, to finalPath: String, name: String) throws {
+    @_spi(Internal) public func writeAtomically(_ data: Data, to finalPath: String, name: String) throws {
         let temporaryPath =
             directory + "/" + Self.temporaryPrefix + name.dropFirst(Self.filePrefix.count) + "."
             + String(getpid()) + "." + String(Self.temporaryCounter.next()) + Self.temporarySuffix

@@ -1,6 +1,6 @@
 import CLibdw
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// The symbols and line tables of one ELF image, through elfutils' libdwfl.
 ///

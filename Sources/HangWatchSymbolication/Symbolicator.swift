@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Synchronization
 
 /// Fills in function names (demangled) and file:line for the frames of hang reports, from the

@@ -19,8 +19,12 @@ struct CLIFigure {
     }
 
     func measure() throws -> Outcome {
-        let cli = ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).map { ($0 as NSString).deletingLastPathComponent } ?? ".") + "/hangwatch"
-        guard FileManager.default.isExecutableFile(atPath: cli) else { throw BenchFailure("build the CLI next to the bench: \(cli)") }
+        // The CLI is the tools' package's (`make bench` says where); else one built next to the bench.
+        let cli = ProcessInfo.processInfo.environment["HANGWATCH_CLI"]
+            ?? ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).map { ($0 as NSString).deletingLastPathComponent } ?? ".") + "/hangwatch"
+        guard FileManager.default.isExecutableFile(atPath: cli) else {
+            throw BenchFailure("no CLI at \(cli): build it (swift build -c release --package-path Tools --product hangwatch) and set HANGWATCH_CLI")
+        }
 
         // Real reports of this binary (raw frames, as the monitor writes them): eight hangs at
         // different depths, so there are several culprits to group.

@@ -1,4 +1,4 @@
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Testing
 
 @Suite struct PathTextTests {

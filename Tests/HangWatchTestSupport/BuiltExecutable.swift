@@ -1,38 +1,45 @@
 import Foundation
 
 /// Executables of this package, built next to the test bundle (`swift build --build-tests`).
-package enum BuiltExecutable {
+public enum BuiltExecutable {
     /// The path of executable `name` in the test bundle's directory.
-    package static func path(_ name: String) -> String {
+    public static func path(_ name: String) -> String {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
         return (executable as NSString).deletingLastPathComponent + "/" + name
     }
 }
 
 /// What a command printed, and how it exited.
-package struct CommandResult: Sendable {
-    package var status: Int32
-    package var output: String
-    package var errors: String
+public struct CommandResult: Sendable {
+    public var status: Int32
+    public var output: String
+    public var errors: String
     /// The command outlived its timeout and was killed.
-    package var timedOut = false
+    public var timedOut = false
 
     /// Standard output's lines, without the trailing empty one.
-    package var lines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+    public var lines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
     /// Standard error's lines.
-    package var errorLines: [String] { errors.split(separator: "\n").map(String.init) }
+    public var errorLines: [String] { errors.split(separator: "\n").map(String.init) }
+
+    public init(status: Int32, output: String, errors: String, timedOut: Bool = false) {
+        self.status = status
+        self.output = output
+        self.errors = errors
+        self.timedOut = timedOut
+    }
 }
 
 /// An executable running as a child of the test, its output collected in files (a large output
 /// cannot block it, and what it printed so far can be read at any time).
-package final class RunningExecutable: @unchecked Sendable {
-    package let process = Process()
+public final class RunningExecutable: @unchecked Sendable {
+    public let process = Process()
     private let scratch: String
     private let exited = DispatchSemaphore(value: 0)
 
     /// Starts `executable arguments…` with `environment` changed (nil values removed), in
     /// `workingDirectory` (the test's own when nil).
-    package init(_ executable: String, _ arguments: [String], environment: [String: String?] = [:], workingDirectory: String? = nil) throws {
+    public init(_ executable: String, _ arguments: [String], environment: [String: String?] = [:], workingDirectory: String? = nil) throws {
         scratch = FileManager.default.temporaryDirectory.path + "/hangwatch-run-\(getpid())-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: scratch + "/out", contents: nil)
@@ -60,11 +67,11 @@ package final class RunningExecutable: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: scratch)
     }
 
-    package var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
     /// Sends `number` while the process runs. Once it has exited (and been reaped), its pid may
     /// already be another process's: pids wrap at 32768 here, and the tests start thousands.
-    package func signal(_ number: Int32) {
+    public func signal(_ number: Int32) {
         if exited.wait(timeout: .now()) == .success {
             exited.signal()
             return
@@ -73,11 +80,11 @@ package final class RunningExecutable: @unchecked Sendable {
     }
 
     /// What it has printed so far.
-    package var output: String { String(decoding: FileManager.default.contents(atPath: scratch + "/out") ?? Data(), as: UTF8.self) }
-    package var errors: String { String(decoding: FileManager.default.contents(atPath: scratch + "/err") ?? Data(), as: UTF8.self) }
+    public var output: String { String(decoding: FileManager.default.contents(atPath: scratch + "/out") ?? Data(), as: UTF8.self) }
+    public var errors: String { String(decoding: FileManager.default.contents(atPath: scratch + "/err") ?? Data(), as: UTF8.self) }
 
     /// Waits for it to exit by itself within `timeout`; kills it otherwise (`timedOut`).
-    package func finish(within timeout: TimeInterval) -> CommandResult {
+    public func finish(within timeout: TimeInterval) -> CommandResult {
         var timedOut = false
         if exited.wait(timeout: .now() + timeout) == .timedOut {
             timedOut = true
@@ -91,8 +98,8 @@ package final class RunningExecutable: @unchecked Sendable {
 
 /// Runs an executable the way a person would and returns what it printed; a run that outlives
 /// `timeout` is killed.
-package enum ExecutableRun {
-    package static func run(
+public enum ExecutableRun {
+    public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String?] = [:], workingDirectory: String? = nil,
         timeout: TimeInterval = 60
     ) throws -> CommandResult {

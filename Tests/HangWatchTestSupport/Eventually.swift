@@ -2,11 +2,11 @@ import Foundation
 
 /// Waiting for a condition that another thread or process brings about, up to a deadline: the
 /// one place the tests poll. A test waits for what it needs, never for a fixed time.
-package enum Eventually {
+public enum Eventually {
     /// Looks at `probe` every `interval` until `condition` holds or `timeout` passes; returns the
     /// last value looked at (the caller asserts on it).
     @discardableResult
-    package static func value<T>(
+    public static func value<T>(
         timeout: TimeInterval = 10, interval: TimeInterval = 0.01, _ probe: () -> T, until condition: (T) -> Bool
     ) -> T {
         let deadline = Date().addingTimeInterval(timeout)
@@ -19,18 +19,18 @@ package enum Eventually {
 
     /// Waits until `condition` holds (true) or `timeout` passes (false).
     @discardableResult
-    package static func holds(timeout: TimeInterval = 10, interval: TimeInterval = 0.01, _ condition: () -> Bool) -> Bool {
+    public static func holds(timeout: TimeInterval = 10, interval: TimeInterval = 0.01, _ condition: () -> Bool) -> Bool {
         value(timeout: timeout, interval: interval, condition, until: { $0 })
     }
 }
 
 /// Code under test that blocks in the kernel for a while: the thread sleeps (a hang the monitor
 /// must see as blocked, not computing).
-package enum Blocking {
+public enum Blocking {
     /// Sleeps `milliseconds` in the kernel (`nanosleep`), and returns how long it really slept.
     @inline(never)
     @discardableResult
-    package static func sleep(milliseconds: Int) -> Double {
+    public static func sleep(milliseconds: Int) -> Double {
         let start = DispatchTime.now().uptimeNanoseconds
         usleep(useconds_t(milliseconds * 1000))
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6

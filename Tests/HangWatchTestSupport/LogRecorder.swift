@@ -2,27 +2,27 @@ import Logging
 import Synchronization
 
 /// Log events, kept in memory (a test double after swift-log's `InMemoryLogging`).
-package final class LogRecorder: @unchecked Sendable {
-    package struct Entry: Sendable {
-        package var level: Logger.Level
-        package var message: String
-        package var metadata: Logger.Metadata
+public final class LogRecorder: @unchecked Sendable {
+    public struct Entry: Sendable {
+        public var level: Logger.Level
+        public var message: String
+        public var metadata: Logger.Metadata
     }
 
     private let entries = Mutex<[Entry]>([])
 
-    package init() {}
+    public init() {}
 
-    package var logger: Logger {
+    public var logger: Logger {
         Logger(label: "test") { _ in Handler(recorder: self) }
     }
 
-    package var all: [Entry] { entries.withLock { $0 } }
+    public var all: [Entry] { entries.withLock { $0 } }
 
     /// The entries with `message`.
-    package func entries(_ message: String) -> [Entry] { all.filter { $0.message == message } }
+    public func entries(_ message: String) -> [Entry] { all.filter { $0.message == message } }
 
-    package func count(_ message: String) -> Int { entries(message).count }
+    public func count(_ message: String) -> Int { entries(message).count }
 
     private struct Handler: LogHandler {
         let recorder: LogRecorder
@@ -45,5 +45,5 @@ package final class LogRecorder: @unchecked Sendable {
 
 extension LogRecorder.Entry {
     /// A metadata value as text.
-    package subscript(_ key: String) -> String? { metadata[key].map { "\($0)" } }
+    public subscript(_ key: String) -> String? { metadata[key].map { "\($0)" } }
 }

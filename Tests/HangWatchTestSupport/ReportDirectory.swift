@@ -5,22 +5,22 @@ import HangWatchSymbolication
 
 /// Reading what a monitor wrote, symbolicated, without sleeping and hoping: every wait polls for
 /// a condition up to a generous deadline and returns what it found.
-package struct ReportDirectory {
-    package let path: String
-    package static let symbolicator = Symbolicator()
+public struct ReportDirectory {
+    public let path: String
+    public static let symbolicator = Symbolicator()
 
     /// A new directory's path, named for the test.
-    package init(_ name: String = #function) {
+    public init(_ name: String = #function) {
         path = FileManager.default.temporaryDirectory.path + "/hangwatch-tests-\(getpid())-"
             + name.filter { $0.isLetter } + "-" + UUID().uuidString.prefix(6)
     }
 
     /// An existing directory.
-    package init(path: String) {
+    public init(path: String) {
         self.path = path
     }
 
-    package func reports() -> [HangReport] {
+    public func reports() -> [HangReport] {
         let files = (try? ReportStore(directory: path).list()) ?? []
         return files.compactMap { try? ReportReader().read(path: $0.path) }.map { report in
             var report = report
@@ -31,17 +31,17 @@ package struct ReportDirectory {
 
     /// Polls until `condition` holds for the reports (or `timeout` passes); returns the reports.
     @discardableResult
-    package func waitFor(timeout: Double = 10, _ condition: ([HangReport]) -> Bool) -> [HangReport] {
+    public func waitFor(timeout: Double = 10, _ condition: ([HangReport]) -> Bool) -> [HangReport] {
         Eventually.value(timeout: timeout, interval: 0.02, reports, until: condition)
     }
 
     /// Waits until `count` reports exist and none is still ongoing.
     @discardableResult
-    package func waitForFinished(_ count: Int, timeout: Double = 10) -> [HangReport] {
+    public func waitForFinished(_ count: Int, timeout: Double = 10) -> [HangReport] {
         waitFor(timeout: timeout) { reports in reports.count >= count && reports.allSatisfy { $0.outcome != .ongoing } }
     }
 
-    package func configuration(threshold: Duration = .milliseconds(250)) -> HangMonitor.Configuration {
+    public func configuration(threshold: Duration = .milliseconds(250)) -> HangMonitor.Configuration {
         var configuration = HangMonitor.Configuration(serviceName: "tests", threshold: threshold, reportDirectory: path)
         configuration.repeatWindow = .zero
         configuration.reportBurst = 100
@@ -55,9 +55,9 @@ package struct ReportDirectory {
 
 extension HangReport {
     /// The heaviest stack's symbols, innermost first.
-    package var heaviestSymbols: [String] { heaviestStack?.frames.map { $0.symbol ?? $0.address } ?? [] }
+    public var heaviestSymbols: [String] { heaviestStack?.frames.map { $0.symbol ?? $0.address } ?? [] }
 
-    package func heaviestStackContains(_ function: String) -> Bool {
+    public func heaviestStackContains(_ function: String) -> Bool {
         heaviestSymbols.contains { $0.contains(function) }
     }
 }

@@ -2,14 +2,14 @@ import Foundation
 import HangWatchReport
 
 /// Reports and directories for tests.
-package enum ReportFixtures {
-    package static func temporaryDirectory(_ name: String = #function) -> String {
+public enum ReportFixtures {
+    public static func temporaryDirectory(_ name: String = #function) -> String {
         let base = FileManager.default.temporaryDirectory.path
         let path = base + "/hangwatch-report-tests-\(getpid())-\(UUID().uuidString.prefix(8))-" + name.filter { $0.isLetter }
         return path
     }
 
-    package static func report(
+    public static func report(
         id: String = "20261122T010203123Z-billing-42-1", service: String = "billing", durationMs: Double = 712.5,
         frames: Int = 3, outcome: HangReport.Outcome = .recovered
     ) -> HangReport {

@@ -2,8 +2,8 @@ import Foundation
 import HangWatchReport
 
 /// Hand-made reports whose samples have known stacks (innermost frame first) and offsets.
-package enum StackReports {
-    package static func report(
+public enum StackReports {
+    public static func report(
         service: String = "billing", durationMs: Double, samples: [(offsetMs: Double, stack: [String])]
     ) -> HangReport {
         var frames: [HangReport.Frame] = []
@@ -50,7 +50,7 @@ package enum StackReports {
     }
 
     /// 250 ms in `parse` under `load`, then 100 ms in `render`, then a sample without a stack.
-    package static var twoStacks: HangReport {
+    public static var twoStacks: HangReport {
         report(
             durationMs: 500,
             samples: [

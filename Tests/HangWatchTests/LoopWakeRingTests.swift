@@ -1,7 +1,7 @@
 import CEpoll
 import Foundation
 @testable import HangWatch
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Testing
 
 /// The io_uring the event-loop watcher polls idle loops through, against the real kernel: a poll

@@ -1,9 +1,9 @@
 /// Path arithmetic on plain strings. Foundation's `deletingLastPathComponent` traps on some short
 /// relative paths ("r"), and a monitor must never take its host down over a path.
-package enum PathText {
+@_spi(Internal) public enum PathText {
     /// The directory part of `path` ("" for a name without one, "/" for a top-level entry);
     /// trailing slashes are ignored.
-    package static func parent(of path: String) -> String {
+    public static func parent(of path: String) -> String {
         let trimmed = trimmingTrailingSlashes(path)
         guard let slash = trimmed.lastIndex(of: "/") else { return "" }
         let parent = trimmingTrailingSlashes(String(trimmed[..<slash]))
@@ -11,7 +11,7 @@ package enum PathText {
     }
 
     /// The last component of `path` (trailing slashes ignored; "/" for the root itself).
-    package static func lastComponent(of path: String) -> String {
+    public static func lastComponent(of path: String) -> String {
         let trimmed = trimmingTrailingSlashes(path)
         guard let slash = trimmed.lastIndex(of: "/") else { return trimmed }
         let name = String(trimmed[trimmed.index(after: slash)...])

@@ -4,7 +4,7 @@ import Testing
 
 /// The shape the code keeps (docs/architecture.md): C split by concern into small files that call
 /// each other in one direction only, one Swift file that talks to the C target, `errno` read in
-/// one place, no `@_spi` between targets, the agent in small files.
+/// one place, one `@_spi` (HangWatchReport's, for the tools' package), the agent in small files.
 @Suite struct CodeStructureTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
@@ -89,20 +89,24 @@ import Testing
         #expect(importers == ["HangWatch/Capture/UnsafeCaptureBridge.swift"])
     }
 
-    /// Swift source files of the package's libraries and tools, by path under Sources/.
+    /// Swift source files of the library's package (by path under Sources/) and of the tools'
+    /// (under Tools/Sources/, as `Tools/…`).
     static func swiftSources() throws -> [(path: String, text: String)] {
-        let sources = Self.root.appendingPathComponent("Sources")
-        let enumerator = FileManager.default.enumerator(atPath: sources.path)
         var files: [(String, String)] = []
-        while let path = enumerator?.nextObject() as? String {
-            guard path.hasSuffix(".swift") else { continue }
-            files.append((path, try String(contentsOf: sources.appendingPathComponent(path), encoding: .utf8)))
+        for (folder, prefix) in [("Sources", ""), ("Tools/Sources", "Tools/")] {
+            let sources = Self.root.appendingPathComponent(folder)
+            let enumerator = FileManager.default.enumerator(atPath: sources.path)
+            while let path = enumerator?.nextObject() as? String {
+                guard path.hasSuffix(".swift") else { continue }
+                files.append((prefix + path, try String(contentsOf: sources.appendingPathComponent(path), encoding: .utf8)))
+            }
         }
         return files.sorted { $0.0 < $1.0 }
     }
 
-    /// `errno` becomes a Swift error in one place (`SystemCall`); the stack corpus, a program that
-    /// makes system calls on purpose to be captured in them, counts its own interruptions.
+    /// `errno` becomes a Swift error in one place (`SystemCall`); the stack corpus and the
+    /// Hummingbird service and its bench, programs that make system calls on purpose to be
+    /// captured in them (or to load a server), count their own interruptions and failures.
     @Test func errnoIsReadInOnePlace() throws {
         let readers = try Self.swiftSources().filter { file in
             file.text.split(separator: "\n").contains { line in
@@ -110,18 +114,31 @@ import Testing
                 return code.range(of: #"\berrno\b(?!:)"#, options: .regularExpression) != nil
             }
         }.map(\.path)
-        #expect(readers == ["HangWatchReport/System/SystemCall.swift", "hangwatch-stackcorpus/Cases.swift"], "\(readers)")
+        #expect(
+            readers == [
+                "HangWatchReport/System/SystemCall.swift", "Tools/hangwatch-hummingbird-bench/Bench.swift",
+                "Tools/hangwatch-hummingbird-service/Routes.swift", "hangwatch-stackcorpus/Cases.swift",
+            ], "\(readers)")
     }
 
-    /// Targets of this package share through `package` access, never `@_spi`.
-    @Test func noSPIBetweenThisPackagesTargets() throws {
-        let users = try Self.swiftSources().filter { $0.text.contains("@_spi(") }.map(\.path)
-        #expect(users.isEmpty, "\(users)")
+    /// Targets of one package share through `package` access. Across the two packages, what the
+    /// tools need of HangWatchReport beyond its API (`SystemCall`, `PathText`, `HexText`, the
+    /// atomic write) is `@_spi(Internal)`, the one SPI, declared in HangWatchReport only.
+    @Test func theOneSPIIsHangWatchReportsInternal() throws {
+        let files = try Self.swiftSources()
+        let declaring = files.filter { $0.text.contains("@_spi(Internal) public") }.map(\.path)
+        #expect(!declaring.isEmpty && declaring.allSatisfy { $0.hasPrefix("HangWatchReport/") }, "\(declaring)")
+        let other = files.filter { file in
+            file.text.split(separator: "\n").contains { $0.contains("@_spi(") && !$0.contains("@_spi(Internal)") }
+        }.map(\.path)
+        #expect(other.isEmpty, "\(other)")
+        let importers = files.filter { $0.text.contains("@_spi(Internal) import") }
+        #expect(importers.allSatisfy { $0.text.contains("@_spi(Internal) import HangWatchReport") }, "\(importers.map(\.path))")
     }
 
     /// The agent stays small services: no file over ~300 lines.
     @Test func agentFilesStaySmall() throws {
-        for file in try Self.swiftSources() where file.path.hasPrefix("HangWatchAgent/") {
+        for file in try Self.swiftSources() where file.path.hasPrefix("Tools/HangWatchAgent/") {
             let lines = file.text.split(separator: "\n", omittingEmptySubsequences: false).count
             #expect(lines <= 320, "\(file.path): \(lines) lines")
         }

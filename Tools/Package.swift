@@ -1,0 +1,179 @@
+// swift-tools-version: 6.2
+//
+// HangWatch's tools: everything that is not the embeddable library. The `hangwatch` CLI, the
+// `hangwatchd` agent, the demos, and the tests that use HangWatch from outside (real Hummingbird 2
+// servers under wrk, Prometheus, an OpenTelemetry receiver, a browser).
+//
+// A package of its own so that a service that embeds HangWatch (the package one directory up)
+// resolves swift-log and swift-nio only, never what the tools need: swift-argument-parser,
+// swift-service-lifecycle, swift-metrics, swift-prometheus, swift-otel, Hummingbird.
+//
+// Layers point one way:
+//   hangwatch -> HangWatchReading, HangWatchExport, HangWatchSymbolication -> HangWatchReport
+//   hangwatchd -> HangWatchAgent -> HangWatch (it watches its own loop), HangWatchSymbolication
+import PackageDescription
+
+let package = Package(
+    name: "HangWatchTools",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "hangwatch", targets: ["hangwatch"]),
+        .executable(name: "hangwatchd", targets: ["hangwatchd"]),
+        .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
+        .executable(name: "hangwatch-async-demo", targets: ["hangwatch-async-demo"]),
+    ],
+    dependencies: [
+        .package(name: "HangWatch", path: ".."),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // The CLI and the agent's command line.
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // The agent.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // OTLP over HTTP only: gRPC would add three packages and a minute of build for nothing more.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // The real server the integration tests and the bench watch.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+    ],
+    targets: [
+        // zlib (Debian: zlib1g-dev), for gzip'd pprof profiles. Used by the CLI's exports only.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // The CLI's side of reading: many reports at once (the catalog and its index), filters,
+        // groups. The agent never links it.
+        .target(
+            name: "HangWatchReading",
+            dependencies: [.product(name: "HangWatchReport", package: "HangWatch")]
+        ),
+        // Folded stacks, speedscope files, pprof profiles and SVG flame graphs from reports.
+        .target(
+            name: "HangWatchExport",
+            dependencies: [.product(name: "HangWatchReport", package: "HangWatch"), "CZlib"]
+        ),
+        // The `hangwatch` command: read, group, explain and export reports.
+        .executableTarget(
+            name: "hangwatch",
+            dependencies: [
+                "HangWatchReading", "HangWatchExport",
+                .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchSymbolication", package: "HangWatch"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The host agent's logic: spool, retention, dead hangs, heartbeats, enrichment, systemd.
+        .target(
+            name: "HangWatchAgent",
+            dependencies: [
+                .product(name: "HangWatch", package: "HangWatch"),
+                .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchSymbolication", package: "HangWatch"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "OTel", package: "swift-otel"),
+            ]
+        ),
+        // `hangwatchd`: the agent, a systemd service.
+        .executableTarget(
+            name: "hangwatchd",
+            dependencies: [
+                "HangWatchAgent",
+                .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The demo service `make demo` runs: it hangs five ways under the monitor.
+        .executableTarget(
+            name: "hangwatch-demo",
+            dependencies: [
+                .product(name: "HangWatch", package: "HangWatch"),
+                .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchSymbolication", package: "HangWatch"),
+            ]
+        ),
+        // An `async` @main service with no run loop (the main-queue source, end to end).
+        .executableTarget(
+            name: "hangwatch-async-demo",
+            dependencies: [
+                .product(name: "HangWatch", package: "HangWatch"), .product(name: "HangWatchReport", package: "HangWatch"),
+            ]
+        ),
+        // A real Hummingbird 2 server watched as the README shows (the integration tests run it
+        // under wrk), and its throughput bench (`make bench`).
+        .executableTarget(
+            name: "hangwatch-hummingbird-service",
+            dependencies: [
+                .product(name: "HangWatch", package: "HangWatch"),
+                .product(name: "HangWatchNIO", package: "HangWatch"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
+        .executableTarget(name: "hangwatch-hummingbird-bench"),
+
+        // Tests, by kind (the Makefile picks a phase by the target's name): `…Tests` are pure or
+        // run the tools on fixtures, side by side; `…IntegrationTests` use real servers, browsers
+        // and collectors, one at a time.
+        .target(
+            name: "ToolsTestSupport",
+            dependencies: [
+                .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ],
+            path: "Tests/ToolsTestSupport"
+        ),
+        .testTarget(
+            name: "HangWatchReadingTests",
+            dependencies: [
+                "HangWatchReading", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ]
+        ),
+        .testTarget(
+            name: "HangWatchExportTests",
+            dependencies: [
+                "HangWatchExport", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ]
+        ),
+        .testTarget(
+            name: "hangwatchTests",
+            dependencies: [
+                "ToolsTestSupport", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ]
+        ),
+        .testTarget(
+            name: "HangWatchAgentTests",
+            dependencies: [
+                "HangWatchAgent", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ]
+        ),
+        .testTarget(
+            name: "hangwatchdTests",
+            dependencies: [
+                "HangWatchAgent", "ToolsTestSupport", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ]
+        ),
+        .testTarget(
+            name: "HangWatchIntegrationTests",
+            dependencies: [
+                "HangWatchExport", "HangWatchAgent", "ToolsTestSupport",
+                .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchSymbolication", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ],
+            // Run by the tests from the source tree (a browser driver, an OTLP receiver), not built.
+            exclude: ["Fixtures"]
+        ),
+    ]
+)

@@ -1,0 +1,144 @@
+import ArgumentParser
+import Foundation
+import HangWatchReading
+@_spi(Internal) import HangWatchReport
+import HangWatchSymbolication
+
+/// A failure the user caused (a bad file, nothing found): a message and an exit code.
+struct CommandFailure: Error, CustomStringConvertible {
+    var message: String
+    var exitCode: ExitCode
+    var description: String { message }
+}
+
+/// The reports a command works on: scanning (through the index), resolving `id|path|latest`,
+/// reading and symbolicating.
+struct ReportLibrary {
+    let directory: String
+    /// Where the directory was looked for, for the error when it is missing.
+    let searched: String
+    let terminal: Terminal
+    let symbolicator: Symbolicator?
+
+    init(directory: DirectoryOptions, reading: ReadingOptions) {
+        Text.utc = reading.utc
+        let resolved = directory.resolved
+        self.init(
+            directory: resolved.directory, searched: resolved.searched, terminal: Terminal(color: reading.color),
+            symbolicator: reading.noSymbolicate ? nil : Symbolicator(debugDirectories: reading.debugDirectories))
+    }
+
+    init(directory: String, searched: String? = nil, terminal: Terminal, symbolicator: Symbolicator?) {
+        self.directory = directory
+        self.searched = searched ?? directory
+        self.terminal = terminal
+        self.symbolicator = symbolicator
+    }
+
+    var catalog: ReportCatalog {
+        // Summaries made with and without names are cached apart.
+        ReportCatalog(directory: directory, indexPath: ReportCatalog.defaultIndexPath.map { $0 + (symbolicator == nil ? "/raw" : "/named") })
+    }
+
+    /// Summaries matching `filter`, newest first; unreadable files are warned about, one line each.
+    func summaries(_ filter: ReportFilter) throws -> [ReportSummary] {
+        try checkDirectory()
+        let progress = Terminal.Progress("reading reports", terminal: terminal)
+        var enrich: (@Sendable (inout HangReport) -> Void)?
+        if let symbolicator {
+            enrich = { report in symbolicator.symbolicate(&report) }
+        }
+        let scan: (summaries: [ReportSummary], problems: [ReportCatalog.Problem])
+        do {
+            scan = try catalog.summaries(enrich: enrich, progress: { done, total in progress.update(done, total) })
+        } catch {
+            progress.finish()
+            throw CommandFailure(message: ErrorText.message(for: error), exitCode: Exit.badInput)
+        }
+        progress.finish()
+        for problem in scan.problems {
+            Terminal.warn("hangwatch: warning: \(problem)")
+        }
+        return scan.summaries.filter(filter.matches).sorted { ($0.startedAt, $0.path) > ($1.startedAt, $1.path) }
+    }
+
+    /// The report directory exists, is a directory and can be listed; else a failure that says
+    /// where it was looked for, or why it cannot be read, and what to do.
+    func checkDirectory() throws {
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw CommandFailure(message: "no report directory: looked at \(searched)", exitCode: Exit.badInput)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw CommandFailure(
+                message: "\(directory) is a file, not a directory: --dir takes the directory that holds the reports (show and validate take a file)",
+                exitCode: Exit.badInput)
+        }
+        if let code = Self.listingError(directory) {
+            throw CommandFailure(message: ErrorText.cannot(.read, directory, code: code, option: "--dir"), exitCode: Exit.badInput)
+        }
+    }
+
+    /// Why `directory` cannot be listed (`EACCES`), or nil when it can.
+    static func listingError(_ directory: String) -> Int32? {
+        switch SystemCall.result("opendir", path: directory, { opendir(directory).map { closedir($0) } ?? -1 }) {
+        case .success: return nil
+        case .failure(let error): return error.code
+        }
+    }
+
+    /// The path of report `reference`: `latest`, a file path, a report id, or a unique id prefix.
+    func resolve(_ reference: String) throws -> String {
+        if reference == "latest" {
+            guard let newest = try summaries(ReportFilter()).first else {
+                throw CommandFailure(message: "no reports in \(directory)", exitCode: Exit.nothingMatched)
+            }
+            return newest.path
+        }
+        if reference.contains("/") || reference.hasSuffix(ReportStore.fileSuffix) {
+            return reference
+        }
+        let files = (try? catalog.files()) ?? []
+        let matches = files.filter { entry in
+            let name = PathText.lastComponent(of: entry.path)
+            return name.hasPrefix(ReportStore.filePrefix + reference)
+        }
+        guard let first = matches.first else {
+            throw CommandFailure(message: "no report \(reference) in \(directory)", exitCode: Exit.nothingMatched)
+        }
+        guard matches.count == 1 else {
+            throw CommandFailure(message: "\(reference) matches \(matches.count) reports; give more of the id", exitCode: Exit.usage)
+        }
+        return first.path
+    }
+
+    /// The report at `path`, symbolicated unless told not to.
+    func load(_ path: String) throws -> HangReport {
+        var report: HangReport
+        do {
+            report = try ReportReader().read(path: path)
+        } catch {
+            throw CommandFailure(message: ErrorText.message(for: error), exitCode: Exit.badInput)
+        }
+        if let symbolicator, report.frames.contains(where: { $0.symbol == nil }) {
+            symbolicator.symbolicate(&report)
+        }
+        return report
+    }
+
+    /// Full reports for summaries, skipping (with a warning) any that vanished or changed into
+    /// something unreadable since.
+    func load(_ summaries: [ReportSummary]) -> [HangReport] {
+        let progress = Terminal.Progress("reading reports", terminal: terminal)
+        defer { progress.finish() }
+        return summaries.enumerated().compactMap { index, summary in
+            progress.update(index + 1, summaries.count)
+            do {
+                return try load(summary.path)
+            } catch {
+                Terminal.warn("hangwatch: warning: skipped \(summary.path): \(ErrorText.message(for: error))")
+                return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import HangWatchReport
+import HangWatchTestSupport
+import Testing
+import ToolsTestSupport
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@testable import HangWatchAgent
+
+/// The agent against real peers: Prometheus and promtool from Debian's `prometheus` package, and
+/// an OTLP receiver that decodes with the official OpenTelemetry protobuf definitions.
+@Suite(.serialized) struct FleetExportTests {
+    /// How many hangs the demo's reports stand for.
+    static func demoHangs() throws -> Int {
+        let directory = try DemoReports.directory.get()
+        return try ReportStore(directory: directory).list().map { try ReportReader().read(path: $0.path) }
+            .filter(FinishedHang.counts).map(FinishedHang.hangCount).reduce(0, +)
+    }
+
+    static func scrape(_ port: Int) -> String? {
+        guard let url = URL(string: "http://127.0.0.1:\(port)/metrics"), let data = try? Data(contentsOf: url) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The sum of a metric's samples whose labels contain `labels`.
+    static func value(_ text: String?, _ name: String, _ labels: String = "") -> Double? {
+        guard let text else { return nil }
+        let samples = text.split(separator: "\n").filter { line in
+            (line.hasPrefix(name + "{") || line.hasPrefix(name + " ")) && (labels.isEmpty || line.contains(labels))
+        }
+        guard !samples.isEmpty else { return nil }
+        return samples.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                try #require(bind(fd, $0, length) == 0)
+                try #require(getsockname(fd, $0, &length) == 0)
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func tool(_ name: String) throws -> String {
+        let path = "/usr/bin/" + name
+        try #require(FileManager.default.isExecutableFile(atPath: path), "\(path) is missing: install Debian's prometheus package (make deps)")
+        return path
+    }
+
+    /// Runs promtool with `arguments` (and `input` on its standard input): its status and output.
+    static func promtool(_ arguments: [String], input: String = "") throws -> (status: Int32, output: String) {
+        let promtool = Process()
+        promtool.executableURL = URL(fileURLWithPath: try tool("promtool"))
+        promtool.arguments = arguments
+        let stdin = Pipe()
+        let output = Pipe()
+        promtool.standardInput = stdin
+        promtool.standardOutput = output
+        promtool.standardError = output
+        try promtool.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        promtool.waitUntilExit()
+        return (promtool.terminationStatus, said)
+    }
+
+    @Test func metricsCountOnlyHangsThatAppearAfterStartAndPassPromtool() throws {
+        let root = try SpoolRoot()
+        try DemoReports.copy(into: root.path, service: "old")
+        let agent = try AgentProcess(root: root.path)
+        try agent.waitUntilReady()
+        let port = try #require(agent.metricsPort, "\(agent.log)")
+        let expected = Double(try Self.demoHangs())
+        try DemoReports.copy(into: root.path, service: "billing")
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { Self.value(Self.scrape(port), "hangwatch_hangs_total", #"service="billing""#) == expected }, "\(agent.log)")
+        let text = try #require(Self.scrape(port))
+        #expect(Self.value(text, "hangwatch_hangs_total", #"service="old""#) == 0)
+        #expect(Self.value(text, "hangwatch_hang_duration_seconds_count", #"service="billing""#) == expected)
+        #expect(Self.value(text, "hangwatch_spool_reports") == expected * 2 + 0)
+        #expect(Self.value(text, "hangwatch_monitors", #"state="alive""#) == 1)  // the agent's own
+        // Read from that monitor's heartbeat: the series exists from its first page.
+        #expect(Self.value(text, "hangwatch_capture_calls_cut_short_total") != nil, "\(text)")
+
+        let (status, verdict) = try Self.promtool(["check", "metrics"], input: text)
+        #expect(status == 0, "promtool: \(verdict)")
+    }
+
+    @Test func prometheusSeesTheHangCountGoUpByTheHangsProduced() throws {
+        let root = try SpoolRoot()
+        try FileManager.default.createDirectory(atPath: root.path + "/billing", withIntermediateDirectories: true)
+        let agent = try AgentProcess(root: root.path)
+        try agent.waitUntilReady()
+        let agentPort = try #require(agent.metricsPort, "\(agent.log)")
+
+        let prometheusPort = try Self.freePort()
+        let configuration = root.path + ".prometheus.yml"
+        try """
+            global:
+              scrape_interval: 1s
+            scrape_configs:
+              - job_name: hangwatchd
+                static_configs:
+                  - targets: ['127.0.0.1:\(agentPort)']
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let prometheus = Process()
+        prometheus.executableURL = URL(fileURLWithPath: try Self.tool("prometheus"))
+        prometheus.arguments = [
+            "--config.file=\(configuration)", "--storage.tsdb.path=\(root.path).tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)",
+        ]
+        prometheus.standardOutput = FileHandle.nullDevice
+        prometheus.standardError = FileHandle.nullDevice
+        try prometheus.run()
+        defer {
+            if prometheus.isRunning { kill(prometheus.processIdentifier, SIGKILL) }
+            prometheus.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: root.path + ".tsdb")
+            try? FileManager.default.removeItem(atPath: configuration)
+        }
+        func query(_ expression: String) -> Double? {
+            var components = URLComponents(string: "http://127.0.0.1:\(prometheusPort)/api/v1/query")
+            components?.queryItems = [URLQueryItem(name: "query", value: expression)]
+            guard let url = components?.url, let data = try? Data(contentsOf: url),
+                let body = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let result = (body["data"] as? [String: Any])?["result"] as? [[String: Any]], let first = result.first,
+                let sample = first["value"] as? [Any], let text = sample.last as? String
+            else { return nil }
+            return Double(text)
+        }
+        let expression = #"sum(hangwatch_hangs_total{service="billing"})"#
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { query(expression) == 0 }, "Prometheus never scraped the agent's zero")
+        let before = try #require(query(expression))
+        try DemoReports.copy(into: root.path, service: "billing")
+        let produced = Double(try Self.demoHangs())
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { query(expression) == before + produced }, "\(query(expression) ?? -1)")
+    }
+
+    /// The OTLP receiver (Fixtures/otlp_receiver.py): its records, as JSON objects.
+    final class Receiver {
+        let process = Process()
+        let output: String
+        init(output: String, port: Int = 0) throws {
+            self.output = output
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/otlp_receiver.py").path
+            // The python3 on PATH: the one `make deps` installed opentelemetry-proto for.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", script, output, String(port)]
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try? FileManager.default.removeItem(atPath: output + ".port")
+            try process.run()
+            let started = Eventually.holds(timeout: 15, interval: 0.02) { FileManager.default.fileExists(atPath: output + ".port") || !process.isRunning }
+            try #require(started && process.isRunning, "the receiver did not start (python3 -m pip install opentelemetry-proto): \(String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self))")
+        }
+        var port: Int { Int((try? String(contentsOfFile: output + ".port", encoding: .utf8)) ?? "") ?? 0 }
+        var records: [[String: Any]] {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+        var logs: [[String: Any]] { records.filter { $0["kind"] as? String == "log" } }
+        deinit {
+            // SIGKILL: children of the test runner inherit its blocked SIGTERM.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: output)
+            try? FileManager.default.removeItem(atPath: output + ".port")
+        }
+    }
+
+    @Test func eachHangIsOneOTLPLogRecordWithItsFacts() throws {
+        let root = try SpoolRoot()
+        let receiver = try Receiver(output: root.path + ".otlp.jsonl")
+        let agent = try AgentProcess(
+            root: root.path,
+            arguments: [
+                "--set", "HANGWATCHD_OTLP_ENDPOINT=http://127.0.0.1:\(receiver.port)", "--set", "HANGWATCHD_OTLP_METRICS_INTERVAL=1s",
+                "--set", "HANGWATCHD_ENRICH_DELAY=0",
+            ])
+        try agent.waitUntilReady()
+        try DemoReports.copy(into: root.path, service: "billing")
+        let reports = root.reports("billing")
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { receiver.logs.count == reports.count }, "\(receiver.logs.count) records; \(agent.log)")
+        let byID = Dictionary(uniqueKeysWithValues: reports.map { ($0.id, $0) })
+        for record in receiver.logs {
+            let attributes = try #require(record["attributes"] as? [String: Any])
+            let report = try #require(byID[attributes["hangwatch.report.id"] as? String ?? ""])
+            #expect(record["severity_text"] as? String == "warning")
+            #expect((record["body"] as? String)?.contains(HangReportSummary.verdictLine(report)) == true)
+            #expect(attributes["service.name"] as? String == report.service)
+            #expect(attributes["hangwatch.hang.duration_ms"] as? String == String(Int(report.durationMs.rounded())))
+            #expect(attributes["hangwatch.hang.signature"] as? String == report.signature)
+            #expect((attributes["hangwatch.hang.top_frames"] as? [String])?.isEmpty == false)
+            #expect(attributes["hangwatch.report.path"] as? String == root.path + "/billing/hang-\(report.id).json")
+            if let ratio = report.context.onCpuRatio { #expect(attributes["hangwatch.hang.oncpu_ratio"] as? String == "\(ratio)") }
+            // Sent after the agent named the frames: the culprit is the demo's function, by name.
+            #expect((attributes["hangwatch.hang.culprit"] as? String)?.hasPrefix("DemoService.") == true, "\(attributes)")
+        }
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { receiver.records.contains { $0["name"] as? String == "hangwatch_hangs_total" } })
+    }
+
+    @Test func aCollectorThatIsDownCostsRetriesAndTheQueueBoundIsCounted() throws {
+        let root = try SpoolRoot()
+        let collectorPort = try Self.freePort()
+        let queue = 3
+        let agent = try AgentProcess(
+            root: root.path,
+            arguments: [
+                "--set", "HANGWATCHD_OTLP_ENDPOINT=http://127.0.0.1:\(collectorPort)", "--set", "HANGWATCHD_OTLP_QUEUE_SIZE=\(queue)",
+                "--set", "HANGWATCHD_ENRICH=no",
+            ])
+        try agent.waitUntilReady()
+        let port = try #require(agent.metricsPort)
+        try DemoReports.copy(into: root.path, service: "billing")
+        let produced = try Self.demoHangs()
+        try #require(produced > queue)
+        let dropped = #"reason="export""#
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { Self.value(Self.scrape(port), "hangwatch_reports_dropped_total", dropped) == Double(produced - queue) }, "\(agent.log)")
+        // The agent keeps trying; the collector comes up and gets the records the queue held.
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("OTLP export problem") && agent.log.contains("hangwatch.otel.message=\"Failed to export batch.\"") }, "\(agent.log)")
+        let receiver = try Receiver(output: root.path + ".otlp.jsonl", port: collectorPort)
+        #expect(Eventually.holds(timeout: 60, interval: 0.02) { receiver.logs.count == queue }, "\(receiver.logs.count); \(agent.log)")
+        // Each record once: that retries never deliver twice is HangLogOutboxTests' (on scripted time).
+        #expect(Self.value(Self.scrape(port), "hangwatch_reports_dropped_total", dropped) == Double(produced - queue))
+    }
+
+    /// docs/fleet.md's scrape config and alert rules, as written, pass promtool.
+    @Test func theDocumentedScrapeConfigAndAlertRulesAreValid() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../docs/fleet.md").path
+        let text = try String(contentsOfFile: docs, encoding: .utf8)
+        func block(after marker: String) throws -> String {
+            let start = try #require(text.range(of: marker), "\(marker) not in docs/fleet.md")
+            let open = try #require(text.range(of: "```yaml\n", range: start.upperBound..<text.endIndex))
+            let close = try #require(text.range(of: "```", range: open.upperBound..<text.endIndex))
+            return String(text[open.upperBound..<close.lowerBound])
+        }
+        let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-fleet-docs-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for (marker, file, command) in [("Scrape config", "prometheus.yml", "config"), ("Alert rules", "rules.yml", "rules")] {
+            let path = directory + "/" + file
+            try block(after: marker).write(toFile: path, atomically: true, encoding: .utf8)
+            let (status, said) = try Self.promtool(["check", command, path])
+            #expect(status == 0, "\(file): \(said)")
+        }
+    }
+}

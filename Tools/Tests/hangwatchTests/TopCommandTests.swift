@@ -1,0 +1,97 @@
+import Foundation
+import HangWatchReport
+import HangWatchTestSupport
+import Testing
+import ToolsTestSupport
+
+@Suite(.serialized) struct TopCommandTests {
+    struct Group: Decodable {
+        var signature: String
+        var count: Int
+        var totalMs, p50Ms, p95Ms, maxMs: Double
+        var firstSeen, lastSeen: Date
+        var services: [String]
+        var representative: String
+        var stack: [String]
+    }
+
+    /// Copies of `report` as if it had hung again later, `count` times, each lasting `durations[i]`.
+    static func repeats(of report: HangReport, durations: [Double], service: String? = nil) -> [HangReport] {
+        durations.enumerated().map { index, duration in
+            var copy = report
+            copy.id = "20300101T00000\(index)000Z-\(service ?? report.service)-\(report.pid)-\(index + 100)"
+            copy.service = service ?? report.service
+            copy.startedAt = report.startedAt.addingTimeInterval(Double(index + 1) * 60)
+            copy.durationMs = duration
+            return copy
+        }
+    }
+
+    @Test func groupsBySignatureSortedByTotalTime() throws {
+        let fixture = try Fixture()
+        let reports = try DemoReports.reports()
+        // The lock wait happens three more times, once in another service.
+        let lockWait = try #require(reports.first { $0.context.verdict == .blocked && $0.context.blockedIn == "futex" })
+        for copy in Self.repeats(of: lockWait, durations: [1000, 2000], service: nil) + Self.repeats(of: lockWait, durations: [3000], service: "cart") {
+            _ = try ReportStore(directory: fixture.directory).write(copy)
+        }
+        let result = try fixture.hangwatch("top", "--json")
+        #expect(result.status == 0, "\(result.errors)")
+        let groups = try HangReport.makeDecoder().decode([Group].self, from: Data(result.output.utf8))
+        // Every demo hang has a culprit of its own.
+        #expect(groups.count == Set(reports.map(\.signature)).count)
+        #expect(groups.map(\.totalMs) == groups.map(\.totalMs).sorted(by: >))
+        let first = try #require(groups.first)
+        #expect(first.signature == lockWait.signature)
+        #expect(first.count == 4)
+        #expect(abs(first.totalMs - (lockWait.durationMs + 6000)) < 0.01)
+        #expect(first.maxMs == 3000)
+        #expect(first.p50Ms == 1000 || first.p50Ms == 2000)
+        #expect(first.services.sorted() == ["cart", "demo"])
+        #expect(first.firstSeen == lockWait.startedAt)
+        #expect(first.stack.contains { $0.contains("waitForCacheLock") })
+        for group in groups.dropFirst() {
+            #expect(group.count == 1)
+            let member = try #require(reports.first { $0.signature == group.signature })
+            #expect(group.totalMs == member.durationMs)
+        }
+    }
+
+    @Test func textFitsEightyColumnsAndNamesTheCulprits() throws {
+        let fixture = try Fixture()
+        let result = try fixture.hangwatch("top")
+        #expect(result.status == 0)
+        #expect(result.lines.allSatisfy { $0.count <= 80 && !$0.hasSuffix(" ") }, "\(result.lines.filter { $0.count > 80 || $0.hasSuffix(" ") })")
+        #expect(result.lines.first?.hasPrefix("#1  1 hang,") == true)
+        for culprit in ["recomputePricing", "parseInventorySnapshot", "waitForCacheLock", "renderModalFrame", "flushAuditLogSynchronously"] {
+            #expect(result.output.contains(culprit), "\(culprit)")
+        }
+        let limited = try fixture.hangwatch("top", "--limit", "2")
+        #expect(limited.lines.filter { $0.hasPrefix("#") }.count == 2)
+    }
+
+    /// The groups' lines are as wide as what they say, the same at 120 columns as at 300: the
+    /// signature follows the widest statistics, the times follow the services.
+    @Test func columnsAreAsWideAsTheirContentNotTheTerminal() throws {
+        let fixture = try Fixture()
+        let wide = try fixture.hangwatch(["top"], environment: ["COLUMNS": "300"])
+        let wider = try fixture.hangwatch(["top"], environment: ["COLUMNS": "120"])
+        #expect(wide.status == 0, "\(wide.errors)")
+        // The groups' own lines (frames are cut only to the terminal's width).
+        func groupLines(_ result: CommandResult) -> [String] { result.lines.filter { $0.hasPrefix("#") || $0.contains("  first ") } }
+        #expect(!groupLines(wide).isEmpty)
+        #expect(groupLines(wide) == groupLines(wider), "\(wide.output)\n\(wider.output)")
+        #expect(groupLines(wide).allSatisfy { $0.count < 120 }, "\(groupLines(wide).map(\.count))")
+        let heads = wide.lines.filter { $0.hasPrefix("#") }
+        #expect(heads.contains { $0.range(of: #"ms  sig [0-9a-f]{8}$|s  sig [0-9a-f]{8}$"#, options: .regularExpression) != nil }, "\(heads)")
+        let seen = wide.lines.filter { $0.hasPrefix("    ") && $0.contains("  first ") }
+        #expect(seen.contains { $0.range(of: #"^    \S.*\S  first "#, options: .regularExpression) != nil }, "\(seen)")
+    }
+
+    @Test func nothingToGroupIsExitOne() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let result = try fixture.hangwatch("top")
+        #expect(result.status == 1)
+        #expect(result.errors.contains("no hangs match"))
+    }
+}
