@@ -170,16 +170,30 @@ import Testing
             return (cutShort.load(ordering: .relaxed) - before, flagged)
         }
         let countedBefore = LinuxStackSampler.callsCutShort.load(ordering: .relaxed)
+        let sleeper = ProcTask(tid: attached.tid)
+        let before = sleeper.schedStat()
         let lookAlone = cutShortWhileLooking(.lookAlone, seconds: 0.5)
+        let after = sleeper.schedStat()
+        // The control needs the sleeper on a CPU whenever it is runnable: a signal that finds it
+        // waiting for one is handled once it runs, in its computing burst, and cuts nothing. On an
+        // idle machine it waits 0-1 % of the time and the look alone cuts about 400 sleeps; beside
+        // one busy CPU it waits about 11 % and the control falls to 0-70. Then this test cannot
+        // tell the guard's effect: it says so instead of failing (the guarded count, the claim,
+        // is checked either way).
+        let waited = Double((after?.runQueueNanoseconds ?? 0) &- (before?.runQueueNanoseconds ?? 0)) / 5e8
         let guarded = cutShortWhileLooking(.stayedOnCPU, seconds: 0.5)
-        // The benchmark measured about 200 a second for the look alone; generous bounds here.
-        #expect(lookAlone.cut >= 5, "the control: \(lookAlone.cut) sleeps cut short by the look alone")
         #expect(guarded.cut <= 2, "\(guarded.cut) sleeps cut short with the guard (look alone: \(lookAlone.cut))")
         // The handler saw every one it cut short.
         #expect(lookAlone.flagged == lookAlone.cut)
         #expect(guarded.flagged == guarded.cut)
         // And the monitors' statistics count them (process-wide: at least these).
         #expect(LinuxStackSampler.callsCutShort.load(ordering: .relaxed) - countedBefore >= lookAlone.cut + guarded.cut)
+        // The benchmark measured about 200 a second for the look alone; generous bounds here.
+        if lookAlone.cut < 5 && waited >= 0.05 {
+            try Test.cancel(
+                "the control could not run: the sleeper waited for a CPU \(Int(waited * 100)) % of the time (a busy machine), and the look alone cut \(lookAlone.cut) sleeps short")
+        }
+        #expect(lookAlone.cut >= 5, "the control: \(lookAlone.cut) sleeps cut short by the look alone (waited for a CPU \(Int(waited * 100)) %)")
     }
 }
 

@@ -227,8 +227,10 @@ import Testing
         let harness = try KeeperHarness()
         let name = "billing/.hang-20260101T000000000Z-billing-1-1.json.5.0.tmp"
         try harness.fixture.write("half a report", to: name)
+        let written = Date()
         harness.run(.full)
-        harness.clock.advance(by: .seconds(3599))
+        // From the write's time, not the harness's: on a busy machine seconds can pass in between.
+        harness.clock.advance(past: written, by: .seconds(3599))
         harness.run(.full)
         #expect(harness.fixture.exists(name))
         harness.clock.advance(by: .seconds(2))
@@ -262,8 +264,11 @@ import Testing
         let other = try LibcFrames.rewrite(SpoolFixture.report(service: "billing", sequence: 2), buildID: String(repeating: "ab", count: 20))
         let goodFile = try harness.fixture.write(good, service: "billing")
         let otherFile = try harness.fixture.write(other, service: "billing")
-        // The pass comes after the writes (the harness's clock began before them).
-        harness.clock.advance(by: .seconds(1))
+        // The pass comes after the writes. The harness's clock began before them, and on a busy
+        // machine the first pass can take more than a second of real time: moved on by a fixed
+        // second, the clock then read earlier than the files' times, and the pass found nothing
+        // due (no names, no error: the flake that once kept this suite out of the parallel run).
+        harness.clock.advance(past: Date())
         harness.run(.full)
 
         let named = try harness.read(goodFile)

@@ -78,6 +78,15 @@ final class ManualClock: AgentClock, @unchecked Sendable {
         state.withLock { moveTo(target, &$0) }
     }
 
+    /// Moves both clocks on until the wall clock reads `date` plus `atLeast` (or on by `atLeast`
+    /// when it reads later already):
+    /// past files just written, whose times come from the real clock, however long the test took
+    /// to get there on a busy machine.
+    func advance(past date: Date, by atLeast: Duration = .seconds(1)) {
+        let gap = date.timeIntervalSince(now)
+        advance(by: max(atLeast, .nanoseconds(Int64(max(0, gap) * 1e9)) + atLeast))
+    }
+
     /// Sets the wall clock (as an administrator or NTP might) without moving the monotonic one.
     func setWallClock(_ date: Date) {
         state.withLock { $0.wall = date }
