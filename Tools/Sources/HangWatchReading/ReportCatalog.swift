@@ -36,6 +36,9 @@ public struct ReportCatalog: Sendable {
     public struct Problem: Sendable, Equatable, CustomStringConvertible {
         public var path: String
         public var reason: String
+        /// The file is there but this user may not read it (`EACCES`, `EPERM`): a question of
+        /// permissions, not of the file.
+        public var permissionDenied = false
         public var description: String { "skipped \(path): \(reason)" }
     }
 
@@ -106,10 +109,13 @@ public struct ReportCatalog: Sendable {
             if let summary = record.summary {
                 summaries.append(summary)
             } else if let reason = record.problem {
-                problems.append(Problem(path: entry.path, reason: reason))
+                problems.append(Problem(path: entry.path, reason: reason, permissionDenied: record.permissionDenied))
             }
-            // An ongoing report will change: it is listed, but not remembered.
-            if !unchanged, record.problem != nil || (record.summary != nil && record.summary?.outcome != .ongoing) {
+            // An ongoing report will change: it is listed, but not remembered. A file this user may
+            // not read is tried again next time (its permissions can change without its contents).
+            if !unchanged, !record.permissionDenied,
+                record.problem != nil || (record.summary != nil && record.summary?.outcome != .ongoing)
+            {
                 fresh[entry.path] = record
             }
         }
@@ -136,6 +142,9 @@ public struct ReportCatalog: Sendable {
                 } catch {
                     let reason = (error as? ReportReadError).map { "\($0)" } ?? "\(error)"
                     record.problem = reason.replacingOccurrences(of: entry.path + ": ", with: "")
+                    if case .unreadable(_, let code, _)? = error as? ReportReadError, code == EACCES || code == EPERM {
+                        record.permissionDenied = true
+                    }
                 }
                 results.withLock { results in
                     results.records[position] = record
@@ -155,6 +164,8 @@ public struct ReportCatalog: Sendable {
         var inode: UInt64
         var summary: ReportSummary?
         var problem: String?
+        /// Never written to the index (such an entry is not kept).
+        var permissionDenied = false
     }
 
     static let indexVersion = 4

@@ -67,6 +67,11 @@ struct FilterOptions: ParsableArguments {
         if let minDuration, ReportFilter.parseDuration(minDuration) == nil {
             throw ValidationError("--min-duration \(minDuration): expected a duration such as 500ms, 1.5s or 2m")
         }
+        // A range no hang can be in is a mistake, not an empty answer.
+        if let since, let until, let from = ReportFilter.parseTime(since), let to = ReportFilter.parseTime(until), to <= from {
+            throw ValidationError(
+                "--until \(until) (\(Text.timestamp(to))) is not after --since \(since) (\(Text.timestamp(from))): no hang can match; swap them or widen the range")
+        }
     }
 
     func filter(signature: String? = nil) -> ReportFilter {
@@ -92,3 +97,27 @@ struct ReadingOptions: ParsableArguments {
 }
 
 extension Terminal.ColorChoice: ExpressibleByArgument {}
+
+/// A length of time on the command line, as every option takes one: `90s`, `10m`, `500ms`, `1h`;
+/// a plain number is seconds (`--timeout 600`).
+struct SecondsArgument: ExpressibleByArgument, Equatable {
+    var seconds: Double
+
+    init(seconds: Double) {
+        self.seconds = seconds
+    }
+
+    init?(argument: String) {
+        if let plain = Double(argument), plain.isFinite, plain >= 0 {
+            seconds = plain
+        } else if let milliseconds = ReportFilter.parseDuration(argument) {
+            seconds = milliseconds / 1000
+        } else {
+            return nil
+        }
+    }
+
+    var defaultValueDescription: String {
+        seconds < 1 ? "\(Int((seconds * 1000).rounded()))ms" : seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
+    }
+}

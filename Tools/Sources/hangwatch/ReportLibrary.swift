@@ -59,7 +59,27 @@ struct ReportLibrary {
         for problem in scan.problems {
             Terminal.warn("hangwatch: warning: \(problem)")
         }
-        return scan.summaries.filter(filter.matches).sorted { ($0.startedAt, $0.path) > ($1.startedAt, $1.path) }
+        let matching = scan.summaries.filter(filter.matches).sorted { ($0.startedAt, $0.path) > ($1.startedAt, $1.path) }
+        // Nothing to show, and reports this user may not read: that is the answer, not "no hangs".
+        let denied = scan.problems.filter(\.permissionDenied)
+        if matching.isEmpty, let first = denied.first {
+            throw CommandFailure(message: Self.permissionMessage(denied: denied.count, example: first.path, in: directory), exitCode: Exit.badInput)
+        }
+        return matching
+    }
+
+    /// What to say when reports are there but this user may not read them.
+    static func permissionMessage(denied: Int, example: String, in directory: String) -> String {
+        var owner = ""
+        var info = stat()
+        if stat(example, &info) == 0 {
+            let user = getpwuid(info.st_uid).map { String(cString: $0.pointee.pw_name) } ?? "\(info.st_uid)"
+            let group = getgrgid(info.st_gid).map { String(cString: $0.pointee.gr_name) } ?? "\(info.st_gid)"
+            owner = " (owned by \(user):\(group), mode \(String(info.st_mode & 0o777, radix: 8)))"
+        }
+        let count = denied == 1 ? "1 report" : "\(denied) reports"
+        return "permission denied: cannot read \(count) in \(directory)\(owner); "
+            + "read them as their owner, as a member of their group (the agent's spool: hangwatch), or with sudo"
     }
 
     /// The report directory exists, is a directory and can be listed; else a failure that says

@@ -15,25 +15,25 @@ struct WatchCommand: ParsableCommand {
 
             Examples:
               hangwatch watch
-              hangwatch watch --service billing --timeout 600
+              hangwatch watch --service billing --timeout 10m
             """)
 
     @OptionGroup var directory: DirectoryOptions
     @OptionGroup var filters: FilterOptions
     @OptionGroup var reading: ReadingOptions
 
-    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
-    var timeout: Double?
+    @Option(help: ArgumentHelp("Stop after this long: 90s, 10m, 500ms (a plain number is seconds).", valueName: "duration"))
+    var timeout: SecondsArgument?
 
-    @Option(help: ArgumentHelp("How often to look, in seconds.", valueName: "seconds"))
-    var interval: Double = 0.5
+    @Option(help: ArgumentHelp("How often to look: 500ms, 2s (a plain number is seconds).", valueName: "duration"))
+    var interval: SecondsArgument = SecondsArgument(seconds: 0.5)
 
     @Flag(name: .customLong("from-start"), help: "Print the hangs already there first.")
     var fromStart = false
 
     func validate() throws {
-        if interval < 0.05 || interval > 60 { throw ValidationError("--interval must be between 0.05 and 60 seconds") }
-        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if interval.seconds < 0.05 || interval.seconds > 60 { throw ValidationError("--interval must be between 50ms and 60s") }
+        if let timeout, timeout.seconds <= 0 { throw ValidationError("--timeout must be positive") }
     }
 
     /// A line, written at once (not held in a buffer while stdout is a pipe).
@@ -56,7 +56,7 @@ struct WatchCommand: ParsableCommand {
                 looked[entry.path] = (entry.size, entry.modifiedNanoseconds)
             }
         }
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        let deadline = timeout.map { Date().addingTimeInterval($0.seconds) }
         emit(library.terminal.paint("watching \(library.directory)", .dim))
         while deadline.map({ Date() < $0 }) ?? true {
             for entry in (try? catalog.files()) ?? [] {
@@ -70,7 +70,7 @@ struct WatchCommand: ParsableCommand {
                 let line = ListCommand.table([summary], terminal: library.terminal, streaming: true)
                 emit(line + (report.outcome == .ongoing ? "  (ongoing)" : ""))
             }
-            Thread.sleep(forTimeInterval: interval)
+            Thread.sleep(forTimeInterval: interval.seconds)
         }
     }
 }

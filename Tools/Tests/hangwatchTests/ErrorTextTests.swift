@@ -71,6 +71,27 @@ import ToolsTestSupport
         Self.expectPlain(result)
     }
 
+    /// A directory the user may list, holding reports they may not read (the agent's spool for
+    /// someone outside its group): a permission error that says what to do, exit 3, never "no
+    /// hangs match" (exit 1) or "no reports".
+    @Test(.enabled(if: canDropPrivileges, "needs runuser when run as root"))
+    func reportsTheUserMayNotReadAreAPermissionErrorNotAnEmptyAnswer() throws {
+        let fixture = try Fixture()
+        for report in fixture.reportPaths { #expect(chmod(report, 0o600) == 0) }
+        #expect(chmod(fixture.root, 0o755) == 0)
+        #expect(chmod(fixture.directory, 0o755) == 0)
+        for command in [["list"], ["top"], ["show", "latest"], ["export", "--all", "--format", "folded"]] {
+            let result = try Self.unprivileged(command + ["--dir", fixture.directory, "--no-symbolicate"], fixture: fixture)
+            #expect(result.status == 3, "\(command): \(result.status) \(result.errors)")
+            #expect(
+                result.errorLines.last?.hasPrefix(
+                    "hangwatch: permission denied: cannot read \(fixture.reportPaths.count) reports in \(fixture.directory) (owned by root:root, mode 600)")
+                    == true, "\(command): \(result.errors)")
+            #expect(result.errors.contains("or with sudo"), "\(command): \(result.errors)")
+            #expect(!result.errors.contains("no hangs match") && !result.errors.contains("no reports in"), "\(command): \(result.errors)")
+        }
+    }
+
     @Test func aFileGivenAsTheDirectoryIsSaidToBeOne() throws {
         let fixture = try Fixture()
         let report = try #require(fixture.reportPaths.first)

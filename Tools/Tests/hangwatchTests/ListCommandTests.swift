@@ -126,6 +126,21 @@ import ToolsTestSupport
         #expect(try count("--since", "+1h") == 0)
     }
 
+    /// A range no hang can be in (`--until` not after `--since`) is a usage error that shows both
+    /// times, not an empty answer.
+    @Test func anEmptyRangeIsAUsageErrorThatShowsBothTimes() throws {
+        let fixture = try Fixture()
+        for command in [["list"], ["top"], ["export", "--all"]] {
+            let result = try fixture.hangwatch(command + ["--since", "yesterday", "--until", "2026-11-20 10:00", "--utc"])
+            #expect(result.status == 2, "\(command): \(result.status) \(result.errors)")
+            #expect(result.errors.contains("--until 2026-11-20 10:00 (") && result.errors.contains("is not after --since yesterday ("), "\(result.errors)")
+            #expect(result.errors.contains("no hang can match"), "\(result.errors)")
+        }
+        // Equal times are empty too; a real range is fine.
+        #expect(try fixture.hangwatch(["list", "--since", "2026-11-20 10:00", "--until", "2026-11-20 10:00"]).status == 2)
+        #expect(try fixture.hangwatch(["list", "--since", "2026-11-20 10:00", "--until", "+1h"]).status == 0)
+    }
+
     /// Without --dir or $HANGWATCH_REPORT_DIR: the agent's spool if there is one, else the demo's
     /// directory here; with neither, the error says where it looked.
     @Test(.enabled(if: !FileManager.default.fileExists(atPath: "/var/lib/hangwatch/reports"), "this host has an agent spool"))

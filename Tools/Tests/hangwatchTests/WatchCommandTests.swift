@@ -78,4 +78,22 @@ import ToolsTestSupport
         #expect(result.status == 0)
         #expect(result.lines.count == 1 + fixture.reportPaths.count, "\(result.lines)")
     }
+
+    /// `--timeout` and `--interval` take durations as every other option does (`90s`, `500ms`,
+    /// `2m`); a plain number is seconds.
+    @Test func timeoutAndIntervalTakeDurations() throws {
+        let fixture = try Fixture()
+        for (timeout, interval) in [("500ms", "100ms"), ("1s", "0.1"), ("0.5", "50ms")] {
+            let started = Date()
+            let result = try fixture.hangwatch("watch", "--timeout", timeout, "--interval", interval)
+            #expect(result.status == 0, "\(timeout) \(interval): \(result.errors)")
+            #expect(Date().timeIntervalSince(started) < 30)
+        }
+        for bad in [["--timeout", "soon"], ["--timeout", "0s"], ["--interval", "10ms"], ["--interval", "2m"]] {
+            let result = try fixture.hangwatch(["watch"] + bad)
+            #expect(result.status == 2, "\(bad): \(result.errors)")
+        }
+        let help = try fixture.hangwatch("watch", "--help")
+        #expect(help.output.contains("90s, 10m, 500ms"), "\(help.output)")
+    }
 }
