@@ -64,34 +64,17 @@ int hw_follows_call(const hw_table *table, uintptr_t return_address) {
     return forms.rip_memory || forms.indirect;
 }
 
-/* Follows the stubs a call goes through to reach a function: `endbr64`, a PLT slot
- * (jmp [rip + disp32], with or without a bnd prefix), a jump thunk. */
+/* Follows the stubs a call goes through to reach a function: code that only jumps on, with the
+ * stack as it found it and nothing called or branched on the way (`endbr64`, a PLT slot, a jump
+ * thunk, a merged function's `push rbp; mov rbp, rsp; pop rbp; jmp`, an argument shuffle). */
 static uintptr_t hw_resolve_stubs(const hw_table *table, uintptr_t target) {
     for (int hop = 0; hop < 4; hop++) {
-        unsigned char p[7];
-        if (!hw_table_copy(table, target, p, 7)) {
+        uintptr_t next = 0;
+        int plain = 0;
+        if (hw_straight_exit(table, target, &next, &plain) != HW_EXIT_JUMP || !plain || hw_table_segment(table, next) == NULL) {
             return target;
         }
-        if (p[0] == 0xF3 && p[1] == 0x0F && p[2] == 0x1E && p[3] == 0xFA) { /* endbr64 */
-            target += 4;
-            continue;
-        }
-        const int bnd = p[0] == 0xF2;
-        const unsigned char *q = p + bnd;
-        if (q[0] == 0xFF && q[1] == 0x25) { /* jmp [rip + disp32]: a PLT slot */
-            uintptr_t slot = target + (uintptr_t)bnd + 6 + (uintptr_t)(intptr_t)hw_rel32(&q[2]);
-            uintptr_t next = 0;
-            if (!hw_table_copy(table, slot, &next, sizeof(next))) {
-                return target;
-            }
-            target = next;
-            continue;
-        }
-        if (q[0] == 0xE9) { /* jmp rel32 */
-            target = target + (uintptr_t)bnd + 5 + (uintptr_t)(intptr_t)hw_rel32(&q[1]);
-            continue;
-        }
-        return target;
+        target = next;
     }
     return target;
 }
@@ -102,6 +85,8 @@ typedef struct hw_goal {
     uintptr_t callee;  /* nonzero: this exact start */
     uintptr_t address; /* else: a start in the uncovered stretch holding this address */
     uintptr_t reached; /* the start found */
+    int stubs_only;    /* through stubs alone: no tail jump found by scanning code */
+    int open;          /* a function on the way leaves through a function pointer: it may reach any */
 } hw_goal;
 
 static int hw_goal_met(const hw_table *table, void *arg, hw_goal *goal, uintptr_t start) {
@@ -113,7 +98,8 @@ static int hw_goal_met(const hw_table *table, void *arg, hw_goal *goal, uintptr_
 }
 
 /* Whether `target` (where a call goes) reaches the goal: directly, through stubs, or through up to
- * three tail jumps (`jmp rel32`) found in the bytes of the functions on the way. A function with
+ * three tail jumps: the one the straight line from a function's start leaves by (decoded, so a
+ * short `jmp rel8` too), or a `jmp rel32` found in the bytes of the functions on the way. A function with
  * call-frame information is scanned over its range (64 KiB at most); one without, over 256 bytes
  * (wrappers are short), never into the next covered function. At most 16 functions are looked at.
  * A byte pattern that happens to look like a jump can only let a link be checked further, never
@@ -130,7 +116,7 @@ static int hw_reaches(const hw_table *table, void *arg, uintptr_t target, hw_goa
         if (hw_goal_met(table, arg, goal, resolved) || (resolved != queue[head - 1] && hw_goal_met(table, arg, goal, queue[head - 1]))) {
             return 1;
         }
-        if (level == 3) {
+        if (goal->stubs_only) {
             continue;
         }
         uintptr_t function = 0, end = 0;
@@ -145,8 +131,28 @@ static int hw_reaches(const hw_table *table, void *arg, uintptr_t target, hw_goa
         if (end <= function || !hw_table_readable(table, function, end)) {
             continue;
         }
+        /* An indirect tail call (a C dispatcher's `pop rbp; jmp rax`, a trampoline's `jmp rsi`) in
+         * the call's own target, or in a function a jump lands exactly on. */
+        uintptr_t exit_target = 0;
+        int plain = 0, exit = HW_EXIT_NONE;
+        if (level == 0 || function == resolved) {
+            exit = hw_straight_exit(table, function, &exit_target, &plain);
+        }
+        goal->open |= exit == HW_EXIT_INDIRECT;
+        if (exit == HW_EXIT_JUMP && hw_table_segment(table, exit_target) != NULL) {
+            if (hw_goal_met(table, arg, goal, exit_target)) {
+                return 1;
+            }
+            if (level < 3 && tail < 16) {
+                queue[tail] = exit_target;
+                depth[tail++] = level + 1;
+            }
+        }
+        if (level == 3) {
+            continue;
+        }
         const unsigned char *code = (const unsigned char *)function;
-        for (size_t i = 0; i + 5 <= end - function && tail < 16; i++) {
+        for (size_t i = 0; i + 5 <= end - function; i++) {
             uintptr_t jump = 0;
             if (code[i] == 0xE9) {
                 jump = function + i + 5 + (uintptr_t)(intptr_t)hw_rel32(&code[i + 1]);
@@ -164,26 +170,13 @@ static int hw_reaches(const hw_table *table, void *arg, uintptr_t target, hw_goa
             if (hw_goal_met(table, arg, goal, jump)) {
                 return 1;
             }
-            queue[tail] = jump;
-            depth[tail++] = level + 1;
+            if (tail < 16) { /* a full queue still lets this function's own jumps be checked */
+                queue[tail] = jump;
+                depth[tail++] = level + 1;
+            }
         }
     }
     return 0;
-}
-
-/* Whether the function at `target` (after its stubs) begins with an indirect jump (`jmp reg` or
- * `jmp [mem]`, FF /4): a trampoline such as libdispatch's `_dispatch_client_callout` (`jmp rsi`),
- * which may reach any function. */
-static int hw_is_trampoline(const hw_table *table, uintptr_t target) {
-    unsigned char p[8];
-    if (!hw_table_copy(table, hw_resolve_stubs(table, target), p, sizeof(p))) {
-        return 0;
-    }
-    size_t i = (p[0] == 0xF3 && p[1] == 0x0F && p[2] == 0x1E && p[3] == 0xFA) ? 4 : 0; /* endbr64 */
-    if (p[i] >= 0x40 && p[i] <= 0x4F) {
-        i++; /* REX */
-    }
-    return p[i] == 0xFF && (p[i + 1] & 0x38) == 0x20 && p[i + 1] != 0x25; /* not jmp [rip+disp]: a stub, resolved above */
 }
 
 /* How the call before `return_address` relates to `goal`. */
@@ -200,7 +193,7 @@ static int hw_call_reaches(const hw_table *table, void *arg, uintptr_t return_ad
     }
     /* The bytes may decode several ways; only when every way is a provable call elsewhere is the
      * link refuted. An indirect form, or a memory slot we cannot read, leaves it open. */
-    if (forms.indirect || (forms.rip_memory && !memory) || (direct && hw_is_trampoline(table, forms.direct_target))) {
+    if (forms.indirect || (forms.rip_memory && !memory) || goal->open) {
         return HW_LINK_UNKNOWN;
     }
     return direct || memory ? HW_LINK_MISMATCH : HW_LINK_NOT_A_CALL;
@@ -234,7 +227,7 @@ int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return
             return HW_LINK_MATCH;
         }
     }
-    hw_goal goal = {0, address, 0};
+    hw_goal goal = {0, address, 0, 0, 0};
     const int link = hw_call_reaches(table, arg, return_address, &goal);
     *start = goal.reached;
     uint64_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
@@ -247,6 +240,14 @@ int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return
         atomic_store_explicit(&slot->sequence, sequence + 2, memory_order_release);
     }
     return link;
+}
+
+int hw_call_enters_uncovered(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t address,
+                             uintptr_t *start) {
+    hw_goal goal = {0, address, 0, 1, 0};
+    const int link = hw_call_reaches(table, arg, return_address, &goal);
+    *start = goal.reached;
+    return link == HW_LINK_MATCH ? HW_LINK_MATCH : HW_LINK_MISMATCH;
 }
 
 /* Links are facts about the code, asked again and again (every chain through the same frames):
@@ -281,7 +282,7 @@ int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uin
             return cached;
         }
     }
-    hw_goal goal = {callee_start, 0, 0};
+    hw_goal goal = {callee_start, 0, 0, 0, 0};
     const int link = hw_call_reaches(table, arg, return_address, &goal);
     uint64_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
     if ((sequence & 1) == 0 && atomic_compare_exchange_strong_explicit(&slot->sequence, &sequence, sequence + 1,
@@ -296,6 +297,13 @@ int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uin
 }
 
 #elif defined(__aarch64__)
+
+int hw_call_enters_uncovered(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t address,
+                             uintptr_t *start) {
+    (void)table; (void)arg; (void)return_address; (void)address;
+    *start = 0;
+    return HW_LINK_MISMATCH;
+}
 
 int hw_follows_call(const hw_table *table, uintptr_t return_address) {
     uint32_t insn;

@@ -4,8 +4,10 @@
  *   hw_image_table.c   the published table of code segments and readable ranges
  *   hw_calls.c         what a call instruction reaches; link checks, cached       (uses the table)
  *   hw_prologue.c      a function's fixed frame size and canary slot              (uses the table)
+ *   hw_straight.c      the stack depth straight-line code reaches                  (uses the table)
  *   hw_session.c       checked memory reads for one walk; libunwind's accessors    (uses the table)
  *   hw_libunwind.c     one libunwind step, and libunwind's own step loop           (uses sessions)
+ *   hw_uncovered.c     steps through code without call-frame information           (uses sessions, code)
  *   hw_rules.c         cached per-address unwind rules, one step at a time         (uses libunwind steps)
  *   hw_walk.c          the walk from exact registers (signal handler, warm-up)     (uses rules)
  *   hw_blocked.c       the walk of a thread blocked in a system call               (uses rules, code)
@@ -93,6 +95,10 @@ int hw_call_link(const hw_table *table, void *arg, uintptr_t return_address, uin
  * every way it decodes reaches elsewhere; HW_LINK_UNKNOWN for an indirect call; HW_LINK_NOT_A_CALL. */
 int hw_call_reaches_uncovered(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t address,
                               uintptr_t *start);
+/* The same, through stubs only (a PLT slot, `endbr64`, a jump thunk at the target): no tail jump
+ * found by scanning code. HW_LINK_MATCH with *start, or HW_LINK_MISMATCH. */
+int hw_call_enters_uncovered(const hw_table *table, void *arg, uintptr_t return_address, uintptr_t address,
+                             uintptr_t *start);
 
 /* What a function's standard frame-pointer prologue (push rbp; mov rbp, rsp; pushes; sub rsp, n)
  * says about its frames. */
@@ -108,6 +114,31 @@ typedef struct hw_prologue {
 int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologue *prologue);
 /* The stack-protector value, the same in every thread of the process (glibc copies it). */
 uintptr_t hw_stack_guard(void);
+
+/* What straight-line code from a function's entry does to the stack by the time it reaches an
+ * address (hw_straight.c). Depths count bytes below the entry's stack pointer (which points at the
+ * return address). */
+typedef struct hw_straight {
+    uintptr_t depth;         /* pushed or reserved by the time the address is reached */
+    int fp_pushed;           /* the caller's rbp is saved ... */
+    uintptr_t fp_slot_depth; /* ... at entry sp - fp_slot_depth */
+    int fp_set;              /* `mov rbp, rsp` after that push, rbp not written since: ... */
+    uintptr_t fp_depth;      /* ... rbp = entry sp - fp_depth */
+    int fp_clobbered;        /* rbp written before the caller's value was saved */
+    int branched;            /* a conditional branch was passed (not taken) */
+    intptr_t jump;           /* the last jump's displacement (a slot's, for a jump through one) */
+} hw_straight;
+/* 1 when the code from `start` to `end` is straight-line code this reader follows (at most 512
+ * bytes; conditional branches not taken and calls passed), `end` is an instruction boundary (just
+ * after a call, with `after_call`), and the caller's rbp is kept or saved; *out says how. */
+int hw_straight_line(const hw_table *table, uintptr_t start, uintptr_t end, int after_call, hw_straight *out);
+/* How the straight line from a function's start (128 bytes at most) leaves it with its frame gone
+ * (the stack as at entry, rbp the caller's), if it does: a tail call. HW_EXIT_JUMP: to *target (a
+ * direct jump, or one through a slot such as a PLT entry's); HW_EXIT_INDIRECT: through a function
+ * pointer, which may reach any function. *plain: no branch or call was passed on the way (a stub:
+ * the function itself is never a frame of its own). */
+enum { HW_EXIT_NONE = 0, HW_EXIT_JUMP = 1, HW_EXIT_INDIRECT = 2 };
+int hw_straight_exit(const hw_table *table, uintptr_t start, uintptr_t *target, int *plain);
 
 /* ---- hw_session.c ------------------------------------------------------------------------------ */
 
@@ -190,6 +221,21 @@ typedef struct hw_frame {
     int exact;
     int fp_known;  /* 0 while the frame pointer register's value is unknown (a blocked thread) */
 } hw_frame;
+
+/* How a frame steps: its CFA (the caller's stack pointer) is the stack or frame pointer plus
+ * cfa_offset, its return address at CFA - 8, the caller's frame pointer unchanged or at CFA +
+ * fp_offset. */
+enum { HW_BASE_SP = 0, HW_BASE_FP = 1 };
+#define HW_FP_UNCHANGED INT32_MIN
+typedef struct hw_frame_rule {
+    int base;
+    int32_t cfa_offset;
+    int32_t fp_offset;
+} hw_frame_rule;
+
+/* hw_uncovered.c: the rule for a frame in code without call-frame information, where the code and
+ * the stack prove one (1), or 0. */
+int hw_uncovered_rule(void *session, const hw_frame *frame, hw_frame_rule *rule);
 
 enum {
     HW_STEP_END = 0,          /* the outermost frame */

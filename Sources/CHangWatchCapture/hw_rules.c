@@ -34,8 +34,6 @@
 /* FAILED is never cached: libunwind could not step from these registers, which says nothing about
  * the code address (the blocked-thread walk starts without a frame pointer, for one). */
 enum { HW_RULE_STANDARD = 1, HW_RULE_END = 2, HW_RULE_SLOW = 3, HW_RULE_FAILED = 4, HW_RULE_UNCOVERED = 5 };
-enum { HW_BASE_SP = 0, HW_BASE_FP = 1 };
-#define HW_FP_UNCHANGED INT32_MIN
 
 typedef struct hw_rule {
     uint8_t kind;
@@ -149,60 +147,6 @@ static hw_rule hw_derive_rule(uintptr_t ip, uintptr_t sp, uintptr_t fp, int fp_k
     return rule;
 }
 
-/* The rule for a frame in code without call-frame information (7 in 20 functions of the Swift
- * runtime and Foundation libraries have none), where the code proves one:
- *  - a frameless leaf (the interrupted instruction only): the word at the stack pointer is a return
- *    address whose call reaches this stretch of code, or is indirect. libunwind's fallback would
- *    follow the frame-pointer chain instead and skip the leaf's caller.
- *  - a function that keeps a frame pointer: the record at the frame pointer holds a return address
- *    whose call reaches a function start T in this stretch of code (so T is this function's start:
- *    no function with call-frame information lies between), T begins with push rbp; mov rbp, rsp
- *    (done, for an interrupted instruction), and T's stack-protector slot holds the canary.
- * Anything else proves nothing: the walk stops. */
-static int hw_uncovered_rule(void *session, const hw_frame *frame, hw_rule *rule) {
-    const hw_table *table = hw_table_active();
-    void *key = hw_session_key(session);
-    const uintptr_t address = frame->exact ? frame->ip : frame->ip - 1;
-    uintptr_t candidate = 0, start = 0;
-    if (frame->exact && hw_session_read(session, frame->sp, &candidate) && hw_is_return_address(candidate)) {
-        const int link = hw_call_reaches_uncovered(table, key, candidate, address, &start);
-        if (link == HW_LINK_MATCH || link == HW_LINK_UNKNOWN) {
-            hw_rule leaf = {HW_RULE_STANDARD, HW_BASE_SP, 8, HW_FP_UNCHANGED};
-            *rule = leaf;
-            return 1;
-        }
-    }
-    /* Interrupted right after the prologue's push rbp (before mov rbp, rsp): the return address is
-     * just above the pushed frame pointer. */
-    if (frame->exact && hw_session_read(session, frame->sp + 8, &candidate) && hw_is_return_address(candidate) &&
-        hw_call_reaches_uncovered(table, key, candidate, address, &start) == HW_LINK_MATCH) {
-        hw_prologue prologue;
-        if (hw_prologue_read(table, start, &prologue) && address + 3 == start + prologue.frame_set) {
-            hw_rule pushed = {HW_RULE_STANDARD, HW_BASE_SP, 16, -16};
-            *rule = pushed;
-            return 1;
-        }
-    }
-    if (!frame->fp_known || frame->fp < frame->sp || (frame->fp & 15) != 0 ||
-        !hw_session_read(session, frame->fp + 8, &candidate) || !hw_is_return_address(candidate) ||
-        hw_call_reaches_uncovered(table, key, candidate, address, &start) != HW_LINK_MATCH) {
-        return 0;
-    }
-    hw_prologue prologue;
-    if (!hw_prologue_read(table, start, &prologue) || (frame->exact && address < start + prologue.frame_set)) {
-        return 0;
-    }
-    if (prologue.has_canary && (!frame->exact || address >= start + prologue.canary_set)) {
-        uintptr_t canary = 0;
-        if (!hw_session_read(session, frame->fp + (uintptr_t)prologue.canary_offset, &canary) || canary != hw_stack_guard()) {
-            return 0;
-        }
-    }
-    hw_rule record = {HW_RULE_STANDARD, HW_BASE_FP, 16, -16};
-    *rule = record;
-    return 1;
-}
-
 int hw_rules_step(void *session, hw_frame *frame, uint32_t epoch, uintptr_t stack_low, uintptr_t stack_high) {
     if (frame->ip == 0) {
         return HW_STEP_END;
@@ -224,8 +168,15 @@ int hw_rules_step(void *session, hw_frame *frame, uint32_t epoch, uintptr_t stac
     }
     /* Without call-frame information, which way the frame goes depends on the stack: decided anew
      * each time (the cache only remembers that the address has none). */
-    if (rule.kind == HW_RULE_UNCOVERED && !hw_uncovered_rule(session, frame, &rule)) {
-        return HW_STEP_NO_INFO;
+    if (rule.kind == HW_RULE_UNCOVERED) {
+        hw_frame_rule proven;
+        if (!hw_uncovered_rule(session, frame, &proven)) {
+            return HW_STEP_NO_INFO;
+        }
+        rule.kind = HW_RULE_STANDARD;
+        rule.base = (uint8_t)proven.base;
+        rule.cfa_offset = proven.cfa_offset;
+        rule.fp_offset = proven.fp_offset;
     }
     switch (rule.kind) {
     case HW_RULE_END:
