@@ -92,7 +92,12 @@ let package = Package(
         // in each kind of system call and compares the blocked-thread stack with the thread's own.
         .executableTarget(
             name: "hangwatch-stackcorpus",
-            dependencies: ["HangWatch", "HangWatchSymbolication", "CStackCorpus"],
+            dependencies: [
+                "HangWatch", "HangWatchSymbolication", "CStackCorpus",
+                // Cases on a real event loop (a channel handler, a Vapor-style route closure).
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             // Each chain function stays itself in a release build (not merged with its look-alikes).
             swiftSettings: [.unsafeFlags(["-Xfrontend", "-disable-llvm-merge-functions-pass"])]
         ),

@@ -25,6 +25,8 @@ struct CorpusCase: Sendable {
     var name: String
     /// On a CPU (sampled with the capture signal) rather than blocked in a system call.
     var running = false
+    /// Runs on the corpus's SwiftNIO event loop thread (`CorpusEventLoop`), not the main thread.
+    var onEventLoop = false
     /// The call chain under the blocking call, innermost first (for the output).
     var chain: [String]
     /// Prepares one run: returns what the main thread runs and what releases it.
@@ -494,7 +496,9 @@ func socketPair() throws -> (Int32, Int32) {
     return (fds[0], fds[1])
 }
 
-let corpusCases: [CorpusCase] = [
+let corpusCases: [CorpusCase] = mainThreadCases + frameworkCases
+
+let mainThreadCases: [CorpusCase] = [
     CorpusCase(name: "cpu-reading-the-clock", running: true, chain: ["clockSpinInner", "clockSpinMiddle", "clockSpinOuter"]) {
         Run(block: { clockSpinOuter() }, release: {})
     },

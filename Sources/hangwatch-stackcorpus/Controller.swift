@@ -26,6 +26,8 @@ struct CaseResult: Sendable {
     var wrong = 0
     /// Samples dropped because the ground truth was unusable (the thread moved, or its own walk stopped early).
     var discarded = 0
+    /// Samples equal to the truth whose names lack the case's chain (counted as wrong).
+    var chainMissing = 0
     /// Signal samples whose innermost frame was in the vDSO (the CPU cases).
     var inVDSO = 0
     var truncations: [String: Int] = [:]
@@ -44,6 +46,7 @@ struct CorpusResults: Sendable {
         for result in cases {
             var notes = result.error ?? (result.truncations.map { "\($0.key) ×\($0.value)" } + result.framePointers.map { "fp \($0.key) ×\($0.value)" }).sorted().joined(separator: ", ")
             if result.inVDSO > 0 { notes += (notes.isEmpty ? "" : ", ") + "in the vDSO ×\(result.inVDSO)" }
+            if result.chainMissing > 0 { notes += (notes.isEmpty ? "" : ", ") + "chain missing ×\(result.chainMissing)" }
             lines.append(
                 result.name.padding(toLength: 26, withPad: " ", startingAt: 0)
                     + String(format: " %5d  %5d  %5d  %9d  ", result.exact, result.truncated, result.wrong, result.discarded) + notes)
@@ -58,7 +61,7 @@ struct CorpusResults: Sendable {
             var object: [String: Any] = [
                 "name": result.name, "exact": result.exact, "truncated": result.truncated, "wrong": result.wrong,
                 "discarded": result.discarded, "truncations": result.truncations, "framePointers": result.framePointers,
-                "inVDSO": result.inVDSO,
+                "inVDSO": result.inVDSO, "chainMissing": result.chainMissing,
             ]
             if let error = result.error { object["error"] = error }
             return object
@@ -102,6 +105,7 @@ func runCorpus(options: Options, target: CaptureProbe.Target) -> CorpusResults {
             continue
         }
         pending.withLock { $0 = run }
+        let target = corpusCase.onEventLoop ? CorpusEventLoop.shared.target : target
         if corpusCase.running {
             while !entered.load(ordering: .sequentiallyConsistent) { usleep(1000) }
             sampleRunning(corpusCase, target: target, samples: options.samples, verbose: options.verbose, names: names, into: &result)
@@ -132,7 +136,13 @@ func runCorpus(options: Options, target: CaptureProbe.Target) -> CorpusResults {
                 if options.verbose { print("\(corpusCase.name): truth unusable (\(truth.frames.count) frames, truncated \(truth.truncated))") }
                 continue
             }
-            let verdict = compare(blocked: blocked.frames, truncated: blocked.truncated, truth: truthFrames)
+            var verdict = compare(blocked: blocked.frames, truncated: blocked.truncated, truth: truthFrames)
+            // A stack equal to the truth must also hold the case's chain, in order, by name: the truth
+            // itself rests on proofs where code has no call-frame information (the same rules).
+            if verdict == .exact && !names.holdsInOrder(blocked.frames, corpusCase.chain) {
+                verdict = .wrong
+                result.chainMissing += 1
+            }
             switch verdict {
             case .exact: result.exact += 1
             case .truncated: result.truncated += 1
@@ -190,7 +200,7 @@ func sampleRunning(
         }
         if verbose && (verdict != .exact || index == 0 || names.isVDSO(sample.frames[0]) && result.inVDSO == 1) {
             print("\(corpusCase.name) sample \(index + 1): \(verdict.rawValue) \(sample.truncation ?? "")")
-            print("  " + named.joined(separator: " < "))
+            print("  " + named.map { String($0.prefix(60)) }.joined(separator: " < "))
         }
         if result.exact + result.truncated + result.wrong >= samples { break }
         usleep(2000)
@@ -208,7 +218,7 @@ final class Names {
         }
         let offset = UInt64(innermost ? location.offset : location.offset - 1)
         let symbol = images[location.path]?.lookup(offset: offset)?.symbol
-        return symbol.map { String($0.prefix(60)) } ?? "\((location.path as NSString).lastPathComponent)+0x\(String(offset, radix: 16))"
+        return symbol ?? "\((location.path as NSString).lastPathComponent)+0x\(String(offset, radix: 16))"
     }
 
     func isVDSO(_ address: UInt) -> Bool {
@@ -216,7 +226,18 @@ final class Names {
         return path.contains("vdso")
     }
 
+    /// Whether the names of `frames` (innermost first) hold `chain` in order (each a part of a name;
+    /// other frames may lie between).
+    func holdsInOrder(_ frames: [UInt], _ chain: [String]) -> Bool {
+        var links = chain[...]
+        for (index, frame) in frames.enumerated() where links.first.map({ name(frame, innermost: index == 0).contains($0) }) == true {
+            links = links.dropFirst()
+            if links.isEmpty { break }
+        }
+        return links.isEmpty
+    }
+
     func describe(_ frames: [UInt]) -> String {
-        frames.enumerated().map { name($0.element, innermost: $0.offset == 0) }.joined(separator: " < ")
+        frames.enumerated().map { String(name($0.element, innermost: $0.offset == 0).prefix(60)) }.joined(separator: " < ")
     }
 }

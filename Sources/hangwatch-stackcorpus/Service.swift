@@ -47,7 +47,7 @@ func runService(_ options: ServiceOptions) -> Never {
     } catch {
         fail("the monitor did not start: \(error)", code: 3)
     }
-    let schedule = corpusCases.filter { options.cases?.contains($0.name) ?? true }
+    let schedule = corpusCases.filter { !$0.onEventLoop && options.cases?.contains($0.name) ?? true }
         .flatMap { corpusCase in Array(repeating: corpusCase, count: options.rounds) }.shuffled()
     let controller = Thread {
         var order: [String] = []
