@@ -20,8 +20,10 @@
  *      standard one: the body only moves the stack pointer down from there, so rbp >= sp + 8 * pushes
  *      + n; and a stack protector stores the process's canary at a fixed offset from rbp, which the
  *      record's slot must hold;
- *   3. and either it sits exactly where the prologue puts the frame pointer (rbp = sp + 8 * pushes
- *      + n, no dynamic stack allocation) - HW_UNWIND_FP_PROLOGUE;
+ *   3. and either it sits exactly where the code puts the frame pointer - HW_UNWIND_FP_PROLOGUE:
+ *      where the straight line from the function's start to F's call sets rbp and reaches the
+ *      call (hw_straight.c: exact, a prologue without a fixed frame included), or else where a
+ *      standard prologue's fixed frame ends (rbp = sp + 8 * pushes + n, no dynamic allocation);
  *   4. or it is the one root (a candidate that is not a later link of another candidate's chain)
  *      whose first call provably calls F - HW_UNWIND_FP_RECORD; several such roots that disagree
  *      make the stack stop at F (HW_UNWIND_FP_AMBIGUOUS); none, HW_UNWIND_FP_UNPROVEN.
@@ -163,8 +165,18 @@ static int hw_infer_frame_pointer(void *session, const hw_table *table, uint32_t
     hw_prologue prologue;
     const int standard = hw_prologue_read(table, function, &prologue);
     const uintptr_t lowest = standard ? frame->sp + prologue.frame_size : frame->sp;
-    const uintptr_t predicted =
-        standard && atomic_load(&g_use_prologue) && prologue.frame_size != 0 && (lowest & 15) == 0 ? lowest : 0;
+    /* Where the code puts it: the straight line from the function's start to the call F is in
+     * (hw_straight.c) sets rbp at a known depth and reaches the call at another, which places the
+     * record exactly, whatever the prologue's fixed frame (none, for a one-line wrapper) or the
+     * pushes before the call; else, for a standard prologue with a fixed frame, its end. */
+    hw_straight code;
+    const int use_prologue = atomic_load(&g_use_prologue);
+    uintptr_t predicted = 0;
+    if (use_prologue && hw_straight_line(table, function, frame->ip, 1, &code) && code.fp_set && code.depth >= code.fp_depth) {
+        predicted = frame->sp + (code.depth - code.fp_depth);
+    } else if (use_prologue && standard && prologue.frame_size != 0 && (lowest & 15) == 0) {
+        predicted = lowest;
+    }
     const uintptr_t guard = standard && prologue.has_canary ? hw_stack_guard() : 0;
     const int room = max_frames - count;
     int found = 0;

@@ -31,6 +31,20 @@ import Synchronization
 @inline(never) func mainQueueNap() { corpus_keep(churn(207)); napLoop(); corpus_keep(207) }
 @inline(never) func performedNap() { corpus_keep(churn(208)); napLoop(); corpus_keep(208) }
 
+/// The wrapper as a closure called through a function pointer (a stored handler): its caller's
+/// call is indirect, so only the prologue can place its frame record.
+nonisolated(unsafe) var storedNap: @Sendable () -> Void = {}
+/// Stored at run time (the optimizer cannot call it directly): `push rbp; mov rbp, rsp; call
+/// usleep; ...; pop rbp; jmp corpus_keep`.
+let napClosures: [@Sendable () -> Void] = [{ corpus_keep(usleep(200_000)) }, { corpus_keep(usleep(150_000)) }]
+@inline(never) func storedNapLoop() {
+    corpus_keep(churn(209))
+    markEntered()
+    while !released.load(ordering: .relaxed) { storedNap() }
+    corpus_keep(210)
+}
+@inline(never) func storedNapOuter() { corpus_keep(churn(225)); storedNapLoop(); corpus_keep(225) }
+
 // MARK: DispatchSemaphore.wait(timeout:)
 
 @inline(never) func timedSemaphoreInner(_ semaphore: DispatchSemaphore) {
@@ -229,6 +243,10 @@ func loopRun(
 let frameworkCases: [CorpusCase] = [
     CorpusCase(name: "usleep-one-line-wrapper", chain: ["napOnce", "napLoop", "napOuter"]) {
         Run(block: { napOuter() }, release: {})
+    },
+    CorpusCase(name: "usleep-in-stored-closure", chain: ["closure", "storedNapLoop", "storedNapOuter"]) {
+        storedNap = napClosures[Int(getpid()) & 1]
+        return Run(block: { storedNapOuter() }, release: {})
     },
     CorpusCase(name: "usleep-in-main-queue-block", chain: ["napOnce", "napLoop", "mainQueueNap", "CFRunLoopRun"]) {
         Run(
