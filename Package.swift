@@ -130,10 +130,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Machine code of known shapes for the blocked-thread walk's tests (x86_64 assembly).
+        .target(name: "CStackShapes", path: "Tests/CStackShapes"),
         .testTarget(
             name: "HangWatchRealTimeTests",
             dependencies: [
-                "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport",
+                "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport", "CStackShapes",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
