@@ -1,12 +1,12 @@
 // swift-tools-version: 6.2
 //
 // HangWatch's tools: everything that is not the embeddable library. The `hangwatch` CLI, the
-// `hangwatchd` agent, the demos, and the tests that use HangWatch from outside (real Hummingbird 2
+// `hangwatchd` agent, the demos, and the tests that use HangWatch from outside (real Hummingbird 2 and Vapor 4
 // servers under wrk, Prometheus, an OpenTelemetry receiver, a browser).
 //
 // A package of its own so that a service that embeds HangWatch (the package one directory up)
 // resolves swift-log and swift-nio only, never what the tools need: swift-argument-parser,
-// swift-service-lifecycle, swift-metrics, swift-prometheus, swift-otel, Hummingbird.
+// swift-service-lifecycle, swift-metrics, swift-prometheus, swift-otel, Hummingbird, Vapor.
 //
 // Layers point one way:
 //   hangwatch -> HangWatchReading, HangWatchExport, HangWatchSymbolication -> HangWatchReport
@@ -36,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // The real server the integration tests and the bench watch.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // A real Vapor 4 server: synchronous routes on its event loops (an integration test).
+        .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
     ],
     targets: [
         // zlib (Debian: zlib1g-dev), for gzip'd pprof profiles. Used by the CLI's exports only.
@@ -117,6 +119,16 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "hangwatch-hummingbird-bench"),
+        // A real Vapor 4 server whose synchronous routes block its event loops, watched as a user
+        // would (`HangMonitor.watch(app.eventLoopGroup, …)`); its integration test runs the release build.
+        .executableTarget(
+            name: "hangwatch-vapor-service",
+            dependencies: [
+                .product(name: "HangWatch", package: "HangWatch"),
+                .product(name: "HangWatchNIO", package: "HangWatch"),
+                .product(name: "Vapor", package: "vapor"),
+            ]
+        ),
 
         // Tests, by kind (the Makefile picks a phase by the target's name): `…Tests` are pure or
         // run the tools on fixtures, side by side; `…IntegrationTests` use real servers, browsers

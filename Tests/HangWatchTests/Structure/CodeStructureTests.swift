@@ -104,9 +104,9 @@ import Testing
         return files.sorted { $0.0 < $1.0 }
     }
 
-    /// `errno` becomes a Swift error in one place (`SystemCall`); the stack corpus and the
-    /// Hummingbird service and its bench, programs that make system calls on purpose to be
-    /// captured in them (or to load a server), count their own interruptions and failures.
+    /// `errno` becomes a Swift error in one place (`SystemCall`); the stack corpus, the
+    /// Hummingbird service and its bench and the Vapor service, programs that make system calls on
+    /// purpose to be captured in them (or to load a server), count their own interruptions and failures.
     @Test func errnoIsReadInOnePlace() throws {
         let readers = try Self.swiftSources().filter { file in
             file.text.split(separator: "\n").contains { line in
@@ -117,7 +117,8 @@ import Testing
         #expect(
             readers == [
                 "HangWatchReport/System/SystemCall.swift", "Tools/hangwatch-hummingbird-bench/Bench.swift",
-                "Tools/hangwatch-hummingbird-service/Routes.swift", "hangwatch-stackcorpus/Cases.swift",
+                "Tools/hangwatch-hummingbird-service/Routes.swift", "Tools/hangwatch-vapor-service/Routes.swift",
+                "hangwatch-stackcorpus/Cases.swift",
             ], "\(readers)")
     }
 

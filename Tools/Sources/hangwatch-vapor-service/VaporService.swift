@@ -1,0 +1,95 @@
+import Foundation
+import HangWatch
+import HangWatchNIO
+import Vapor
+
+/// A Vapor 4 store whose synchronous routes block the event loop that runs them for 300 ms
+/// (`--block-ms`), as a service would by mistake: `/catalog` reads a pipe, `/cart` waits for a
+/// pthread mutex another thread holds, `/throttle` sleeps in a one-line `usleep` wrapper. `/hello`
+/// answers at once; `/watch` says how the loops are watched (`off`, `ping`, `exact`).
+/// The application's event loops (Vapor's own group) are watched with `HangMonitor.watch`, as a
+/// user would: no `EventLoopTicks`, since the framework made the group.
+///
+///   hangwatch-vapor-service --reports DIR [--threshold-ms 250] [--port 0] [--port-file FILE]
+///                           [--measurements FILE] [--block-ms 300]
+///
+/// SIGTERM or SIGINT stops it gracefully (Vapor's own signal handling); the monitor stops after
+/// the server, so the reports' repeat counts are final.
+@main
+struct VaporService {
+    struct Options {
+        var reports: String?
+        var thresholdMilliseconds = 250
+        var port = 8080
+        var portFile: String?
+        var measurements: String?
+        var blockMilliseconds = 300
+
+        init(_ arguments: [String]) throws {
+            var rest = arguments[...]
+            func value(_ flag: String) throws -> String {
+                guard let value = rest.popFirst() else { throw ServiceError("\(flag) needs a value") }
+                return value
+            }
+            func number(_ flag: String, in range: ClosedRange<Int>) throws -> Int {
+                let text = try value(flag)
+                guard let number = Int(text), range.contains(number) else {
+                    throw ServiceError("\(flag): '\(text)' is not a whole number in \(range.lowerBound)...\(range.upperBound)")
+                }
+                return number
+            }
+            while let flag = rest.popFirst() {
+                switch flag {
+                case "--reports": reports = try value(flag)
+                case "--threshold-ms": thresholdMilliseconds = try number(flag, in: 10...60_000)
+                case "--port": port = try number(flag, in: 0...65535)
+                case "--port-file": portFile = try value(flag)
+                case "--measurements": measurements = try value(flag)
+                case "--block-ms": blockMilliseconds = try number(flag, in: 1...600_000)
+                default: throw ServiceError("unknown argument '\(flag)'")
+                }
+            }
+        }
+    }
+
+    static func main() async {
+        do {
+            try await run(Options(Array(CommandLine.arguments.dropFirst())))
+        } catch {
+            FileHandle.standardError.write(Data("hangwatch-vapor-service: \(error)\n".utf8))
+            exit(2)
+        }
+    }
+
+    static func run(_ options: Options) async throws {
+        // Vapor reads its command from the arguments: ours are not its, so it gets none (`serve`).
+        let app = try await Application.make(Environment(name: "production", arguments: ["hangwatch-vapor-service"]))
+        app.http.server.configuration.hostname = "127.0.0.1"
+        app.http.server.configuration.port = options.port
+        // Vapor logs every request at `info`: under wrk, that is the service's busiest work.
+        app.logger.logLevel = .notice
+        let watch = try options.reports.map { reports in
+            try HangMonitor.watch(
+                app.eventLoopGroup,
+                configuration: .init(serviceName: "store", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports))
+        }
+        routes(app, store: Store(measurements: try Measurements(path: options.measurements), blockMilliseconds: options.blockMilliseconds))
+        // `off`, or how the loops are watched: `exact` once every loop's epoll instance is watched
+        // (each loop seen idle once), `ping` until then.
+        app.get("watch") { _ in watch.map { $0.watchesEventLoopsExactly ? "exact\n" : "ping\n" } ?? "off\n" }
+        do {
+            try await app.startup()
+            if let portFile = options.portFile, let port = app.http.server.shared.localAddress?.port {
+                // Written whole, then renamed: a reader never sees half a number.
+                try Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
+            }
+            try await app.running?.onStop.get()
+        } catch {
+            watch?.stop()
+            try await app.asyncShutdown()
+            throw error
+        }
+        watch?.stop()
+        try await app.asyncShutdown()
+    }
+}
