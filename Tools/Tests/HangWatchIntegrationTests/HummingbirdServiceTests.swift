@@ -135,6 +135,10 @@ import Testing
             let asyncNames = names(report, async: true)
             #expect(physical.contains(callers[0]), "\(route): \(physical)")
             #expect(asyncNames.first == callers[1], "\(route): async callers \(asyncNames)")
+            // Up to the pool's job loop and the thread's start, nothing left out.
+            let stack = report.heaviestStack.flatMap { report.stack(at: $0.stack) }
+            #expect(stack?.truncated == false, "\(route): truncated (\(stack?.truncation ?? "-")): \(physical)")
+            #expect(VaporServiceTests.holdsInOrder(physical, [blocking, callers[0], "swift_job_run"]), "\(route): \(physical)")
             // At most one hang per request. A 300 ms job clears the 250 ms threshold by one look
             // interval (50 ms), and its sampled edges are each off by up to half of the gap between
             // two looks (more when a look comes late: the watch's thread waits for a CPU like any
@@ -183,6 +187,13 @@ import Testing
         let loopReports = all.filter { $0.source == "nio-eventloop" }
         for report in loopReports {
             #expect(names(report, async: false).contains("Shop.formatReceiptOnLoop(measurements:)"), "\(names(report, async: false))")
+            // The step, the closure the loop ran, and the loop, in order, nothing left out.
+            let stack = report.heaviestStack.flatMap { report.stack(at: $0.stack) }
+            #expect(stack?.truncated == false, "/receipt: truncated (\(stack?.truncation ?? "-"))")
+            #expect(
+                VaporServiceTests.holdsInOrder(
+                    names(report, async: false), ["Shop.formatReceiptOnLoop(measurements:)", "closure", "SelectableEventLoop.run()"]),
+                "/receipt: \(names(report, async: false))")
             #expect(report.thread.name?.hasPrefix("NIO-ELT") == true)
             let block = try #require(blocks.min { abs($0.startedAt - report.startedAt.timeIntervalSince1970) < abs($1.startedAt - report.startedAt.timeIntervalSince1970) })
             // (Sampled when the loop's wake was found by a look at the idle loop: to a quarter threshold.)
