@@ -26,10 +26,23 @@ import Synchronization
 }
 @inline(never) func napOuter() { corpus_keep(churn(203)); napLoop(); corpus_keep(203) }
 
-/// The same wrapper, in a block the main queue runs (drained by the run loop) and in a block the
+/// Wrappers like it, in a block the main queue runs (drained by the run loop) and in a block the
 /// run loop performs: the callers between the loop and the handler are Dispatch's and Foundation's.
-@inline(never) func mainQueueNap() { corpus_keep(churn(207)); napLoop(); corpus_keep(207) }
-@inline(never) func performedNap() { corpus_keep(churn(208)); napLoop(); corpus_keep(208) }
+/// (Each case has a function of its own innermost: a service's reports are told apart by it.)
+@inline(never) func napInQueueBlock() -> Bool { usleep(200_000) == 0 }
+@inline(never) func napInPerformedBlock() -> Bool { usleep(200_000) == 0 }
+@inline(never) func mainQueueNap() {
+    corpus_keep(churn(207))
+    markEntered()
+    while !released.load(ordering: .relaxed) { corpus_keep(napInQueueBlock() ? 1 : 0) }
+    corpus_keep(207)
+}
+@inline(never) func performedNap() {
+    corpus_keep(churn(208))
+    markEntered()
+    while !released.load(ordering: .relaxed) { corpus_keep(napInPerformedBlock() ? 1 : 0) }
+    corpus_keep(208)
+}
 
 /// The wrapper as a closure called through a function pointer (a stored handler): its caller's
 /// call is indirect, so only the prologue can place its frame record.
@@ -62,15 +75,17 @@ let corpusQueue = DispatchQueue(label: "hangwatch.corpus.sync")
 @inline(never) func syncReadOuter(_ fd: Int32) { corpus_keep(churn(221)); syncReadMiddle(fd); corpus_keep(221) }
 @inline(never) func syncReadMiddle(_ fd: Int32) {
     corpus_keep(churn(222))
-    corpusQueue.sync { handlerBlockingRead(fd) }
+    corpusQueue.sync { readInQueue(fd) }
     corpus_keep(222)
 }
+@inline(never) func readInQueue(_ fd: Int32) { corpus_keep(churn(226)); handlerBlockingRead(fd); corpus_keep(226) }
+@inline(never) func valueReadInQueue(_ fd: Int32) { corpus_keep(churn(227)); handlerBlockingRead(fd); corpus_keep(227) }
 
 @inline(never) func syncValueOuter(_ fd: Int32) { corpus_keep(churn(223)); corpus_keep(syncValueMiddle(fd)); corpus_keep(223) }
 @inline(never) func syncValueMiddle(_ fd: Int32) -> Int32 {
     corpus_keep(churn(224))
     let value = corpusQueue.sync { () -> Int32 in
-        handlerBlockingRead(fd)
+        valueReadInQueue(fd)
         return 224
     }
     return value
@@ -244,11 +259,11 @@ let frameworkCases: [CorpusCase] = [
     CorpusCase(name: "usleep-one-line-wrapper", chain: ["napOnce", "napLoop", "napOuter"]) {
         Run(block: { napOuter() }, release: {})
     },
-    CorpusCase(name: "usleep-in-stored-closure", chain: ["closure", "storedNapLoop", "storedNapOuter"]) {
+    CorpusCase(name: "usleep-in-stored-closure", chain: ["napClosures", "storedNapLoop", "storedNapOuter"]) {
         storedNap = napClosures[Int(getpid()) & 1]
         return Run(block: { storedNapOuter() }, release: {})
     },
-    CorpusCase(name: "usleep-in-main-queue-block", chain: ["napOnce", "napLoop", "mainQueueNap", "CFRunLoopRun"]) {
+    CorpusCase(name: "usleep-in-main-queue-block", chain: ["napInQueueBlock", "mainQueueNap"]) {
         Run(
             block: {
                 DispatchQueue.main.async {
@@ -257,7 +272,7 @@ let frameworkCases: [CorpusCase] = [
                 }
             }, release: {}, completesItself: true)
     },
-    CorpusCase(name: "usleep-in-run-loop-perform", chain: ["napOnce", "napLoop", "performedNap", "CFRunLoopRun"]) {
+    CorpusCase(name: "usleep-in-run-loop-perform", chain: ["napInPerformedBlock", "performedNap"]) {
         Run(
             block: {
                 RunLoop.main.perform {
@@ -266,11 +281,11 @@ let frameworkCases: [CorpusCase] = [
                 }
             }, release: {}, completesItself: true)
     },
-    CorpusCase(name: "read-in-dispatch-sync", chain: ["handlerBlockingRead", "syncReadMiddle", "syncReadOuter"]) {
+    CorpusCase(name: "read-in-dispatch-sync", chain: ["readInQueue", "syncReadMiddle", "syncReadOuter"]) {
         let pipe = try Pipe()
         return Run(block: { syncReadOuter(pipe.readEnd) }, release: { pipe.wake() })
     },
-    CorpusCase(name: "read-in-dispatch-sync-value", chain: ["handlerBlockingRead", "syncValueMiddle", "syncValueOuter"]) {
+    CorpusCase(name: "read-in-dispatch-sync-value", chain: ["valueReadInQueue", "syncValueMiddle", "syncValueOuter"]) {
         let pipe = try Pipe()
         return Run(block: { syncValueOuter(pipe.readEnd) }, release: { pipe.wake() })
     },
