@@ -2,9 +2,9 @@
  * Internal to CHangWatchCapture. The files call each other in one direction only:
  *
  *   hw_image_table.c   the published table of code segments and readable ranges
- *   hw_calls.c         what a call instruction reaches; link checks, cached       (uses the table)
+ *   hw_straight.c      the stack depth straight-line code reaches, how it leaves   (uses the table)
+ *   hw_calls.c         what a call instruction reaches; link checks, cached       (uses the table, code)
  *   hw_prologue.c      a function's fixed frame size and canary slot              (uses the table)
- *   hw_straight.c      the stack depth straight-line code reaches                  (uses the table)
  *   hw_session.c       checked memory reads for one walk; libunwind's accessors    (uses the table)
  *   hw_libunwind.c     one libunwind step, and libunwind's own step loop           (uses sessions)
  *   hw_uncovered.c     steps through code without call-frame information           (uses sessions, code)
