@@ -133,11 +133,11 @@ static int hw_reaches(const hw_table *table, void *arg, uintptr_t target, hw_goa
         if (end <= function || !hw_table_readable(table, function, end)) {
             continue;
         }
-        /* An indirect tail call (a C dispatcher's `pop rbp; jmp rax`, a trampoline's `jmp rsi`) in
-         * the call's own target, or in a function a jump lands exactly on. */
+        /* How a function the call or a jump lands exactly on leaves: an indirect tail call (a C
+         * dispatcher's `pop rbp; jmp rax`, a trampoline's `jmp rsi`) may reach any function. */
         uintptr_t exit_target = 0;
         int plain = 0, exit = HW_EXIT_NONE;
-        if (level == 0 || function == resolved) {
+        if (function == resolved) {
             exit = hw_straight_exit(table, function, &exit_target, &plain);
         }
         goal->open |= exit == HW_EXIT_INDIRECT;
