@@ -298,12 +298,15 @@ final class WatchdogLane: @unchecked Sendable {
                 microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: vacancy)
         }
         if latch.snapshot() != hang, !sample.frames.isEmpty {
-            // What the thread was doing then is after the hang: none of it is the hang's.
+            // What the thread was doing then is after the hang: none of it is the hang's. A sample
+            // after the first is left out (the hang is over; the next step ends it); the first is
+            // kept without its stack, so that the report says what happened.
+            guard recording.samples.isEmpty else { return }
             sample = StackSample(
                 microseconds: sample.microseconds, frames: [], method: nil, truncated: false,
                 onCPUNanoseconds: sample.onCPUNanoseconds, runQueueNanoseconds: sample.runQueueNanoseconds, failure: .endedDuringCapture)
         }
-        if sample.failure != nil && sample.frames.isEmpty {
+        if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
             statistics.captureFailures.add(1, ordering: .relaxed)
         }
         recording.add(sample)
