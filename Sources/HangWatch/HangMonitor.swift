@@ -278,7 +278,10 @@ public final class HangMonitor: Sendable {
                     serviceName: configuration.serviceName,
                     heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval)),
                 source: source, latch: latch, control: control, threadSlot: threadSlot, sampler: sampler,
-                sink: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat)
+                sink: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat,
+                waits: LinuxWaitInspector(
+                    images: images, maxFrames: configuration.maxFrames,
+                    timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout)))
             watchdog.add(lane)
             if configuration.watchesConcurrencyPool {
                 enrollPoolWatch(writer: writer, images: images, signal: signal)

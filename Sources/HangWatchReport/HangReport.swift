@@ -69,6 +69,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     public var symbolication: Symbolication?
     /// Set by the agent when it finished a provisional report whose process had gone.
     public var processExit: ProcessExit?
+    /// What the blocked thread waited for and who held it, with the holder's stack, the wait chain
+    /// and a deadlock's cycle (schema 1.5); absent when the thread did not wait on anything the
+    /// monitor can name (it computed, slept, or read a socket), and in older reports.
+    public var waitsFor: WaitsFor?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,
