@@ -240,7 +240,7 @@ public final class HangMonitor: Sendable {
                         thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
                         poolDelays: { [owner = ObjectIdentifier(self)] in
                             PoolWatchRegistry.activeOwner() == owner ? PoolProbeHistogram.shared.snapshot : nil
-                        })
+                        }, dumpSignal: signal)
                 } catch {
                     logger.warning(
                         "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
@@ -286,6 +286,10 @@ public final class HangMonitor: Sendable {
             if configuration.watchesConcurrencyPool {
                 enrollPoolWatch(writer: writer, images: images, signal: signal)
             }
+            if heartbeat != nil {
+                // Found by its heartbeat file, it can be asked for a thread dump (`hangwatch dump`).
+                enrollDumps(watchdog: watchdog, store: store, builder: builder, images: images)
+            }
             running = Running(source: source, latch: latch, watchdog: watchdog, lane: lane, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
             logger.info(
                 "hang monitor started",
@@ -309,6 +313,7 @@ public final class HangMonitor: Sendable {
         control.stopRequested.store(true, ordering: .releasing)
         current.source.stop()
         PoolWatchRegistry.withdraw(ObjectIdentifier(self))
+        DumpRegistry.withdraw(ObjectIdentifier(self))
         current.watchdog.join(current.lane)
         current.heartbeat?.retire()
         current.writer.flush()

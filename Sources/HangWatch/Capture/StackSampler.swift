@@ -54,6 +54,7 @@ package struct StackSample: Sendable, Equatable {
         case workOnUnpreparedThread = "work on an unprepared thread"
         case firstSightingOnCPU = "first sighting on a CPU"
         case endedDuringCapture = "hang ended during the capture"
+        case takingTheDump = "the thread taking this dump"
 
         package var message: String {
             switch self {
@@ -70,6 +71,8 @@ package struct StackSample: Sendable, Equatable {
                 return "the thread went to sleep (into a system call, or waiting) as the capture signal was about to be sent, twice; no signal was sent (it could have cut a call short)"
             case .workOnUnpreparedThread:
                 return "the queue's work runs on a worker no ping has run on (not prepared for captures); the worker that ran the last ping is idle and is not shown"
+            case .takingTheDump:
+                return "the monitor's own thread, which took the dump"
             case .endedDuringCapture:
                 return "the loop moved on while this sample was taken: its stack could show what came after the hang, so none is kept"
             case .firstSightingOnCPU:

@@ -67,7 +67,7 @@ final class PoolWatch: @unchecked Sendable {
     /// Since when every look found every pool thread idle (nil: the last look did not).
     private var quietSince: UInt64?
     private let stopRequested = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
+    private let wake = WatchdogWake()
     private let finished = DispatchSemaphore(value: 0)
 
     init(
@@ -182,7 +182,7 @@ final class PoolWatch: @unchecked Sendable {
         guard now - min(now, since) >= restAfter(threshold), wakeSource.canRest() else { return }
         let delayed = wakeSource.nextDelayed(after: now)
         if delayed == .unknown { return }
-        while wake.wait(timeout: .now()) == .success {}
+        while wake.tryWait() {}
         if isStopping { return }
         // The first job after the rest may run on a fresh worker (libdispatch lets idle workers
         // exit after 5 s), which a job must prepare for signal captures before it can be captured
