@@ -81,6 +81,20 @@ final class WaitScenario: @unchecked Sendable {
                 done.signal()
             }
             done.wait()
+        case "pool-starved":
+            // Twice as many tasks as the pool has threads, each waiting for the lock: every pool
+            // thread is held, the pool watch's probe does not start, one report holds them all.
+            startHolder("cache-refresh") { [self] in lock.lock(); held.signal(); refreshCache(); lock.unlock() }
+            announce()
+            let group = DispatchGroup()
+            for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
+                group.enter()
+                Task.detached { [self] in
+                    await waitForCacheLockInATask()
+                    group.leave()
+                }
+            }
+            group.wait()
         default:
             fail("unknown case \(waitCase)")
         }

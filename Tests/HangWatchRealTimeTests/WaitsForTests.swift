@@ -118,4 +118,21 @@ import Testing
         #expect(waits.kind == "mutex" && waits.holder?.tid == run.announced["holderTid"] && waits.holder?.name == "cache-refresh", "\(waits)")
         #expect(Self.symbols(job, waits.holder?.stack).contains { $0.contains("refreshCache") })
     }
+
+    /// A starved pool's report says, thread by thread, what each waits for and who holds it: the
+    /// wait-for graph of the pool.
+    @Test func aStarvedPoolsThreadsEachNameTheHolderTheyWaitFor() throws {
+        let run = try Self.run("pool-starved")
+        let pool = try #require(run.reports.first { $0.source == "concurrency-pool" }, "no concurrency-pool report: \(run.reports.map(\.source))")
+        let held = (pool.threads ?? []).filter { $0.verdict == "blocked" }
+        #expect(!held.isEmpty, "\(pool.threads ?? [])")
+        for thread in held {
+            let waits = try #require(thread.waitsFor, "thread \(thread.tid) names no wait")
+            #expect(waits.kind == "mutex" && waits.holder?.tid == run.announced["holderTid"] && waits.holder?.name == "cache-refresh", "\(waits)")
+        }
+        // The holder's stack is in the report once, whatever the number of waiters.
+        let stacks = Set(held.compactMap { $0.waitsFor?.holder?.stack })
+        #expect(stacks.count == 1)
+        #expect(stacks.first.map { Self.symbols(pool, $0).contains { $0.contains("refreshCache") } } == true)
+    }
 }

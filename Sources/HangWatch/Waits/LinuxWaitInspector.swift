@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// Used by the watchdog's thread only (one lane at a time), while a hang is sampled: nothing here
 /// runs when no hang is.
-final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
+package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     private let images: ImageRegistry?
     private let maxFrames: Int
     private let timeoutNanoseconds: Int64
