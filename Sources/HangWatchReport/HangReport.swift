@@ -14,8 +14,9 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// The schema this library writes (1.1 added `stacks[].truncation` and `stacks[].framePointer`;
     /// 1.2 the async callers (`frames[].async`, `stacks[].asyncCallers`) and `threads`, for
     /// reports that hold several threads; 1.3 `edges`; 1.4 `samples[].cutCallShort` and
-    /// `capture.callsCutShort`).
-    public static let currentSchema = "hangwatch.hang/1.4"
+    /// `capture.callsCutShort`; 1.5 `waitsFor`, `threads[].waitsFor` and `offCPUMs`, the verdict
+    /// `deadlocked`, thread dumps (`source` `dump`)).
+    public static let currentSchema = "hangwatch.hang/1.5"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.
