@@ -105,6 +105,9 @@ package struct StackSample: Sendable, Equatable {
     package var timeslices: UInt64?
     /// The id of the Swift task the thread ran all through the sample, when known (pool threads).
     package var taskID: UInt64?
+    /// When the thread, asleep, went off its CPU (`CLOCK_MONOTONIC`, µs, from the scheduler's
+    /// clock: `SchedClock`), where it was read (pool threads asleep in a job, or just out of one).
+    package var offCPUSinceMicroseconds: UInt64?
     /// The thread's voluntary context switches so far, read after the sample (pool threads): one
     /// that moved between two looks slept in between, in a blocking call or parked between jobs.
     package var voluntarySwitches: UInt64?
