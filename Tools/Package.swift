@@ -40,6 +40,8 @@ let package = Package(
     targets: [
         // zlib (Debian: zlib1g-dev), for gzip'd pprof profiles. Used by the CLI's exports only.
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // Queues a signal to one thread of another process (`hangwatch dump`): the one C the CLI has.
+        .target(name: "CThreadSignal", cSettings: [.define("_GNU_SOURCE")]),
         // The CLI's side of reading: many reports at once (the catalog and its index), filters,
         // groups. The agent never links it.
         .target(
@@ -55,7 +57,7 @@ let package = Package(
         .executableTarget(
             name: "hangwatch",
             dependencies: [
-                "HangWatchReading", "HangWatchExport",
+                "HangWatchReading", "HangWatchExport", "CThreadSignal",
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

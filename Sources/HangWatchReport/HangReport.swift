@@ -14,8 +14,9 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// The schema this library writes (1.1 added `stacks[].truncation` and `stacks[].framePointer`;
     /// 1.2 the async callers (`frames[].async`, `stacks[].asyncCallers`) and `threads`, for
     /// reports that hold several threads; 1.3 `edges`; 1.4 `samples[].cutCallShort` and
-    /// `capture.callsCutShort`).
-    public static let currentSchema = "hangwatch.hang/1.4"
+    /// `capture.callsCutShort`; 1.5 `waitsFor`, `threads[].waitsFor` and `offCPUMs`, the verdict
+    /// `deadlocked`, thread dumps (`source` `dump`)).
+    public static let currentSchema = "hangwatch.hang/1.5"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.
@@ -69,6 +70,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     public var symbolication: Symbolication?
     /// Set by the agent when it finished a provisional report whose process had gone.
     public var processExit: ProcessExit?
+    /// What the blocked thread waited for and who held it, with the holder's stack, the wait chain
+    /// and a deadlock's cycle (schema 1.5); absent when the thread did not wait on anything the
+    /// monitor can name (it computed, slept, or read a socket), and in older reports.
+    public var waitsFor: WaitsFor?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,

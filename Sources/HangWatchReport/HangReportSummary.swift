@@ -77,6 +77,9 @@ public struct HangReportSummary: Sendable {
             return "debugger attached: not counted as a hang"
         case .unknown:
             return "unknown (no samples)"
+        case .deadlocked:
+            let cycle = report.waitsFor?.deadlock.map { " (threads " + $0.map(String.init).joined(separator: " → ") + ")" } ?? ""
+            return "DEADLOCKED: waits in a cycle that never ends by itself" + cycle
         }
     }
 

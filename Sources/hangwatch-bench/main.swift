@@ -291,6 +291,16 @@ if wanted("18") {
         "\(computing.looks), \(computing.signalCaptures), \(computing.noStack)", "(documented)")
 }
 
+// 19: a blocked hang's wait, looked at with each sample (issue 35): the holder found and walked.
+if wanted("19") {
+    let look = try WaitLookFigure(count: quick ? 100 : 1000).measure()
+    add("19", "a waiter's sample (/proc walk), first / median / p99",
+        "\(format(look.first.sample, 1)) / \(format(Statistics.median(look.sample), 1)) / \(format(Statistics.percentile(look.sample, 0.99), 1)) us")
+    add("19", "  its wait: the lock read, the holder (\(look.holderFrames) frames) walked, its own wait: first / median / p99",
+        "\(format(look.first.wait, 1)) / \(format(Statistics.median(look.wait), 1)) / \(format(Statistics.percentile(look.wait, 0.99), 1)) us",
+        "(documented)")
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))

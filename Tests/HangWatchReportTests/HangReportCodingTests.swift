@@ -26,7 +26,7 @@ import Testing
                       "signature", "stacks"] {
             #expect(object[field] != nil, "missing \(field)")
         }
-        #expect(object["schema"] as? String == "hangwatch.hang/1.4")
+        #expect(object["schema"] as? String == "hangwatch.hang/1.5")
         #expect(object["startedAt"] as? String == "2026-11-18T11:06:40.123Z")
     }
 
@@ -68,6 +68,21 @@ import Testing
         var report = ReportFixtures.report()
         report.schema = "hangwatch.hang/1.4"
         #expect(try HangReport.decode(try report.encoded()).schema == "hangwatch.hang/1.4")
+    }
+
+    /// 1.5's waits round-trip; a verdict this version does not know reads as unknown.
+    @Test func waitsAndTheDeadlockVerdictRoundTripAndAnUnknownVerdictReadsAsUnknown() throws {
+        var report = ReportFixtures.report()
+        report.context.verdict = .deadlocked
+        report.waitsFor = HangReport.WaitsFor(
+            kind: "mutex", address: "0x10", syscall: "futex", owner: "held",
+            holder: HangReport.Holder(tid: 7, name: "peer", state: "S", syscall: "futex", verdict: "blocked", stack: 0),
+            chain: [HangReport.ChainLink(tid: 7, name: "peer", kind: "mutex", address: "0x20", holder: HangReport.Holder(tid: 1))],
+            deadlock: [1, 7])
+        let read = try HangReport.decode(try report.encoded())
+        #expect(read.waitsFor == report.waitsFor && read.context.verdict == .deadlocked)
+        let future = String(decoding: try report.encoded(), as: UTF8.self).replacingOccurrences(of: "\"deadlocked\"", with: "\"levitating\"")
+        #expect(try HangReport.decode(Data(future.utf8)).context.verdict == .unknown)
     }
 
     @Test func namesTheMissingField() throws {

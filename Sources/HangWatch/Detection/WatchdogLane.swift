@@ -23,6 +23,8 @@ final class WatchdogLane: @unchecked Sendable {
     private let statistics: MonitorStatistics
     private let logger: Logger
     private let heartbeat: HeartbeatPublisher?
+    /// What a blocked thread waits on and who holds it, looked at with each of its samples.
+    private let waits: (any WaitInspecting)?
     /// Signalled once the lane has finished (stopped, its hang in progress handed on).
     let finished = DispatchSemaphore(value: 0)
 
@@ -66,8 +68,9 @@ final class WatchdogLane: @unchecked Sendable {
     init(
         settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
         threadSlot: ThreadSlot, sampler: any StackSampling, sink: any HangSink, images: ImageRegistry?,
-        statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil
+        statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil, waits: (any WaitInspecting)? = nil
     ) {
+        self.waits = waits
         self.settings = settings
         self.source = source
         self.latch = latch
@@ -308,6 +311,11 @@ final class WatchdogLane: @unchecked Sendable {
         }
         if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
             statistics.captureFailures.add(1, ordering: .relaxed)
+        }
+        if let thread, let waits, sample.failure == nil, sample.blockedKey != nil,
+            let observation = waits.inspect(tid: thread.tid, sample: sample)
+        {
+            recording.add(wait: observation)
         }
         recording.add(sample)
     }

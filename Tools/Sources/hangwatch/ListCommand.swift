@@ -86,6 +86,7 @@ struct ListCommand: ParsableCommand {
                 case .computing: .yellow
                 case .blocked: .cyan
                 case .starved, .stopped, .debugger: .magenta
+                case .deadlocked: .red
                 case .unknown: nil
                 }
             table.append(

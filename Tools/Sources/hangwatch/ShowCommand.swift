@@ -86,7 +86,7 @@ struct ReportDetail {
             field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
         }
         let verdict = HangReportSummary.verdictLine(report)
-        field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : .cyan))
+        field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : report.context.verdict == .deadlocked ? .red : .cyan))
         if let exit = report.processExit {
             field("exit", "the process \(exit.reason == "gone" ? "died" : "was replaced (pid reused)") mid-hang, last seen \(Text.timestamp(exit.lastSeenAt))")
         }
@@ -143,6 +143,11 @@ struct ReportDetail {
             lines.append("no stack was captured")
         }
         lines.append("")
+        let waits = waitLines(report)
+        if !waits.isEmpty {
+            lines.append(contentsOf: waits)
+            lines.append("")
+        }
         if let threads = report.threads, !threads.isEmpty {
             lines.append(contentsOf: threadStacks(report, threads))
         } else {

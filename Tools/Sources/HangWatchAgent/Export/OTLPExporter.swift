@@ -77,6 +77,8 @@ final class OTLPExporter: HangExporter {
 
     func hangFinished(_ hang: FinishedHang) { metrics.record(hang) }
 
+    func deadlockFound(service: String) { metrics.deadlock(service: service) }
+
     func reportsDropped(_ reason: DropReason, count: Int) { metrics.dropped(reason, count: count) }
 
     func publish(_ gauges: SpoolGauges) { metrics.publish(gauges) }
