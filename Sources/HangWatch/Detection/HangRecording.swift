@@ -34,6 +34,9 @@ struct HangRecording: Sendable {
     var source: ActivitySourceKind?
     /// How its start and end were found (the report's `edges`).
     var edges: ActivityEdges?
+    /// The label sets in effect on the thread when the hang was seen (`HangMonitor.withLabels`),
+    /// outermost first: read at detection, else at the first later sample that found some.
+    var labels: [[String: String]]?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

@@ -272,6 +272,8 @@ final class PoolWatch: @unchecked Sendable {
                 sampleIntervalMicroseconds: lookInterval(thresholdMicroseconds))
             recording.source = .poolJob
             for sample in episode.samples { recording.add(sample) }
+            let sets = LabelsInEffect.read(episode.thread, taskID: episode.activation.taskID)
+            if !sets.isEmpty { recording.labels = sets }
             images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
             heldJobs[episode.thread.tid] = recording
             logger.debug(
@@ -281,6 +283,10 @@ final class PoolWatch: @unchecked Sendable {
         case .sampled(let tid, let sample):
             guard var recording = heldJobs[tid] else { return }
             recording.add(sample)
+            if recording.labels == nil, let thread = recording.thread {
+                let sets = LabelsInEffect.read(thread, taskID: sample.taskID)
+                if !sets.isEmpty { recording.labels = sets }
+            }
             heldJobs[tid] = recording
             // The provisional report is rewritten now and then, not at every look.
             if recording.samples.count % 20 == 0 { sink.hangProgressed(recording) }

@@ -45,6 +45,15 @@ enum UnsafeCurrentTaskSlot {
         return UnsafeThreadLocalWord.locate(UInt(bitPattern: task), in: block)
     }
 
+    /// The id of the task the calling thread runs now (two calls into the runtime); nil outside a
+    /// task, or when the runtime has no such entry points.
+    @inline(__always)
+    static func currentTaskID() -> UInt64? {
+        guard let runtime, let task = runtime.getCurrent() else { return nil }
+        let id = runtime.getJobTaskID(task)
+        return id == 0 ? nil : id
+    }
+
     /// The id of the task running now on the thread whose word is at `slot`: 0 when it runs none,
     /// nil when the word or the task could not be read (the thread or the task is gone).
     static func taskID(slot: UInt) -> UInt64? {

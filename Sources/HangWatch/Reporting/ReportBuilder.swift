@@ -116,6 +116,9 @@ struct ReportBuilder: Sendable {
             stacks: stacks, heaviestStack: heaviest, frames: frames, images: reportImages, signature: signature,
             context: context(recording), capture: capture(recording))
         report.edges = (recording.edges ?? (source == .poolJob || source == .concurrencyPool ? .sampled : nil))?.rawValue
+        let labels = HangLabels.bounded(recording.labels ?? [])
+        report.labels = labels.labels
+        report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil
         return report
     }
 
