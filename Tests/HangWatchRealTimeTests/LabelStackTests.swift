@@ -60,22 +60,22 @@ import Testing
 
     @Test func aTasksLabelsFollowItAcrossSuspensionsAndAreNotItsChildTasks() async throws {
         let task = try #require(UnsafeCurrentTaskSlot.currentTaskID())
-        #expect(TaskLabelTable.shared.snapshot(task).isEmpty)
+        #expect(UnsafeTaskLabelTable.shared.snapshot(task).isEmpty)
         let child = await HangMonitor.withLabels(["route": "GET /export"]) { () async -> [[String: String]]? in
             try? await Task.sleep(for: .milliseconds(5))
             let inner = await HangMonitor.withLabels(["request": "7"]) { () async -> [[String: String]] in
                 await Task.yield()
-                return TaskLabelTable.shared.snapshot(task)
+                return UnsafeTaskLabelTable.shared.snapshot(task)
             }
             #expect(inner == [["route": "GET /export"], ["request": "7"]])
-            #expect(TaskLabelTable.shared.snapshot(task) == [["route": "GET /export"]])
+            #expect(UnsafeTaskLabelTable.shared.snapshot(task) == [["route": "GET /export"]])
             // A child task has labels of its own only.
             return await Task { () -> [[String: String]]? in
-                UnsafeCurrentTaskSlot.currentTaskID().map { TaskLabelTable.shared.snapshot($0) }
+                UnsafeCurrentTaskSlot.currentTaskID().map { UnsafeTaskLabelTable.shared.snapshot($0) }
             }.value
         }
         #expect(child == [])
-        #expect(TaskLabelTable.shared.snapshot(task).isEmpty)
+        #expect(UnsafeTaskLabelTable.shared.snapshot(task).isEmpty)
     }
 
     @Test func aTaskBlockedOnAPoolThreadIsFoundThroughThatThreadsTaskWord() async throws {
@@ -100,43 +100,86 @@ import Testing
     }
 
     @Test func theWatchdogNeverSeesASetThatIsNotInEffect() {
-        // One thread enters and leaves labels as fast as it can; another reads them all along:
-        // every read is a prefix of the sets the owner pushes, in order, never a torn or freed one.
+        // One thread enters and leaves labels as fast as it can, each set a new dictionary freed
+        // once left (the stack holds them unretained); another reads them all along: every read
+        // is sets of one round, levels 0, 1, 2… in order, never a torn or freed one.
         let stack = UnsafeLabelStack()
-        let sets: [[String: String]] = (0..<4).map { ["level": "\($0)", "padding": String(repeating: "x", count: 40 + $0)] }
         let stop = Atomic<Bool>(false)
         let reads = Atomic<Int>(0)
+        let deep = Atomic<Int>(0)
         let bad = Mutex<[[[String: String]]]>([])
         let reader = DispatchSemaphore(value: 0)
         Thread {
             while !stop.load(ordering: .relaxed) {
                 let seen = stack.snapshot()
-                if seen != Array(sets.prefix(seen.count)) { bad.withLock { $0.append(seen) } }
+                let levels = seen.map { $0["level"] ?? "?" }
+                if levels != (0..<seen.count).map(String.init) || Set(seen.map { $0["round"] }).count > 1 {
+                    bad.withLock { $0.append(seen) }
+                }
+                if seen.count > 1 { deep.add(1, ordering: .relaxed) }
                 reads.add(1, ordering: .relaxed)
             }
             reader.signal()
         }.start()
         Self.onThread {
             for round in 0..<200_000 {
-                let depth = 1 + round % sets.count
-                for level in 0..<depth { stack.push(sets[level]) }
-                for _ in 0..<depth { stack.pop() }
+                let depth = 1 + round % 4
+                func nest(_ level: Int) {
+                    guard level < depth else { return }
+                    let set = ["level": String(level), "round": String(round), "padding": String(repeating: "x", count: 24 + level)]
+                    stack.push(set)
+                    nest(level + 1)
+                    stack.pop()
+                    withExtendedLifetime(set) {}
+                }
+                nest(0)
             }
         }
         stop.store(true, ordering: .relaxed)
         reader.wait()
-        #expect(bad.withLock { $0 }.isEmpty)
+        #expect(bad.withLock { $0 }.isEmpty, "\(bad.withLock { $0.prefix(3) })")
         #expect(reads.load(ordering: .relaxed) > 0)
         #expect(stack.snapshot().isEmpty)
     }
 
     @Test func nestingPastTheCapacityStaysBalanced() {
         let stack = UnsafeLabelStack()
-        for level in 0..<(UnsafeLabelStack.capacity + 3) { stack.push(["level": "\(level)"]) }
+        let sets = (0..<(UnsafeLabelStack.capacity + 3)).map { ["level": "\($0)"] }
+        for set in sets { stack.push(set) }
         #expect(stack.snapshot().count == UnsafeLabelStack.capacity)
         for _ in 0..<3 { stack.pop() }
         #expect(stack.snapshot().count == UnsafeLabelStack.capacity)
         for _ in 0..<UnsafeLabelStack.capacity { stack.pop() }
         #expect(stack.isEmpty && stack.snapshot().isEmpty)
+        withExtendedLifetime(sets) {}
+    }
+
+    @Test func taskSlotsAreFreedWithTheirLastSetAndSpilledTasksAreStillFound() async throws {
+        let table = UnsafeTaskLabelTable.shared
+        let before = table.taskCount
+        // Twenty tasks whose ids hash to one bucket of eight: twelve spill into the next buckets,
+        // and each finds its own slot again (nested entries, readers), before and after others left.
+        let base = UInt64.max / 2
+        let home = UnsafeTaskLabelTable.home(base)
+        let ids = Array((base..<(base + 10_000_000)).lazy.filter { UnsafeTaskLabelTable.home($0) == home }.prefix(20))
+        try #require(ids.count == 20)
+        let sets = ids.indices.map { ["task": "\($0)"] }
+        let slots = ids.indices.map { table.enter(ids[$0], sets[$0]) }
+        #expect(slots.allSatisfy { $0 >= 0 } && Set(slots).count == ids.count)
+        #expect(slots.filter { $0 / UnsafeTaskLabelTable.bucket == home / UnsafeTaskLabelTable.bucket }.count == UnsafeTaskLabelTable.bucket)
+        for index in ids.indices { #expect(table.snapshot(ids[index]) == [sets[index]]) }
+        let nested = ["nested": "yes"]
+        #expect(table.enter(ids[15], nested) == slots[15])
+        #expect(table.snapshot(ids[15]) == [sets[15], nested])
+        table.leave(slots[15])
+        // The home bucket frees a slot: a spilled task is still found past it.
+        table.leave(slots[2])
+        #expect(table.snapshot(ids[19]) == [sets[19]])
+        #expect(table.enter(ids[19], nested) == slots[19])
+        table.leave(slots[19])
+        for (index, slot) in slots.enumerated() where index != 2 { table.leave(slot) }
+        #expect(table.taskCount == before)
+        #expect(table.snapshot(ids[3]).isEmpty)
+        withExtendedLifetime((sets, nested)) {}
     }
 }

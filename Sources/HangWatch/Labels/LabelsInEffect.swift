@@ -10,7 +10,7 @@ enum LabelsInEffect {
         let labelled = UnsafeLabelThreads.thread(tid: thread.tid)
         var sets: [[String: String]] = []
         if let task = known ?? currentTask(of: thread, labelled: labelled), task != 0 {
-            sets = TaskLabelTable.shared.snapshot(task)
+            sets = UnsafeTaskLabelTable.shared.snapshot(task)
         }
         if let labelled { sets += labelled.stack.snapshot() }
         return sets

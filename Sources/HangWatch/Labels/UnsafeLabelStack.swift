@@ -9,9 +9,10 @@ import Glibc
 /// thread at any time.
 ///
 /// The owner's cost is what `HangMonitor.withLabels` costs: `push` stores the caller's dictionary
-/// (a retain) and publishes the new depth; `pop` publishes the old depth, then checks that no
-/// reader is copying the set it is about to let go of (two atomic operations, no lock, no
-/// allocation). A reader announces itself before it reads the depth (`readers`), so either it sees
+/// unretained (its bits: the caller keeps it alive until after the matching `pop`) and publishes
+/// the new depth; `pop` publishes the old depth, then checks that no reader is copying the set it
+/// is about to let go of (one atomic exchange and a load: no lock, no allocation, no reference
+/// counting). A reader announces itself before it reads the depth (`readers`), so either it sees
 /// the depth already lowered and never touches the set, or the owner sees it and waits (spinning,
 /// then yielding) the few hundred nanoseconds its copy takes. Sequentially consistent: the
 /// owner's depth store and the reader's announcement must not pass each other's later load.
@@ -22,15 +23,17 @@ import Glibc
 final class UnsafeLabelStack: @unchecked Sendable {
     static let capacity = 16
 
-    private let entries: UnsafeMutablePointer<[String: String]?>
+    /// The sets' bits (a `[String: String]` is one reference), unretained.
+    private let entries: UnsafeMutablePointer<UInt>
     /// Sets pushed and not popped, those past `capacity` included.
     private let depth = Atomic<Int>(0)
     /// Readers copying sets now.
     private let readers = Atomic<Int>(0)
 
     init() {
+        precondition(MemoryLayout<[String: String]>.size == MemoryLayout<UInt>.size)
         entries = .allocate(capacity: Self.capacity)
-        entries.initialize(repeating: nil, count: Self.capacity)
+        entries.initialize(repeating: 0, count: Self.capacity)
     }
 
     deinit {
@@ -38,11 +41,12 @@ final class UnsafeLabelStack: @unchecked Sendable {
         entries.deallocate()
     }
 
-    /// Owner only: `labels` are in effect until the matching `pop`.
+    /// Owner only: `labels` are in effect until the matching `pop`, and must stay alive until it
+    /// returned (`withLabels` holds them: `_fixLifetime` after the pop).
     @inline(__always)
     func push(_ labels: [String: String]) {
         let current = depth.load(ordering: .relaxed)
-        if current < Self.capacity { entries[current] = labels }
+        if current < Self.capacity { entries[current] = unsafeBitCast(labels, to: UInt.self) }
         depth.store(current + 1, ordering: .releasing)
     }
 
@@ -53,7 +57,6 @@ final class UnsafeLabelStack: @unchecked Sendable {
         depth.store(current, ordering: .sequentiallyConsistent)
         guard current < Self.capacity else { return }
         if readers.load(ordering: .sequentiallyConsistent) != 0 { waitForReaders() }
-        entries[current] = nil
     }
 
     /// Owner only: no set is in effect.
@@ -65,7 +68,8 @@ final class UnsafeLabelStack: @unchecked Sendable {
         defer { readers.subtract(1, ordering: .releasing) }
         let count = min(depth.load(ordering: .sequentiallyConsistent), Self.capacity)
         guard count > 0 else { return [] }
-        return (0..<count).compactMap { entries[$0] }
+        // A copy of each (retained: `load` copies), while the owner keeps them alive.
+        return (0..<count).map { UnsafeRawPointer(entries + $0).load(as: [String: String].self) }
     }
 
     private func waitForReaders() {

@@ -6,7 +6,7 @@ import Glibc
 
 /// One thread's part in labels: the sets it put in effect synchronously, and where its current
 /// Swift task is kept (`UnsafeCurrentTaskSlot`), once found, so a watchdog can tell which task it
-/// runs (and so the labels of that task, `TaskLabelTable`).
+/// runs (and so the labels of that task, `UnsafeTaskLabelTable`).
 final class LabelThread: Sendable {
     let tid: Int32
     let stack = UnsafeLabelStack()
@@ -67,13 +67,33 @@ enum UnsafeLabelThreads {
     /// Whether a job on the main actor looked for its thread's current-task word already.
     private static let mainActorAsked = Atomic<Bool>(false)
 
-    /// From inside a task: finds the calling thread's current-task word (once per thread), and,
-    /// the first time in the process, asks a main-actor job to find its thread's: a task that
-    /// entered labels elsewhere and hung on the main actor is then known there too.
-    static func noteTaskThread() {
+    /// From inside a task: the id of the task the calling thread runs (from the thread's own
+    /// current-task word: two loads), finding that word first if this thread's is not known yet
+    /// (once per thread; the first time in the process, a main-actor job is also asked to find its
+    /// thread's: a task that entered labels elsewhere and hung on the main actor is then known
+    /// there too). Nil outside a task, or on a runtime whose word cannot be found.
+    @inline(__always)
+    static func currentTaskID() -> UInt64? {
+        let word = current._withUnsafeGuaranteedRef { $0.taskWord.load(ordering: .relaxed) }
+        if word != 0 { return UnsafeCurrentTaskSlot.ownTaskID(word: word) }
+        return firstTaskID()
+    }
+
+    @inline(never)
+    private static func firstTaskID() -> UInt64? {
         current._withUnsafeGuaranteedRef { $0.locateTaskWordIfNeeded() }
         if !mainActorAsked.load(ordering: .relaxed), !mainActorAsked.exchange(true, ordering: .relaxed) {
             Task { @MainActor in UnsafeLabelThreads.current._withUnsafeGuaranteedRef { $0.locateTaskWordIfNeeded() } }
+        }
+        return UnsafeCurrentTaskSlot.currentTaskID()
+    }
+
+    /// After a task's labels were left (it may run on another thread than where it entered them):
+    /// finds this thread's current-task word if not known yet.
+    @inline(__always)
+    static func noteTaskThread() {
+        current._withUnsafeGuaranteedRef { thread in
+            if thread.taskWord.load(ordering: .relaxed) == 0 { thread.locateTaskWordIfNeeded() }
         }
     }
 }
