@@ -34,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         // OTLP over HTTP only: gRPC would add three packages and a minute of build for nothing more.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // (swift-otel's own: the agent puts a hang's traceparent into the context its log record reads.)
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         // The real server the integration tests and the bench watch.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
@@ -77,6 +79,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
         ),
         // `hangwatchd`: the agent, a systemd service.
