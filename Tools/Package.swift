@@ -120,6 +120,14 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "hangwatch-hummingbird-bench"),
+        // A service its test builds twice (RebuildGroupingTests): the second build, made with
+        // HANGWATCH_REBUILD_VARIANT=2 in the environment, adds code before the hang sites, so every
+        // address moves while the sites' code stays the same.
+        .executableTarget(
+            name: "hangwatch-rebuild-shop",
+            dependencies: [.product(name: "HangWatch", package: "HangWatch")],
+            swiftSettings: Context.environment["HANGWATCH_REBUILD_VARIANT"] == "2" ? [.define("REBUILD_VARIANT_2")] : []
+        ),
 
         // Tests, by kind (the Makefile picks a phase by the target's name): `…Tests` are pure or
         // run the tools on fixtures, side by side; `…IntegrationTests` use real servers, browsers
