@@ -34,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         // OTLP over HTTP only: gRPC would add three packages and a minute of build for nothing more.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // (swift-otel's own: the agent puts a hang's traceparent into the context its log record reads.)
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         // The real server the integration tests and the bench watch.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
@@ -79,6 +81,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
         ),
         // `hangwatchd`: the agent, a systemd service.
@@ -119,6 +122,14 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "hangwatch-hummingbird-bench"),
+        // A service its test builds twice (RebuildGroupingTests): the second build, made with
+        // HANGWATCH_REBUILD_VARIANT=2 in the environment, adds code before the hang sites, so every
+        // address moves while the sites' code stays the same.
+        .executableTarget(
+            name: "hangwatch-rebuild-shop",
+            dependencies: [.product(name: "HangWatch", package: "HangWatch")],
+            swiftSettings: Context.environment["HANGWATCH_REBUILD_VARIANT"] == "2" ? [.define("REBUILD_VARIANT_2")] : []
+        ),
 
         // Tests, by kind (the Makefile picks a phase by the target's name): `…Tests` are pure or
         // run the tools on fixtures, side by side; `…IntegrationTests` use real servers, browsers

@@ -74,6 +74,16 @@ public struct ReportValidator: Sendable {
                 check(holder.tid != nil || holder.pid != nil, "\(place): a holder with neither tid nor pid")
             }
         }
+        if let names = report.nameSignature {
+            check(names.count == 16 && names.allSatisfy(\.isHexDigit), "nameSignature: \"\(names.prefix(40))\" is not 16 hexadecimal digits")
+        }
+        if let labels = report.labels {
+            check(labels.count <= HangLabels.maxCount, "labels: \(labels.count) labels, more than \(HangLabels.maxCount)")
+            for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
+                check(!key.isEmpty && key.utf8.count <= HangLabels.maxKeyBytes, "labels: key \"\(key.prefix(60))\" is empty or longer than \(HangLabels.maxKeyBytes) bytes")
+                check(value.utf8.count <= HangLabels.maxValueBytes, "labels.\(key.prefix(40)): longer than \(HangLabels.maxValueBytes) bytes")
+            }
+        }
         return problems
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import HangWatch
 
-/// Figure 19: what looking at a blocked hang's wait costs the watchdog, per sample: a thread
+/// Figure 20: what looking at a blocked hang's wait costs the watchdog, per sample: a thread
 /// blocked on a mutex whose holder sleeps `depth` frames deep; the waiter's own sample (the
 /// `/proc` walk) and then the wait: the lock read, the holder's stack walked (cached while it
 /// stays in the same call, as in a hang), the holder's own wait looked at.

@@ -30,6 +30,26 @@ import Testing
         #expect(object["startedAt"] as? String == "2026-11-18T11:06:40.123Z")
     }
 
+    @Test func writesTheLabelsAndTheNameSignatureOf15AndReadsReportsWithout() throws {
+        var report = ReportFixtures.report()
+        report.labels = ["route": "GET /checkout", "tenant": "acme"]
+        report.labelsOmitted = 2
+        report.nameSignature = "0123456789abcdef"
+        let object = try #require(try JSONSerialization.jsonObject(with: report.encoded()) as? [String: Any])
+        #expect(object["labels"] as? [String: String] == ["route": "GET /checkout", "tenant": "acme"])
+        #expect(object["labelsOmitted"] as? Int == 2)
+        #expect(object["nameSignature"] as? String == "0123456789abcdef")
+        let decoded = try HangReport.decode(try report.encoded())
+        #expect(decoded.labels == report.labels && decoded.labelsOmitted == 2 && decoded.nameSignature == report.nameSignature)
+        // A 1.4 report has none of them.
+        var older = ReportFixtures.report()
+        older.schema = "hangwatch.hang/1.4"
+        let text = String(decoding: try older.encoded(), as: UTF8.self)
+        #expect(!text.contains("labels") && !text.contains("nameSignature"))
+        let read = try HangReport.decode(Data(text.utf8))
+        #expect(read.labels == nil && read.labelsOmitted == nil && read.nameSignature == nil)
+    }
+
     @Test func outcomeOfAFatalHangIsSpelledOut() throws {
         var report = ReportFixtures.report()
         report.outcome = .processExited

@@ -37,6 +37,9 @@ struct HangRecording: Sendable {
     /// What the thread waited on and who held it, when it was blocked on an object: the latest
     /// look, and every holder seen in order.
     private(set) var wait: WaitRecord?
+    /// The label sets in effect on the thread when the hang was seen (`HangMonitor.withLabels`),
+    /// outermost first: read at detection, else at the first later sample that found some.
+    var labels: [[String: String]]?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

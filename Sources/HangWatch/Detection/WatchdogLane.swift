@@ -219,6 +219,7 @@ final class WatchdogLane: @unchecked Sendable {
         recording.edges = source.edges
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
         takeSample(&recording, thread: thread, vacancy: vacancy, hang: snapshot, environment)
+        noteLabels(&recording, thread: thread)
         sink.hangStarted(recording)
         phase = .recording(
             Hang(
@@ -247,6 +248,7 @@ final class WatchdogLane: @unchecked Sendable {
             return .until(hang.nextSample)
         }
         takeSample(&hang.recording, thread: hang.thread, vacancy: hang.vacancy, hang: hang.snapshot, environment)
+        noteLabels(&hang.recording, thread: hang.thread)
         if hang.recording.samples.last?.failure == .threadExited {
             // The stretch will never end by itself: count it as over, and wait for the next busy
             // edge (from another thread) instead of finding the same stretch again.
@@ -277,6 +279,13 @@ final class WatchdogLane: @unchecked Sendable {
         latch.setRecordingHang(false)
         phase = .watching
         oversleep = 0
+    }
+
+    /// The labels in effect on the hung thread (`HangMonitor.withLabels`), until some are found.
+    private func noteLabels(_ recording: inout HangRecording, thread: MonitoredThread?) {
+        guard recording.labels == nil, let thread else { return }
+        let sets = LabelsInEffect.read(thread)
+        if !sets.isEmpty { recording.labels = sets }
     }
 
     /// Samples the hung thread into `recording`. A sample completed after the loop moved on

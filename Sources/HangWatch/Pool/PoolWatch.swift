@@ -277,6 +277,8 @@ final class PoolWatch: @unchecked Sendable {
             recording.source = .poolJob
             for sample in episode.samples { recording.add(sample) }
             if let last = episode.samples.last { inspectWait(of: episode.thread.tid, last, into: &recording) }
+            let sets = LabelsInEffect.read(episode.thread, taskID: episode.activation.taskID)
+            if !sets.isEmpty { recording.labels = sets }
             images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
             heldJobs[episode.thread.tid] = recording
             logger.debug(
@@ -287,6 +289,10 @@ final class PoolWatch: @unchecked Sendable {
             guard var recording = heldJobs[tid] else { return }
             recording.add(sample)
             inspectWait(of: tid, sample, into: &recording)
+            if recording.labels == nil, let thread = recording.thread {
+                let sets = LabelsInEffect.read(thread, taskID: sample.taskID)
+                if !sets.isEmpty { recording.labels = sets }
+            }
             heldJobs[tid] = recording
             // The provisional report is rewritten now and then, not at every look.
             if recording.samples.count % 20 == 0 { sink.hangProgressed(recording) }

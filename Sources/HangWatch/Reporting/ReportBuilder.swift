@@ -69,6 +69,9 @@ struct ReportBuilder: Sendable {
             context: context(recording, deadlocked: waitsFor?.deadlock != nil), capture: capture(recording))
         report.edges = (recording.edges ?? (source == .poolJob || source == .concurrencyPool ? .sampled : nil))?.rawValue
         report.waitsFor = waitsFor
+        let labels = HangLabels.bounded(recording.labels ?? [])
+        report.labels = labels.labels
+        report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil
         return report
     }
 
