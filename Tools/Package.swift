@@ -21,6 +21,8 @@ let package = Package(
         .executable(name: "hangwatchd", targets: ["hangwatchd"]),
         .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
         .executable(name: "hangwatch-async-demo", targets: ["hangwatch-async-demo"]),
+        // For the report parser's fuzz target (Fuzz/), which feeds the exporters too.
+        .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
     ],
     dependencies: [
         .package(name: "HangWatch", path: ".."),
@@ -119,6 +121,7 @@ let package = Package(
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .executableTarget(name: "hangwatch-hummingbird-bench"),

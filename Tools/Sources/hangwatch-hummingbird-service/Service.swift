@@ -10,7 +10,8 @@ import Synchronization
 /// A Hummingbird 2 shop whose routes block their thread for 300 ms in four ways, as a service
 /// would by mistake: `/quote` computes, `/invoice` reads a pipe, `/checkout` sleeps, `/cart` waits
 /// for a lock. Hummingbird runs route handlers as Swift tasks on the cooperative pool; `/receipt`
-/// instead blocks an event loop of the server's group. `/hello` answers at once (throughput). The
+/// instead blocks an event loop of the server's group. `/restock` holds the stock's `NIOLock` for
+/// 800 ms and `/stock` waits for it (`Inventory`: one request's handler blocked by another's). `/hello` answers at once (throughput). The
 /// shop's routes run under `HangLabelsMiddleware` (each hang's report names its route and, when
 /// the request had one, its `traceparent`); `/hello` does not (the bench's figure is unchanged).
 ///
@@ -123,6 +124,9 @@ struct HummingbirdService {
         shop.get("/checkout") { _, _ in await Shop.checkout(measurements: measurements) }
         shop.get("/cart") { _, _ in await Shop.updateCart(measurements: measurements) }
         shop.get("/receipt") { _, _ in try await Shop.renderReceipt(on: group.next(), measurements: measurements) }
+        shop.get("/restock") { _, _ in await Inventory.restock(measurements: measurements) }
+        shop.get("/stock") { _, _ in await Inventory.readStock(measurements: measurements) }
+        router.get("/restock/held") { _, _ in Inventory.recounting.load(ordering: .acquiring) ? "yes\n" : "no\n" }
 
         let portFile = options.portFile
         let app = Application(
