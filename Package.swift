@@ -106,6 +106,12 @@ let package = Package(
             name: "CStackCorpus",
             cSettings: [.unsafeFlags(["-O2", "-fomit-frame-pointer"])]
         ),
+        // A service whose main thread waits on an object another thread or process holds, one kind
+        // a run, for the tests of `waitsFor` (built in release by `make test`; not a product).
+        .executableTarget(
+            name: "hangwatch-waits",
+            dependencies: ["HangWatch"]
+        ),
         // A service that misbehaves on request, run by the fault-injection tests (not a product).
         .executableTarget(
             name: "hangwatch-faults",

@@ -21,6 +21,8 @@ let package = Package(
         .executable(name: "hangwatchd", targets: ["hangwatchd"]),
         .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
         .executable(name: "hangwatch-async-demo", targets: ["hangwatch-async-demo"]),
+        // For the report parser's fuzz target (Fuzz/), which feeds the exporters too.
+        .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
     ],
     dependencies: [
         .package(name: "HangWatch", path: ".."),
@@ -34,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         // OTLP over HTTP only: gRPC would add three packages and a minute of build for nothing more.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // (swift-otel's own: the agent puts a hang's traceparent into the context its log record reads.)
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         // The real server the integration tests and the bench watch.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         // A real Vapor 4 server: synchronous routes on its event loops (an integration test).
@@ -42,6 +46,8 @@ let package = Package(
     targets: [
         // zlib (Debian: zlib1g-dev), for gzip'd pprof profiles. Used by the CLI's exports only.
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // Queues a signal to one thread of another process (`hangwatch dump`): the one C the CLI has.
+        .target(name: "CThreadSignal", cSettings: [.define("_GNU_SOURCE")]),
         // The CLI's side of reading: many reports at once (the catalog and its index), filters,
         // groups. The agent never links it.
         .target(
@@ -57,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "hangwatch",
             dependencies: [
-                "HangWatchReading", "HangWatchExport",
+                "HangWatchReading", "HangWatchExport", "CThreadSignal",
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -79,6 +85,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
         ),
         // `hangwatchd`: the agent, a systemd service.
@@ -116,6 +123,7 @@ let package = Package(
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .executableTarget(name: "hangwatch-hummingbird-bench"),
@@ -128,6 +136,14 @@ let package = Package(
                 .product(name: "HangWatchNIO", package: "HangWatch"),
                 .product(name: "Vapor", package: "vapor"),
             ]
+        ),
+        // A service its test builds twice (RebuildGroupingTests): the second build, made with
+        // HANGWATCH_REBUILD_VARIANT=2 in the environment, adds code before the hang sites, so every
+        // address moves while the sites' code stays the same.
+        .executableTarget(
+            name: "hangwatch-rebuild-shop",
+            dependencies: [.product(name: "HangWatch", package: "HangWatch")],
+            swiftSettings: Context.environment["HANGWATCH_REBUILD_VARIANT"] == "2" ? [.define("REBUILD_VARIANT_2")] : []
         ),
 
         // Tests, by kind (the Makefile picks a phase by the target's name): `…Tests` are pure or

@@ -8,9 +8,9 @@
  *     slot (only after winning the RUNNING -> WRITING transition for its own generation), and
  *     getpid(), syscall(SYS_gettid), clock_gettime(): all async-signal-safe; and process_vm_readv on
  *     this process (the async callers of hw_async.c; the instruction before a cut-short call).
- *   - It wakes nobody. A wake-up from the handler (sem_post) makes the scheduler pull the watchdog
- *     onto the hung thread's CPU and run it before the handler even returns: the hung thread then
- *     loses the watchdog's whole turn, hundreds of microseconds. The watchdog polls instead.
+ *   - A capture wakes nobody: a wake-up (sem_post) would pull the watchdog onto the hung thread's
+ *     CPU and cost it the watchdog's whole turn. The watchdog polls instead. Only a dump request
+ *     from another process posts its semaphore (hw_wake.c: sem_post is async-signal-safe).
  *   - It never allocates, locks, logs or formats.
  *   - A signal that is not a capture request for this process is passed to the handler that was
  *     installed before ours.
@@ -119,13 +119,16 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
 
 static void hw_capture_handler(int signo, siginfo_t *info, void *context) {
     const int saved_errno = errno;
-    if (info != NULL && info->si_code == SI_QUEUE && info->si_pid == getpid()) {
-        const uint64_t value = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
-        if ((value & ~HW_GENERATION_MASK) == HW_SIGNAL_TAG) {
-            hw_answer(value & HW_GENERATION_MASK, (ucontext_t *)context);
-            errno = saved_errno;
-            return;
-        }
+    const uint64_t value = info != NULL && info->si_code == SI_QUEUE ? (uint64_t)(uintptr_t)info->si_value.sival_ptr : 0;
+    if (info != NULL && info->si_code == SI_QUEUE && info->si_pid == getpid() && (value & ~HW_GENERATION_MASK) == HW_SIGNAL_TAG) {
+        hw_answer(value & HW_GENERATION_MASK, (ucontext_t *)context);
+        errno = saved_errno;
+        return;
+    }
+    if ((value & ~HW_GENERATION_MASK) == HW_DUMP_TAG) { /* `hangwatch dump`: wake the watchdog (hw_wake.c) */
+        hw_dump_request(value & HW_GENERATION_MASK);
+        errno = saved_errno;
+        return;
     }
     hw_chain(signo, info, context);
     errno = saved_errno;

@@ -61,6 +61,8 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
     }
     store(&page->pool_buckets, 0); /* published by hw_heartbeat_pool, from the monitor that runs the pool watch */
     store(&page->pool_starvations, 0);
+    store(&page->capture_signal, 0);
+    store(&page->watchdog_tid, 0);
     store(&page->magic, HW_HEARTBEAT_MAGIC);
     end(page);
 }
@@ -69,6 +71,7 @@ void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activ
                        uint64_t hangs_suppressed, uint64_t calls_cut_short, uint64_t threshold_us,
                        const struct hw_loop_histogram *loop) {
     begin(page);
+    store(&page->watchdog_tid, (uint64_t)hw_gettid());
     store(&page->tick_monotonic_ns, clock_ns(CLOCK_MONOTONIC));
     store(&page->tick_unix_ms, clock_ns(CLOCK_REALTIME) / 1000000ULL);
     store(&page->state, state);
@@ -95,5 +98,11 @@ void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram
         store(&page->pool_counts[bucket], pool != NULL ? pool->counts[bucket] : 0);
     }
     store(&page->pool_starvations, pool != NULL ? starvations : 0);
+    end(page);
+}
+
+void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo) {
+    begin(page);
+    store(&page->capture_signal, signo);
     end(page);
 }

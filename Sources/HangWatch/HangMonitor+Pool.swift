@@ -20,6 +20,7 @@ extension HangMonitor {
                 attach: { probe.enqueueAttach(priority: $0.priority) }, attachEveryWorker: { probe.enqueueAttachEveryWorker(width: $0) }, threads: threads,
                 looker: LinuxPoolThreadLooker(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
                 sink: writer, statistics: statisticsStore, images: images, wakeSource: UnsafeRuntimeEnqueueHooks.shared,
+                waits: LinuxWaitInspector(images: images, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
                 logger: logger)
         }
     }

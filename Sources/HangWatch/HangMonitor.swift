@@ -240,7 +240,7 @@ public final class HangMonitor: Sendable {
                         thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
                         poolDelays: { [owner = ObjectIdentifier(self)] in
                             PoolWatchRegistry.activeOwner() == owner ? PoolProbeHistogram.shared.snapshot : nil
-                        })
+                        }, dumpSignal: signal)
                 } catch {
                     logger.warning(
                         "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
@@ -278,10 +278,17 @@ public final class HangMonitor: Sendable {
                     serviceName: configuration.serviceName,
                     heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval)),
                 source: source, latch: latch, control: control, threadSlot: threadSlot, sampler: sampler,
-                sink: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat)
+                sink: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat,
+                waits: LinuxWaitInspector(
+                    images: images, maxFrames: configuration.maxFrames,
+                    timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout)))
             watchdog.add(lane)
             if configuration.watchesConcurrencyPool {
                 enrollPoolWatch(writer: writer, images: images, signal: signal)
+            }
+            if heartbeat != nil {
+                // Found by its heartbeat file, it can be asked for a thread dump (`hangwatch dump`).
+                enrollDumps(watchdog: watchdog, store: store, builder: builder, images: images)
             }
             running = Running(source: source, latch: latch, watchdog: watchdog, lane: lane, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
             logger.info(
@@ -306,6 +313,7 @@ public final class HangMonitor: Sendable {
         control.stopRequested.store(true, ordering: .releasing)
         current.source.stop()
         PoolWatchRegistry.withdraw(ObjectIdentifier(self))
+        DumpRegistry.withdraw(ObjectIdentifier(self))
         current.watchdog.join(current.lane)
         current.heartbeat?.retire()
         current.writer.flush()

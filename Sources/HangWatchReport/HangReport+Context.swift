@@ -58,6 +58,16 @@ extension HangReport {
         case debugger
         /// Not enough information (no samples).
         case unknown
+        /// The thread waited in a cycle: it waited for an object held by a thread that waited, link
+        /// by link, for an object the first one held (schema 1.5; `waitsFor.deadlock`). It never ends
+        /// by itself.
+        case deadlocked
+
+        /// A verdict this version does not know reads as `unknown` rather than failing the report.
+        public init(from decoder: any Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            self = Verdict(rawValue: text) ?? .unknown
+        }
     }
 
     /// How the capture went.

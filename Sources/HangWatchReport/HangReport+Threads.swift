@@ -21,6 +21,11 @@ extension HangReport {
         public var error: String?
         /// When it was captured, milliseconds since `startedAt`.
         public var offsetMs: Double?
+        /// What it waited for and who held it (schema 1.5), when it was blocked on an object the
+        /// monitor can name: a starved pool's wait-for graph, thread by thread.
+        public var waitsFor: WaitsFor?
+        /// In a thread dump: how long it had been off its CPU (asleep or waiting), milliseconds.
+        public var offCPUMs: Double?
 
         public init(
             tid: Int32, name: String?, state: String?, syscall: String?, stack: Int?, verdict: String, method: String? = nil,

@@ -14,8 +14,9 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// The schema this library writes (1.1 added `stacks[].truncation` and `stacks[].framePointer`;
     /// 1.2 the async callers (`frames[].async`, `stacks[].asyncCallers`) and `threads`, for
     /// reports that hold several threads; 1.3 `edges`; 1.4 `samples[].cutCallShort` and
-    /// `capture.callsCutShort`).
-    public static let currentSchema = "hangwatch.hang/1.4"
+    /// `capture.callsCutShort`; 1.5 `waitsFor`, `threads[].waitsFor` and `offCPUMs`, the verdict
+    /// `deadlocked`, thread dumps (`source` `dump`), `nameSignature`, `labels` and `labelsOmitted`).
+    public static let currentSchema = "hangwatch.hang/1.5"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.
@@ -69,6 +70,21 @@ public struct HangReport: Codable, Sendable, Equatable {
     public var symbolication: Symbolication?
     /// Set by the agent when it finished a provisional report whose process had gone.
     public var processExit: ProcessExit?
+    /// What the blocked thread waited for and who held it, with the holder's stack, the wait chain
+    /// and a deadlock's cycle (schema 1.5); absent when the thread did not wait on anything the
+    /// monitor can name (it computed, slept, or read a socket), and in older reports.
+    public var waitsFor: WaitsFor?
+    /// Schema 1.5: the signature by function names (`StackSignature.computeByNames`), stable
+    /// across builds, hosts and releases of the same code; written with the names (symbolication
+    /// sets it: `refreshNameSignature()`). Absent when a frame the rule counts has no name, and in
+    /// older reports. Groups use `grouping`, which works it out from the names a report has.
+    public var nameSignature: String?
+    /// Schema 1.5: the labels in effect on the hung thread and its task when the hang was seen
+    /// (`HangMonitor.withLabels`), bounded (`HangLabels`); absent when none were.
+    public var labels: [String: String]?
+    /// Schema 1.5: how many labels in effect were left out of `labels` (more than
+    /// `HangLabels.maxCount`); absent when none were.
+    public var labelsOmitted: Int?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,

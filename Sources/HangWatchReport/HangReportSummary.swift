@@ -10,6 +10,11 @@ public struct HangReportSummary: Sendable {
         self.maxFrames = maxFrames
     }
 
+    /// `line` within `width` characters (cut and marked `…`).
+    static func fitted(_ line: String, width: Int) -> String {
+        line.count <= width ? line : String(line.prefix(width - 1)) + "…"
+    }
+
     public func render(_ report: HangReport) -> String {
         var lines: [String] = []
         let thread = report.thread.name.map { "\($0) (tid \(report.thread.tid))" } ?? "tid \(report.thread.tid)"
@@ -22,6 +27,10 @@ public struct HangReportSummary: Sendable {
         if let mode = report.mode { state += " in \(mode)" }
         lines.append(state)
         lines.append("  verdict: \(Self.verdictLine(report))")
+        if let labels = report.labels, !labels.isEmpty {
+            let text = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+            lines.append(Self.fitted("  labels: " + text, width: 80))
+        }
         if let repeats = report.repeats {
             lines.append("  repeated \(repeats.count) more times, \(Self.milliseconds(repeats.totalDurationMs)) in all")
         }
@@ -77,6 +86,9 @@ public struct HangReportSummary: Sendable {
             return "debugger attached: not counted as a hang"
         case .unknown:
             return "unknown (no samples)"
+        case .deadlocked:
+            let cycle = report.waitsFor?.deadlock.map { " (threads " + $0.map(String.init).joined(separator: " → ") + ")" } ?? ""
+            return "DEADLOCKED: waits in a cycle that never ends by itself" + cycle
         }
     }
 

@@ -16,7 +16,13 @@ public struct ReportSummary: Codable, Sendable, Equatable {
     public var verdict: HangReport.Verdict
     public var onCpuRatio: Double?
     public var blockedIn: String?
+    /// The signature the report is grouped by (`HangReport.grouping`): by function names when its
+    /// heaviest stack is named, else by addresses (`signatureKind` says which).
     public var signature: String
+    /// What `signature` hashes: `names` (one group across builds) or `addresses` (this build's).
+    public var signatureKind: HangReport.SignatureKind = .addresses
+    /// The labels in effect when the hang was seen (`HangReport.labels`); empty when none were.
+    public var labels: [String: String] = [:]
     /// The heaviest stack's first app frame, for display.
     public var topFrame: String?
     /// The heaviest stack's first frames, for display (innermost first, at most 12).
@@ -38,8 +44,11 @@ public struct ReportSummary: Codable, Sendable, Equatable {
         path: String, id: String, service: String, host: String, pid: Int32, threadName: String?, startedAt: Date,
         durationMs: Double, thresholdMs: Double, outcome: HangReport.Outcome, verdict: HangReport.Verdict,
         onCpuRatio: Double?, blockedIn: String?, signature: String, topFrame: String?, stack: [String], repeats: Int,
-        repeatsTotalMs: Double = 0, repeatsMaxMs: Double = 0, lastSeen: Date? = nil
+        repeatsTotalMs: Double = 0, repeatsMaxMs: Double = 0, lastSeen: Date? = nil,
+        signatureKind: HangReport.SignatureKind = .addresses, labels: [String: String] = [:]
     ) {
+        self.signatureKind = signatureKind
+        self.labels = labels
         self.path = path
         self.id = id
         self.service = service
@@ -76,7 +85,10 @@ public struct ReportSummary: Codable, Sendable, Equatable {
         verdict = report.context.verdict
         onCpuRatio = report.context.onCpuRatio
         blockedIn = report.context.blockedIn
-        signature = report.signature
+        let grouping = report.grouping
+        signature = grouping.signature
+        signatureKind = grouping.kind
+        labels = report.labels ?? [:]
         topFrame = FrameNaming.topAppFrame(report).map { FrameNaming.displayName($0, images: report.images) }
         stack = (report.heaviestStack?.frames ?? []).prefix(12).map { FrameNaming.displayName($0, images: report.images) }
         repeats = report.repeats?.count ?? 0

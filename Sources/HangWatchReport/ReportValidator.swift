@@ -61,6 +61,29 @@ public struct ReportValidator: Sendable {
         if let heaviest = report.heaviestStack {
             check(heaviest.stack >= 0 && heaviest.stack < report.stacks.count, "heaviestStack.stack: \(heaviest.stack) is not an index into stacks")
         }
+        var waits = report.waitsFor.map { [("waitsFor", $0)] } ?? []
+        waits += (report.threads ?? []).enumerated().compactMap { index, thread in thread.waitsFor.map { ("threads[\(index)].waitsFor", $0) } }
+        for (place, wait) in waits {
+            check(["held", "none", "unknown", "free"].contains(wait.owner), "\(place).owner: \"\(wait.owner.prefix(40))\" is not held, none, unknown or free")
+            check(wait.owner != "held" || wait.holder != nil, "\(place): held, but no holder")
+            let holders = [wait.holder] + (wait.chain ?? []).map(\.holder)
+            for holder in holders.compactMap({ $0 }) {
+                if let stack = holder.stack {
+                    check(stack >= 0 && stack < report.stacks.count, "\(place): a holder's stack \(stack) is not an index into stacks")
+                }
+                check(holder.tid != nil || holder.pid != nil, "\(place): a holder with neither tid nor pid")
+            }
+        }
+        if let names = report.nameSignature {
+            check(names.count == 16 && names.allSatisfy(\.isHexDigit), "nameSignature: \"\(names.prefix(40))\" is not 16 hexadecimal digits")
+        }
+        if let labels = report.labels {
+            check(labels.count <= HangLabels.maxCount, "labels: \(labels.count) labels, more than \(HangLabels.maxCount)")
+            for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
+                check(!key.isEmpty && key.utf8.count <= HangLabels.maxKeyBytes, "labels: key \"\(key.prefix(60))\" is empty or longer than \(HangLabels.maxKeyBytes) bytes")
+                check(value.utf8.count <= HangLabels.maxValueBytes, "labels.\(key.prefix(40)): longer than \(HangLabels.maxValueBytes) bytes")
+            }
+        }
         return problems
     }
 

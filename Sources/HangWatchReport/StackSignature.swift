@@ -13,6 +13,7 @@
 ///   complete one with the same frames: it is marked as such in the hash.
 ///
 /// Stable across runs and hosts of one build (image file names and offsets, never addresses).
+/// Across builds, by function names: `computeByNames` (StackSignature+Names.swift).
 public enum StackSignature {
     /// How many of the outermost frames of a complete stack are the process's entry (`_start`,
     /// `__libc_start_main`, `__libc_start_call_main`, `main`; `clone3`, `start_thread` and a
@@ -49,7 +50,7 @@ public enum StackSignature {
         appFrameIndices(frames, images: images).map { frames[$0] }
     }
 
-    private static func appFrameIndices(_ frames: [HangReport.Frame], images: [HangReport.Image]) -> [Int] {
+    static func appFrameIndices(_ frames: [HangReport.Frame], images: [HangReport.Image]) -> [Int] {
         var isSystem: [Int: Bool] = [:]
         return frames.indices.filter { index in
             guard let imageIndex = frames[index].image, images.indices.contains(imageIndex) else { return false }

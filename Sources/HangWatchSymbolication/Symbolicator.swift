@@ -36,7 +36,8 @@ public final class Symbolicator: HangReportEnricher, Sendable {
         _ = symbolicate(&report)
     }
 
-    /// Symbolicates every frame of `report` in place (existing names are replaced).
+    /// Symbolicates every frame of `report` in place (existing names are replaced; a frame whose
+    /// image cannot be used keeps the name it had), and sets its `nameSignature` from the names.
     @discardableResult
     public func symbolicate(_ report: inout HangReport) -> Summary {
         cache.withLock { cache in symbolicate(&report, cache: &cache) }
@@ -84,6 +85,8 @@ public final class Symbolicator: HangReportEnricher, Sendable {
             heaviest.frames = report.frames(of: stack)
             report.heaviestStack = heaviest
         }
+        // The names make the signature that groups the report across builds.
+        report.refreshNameSignature()
         return summary
     }
 

@@ -73,24 +73,30 @@ struct ValgrindFigure {
         ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// A copy of this executable without its debug information, for valgrind 3.19, which cannot
+    /// read the DWARF 5 that Swift's compiler writes; nil without objcopy. The caller removes it.
+    static func strippedCopy() throws -> String? {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/objcopy") else { return nil }
+        let original = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let executable = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-valgrind-\(getpid())"
+        try? FileManager.default.removeItem(atPath: executable)
+        try FileManager.default.copyItem(atPath: original, toPath: executable)
+        let strip = Process()
+        strip.executableURL = URL(fileURLWithPath: "/usr/bin/objcopy")
+        strip.arguments = ["--strip-debug", executable]
+        try strip.run()
+        strip.waitUntilExit()
+        return executable
+    }
+
     struct Counts {
         var instructionsPerIteration: [Variant: Double] = [:]
         var allocationsPerIteration: [Variant: Double] = [:]
     }
 
     func measure(variants: [Variant]) throws -> Counts? {
-        guard let valgrind = Self.valgrind, FileManager.default.isExecutableFile(atPath: "/usr/bin/objcopy") else { return nil }
-        // valgrind 3.19 cannot read the DWARF 5 that Swift's compiler writes: run a copy without it.
-        let original = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let executable = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-valgrind-\(getpid())"
-        try? FileManager.default.removeItem(atPath: executable)
-        try FileManager.default.copyItem(atPath: original, toPath: executable)
+        guard let valgrind = Self.valgrind, let executable = try Self.strippedCopy() else { return nil }
         defer { try? FileManager.default.removeItem(atPath: executable) }
-        let strip = Process()
-        strip.executableURL = URL(fileURLWithPath: "/usr/bin/objcopy")
-        strip.arguments = ["--strip-debug", executable]
-        try strip.run()
-        strip.waitUntilExit()
         var counts = Counts()
         for variant in variants {
             func run(_ tool: [String], _ count: Int, _ pattern: String) throws -> Double {

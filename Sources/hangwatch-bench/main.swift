@@ -14,6 +14,10 @@ if let index = arguments.firstIndex(of: "--valgrind-child"), index + 2 < argumen
     try ValgrindFigure.child(variant: variant, iterations: count)
 }
 
+if let index = arguments.firstIndex(of: "--labels-child"), index + 2 < arguments.count, let calls = Int(arguments[index + 2]) {
+    LabelsFigure.child(mode: arguments[index + 1], calls: calls)
+}
+
 let quick = arguments.contains("--quick")
 #if DEBUG
 if !quick {
@@ -289,6 +293,33 @@ if wanted("18") {
     let computing = try CutShortFigure(seconds: quick ? 0.3 : 1, rounds: quick ? 1 : 3, bursts: 1...1, contended: true).measureComputing()
     add("18", "a thread computing on a CPU it shares with a busy thread and the watcher, looked at every ms: looks, captures, no stack",
         "\(computing.looks), \(computing.signalCaptures), \(computing.noStack)", "(documented)")
+}
+
+// 19: labels on a request path (HangMonitor.withLabels), per call entered and left.
+if wanted("19") {
+    let labels = LabelsFigure(calls: quick ? 200_000 : 2_000_000, rounds: rounds).measure()
+    add("19", "withLabels, 2 labels, CPU ns per call entered and left: sync (bare body \(format(labels.bareSync, 1)) ns)",
+        format(labels.sync, 1), "<= 100 ns", labels.sync <= 100)
+    add("19", "  async, in a task, body awaited (bare \(format(labels.bareAsync, 1)) ns)", format(labels.async, 1), "<= 100 ns", labels.async <= 100)
+    add("19", "  sync, two nested (both levels)", format(labels.nested, 1), "(documented)")
+    add("19", "  reference: an empty async wrapper of the same shape / TaskLocal.withValue", "\(format(labels.emptyWrapper, 1)) / \(format(labels.taskLocal, 1))", "(reference)")
+    if let allocations = try LabelsFigure.allocations(calls: quick ? 2_000 : 20_000) {
+        let sync = allocations["sync"]! - allocations["none"]!
+        let async = allocations["async"]! - allocations["none"]!
+        add("19", "  heap allocations per call (memcheck): sync / async", "\(format(sync, 3)) / \(format(async, 3))", "0", abs(sync) < 0.001 && abs(async) < 0.001)
+    } else {
+        add("19", "  heap allocations per call (memcheck)", "skipped: valgrind not installed")
+    }
+}
+
+// 20: a blocked hang's wait, looked at with each sample (issue 35): the holder found and walked.
+if wanted("20") {
+    let look = try WaitLookFigure(count: quick ? 100 : 1000).measure()
+    add("20", "a waiter's sample (/proc walk), first / median / p99",
+        "\(format(look.first.sample, 1)) / \(format(Statistics.median(look.sample), 1)) / \(format(Statistics.percentile(look.sample, 0.99), 1)) us")
+    add("20", "  its wait: the lock read, the holder (\(look.holderFrames) frames) walked, its own wait: first / median / p99",
+        "\(format(look.first.wait, 1)) / \(format(Statistics.median(look.wait), 1)) / \(format(Statistics.percentile(look.wait, 0.99), 1)) us",
+        "(documented)")
 }
 
 if wanted("scaling") {

@@ -19,6 +19,9 @@ import HangWatchReport
 //   hangwatch-faults pool --reports DIR --mode block|hold|healthy|yield|idle|rest [--seconds S] [--count N]
 //                         [--priority high|medium|low|background]
 //       starves the cooperative pool (or keeps it busy but healthy): PoolScenario.swift.
+//   hangwatch-faults labels --reports DIR
+//       hangs under labels (HangMonitor.withLabels) on the run loop, on the main actor and in
+//       pool jobs, and right after them without (LabelScenario.swift).
 //   hangwatch-faults lifecycle --reports DIR --source run-loop|scopes|queue --count N [--warm-up W]
 //       starts and stops one monitor W + N times; prints the growth of resident memory over the
 //       last N as one JSON line (Lifecycle.swift).
@@ -196,5 +199,6 @@ case "spin": runSpins(options)
 case "write-reports": runReportWrites(options)
 case "pool": runPool(options, mode: options.mode)
 case "lifecycle": runLifecycle(options)
+case "labels": runLabels(options)
 default: fail("unknown scenario \(options.scenario)")
 }

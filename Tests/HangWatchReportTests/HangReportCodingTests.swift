@@ -26,8 +26,28 @@ import Testing
                       "signature", "stacks"] {
             #expect(object[field] != nil, "missing \(field)")
         }
-        #expect(object["schema"] as? String == "hangwatch.hang/1.4")
+        #expect(object["schema"] as? String == "hangwatch.hang/1.5")
         #expect(object["startedAt"] as? String == "2026-11-18T11:06:40.123Z")
+    }
+
+    @Test func writesTheLabelsAndTheNameSignatureOf15AndReadsReportsWithout() throws {
+        var report = ReportFixtures.report()
+        report.labels = ["route": "GET /checkout", "tenant": "acme"]
+        report.labelsOmitted = 2
+        report.nameSignature = "0123456789abcdef"
+        let object = try #require(try JSONSerialization.jsonObject(with: report.encoded()) as? [String: Any])
+        #expect(object["labels"] as? [String: String] == ["route": "GET /checkout", "tenant": "acme"])
+        #expect(object["labelsOmitted"] as? Int == 2)
+        #expect(object["nameSignature"] as? String == "0123456789abcdef")
+        let decoded = try HangReport.decode(try report.encoded())
+        #expect(decoded.labels == report.labels && decoded.labelsOmitted == 2 && decoded.nameSignature == report.nameSignature)
+        // A 1.4 report has none of them.
+        var older = ReportFixtures.report()
+        older.schema = "hangwatch.hang/1.4"
+        let text = String(decoding: try older.encoded(), as: UTF8.self)
+        #expect(!text.contains("labels") && !text.contains("nameSignature"))
+        let read = try HangReport.decode(Data(text.utf8))
+        #expect(read.labels == nil && read.labelsOmitted == nil && read.nameSignature == nil)
     }
 
     @Test func outcomeOfAFatalHangIsSpelledOut() throws {
@@ -68,6 +88,21 @@ import Testing
         var report = ReportFixtures.report()
         report.schema = "hangwatch.hang/1.4"
         #expect(try HangReport.decode(try report.encoded()).schema == "hangwatch.hang/1.4")
+    }
+
+    /// 1.5's waits round-trip; a verdict this version does not know reads as unknown.
+    @Test func waitsAndTheDeadlockVerdictRoundTripAndAnUnknownVerdictReadsAsUnknown() throws {
+        var report = ReportFixtures.report()
+        report.context.verdict = .deadlocked
+        report.waitsFor = HangReport.WaitsFor(
+            kind: "mutex", address: "0x10", syscall: "futex", owner: "held",
+            holder: HangReport.Holder(tid: 7, name: "peer", state: "S", syscall: "futex", verdict: "blocked", stack: 0),
+            chain: [HangReport.ChainLink(tid: 7, name: "peer", kind: "mutex", address: "0x20", holder: HangReport.Holder(tid: 1))],
+            deadlock: [1, 7])
+        let read = try HangReport.decode(try report.encoded())
+        #expect(read.waitsFor == report.waitsFor && read.context.verdict == .deadlocked)
+        let future = String(decoding: try report.encoded(), as: UTF8.self).replacingOccurrences(of: "\"deadlocked\"", with: "\"levitating\"")
+        #expect(try HangReport.decode(Data(future.utf8)).context.verdict == .unknown)
     }
 
     @Test func namesTheMissingField() throws {

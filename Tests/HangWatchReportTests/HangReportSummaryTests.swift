@@ -15,6 +15,16 @@ import Testing
         #expect(text.contains("... 8 more frames"))
     }
 
+    @Test func namesTheLabelsOnOneLineWithinEightyColumns() {
+        var report = ReportFixtures.report()
+        report.labels = ["tenant": "acme", "route": "GET /checkout"]
+        #expect(HangReportSummary().render(report).contains("  labels: route=GET /checkout, tenant=acme"))
+        report.labels = ["route": String(repeating: "/x", count: 60)]
+        let line = HangReportSummary().render(report).split(separator: "\n").first { $0.hasPrefix("  labels: ") }
+        #expect(line?.count == 80 && line?.hasSuffix("…") == true)
+        #expect(!HangReportSummary().render(ReportFixtures.report()).contains("labels:"))
+    }
+
     @Test func explainsBlockedAndStoppedHangs() {
         var report = ReportFixtures.report()
         report.context.verdict = .blocked

@@ -7,6 +7,13 @@ public enum BuiltExecutable {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
         return (executable as NSString).deletingLastPathComponent + "/" + name
     }
+
+    /// The path of executable `name` of the same package's release build (`swift build -c release
+    /// --product NAME`; `make test` builds the ones the tests need).
+    public static func releasePath(_ name: String) -> String {
+        let debug = URL(fileURLWithPath: path(name))
+        return debug.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("release/" + name).path
+    }
 }
 
 /// What a command printed, and how it exited.

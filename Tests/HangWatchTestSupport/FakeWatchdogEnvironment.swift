@@ -21,7 +21,7 @@ package final class FakeWatchdogEnvironment: WatchdogEnvironment, @unchecked Sen
 
     package func now() -> UInt64 { clock.now }
     package func date(ofMicroseconds microseconds: UInt64) -> Date { epoch.addingTimeInterval(Double(microseconds) / 1e6) }
-    package func wait(_ wake: DispatchSemaphore, until deadline: UInt64?) -> Bool { clock.wait(wake, until: deadline) }
+    package func wait(_ wake: WatchdogWake, until deadline: UInt64?) -> Bool { clock.wait(wake, until: deadline) }
     package func ownSchedule() -> ProcTask.SchedStat? { ownCounters() }
     package func schedule(of thread: MonitoredThread) -> ProcTask.SchedStat? { threadSchedule() }
     package func processSnapshot() -> ProcessSnapshot { snapshot }

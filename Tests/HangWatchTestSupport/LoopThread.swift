@@ -5,6 +5,8 @@ import Synchronization
 /// A thread that runs its own run loop, for tests that need a loop to hang.
 package final class LoopThread: @unchecked Sendable {
     package private(set) var runLoop: RunLoop!
+    /// The loop thread's id (for its `/proc` files).
+    package private(set) var tid: Int32 = 0
     private var cfRunLoop: CFRunLoop!
     private var thread: Thread!
     private let ready = DispatchSemaphore(value: 0)
@@ -17,6 +19,7 @@ package final class LoopThread: @unchecked Sendable {
     package init(name: String = "test-loop") {
         thread = Thread { [self] in
             runLoop = RunLoop.current
+            tid = CPUShare.currentTID()
             cfRunLoop = CFRunLoopGetCurrent()
             // A repeating timer keeps the loop from finishing when it has nothing else to do.
             let keepAlive = Timer(fire: .distantFuture, interval: 3600, repeats: true) { _ in }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HangWatch
 import Testing
 
 /// Time that moves only when something waits on it, with a script of events at given instants
@@ -58,10 +59,10 @@ package final class ScriptedClock: @unchecked Sendable {
 
     /// Waits on `semaphore` until `deadline` (nil: none), by running the script: true when an event
     /// signalled it, false when the deadline came first.
-    package func wait(_ semaphore: DispatchSemaphore, until deadline: UInt64?) -> Bool {
+    package func wait(_ semaphore: WatchdogWake, until deadline: UInt64?) -> Bool {
         waits.append((now, deadline))
         while true {
-            if semaphore.wait(timeout: .now()) == .success { return true }
+            if semaphore.tryWait() { return true }
             guard let next = events.first, deadline.map({ effective(next.at) <= effective($0) }) ?? true else {
                 if let deadline {
                     now = max(now, effective(deadline))

@@ -230,6 +230,45 @@ import Testing
         #expect(ended == [t(470)], "\(ended)")
     }
 
+    /// A blocked job on a thread that was asleep in no job at the look before: it woke for the job,
+    /// ran 3 ms (CPU and run-queue time), and fell asleep in its blocking call at a time the
+    /// scheduler's clock gives: the start is exact. It wakes at 425 ms, runs 2 ms more and parks at
+    /// 427 ms, again by the scheduler's clock: the end is exact. (Half-way between looks, each
+    /// would be off by up to 25 ms.)
+    @Test func aBlockedJobIsDatedByTheSchedulersClockWhereTheThreadWentToSleep() throws {
+        let activation = JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: 41)
+        // Asleep (idle) until 118; awake 118-121 (3 ms: 1 of them waiting for a CPU); asleep in the
+        // job's call 121-425; awake 425-427; parked (idle) from 427.
+        func sample(at ms: UInt64) -> StackSample {
+            let inJob = (118..<427).contains(ms)
+            var sample = StackSample(microseconds: t(ms), frames: [0x10], method: .syscall, truncated: false, state: "S", syscall: 230)
+            let awake: UInt64 = ms < 118 ? 0 : ms < 121 ? ms - 118 : ms < 425 ? 3 : ms < 427 ? 3 + ms - 425 : 5
+            sample.runQueueNanoseconds = 7_000_000 + (awake > 0 ? 1_000_000 : 0)
+            sample.onCPUNanoseconds = 900_000_000 + awake * 1_000_000 - (awake > 0 ? 1_000_000 : 0)
+            sample.voluntarySwitches = ms < 121 ? 10 : ms < 427 ? 11 : 12
+            if inJob { sample.offCPUSinceMicroseconds = t(121) }
+            if ms >= 427 { sample.offCPUSinceMicroseconds = t(427) }
+            return sample
+        }
+        var tracker = HeldJobTracker()
+        var held: [UInt64] = []
+        var ended: [UInt64] = []
+        for ms in stride(from: UInt64(0), through: 600, by: 50) {
+            var job = look(worker, (118..<427).contains(ms) ? activation : nil, at: ms)
+            job.sample = sample(at: ms)
+            if (150..<427).contains(ms) && ms > 150 { job.sample.method = .unchanged }
+            for event in tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold) {
+                switch event {
+                case .held(let episode): held.append(episode.startMicroseconds)
+                case .ended(_, let end): ended.append(end)
+                case .sampled: break
+                }
+            }
+        }
+        #expect(held == [t(118)], "\(held.map { Double($0) / 1000 - 1000 })")
+        #expect(ended == [t(427)], "\(ended.map { Double($0) / 1000 - 1000 })")
+    }
+
     /// A job that ends between two looks before any look saw it past the threshold, but whose end
     /// is a threshold after its start, is a hang all the same: held and ended at once.
     @Test func aJobWhoseEndComesPastTheThresholdBetweenTwoLooksIsReportedAtTheEnd() throws {

@@ -276,7 +276,7 @@ final class ScriptedPoolWake: PoolWakeSource, @unchecked Sendable {
     var hooksCurrent = true
     var dueTimes: [UInt64] = []
     var unknownDelayed = false
-    private var armed: (wake: DispatchSemaphore, ahead: @Sendable () -> Void)?
+    private var armed: (wake: WatchdogWake, ahead: @Sendable () -> Void)?
     private var wokenAt: UInt64?
     private var own = false
     /// When the watch armed the hooks.
@@ -288,7 +288,7 @@ final class ScriptedPoolWake: PoolWakeSource, @unchecked Sendable {
 
     func canRest() -> Bool { hooksCurrent }
 
-    func arm(_ wake: DispatchSemaphore, ahead: @escaping @Sendable () -> Void) {
+    func arm(_ wake: WatchdogWake, ahead: @escaping @Sendable () -> Void) {
         armed = (wake, ahead)
         wokenAt = nil
         arms.append(clock.now)

@@ -119,6 +119,23 @@ import Testing
         #expect(asleep.context.verdict == .blocked)
     }
 
+    @Test func theLabelsInEffectAreMergedAndBounded() {
+        var labelled = recording(samples: [sample(at: 1_250_000, [0x1000_0010])])
+        var many: [String: String] = [:]
+        for index in 0..<9 { many["k\(index)"] = "v" }
+        labelled.labels = [["route": "GET /checkout", "tenant": "acme"], ["route": "GET /checkout/pay"], many]
+        let report = builder.build(labelled, images: images, outcome: .recovered)
+        #expect(report.labels?.count == HangLabels.maxCount)
+        #expect(report.labels?["k0"] == "v")
+        #expect(report.labelsOmitted == 11 - HangLabels.maxCount)
+        let plain = builder.build(recording(samples: [sample(at: 1_250_000, [0x1000_0010])]), images: images, outcome: .recovered)
+        #expect(plain.labels == nil && plain.labelsOmitted == nil)
+        var few = recording(samples: [sample(at: 1_250_000, [0x1000_0010])])
+        few.labels = [["route": "GET /checkout", "tenant": "acme"], ["route": "GET /checkout/pay"]]
+        let nested = builder.build(few, images: images, outcome: .recovered)
+        #expect(nested.labels == ["route": "GET /checkout/pay", "tenant": "acme"] && nested.labelsOmitted == nil)
+    }
+
     @Test func aStoppedProcessOrADebuggerIsFlagged() {
         let stopped = builder.build(recording(samples: [sample(at: 1_250_000, [0x1000_0010])], stopSuspected: true), images: images, outcome: .recovered)
         #expect(stopped.context.verdict == .stopped)

@@ -123,6 +123,34 @@ import Testing
         ReportPolicy(limiter: ReportRateLimiter(burst: 10, perMinute: 6), repeats: RepeatTracker(windowMicroseconds: 600_000_000))
     }
 
+    /// A hang whose heaviest stack is one app frame named `symbol`, with address signature `address`.
+    static func named(_ id: Int, address: String, symbol: String) -> HangReport {
+        var report = hang(id, signature: address)
+        let frame = HangReport.Frame(address: "0x10", image: 0, offset: "0x10", symbol: symbol)
+        report.images = [HangReport.Image(path: "/srv/svc", buildId: "ab", base: "0x0", size: 0x1000, isMainExecutable: true)]
+        report.frames = [frame]
+        report.heaviestStack?.frames = [frame]
+        return report
+    }
+
+    @Test func namedHangsFoldByTheirNamesAsReadersGroupThem() {
+        // Two call sites of one function (their address signatures differ), named by an in-process
+        // enricher: `hangwatch top` groups them as one, so the monitor folds them as one.
+        var policy = Self.defaults
+        var outcome = Outcome()
+        for (id, report) in [
+            Self.named(0, address: "site-1", symbol: "svc.flush() -> ()"), Self.named(1, address: "site-2", symbol: "svc.flush() -> ()"),
+            Self.named(2, address: "site-3", symbol: "svc.render() -> ()"),
+        ].enumerated() {
+            let start = ReportPolicy.startSignature(of: report)
+            if policy.hangStarted(report, now: UInt64(id) * 1_000_000) { outcome.provisionals += 1 }
+            outcome.apply(policy.hangEnded(report, startSignature: start, now: UInt64(id) * 1_000_000 + 300_000))
+        }
+        #expect(outcome.written == ["site-1", "site-3"])
+        #expect(outcome.folded == 1)
+        #expect(outcome.removed == 0)
+    }
+
     @Test func aRepeatRecognisedByItsFirstSampleWritesNothingAndTakesNoToken() {
         var policy = ReportPolicy(limiter: ReportRateLimiter(burst: 2, perMinute: 1), repeats: RepeatTracker(windowMicroseconds: 600_000_000))
         var outcome = Outcome()

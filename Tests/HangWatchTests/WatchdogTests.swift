@@ -321,11 +321,24 @@ import Testing
         h.stop(at: 11_000)
         h.run()
         let hang = try #require(h.hangs.first?.recording)
-        #expect(hang.samples.dropLast().allSatisfy { $0.frames == [0x1010, 0x1020, 0x1030] })
-        let last = try #require(hang.samples.last)
-        #expect(last.failure == .endedDuringCapture && last.frames.isEmpty, "\(hang.samples.map { ($0.microseconds, $0.frames, $0.failure) })")
+        #expect(hang.samples.count == 2 && hang.samples.allSatisfy { $0.frames == [0x1010, 0x1020, 0x1030] }, "\(hang.samples.map { ($0.microseconds, $0.frames, $0.failure) })")
         #expect(!hang.samples.contains { $0.frames == loopsWait })
         #expect(h.hangs.count == 1 && h.hangs[0].outcome == .recovered)
+        #expect(h.statistics.captureFailures.load(ordering: .relaxed) == 0, "a sample left out is no failed capture")
+    }
+
+    /// When that happens at the hang's first sample, the sample stays, without its stack, and says why.
+    @Test func aFirstSampleTakenAsTheLoopMovedOnSaysSo() throws {
+        let h = WatchdogHarness()
+        h.busy(from: 100, for: 10_000)
+        h.sampler.next = { [h] now, _ in
+            h.latch.record(HangMonitor.Activity.beforeWaiting.rawValue, atMicroseconds: now + 2_000)
+            return ScriptedSampler.blocked([0x9010, 0x9020])
+        }
+        h.stop(at: 11_000)
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(hang.samples.count == 1 && hang.samples[0].failure == .endedDuringCapture && hang.samples[0].frames.isEmpty)
     }
 
     /// The same lateness from a stop: the loop catching up within the second look is no hang.

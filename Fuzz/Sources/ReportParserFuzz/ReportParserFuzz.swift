@@ -8,7 +8,8 @@ import Glibc
 
 /// One fuzz input, run through what the CLI and the agent run on a report file they did not write:
 /// the reader (from a real file: size limit, UTF-8 check, schema probe, decode), then, when it
-/// decodes, everything that works on a decoded report: the validator, the summary, the signature,
+/// decodes, everything that works on a decoded report: the validator, the summary, the signatures
+/// (by addresses, and by names: every symbol through the name rule), the labels' bounds,
 /// the list and group views, frame names, the exports, and a rewrite (what the agent and
 /// `hangwatch symbolicate` do). Any trap is a finding; so is a rewrite that does not read back.
 enum ReportParserFuzz {
@@ -47,6 +48,10 @@ enum ReportParserFuzz {
         _ = HangReportSummary().render(report)
         _ = HangReportSummary(maxFrames: 2).render(report)
         _ = StackSignature.compute(frames: report.heaviestStack?.frames ?? report.frames, images: report.images)
+        _ = report.grouping
+        for symbol in report.frames.compactMap(\.symbol) { _ = SignatureName.normalize(symbol) }
+        _ = HangLabels.bounded([report.labels ?? [:], report.labels ?? [:]])
+        _ = report.labels?["traceparent"].flatMap(TraceParent.init)
         let summary = ReportSummary(report: report, path: inputPath)
         _ = summary.stateWord
         for name in summary.stack + [summary.topFrame ?? ""] {
@@ -56,6 +61,7 @@ enum ReportParserFuzz {
         for group in HangGroup.group([summary, summary]) where ![group.totalMs, group.p50Ms, group.p95Ms, group.maxMs].allSatisfy(\.isFinite) {
             fatalError("a group's times are not finite: \(group.totalMs) \(group.p50Ms) \(group.p95Ms) \(group.maxMs)")
         }
+        for key in summary.labels.keys.prefix(2) { _ = HangGroup.group([summary, summary], byLabel: key) }
         _ = FoldedStacks.render([report])
         _ = try? SpeedscopeExport.render([report])
         _ = FlameGraphSVG.render([report], title: report.service)

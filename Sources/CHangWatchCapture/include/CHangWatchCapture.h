@@ -269,7 +269,9 @@ struct hw_heartbeat {
     uint64_t pool_delay_total_ns; /* 264 */
     uint64_t pool_counts[HW_LOOP_BUCKETS]; /* 272: probes per bucket of start delay (the loop histogram's bounds) */
     uint64_t pool_starvations;    /* 392: probes that had not started within the threshold */
-    uint64_t reserved_pool[14];   /* 400 */
+    uint64_t capture_signal;      /* 400: the signal `hangwatch dump` queues to ask for a dump; 0: none */
+    uint64_t watchdog_tid;        /* 408: the thread that ticks (the one a dump request is sent to) */
+    uint64_t reserved_pool[12];   /* 416 */
 };
 
 /** Initializes `page` (HW_HEARTBEAT_SIZE bytes of a shared mapping) for this process; `loop`
@@ -288,6 +290,38 @@ void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activ
 /** Publishes the pool probe's start delays (`pool`, NULL: not published) and starvations. The
  * watchdog thread only (the page's one writer), like hw_heartbeat_tick. */
 void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram *pool, uint64_t starvations);
+
+/** Publishes the signal `hangwatch dump` queues to ask this process for a thread dump (0: none). */
+void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo);
+
+/*
+ * The watchdog's wake-up (hw_wake.c): a POSIX semaphore, `hw_wake_size()` bytes the caller owns,
+ * which a signal handler may post. hw_wake_wait_until waits on CLOCK_MONOTONIC: 1 posted, 0 timed
+ * out, -1 failed.
+ */
+size_t hw_wake_size(void);
+int hw_wake_init(void *semaphore);
+void hw_wake_destroy(void *semaphore);
+void hw_wake_post(void *semaphore);
+int hw_wake_wait(void *semaphore);
+int hw_wake_wait_until(void *semaphore, uint64_t monotonic_ns);
+int hw_wake_try(void *semaphore);
+
+/* The calling thread's CPU affinity as a bit mask of `size` bytes (hw_affinity.c): 0 or -1. */
+int hw_get_affinity(unsigned char *mask, size_t size);
+int hw_set_affinity(const unsigned char *mask, size_t size);
+
+/*
+ * Dump requests (`hangwatch dump PID`): the capture signal, queued by another process with the
+ * dump tag in the high 16 bits of its value and a nonce in the rest, stores the nonce and posts
+ * the registered semaphore (async-signal-safe). hw_dump_take returns the pending nonce (0: none)
+ * and clears it.
+ */
+#define HW_DUMP_TAG ((uint64_t)0x4844 << 48) /* "HD" */
+void hw_dump_register(void *semaphore);
+void hw_dump_unregister(void *semaphore);
+void hw_dump_request(uint64_t nonce);
+uint64_t hw_dump_take(void);
 
 /*
  * Waking a resting pool watch (hw_pool_wake.c; not signal-handler code). The Swift runtime's

@@ -28,10 +28,10 @@ final class ActivityLatch: @unchecked Sendable {
 
     /// Posted by the loop's thread when it leaves idle while the watchdog is parked, and by control
     /// calls (stop, threshold changes, resume) that need the watchdog to look again.
-    var wake: DispatchSemaphore { storage.pointee.wake }
+    var wake: WatchdogWake { storage.pointee.wake }
 
     /// `wake`: the watchdog's semaphore (latches of one watchdog share it); by default its own.
-    init(busyActivities: Set<HangMonitor.Activity>, loopHistogram: Bool = false, wake: DispatchSemaphore = DispatchSemaphore(value: 0)) {
+    init(busyActivities: Set<HangMonitor.Activity>, loopHistogram: Bool = false, wake: WatchdogWake = WatchdogWake()) {
         storage = .allocate(capacity: 1)
         storage.initialize(to: UnsafeLatchStorage(idleMask: ~HangMonitor.Activity.mask(busyActivities), wake: wake))
         storage.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
@@ -132,7 +132,7 @@ struct UnsafeLatchStorage: ~Copyable {
     let recordingHang = Atomic<Bool>(false)
     /// Activities after which the loop counts as idle (bit mask of `HangMonitor.Activity` raw values).
     let idleMask: UInt8
-    let wake: DispatchSemaphore
+    let wake: WatchdogWake
     /// The owning `ActivityLatch`, for the observers' retain and release callbacks.
     var owner: UnsafeMutableRawPointer?
     /// The loop thread's buffer for `clock_gettime`.
@@ -143,7 +143,7 @@ struct UnsafeLatchStorage: ~Copyable {
     /// When the current busy stretch began (`CLOCK_MONOTONIC` ns; 0: idle). Loop thread only.
     var busySince: UInt64 = 0
 
-    init(idleMask: UInt8, wake: DispatchSemaphore) {
+    init(idleMask: UInt8, wake: WatchdogWake) {
         self.idleMask = idleMask
         self.wake = wake
     }

@@ -17,6 +17,8 @@ enum ActivitySourceKind: String, Sendable {
     /// One job that held a thread of that pool past the threshold: the same task (or the same
     /// blocking call) at every look of the same pool watch; its report is of that thread.
     case poolJob = "pool-job"
+    /// Not a hang: every thread of the process on request (`hangwatch dump PID`).
+    case dump
 
     /// The report's `activity` for a stall of this source (run loops name the CF activity).
     var activityName: String? {
@@ -25,6 +27,7 @@ enum ActivitySourceKind: String, Sendable {
         case .scope: return "work"
         case .dispatchMain, .dispatchQueue, .nioEventLoop, .concurrencyPool: return "queued"
         case .poolJob: return "running"
+        case .dump: return "dump"
         }
     }
 }

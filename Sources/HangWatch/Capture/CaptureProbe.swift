@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -138,5 +139,33 @@ extension CaptureProbe {
             stackHigh: target.thread.stackHigh, maxFrames: UnsafeCaptureBridge.maxFrames)
         let elapsed = Int64(clock.nanoseconds() - start)
         return (walk.frames.count, elapsed, walk.flags.framePointer?.rawValue)
+    }
+
+    /// Looks at what thread `tid` (blocked on a lock) waits for, the way the watchdog does at each
+    /// sample of a hang: its sample (the `/proc` walk), then the wait, its holder read from the lock
+    /// and the holder's own stack walked, and the holder's wait in turn. The two durations in
+    /// nanoseconds, the holder found, and how many frames the holder's stack has. Nil when the
+    /// thread is not blocked on an object.
+    package static func timeWaitLook(tid: Int32, inspector: LinuxWaitInspector)
+        -> (sampleNanoseconds: Int64, waitNanoseconds: Int64, holder: Int32?, holderFrames: Int)?
+    {
+        let task = ProcTask(tid: tid)
+        guard let start = task.stat()?.startTimeTicks else { return nil }
+        var thread = MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: nil, isMain: false)
+        var mappings: [StackMapping]?
+        StackMapping.boundBlockedThread(&thread, mappings: &mappings)
+        let clock = SystemMonotonicClock()
+        let sampler = LinuxStackSampler(signal: 0, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0, clock: clock)
+        let began = clock.nanoseconds()
+        let sample = sampler.sample(thread, previous: nil, signalAllowed: false)
+        let sampled = clock.nanoseconds()
+        guard let observation = inspector.inspect(tid: tid, sample: sample) else { return nil }
+        let looked = clock.nanoseconds()
+        return (Int64(sampled - began), Int64(looked - sampled), observation.owner.thread, observation.holder?.sample?.frames.count ?? 0)
+    }
+
+    /// An inspector like the monitor's (the images read now).
+    package static func waitInspector() -> LinuxWaitInspector {
+        LinuxWaitInspector(images: ImageRegistry(logger: Logger(label: "bench")), maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0)
     }
 }

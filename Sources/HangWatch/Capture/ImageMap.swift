@@ -118,4 +118,8 @@ enum Hex {
     static func format(_ value: UInt) -> String {
         "0x" + String(value, radix: 16)
     }
+
+    static func parse(_ text: String) -> UInt? {
+        text.hasPrefix("0x") ? UInt(text.dropFirst(2), radix: 16) : nil
+    }
 }

@@ -54,6 +54,7 @@ package struct StackSample: Sendable, Equatable {
         case workOnUnpreparedThread = "work on an unprepared thread"
         case firstSightingOnCPU = "first sighting on a CPU"
         case endedDuringCapture = "hang ended during the capture"
+        case takingTheDump = "the thread taking this dump"
 
         package var message: String {
             switch self {
@@ -70,6 +71,8 @@ package struct StackSample: Sendable, Equatable {
                 return "the thread went to sleep (into a system call, or waiting) as the capture signal was about to be sent, twice; no signal was sent (it could have cut a call short)"
             case .workOnUnpreparedThread:
                 return "the queue's work runs on a worker no ping has run on (not prepared for captures); the worker that ran the last ping is idle and is not shown"
+            case .takingTheDump:
+                return "the monitor's own thread, which took the dump"
             case .endedDuringCapture:
                 return "the loop moved on while this sample was taken: its stack could show what came after the hang, so none is kept"
             case .firstSightingOnCPU:
@@ -102,6 +105,9 @@ package struct StackSample: Sendable, Equatable {
     package var timeslices: UInt64?
     /// The id of the Swift task the thread ran all through the sample, when known (pool threads).
     package var taskID: UInt64?
+    /// When the thread, asleep, went off its CPU (`CLOCK_MONOTONIC`, µs, from the scheduler's
+    /// clock: `SchedClock`), where it was read (pool threads asleep in a job, or just out of one).
+    package var offCPUSinceMicroseconds: UInt64?
     /// The thread's voluntary context switches so far, read after the sample (pool threads): one
     /// that moved between two looks slept in between, in a blocking call or parked between jobs.
     package var voluntarySwitches: UInt64?

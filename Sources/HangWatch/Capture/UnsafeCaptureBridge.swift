@@ -310,6 +310,11 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             histogram.map { UnsafePointer($0.storage) })
     }
 
+    /// Publishes the signal a thread dump is asked for with (`hangwatch dump`; 0: none).
+    func captureSignal(_ signal: Int32) {
+        hw_heartbeat_capture_signal(page, UInt64(max(0, signal)))
+    }
+
     /// Publishes the pool probe's start delays (nil: this monitor does not run the pool watch).
     func pool(counts: [UInt64]?, totalNanoseconds: UInt64, starvations: UInt64) {
         guard let counts, counts.count == Int(HW_LOOP_BUCKETS) else {
@@ -343,6 +348,8 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "loopBusyTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.loop_busy_total_ns)!,
             "loopCounts": MemoryLayout<hw_heartbeat>.offset(of: \.loop_counts)!,
             "hangsSuppressed": MemoryLayout<hw_heartbeat>.offset(of: \.hangs_suppressed)!,
+            "captureSignal": MemoryLayout<hw_heartbeat>.offset(of: \.capture_signal)!,
+            "watchdogTID": MemoryLayout<hw_heartbeat>.offset(of: \.watchdog_tid)!,
             "callsCutShort": MemoryLayout<hw_heartbeat>.offset(of: \.calls_cut_short)!,
             "poolBuckets": MemoryLayout<hw_heartbeat>.offset(of: \.pool_buckets)!,
             "poolDelayTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.pool_delay_total_ns)!,
@@ -369,5 +376,55 @@ extension UnsafeCaptureBridge {
         static func ownEnqueues(_ own: Bool) { hw_pool_own_enqueues(own ? 1 : 0) }
         /// The next delayed job's due time after `nowNanoseconds`: 0 none, -1 unknown.
         static func nextDelayed(afterNanoseconds now: UInt64) -> Int64 { hw_pool_next_delayed(now) }
+    }
+}
+
+extension UnsafeCaptureBridge {
+    /// The watchdog's wake-up: a POSIX semaphore a signal handler may post (`WatchdogWake`).
+    enum Wake {
+        static var size: Int { hw_wake_size() }
+        static func initialize(_ semaphore: UnsafeMutableRawPointer) -> Bool { hw_wake_init(semaphore) == 0 }
+        static func destroy(_ semaphore: UnsafeMutableRawPointer) { hw_wake_destroy(semaphore) }
+        static func post(_ semaphore: UnsafeMutableRawPointer) { hw_wake_post(semaphore) }
+        static func wait(_ semaphore: UnsafeMutableRawPointer) { _ = hw_wake_wait(semaphore) }
+        /// True when posted, false when `monotonicNanoseconds` (`CLOCK_MONOTONIC`) passed first.
+        static func wait(_ semaphore: UnsafeMutableRawPointer, untilNanoseconds monotonicNanoseconds: UInt64) -> Bool {
+            hw_wake_wait_until(semaphore, monotonicNanoseconds) == 1
+        }
+        static func tryWait(_ semaphore: UnsafeMutableRawPointer) -> Bool { hw_wake_try(semaphore) != 0 }
+    }
+
+    /// Dump requests (`hangwatch dump PID`): the capture signal from another process, tagged.
+    enum DumpRequests {
+        /// The tag in the high 16 bits of the signal's value; the nonce is the low 48.
+        static let tag: UInt64 = 0x4844 << 48
+        static let nonceMask: UInt64 = (1 << 48) - 1
+        /// `semaphore` is posted when one arrives (one registration at a time: the latest).
+        static func register(_ semaphore: UnsafeMutableRawPointer) { hw_dump_register(semaphore) }
+        static func unregister(_ semaphore: UnsafeMutableRawPointer) { hw_dump_unregister(semaphore) }
+        /// The pending request's nonce, cleared; nil when none.
+        static func take() -> UInt64? {
+            let nonce = hw_dump_take()
+            return nonce == 0 ? nil : nonce
+        }
+    }
+}
+
+extension UnsafeCaptureBridge {
+    /// The calling thread's CPU affinity (which CPUs it may run on).
+    enum Affinity {
+        static let bytes = 128  // 1024 CPUs, glibc's cpu_set_t
+
+        static func current() -> [Int32]? {
+            var mask = [UInt8](repeating: 0, count: bytes)
+            guard hw_get_affinity(&mask, bytes) == 0 else { return nil }
+            return (0..<Int32(bytes * 8)).filter { mask[Int($0 / 8)] & (1 << UInt8($0 % 8)) != 0 }
+        }
+
+        static func set(_ cpus: [Int32]) -> Bool {
+            var mask = [UInt8](repeating: 0, count: bytes)
+            for cpu in cpus where cpu >= 0 && Int(cpu / 8) < bytes { mask[Int(cpu / 8)] |= 1 << UInt8(cpu % 8) }
+            return hw_set_affinity(mask, bytes) == 0
+        }
     }
 }

@@ -34,6 +34,12 @@ struct HangRecording: Sendable {
     var source: ActivitySourceKind?
     /// How its start and end were found (the report's `edges`).
     var edges: ActivityEdges?
+    /// What the thread waited on and who held it, when it was blocked on an object: the latest
+    /// look, and every holder seen in order.
+    private(set) var wait: WaitRecord?
+    /// The label sets in effect on the thread when the hang was seen (`HangMonitor.withLabels`),
+    /// outermost first: read at detection, else at the first later sample that found some.
+    var labels: [[String: String]]?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,
@@ -71,6 +77,12 @@ struct HangRecording: Sendable {
         }
     }
 
+    /// Adds a look at what the thread waited on (at most one per sample: bounded like them).
+    mutating func add(wait observation: WaitObservation) {
+        if wait == nil { wait = WaitRecord(latest: observation) }
+        wait?.add(observation)
+    }
+
     /// The loop moved at `end` (the activity edge's own time). A sample begun after it shows the
     /// thread doing something else (the next iteration, its idle wait) and is dropped: the
     /// watchdog can start one between the edge and learning of it.
@@ -82,5 +94,45 @@ struct HangRecording: Sendable {
     /// The latest time the recording knows about: the end, else the last sample, else detection.
     var lastKnownMicroseconds: UInt64 {
         endMicroseconds ?? max(samples.last?.microseconds ?? detectedMicroseconds, detectedMicroseconds)
+    }
+}
+
+/// What a hung thread waited on over a hang: the latest look, and each holder in turn with the
+/// first and last look that saw it hold the object (a holder that changes is recorded as such).
+struct WaitRecord: Sendable, Equatable {
+    struct Span: Sendable, Equatable {
+        var owner: WaitOwner
+        var name: String?
+        var firstMicroseconds: UInt64
+        var lastMicroseconds: UInt64
+    }
+
+    private(set) var latest: WaitObservation
+    private(set) var spans: [Span] = []
+    /// Spans kept at most; a longer history keeps its first and latest holders.
+    static let maxSpans = 16
+
+    init(latest: WaitObservation) {
+        self.latest = latest
+    }
+
+    mutating func add(_ observation: WaitObservation) {
+        // The last look that found a holder says the most: a look as the holder let go finds the
+        // object free, which is not what the hang waited on.
+        if observation.owner != .free || latest.owner == .free || latest.object != observation.object { latest = observation }
+        guard observation.owner.thread != nil || isProcess(observation.owner) else { return }
+        if let last = spans.last, last.owner == observation.owner {
+            spans[spans.count - 1].lastMicroseconds = observation.microseconds
+            return
+        }
+        if spans.count == Self.maxSpans { spans.remove(at: 1) }
+        spans.append(
+            Span(owner: observation.owner, name: observation.holder?.name, firstMicroseconds: observation.microseconds,
+                 lastMicroseconds: observation.microseconds))
+    }
+
+    private func isProcess(_ owner: WaitOwner) -> Bool {
+        if case .process = owner { return true }
+        return false
     }
 }

@@ -28,7 +28,7 @@ final class Watchdog: @unchecked Sendable {
     private let environment: any WatchdogEnvironment
     /// Posted by every lane's latch (a loop leaving idle while parked) and by control calls; the
     /// latches of the lanes are made with it (`ActivityLatch(…, wake:)`).
-    let wake: DispatchSemaphore
+    let wake: WatchdogWake
     /// The thread, while it has lanes (it exits when its last lane leaves; the next `add` starts
     /// another).
     private let thread: OnDemandThread<WatchdogLane>
@@ -45,7 +45,7 @@ final class Watchdog: @unchecked Sendable {
 
     /// `lanes`: watched from the start (by `run()` on the caller's thread, in tests); the latches
     /// must post `wake`.
-    init(environment: any WatchdogEnvironment, wake: DispatchSemaphore = DispatchSemaphore(value: 0), lanes: [WatchdogLane] = []) {
+    init(environment: any WatchdogEnvironment, wake: WatchdogWake = WatchdogWake(), lanes: [WatchdogLane] = []) {
         self.environment = environment
         self.wake = wake
         thread = OnDemandThread(name: Self.threadName, stackSize: 1 << 20, members: lanes)
@@ -123,6 +123,7 @@ final class Watchdog: @unchecked Sendable {
                 }
             }
             for (lane, _) in parked { lane.latch.unpark() }
+            DumpRegistry.servePending()
         }
     }
 

@@ -14,7 +14,7 @@ package protocol WatchdogEnvironment: Sendable {
     /// The wall-clock time of monotonic instant `microseconds`.
     func date(ofMicroseconds microseconds: UInt64) -> Date
     /// Waits until `wake` is signalled (true) or `deadline` passes (false); nil: no deadline.
-    func wait(_ wake: DispatchSemaphore, until deadline: UInt64?) -> Bool
+    func wait(_ wake: WatchdogWake, until deadline: UInt64?) -> Bool
     /// The watchdog thread's own counters (to tell a stopped process from a starved one). Called on
     /// the watchdog's thread.
     func ownSchedule() -> ProcTask.SchedStat?
@@ -48,12 +48,12 @@ final class SystemWatchdogEnvironment: WatchdogEnvironment, @unchecked Sendable 
 
     func date(ofMicroseconds microseconds: UInt64) -> Date { clock.date(ofMicroseconds: microseconds) }
 
-    func wait(_ wake: DispatchSemaphore, until deadline: UInt64?) -> Bool {
+    func wait(_ wake: WatchdogWake, until deadline: UInt64?) -> Bool {
         guard let deadline else {
             wake.wait()
             return true
         }
-        return wake.wait(timeout: DispatchTime(uptimeNanoseconds: deadline * 1000)) == .success
+        return wake.wait(untilNanoseconds: deadline * 1000)
     }
 
     func ownSchedule() -> ProcTask.SchedStat? {

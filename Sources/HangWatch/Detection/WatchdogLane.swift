@@ -23,6 +23,8 @@ final class WatchdogLane: @unchecked Sendable {
     private let statistics: MonitorStatistics
     private let logger: Logger
     private let heartbeat: HeartbeatPublisher?
+    /// What a blocked thread waits on and who holds it, looked at with each of its samples.
+    private let waits: (any WaitInspecting)?
     /// Signalled once the lane has finished (stopped, its hang in progress handed on).
     let finished = DispatchSemaphore(value: 0)
 
@@ -66,8 +68,9 @@ final class WatchdogLane: @unchecked Sendable {
     init(
         settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
         threadSlot: ThreadSlot, sampler: any StackSampling, sink: any HangSink, images: ImageRegistry?,
-        statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil
+        statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil, waits: (any WaitInspecting)? = nil
     ) {
+        self.waits = waits
         self.settings = settings
         self.source = source
         self.latch = latch
@@ -216,6 +219,7 @@ final class WatchdogLane: @unchecked Sendable {
         recording.edges = source.edges
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
         takeSample(&recording, thread: thread, vacancy: vacancy, hang: snapshot, environment)
+        noteLabels(&recording, thread: thread)
         sink.hangStarted(recording)
         phase = .recording(
             Hang(
@@ -244,6 +248,7 @@ final class WatchdogLane: @unchecked Sendable {
             return .until(hang.nextSample)
         }
         takeSample(&hang.recording, thread: hang.thread, vacancy: hang.vacancy, hang: hang.snapshot, environment)
+        noteLabels(&hang.recording, thread: hang.thread)
         if hang.recording.samples.last?.failure == .threadExited {
             // The stretch will never end by itself: count it as over, and wait for the next busy
             // edge (from another thread) instead of finding the same stretch again.
@@ -276,6 +281,13 @@ final class WatchdogLane: @unchecked Sendable {
         oversleep = 0
     }
 
+    /// The labels in effect on the hung thread (`HangMonitor.withLabels`), until some are found.
+    private func noteLabels(_ recording: inout HangRecording, thread: MonitoredThread?) {
+        guard recording.labels == nil, let thread else { return }
+        let sets = LabelsInEffect.read(thread)
+        if !sets.isEmpty { recording.labels = sets }
+    }
+
     /// Samples the hung thread into `recording`. A sample completed after the loop moved on
     /// (`hang`, its latch word when the hang began, is gone) may show what came after the hang (the
     /// loop asleep in its own wait): its stack is not kept. On a busy machine the watchdog can be
@@ -298,13 +310,21 @@ final class WatchdogLane: @unchecked Sendable {
                 microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: vacancy)
         }
         if latch.snapshot() != hang, !sample.frames.isEmpty {
-            // What the thread was doing then is after the hang: none of it is the hang's.
+            // What the thread was doing then is after the hang: none of it is the hang's. A sample
+            // after the first is left out (the hang is over; the next step ends it); the first is
+            // kept without its stack, so that the report says what happened.
+            guard recording.samples.isEmpty else { return }
             sample = StackSample(
                 microseconds: sample.microseconds, frames: [], method: nil, truncated: false,
                 onCPUNanoseconds: sample.onCPUNanoseconds, runQueueNanoseconds: sample.runQueueNanoseconds, failure: .endedDuringCapture)
         }
-        if sample.failure != nil && sample.frames.isEmpty {
+        if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
             statistics.captureFailures.add(1, ordering: .relaxed)
+        }
+        if let thread, let waits, sample.failure == nil, sample.blockedKey != nil,
+            let observation = waits.inspect(tid: thread.tid, sample: sample)
+        {
+            recording.add(wait: observation)
         }
         recording.add(sample)
     }

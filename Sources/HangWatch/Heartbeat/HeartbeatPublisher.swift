@@ -28,7 +28,8 @@ final class HeartbeatPublisher: @unchecked Sendable {
     /// monitor then runs without a heartbeat).
     init(
         directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64,
-        loopHistogram: UnsafeLoopHistogram? = nil, poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)? = nil
+        loopHistogram: UnsafeLoopHistogram? = nil, poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)? = nil,
+        dumpSignal: Int32 = 0
     ) throws(SystemCallError) {
         self.poolDelays = poolDelays
         let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
@@ -54,6 +55,7 @@ final class HeartbeatPublisher: @unchecked Sendable {
                 mapping: mapping, pid: UInt64(getpid()), startTimeTicks: ProcessSnapshot.processStartTimeTicks(),
                 intervalMilliseconds: UInt64(DurationText.nanoseconds(interval) / 1_000_000),
                 thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
+            page.captureSignal(dumpSignal)
             self.path = path
         } catch {
             // Nothing half-made left behind (on a full disk, an empty file).

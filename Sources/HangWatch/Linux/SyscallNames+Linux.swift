@@ -42,3 +42,14 @@ extension SyscallNames {
         #endif
     }
 }
+
+/// The numbers of the system calls a thread waits on an object in (`WaitObject`).
+enum Syscalls {
+    #if arch(x86_64)
+    static let futex = 202, wait4 = 61, waitid = 247, flock = 73, fcntl = 72
+    #elseif arch(arm64)
+    static let futex = 98, wait4 = 260, waitid = 95, flock = 32, fcntl = 25
+    #else
+    static let futex = -1, wait4 = -1, waitid = -1, flock = -1, fcntl = -1
+    #endif
+}

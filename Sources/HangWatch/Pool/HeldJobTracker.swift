@@ -253,7 +253,21 @@ struct HeldJobTracker: Sendable {
     /// Where a job first seen at `first` (at `at`) began: exactly when its thread woke for it
     /// (`wokeForJob`), else half-way between the look before and this one.
     private static func start(before: Look?, first: Look, previous: UInt64?, at: UInt64) -> UInt64 {
-        wokeForJob(before: before, first: first, previous: previous) ?? previous.map { $0 + (at - min(at, $0)) / 2 } ?? at
+        wokeForJob(before: before, first: first, previous: previous) ?? sleptInJob(before: before, first: first, previous: previous)
+            ?? previous.map { $0 + (at - min(at, $0)) / 2 } ?? at
+    }
+
+    /// A blocked job's exact start: the look before found the thread asleep out of any job, and
+    /// since then it woke once, ran (or waited for a CPU: `schedstat`) and went to sleep once, in
+    /// this job's blocking call, at a time the scheduler's clock gives (`offCPUSinceMicroseconds`):
+    /// it woke for the job that long before it fell asleep. Nil otherwise.
+    private static func sleptInJob(before: Look?, first: Look, previous: UInt64?) -> UInt64? {
+        guard let before, let previous, before.sample.failure == nil, before.sample.state == "S", before.activation == nil,
+            first.sample.state == "S", let asleep = first.sample.offCPUSinceMicroseconds,
+            let switches = first.sample.voluntarySwitches, let switchesBefore = before.sample.voluntarySwitches,
+            switches == switchesBefore &+ 1, let ran = ranOrRunnable(from: before.sample, to: first.sample)
+        else { return nil }
+        return max(previous, asleep &- min(ran, asleep))
     }
 
     /// The later of two times, either of which may be unknown.
@@ -373,6 +387,12 @@ struct HeldJobTracker: Sendable {
             } else if lastSample.state == "S", next.sample.state == "R", switches == before {
                 // Blocked, then woken once and on a CPU since (its next step): the call returned at the wake.
                 end = max(last, next.sample.microseconds &- min(ran, next.sample.microseconds))
+            } else if lastSample.state == "S", next.activation == nil, next.sample.state == "S", switches == before &+ 1,
+                let parked = next.sample.offCPUSinceMicroseconds, parked >= last, parked <= now
+            {
+                // Blocked, woken once, and parked once since, at a time the scheduler's clock gives:
+                // the job finished by then, its last steps (`ran`) just before.
+                end = parked
             }
         }
         if episode.held { return [.ended(tid: episode.thread.tid, endMicroseconds: end)] }

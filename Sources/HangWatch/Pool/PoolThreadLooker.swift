@@ -46,6 +46,9 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     private var lastThreadIDs: [Int32] = []
     private var poolThreads: [(tid: Int32, known: Known)] = []
     private let threadList = ProcessThreadList()
+    /// When a sleeping thread went off its CPU: read for a thread asleep in a job (the start of
+    /// its blocking call) or asleep just after one (the job's end).
+    private let schedClock = SchedClock()
 
     init(signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, attachments: UnsafePoolThreadAttachments = .shared) {
         self.signal = signal
@@ -74,7 +77,10 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
                 ?? LinuxStackSampler(signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock())
             entry.sampler = sampler
             // A thread not attached has the capture signal blocked (libdispatch's mask) and no alternate stack.
-            let sample = Self.withTask(sampler, entry.thread, previous: entry.previous, signalAllowed: entry.attached, slot: entry.taskSlot)
+            var sample = Self.withTask(sampler, entry.thread, previous: entry.previous, signalAllowed: entry.attached, slot: entry.taskSlot)
+            if sample.state == "S", sample.method != .unchanged, sample.asyncCallers != nil || entry.previous?.asyncCallers != nil {
+                sample.offCPUSinceMicroseconds = schedClock.offCPUSince(tid: tid)
+            }
             entry.previous = sample
             looks.append((entry.thread, sample, entry.attached))
         }

@@ -11,6 +11,8 @@ struct PoolThreadSample: Sendable, Equatable {
     var sample: StackSample
     /// It had been attached by a probe job (a signal capture was possible).
     var attached: Bool
+    /// What it waited on and who held it, when it was blocked on an object.
+    var wait: WaitObservation? = nil
 }
 
 /// Finds the threads of the cooperative pool and captures each one's stack.

@@ -19,7 +19,7 @@ protocol PoolWakeSource: AnyObject, Sendable {
     /// From now, the first job enqueued to the pool, immediately or delayed, that is not the
     /// watch's own (`ownEnqueues`) signals `wake`, once; `ahead` runs first, on the enqueueing
     /// thread, before that job is handed to the pool (jobs it enqueues are queued ahead of it).
-    func arm(_ wake: DispatchSemaphore, ahead: @escaping @Sendable () -> Void)
+    func arm(_ wake: WatchdogWake, ahead: @escaping @Sendable () -> Void)
     /// Stops waking; when the enqueue that woke the watch happened (monotonic microseconds), if one did.
     func disarm() -> UInt64?
     /// Runs `body`, which enqueues the watch's own jobs (its probe, attach jobs): never a wake.

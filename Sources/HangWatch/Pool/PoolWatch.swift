@@ -61,10 +61,13 @@ final class PoolWatch: @unchecked Sendable {
     private let images: ImageRegistry?
     private let logger: Logger
     private let wakeSource: (any PoolWakeSource)?
+    /// What a blocked pool thread waits on and who holds it: for each held job's samples and each
+    /// thread of a starved pool.
+    private let waits: (any WaitInspecting)?
     /// Since when every look found every pool thread idle (nil: the last look did not).
     private var quietSince: UInt64?
     private let stopRequested = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
+    private let wake = WatchdogWake()
     private let finished = DispatchSemaphore(value: 0)
 
     init(
@@ -74,9 +77,10 @@ final class PoolWatch: @unchecked Sendable {
         sink: any PoolSink,
         histogram: PoolProbeHistogram = .shared,
         statistics: MonitorStatistics?, images: ImageRegistry?, functionStart: (@Sendable (UInt) -> UInt?)? = nil,
-        wakeSource: (any PoolWakeSource)? = nil, logger: Logger
+        wakeSource: (any PoolWakeSource)? = nil, waits: (any WaitInspecting)? = nil, logger: Logger
     ) {
         self.wakeSource = wakeSource
+        self.waits = waits
         self.functionStart = functionStart ?? images.map { images in { @Sendable address in images.current.functionStart(of: address) } }
         self.settings = settings
         self.environment = environment
@@ -178,7 +182,7 @@ final class PoolWatch: @unchecked Sendable {
         guard now - min(now, since) >= restAfter(threshold), wakeSource.canRest() else { return }
         let delayed = wakeSource.nextDelayed(after: now)
         if delayed == .unknown { return }
-        while wake.wait(timeout: .now()) == .success {}
+        while wake.tryWait() {}
         if isStopping { return }
         // The first job after the rest may run on a fresh worker (libdispatch lets idle workers
         // exit after 5 s), which a job must prepare for signal captures before it can be captured
@@ -272,6 +276,9 @@ final class PoolWatch: @unchecked Sendable {
                 sampleIntervalMicroseconds: lookInterval(thresholdMicroseconds))
             recording.source = .poolJob
             for sample in episode.samples { recording.add(sample) }
+            if let last = episode.samples.last { inspectWait(of: episode.thread.tid, last, into: &recording) }
+            let sets = LabelsInEffect.read(episode.thread, taskID: episode.activation.taskID)
+            if !sets.isEmpty { recording.labels = sets }
             images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
             heldJobs[episode.thread.tid] = recording
             logger.debug(
@@ -281,6 +288,11 @@ final class PoolWatch: @unchecked Sendable {
         case .sampled(let tid, let sample):
             guard var recording = heldJobs[tid] else { return }
             recording.add(sample)
+            inspectWait(of: tid, sample, into: &recording)
+            if recording.labels == nil, let thread = recording.thread {
+                let sets = LabelsInEffect.read(thread, taskID: sample.taskID)
+                if !sets.isEmpty { recording.labels = sets }
+            }
             heldJobs[tid] = recording
             // The provisional report is rewritten now and then, not at every look.
             if recording.samples.count % 20 == 0 { sink.hangProgressed(recording) }
@@ -310,7 +322,7 @@ final class PoolWatch: @unchecked Sendable {
         var recording = PoolRecording(
             id: id, startMicroseconds: start, detectedMicroseconds: detected, thresholdMicroseconds: thresholdMicroseconds,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds, process: process)
-        recording.threads = captured
+        recording.threads = captured.map(withWait)
         logger.debug("cooperative pool starved", metadata: ["hangwatch.id": "\(id)", "hangwatch.threads": "\(recording.threads.count)"])
         sink.poolStarved(recording)
         tracker.coverUnheld()
@@ -336,7 +348,7 @@ final class PoolWatch: @unchecked Sendable {
             guard slot.startedMicroseconds == nil, !isStopping, recording.threads.count < settings.maxThreads else { continue }
             let more = threads.capture(skipping: Set(recording.threads.map(\.tid)), signalAllowed: !process.debuggerAttached)
             if !more.isEmpty {
-                recording.threads += more.prefix(settings.maxThreads - recording.threads.count)
+                recording.threads += more.prefix(settings.maxThreads - recording.threads.count).map(withWait)
                 sink.poolProgressed(recording)
             }
         }
@@ -368,5 +380,20 @@ final class PoolWatch: @unchecked Sendable {
             probeStarted = started
             histogram.add(delayNanoseconds: (max(started, start) - start) * 1000)
         }
+    }
+
+    /// A held job's thread, blocked: what it waits on, with the sample.
+    private func inspectWait(of tid: Int32, _ sample: StackSample, into recording: inout HangRecording) {
+        guard let waits, sample.failure == nil, sample.blockedKey != nil, let observation = waits.inspect(tid: tid, sample: sample) else { return }
+        recording.add(wait: observation)
+    }
+
+    /// A starved pool's thread with what it waits on, when it is blocked on an object.
+    private func withWait(_ thread: PoolThreadSample) -> PoolThreadSample {
+        var thread = thread
+        if let waits, thread.sample.failure == nil, thread.sample.blockedKey != nil {
+            thread.wait = waits.inspect(tid: thread.tid, sample: thread.sample)
+        }
+        return thread
     }
 }

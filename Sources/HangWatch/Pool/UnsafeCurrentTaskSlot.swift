@@ -45,6 +45,25 @@ enum UnsafeCurrentTaskSlot {
         return UnsafeThreadLocalWord.locate(UInt(bitPattern: task), in: block)
     }
 
+    /// The id of the task the calling thread runs now (two calls into the runtime); nil outside a
+    /// task, or when the runtime has no such entry points.
+    @inline(__always)
+    static func currentTaskID() -> UInt64? {
+        guard let runtime, let task = runtime.getCurrent() else { return nil }
+        let id = runtime.getJobTaskID(task)
+        return id == 0 ? nil : id
+    }
+
+    /// The id of the task the calling thread runs now, from its own current-task word `word` (as
+    /// `locateOnCurrentThread` found it on this thread, the offsets checked then): two loads, no
+    /// call; nil outside a task.
+    @inline(__always)
+    static func ownTaskID(word: UInt) -> UInt64? {
+        guard let task = UnsafeRawPointer(bitPattern: UnsafeRawPointer(bitPattern: word)!.load(as: UInt.self)) else { return nil }
+        let id = UInt64(task.load(fromByteOffset: idLowOffset, as: UInt32.self)) | UInt64(task.load(fromByteOffset: idHighOffset, as: UInt32.self)) << 32
+        return id == 0 ? nil : id
+    }
+
     /// The id of the task running now on the thread whose word is at `slot`: 0 when it runs none,
     /// nil when the word or the task could not be read (the thread or the task is gone).
     static func taskID(slot: UInt) -> UInt64? {

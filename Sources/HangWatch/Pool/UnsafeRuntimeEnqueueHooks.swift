@@ -10,7 +10,7 @@ final class UnsafeRuntimeEnqueueHooks: PoolWakeSource, @unchecked Sendable {
     static let shared: UnsafeRuntimeEnqueueHooks? = UnsafeCaptureBridge.PoolHooks.install(wake: wakeArmed) ? UnsafeRuntimeEnqueueHooks() : nil
 
     /// What the armed hooks run and signal.
-    private static let target = Mutex<(wake: DispatchSemaphore, ahead: @Sendable () -> Void)?>(nil)
+    private static let target = Mutex<(wake: WatchdogWake, ahead: @Sendable () -> Void)?>(nil)
     private static let wakeArmed: @convention(c) () -> Void = {
         guard let target = target.withLock({ $0 }) else { return }
         target.ahead()
@@ -21,7 +21,7 @@ final class UnsafeRuntimeEnqueueHooks: PoolWakeSource, @unchecked Sendable {
 
     func canRest() -> Bool { UnsafeCaptureBridge.PoolHooks.areCurrent }
 
-    func arm(_ wake: DispatchSemaphore, ahead: @escaping @Sendable () -> Void) {
+    func arm(_ wake: WatchdogWake, ahead: @escaping @Sendable () -> Void) {
         Self.target.withLock { $0 = (wake, ahead) }
         UnsafeCaptureBridge.PoolHooks.arm()
     }

@@ -23,6 +23,7 @@ extension ReportBuilder {
         pooled.source = .concurrencyPool
         var report = pooled.build(hang, images: images, outcome: outcome)
 
+        var table = ReportStackTable(images: images, adopting: report)
         var snapshots: [HangReport.ThreadSnapshot] = []
         var held: [HeaviestPath.Sample] = []
         let end = recording.endMicroseconds ?? recording.lastKnownMicroseconds
@@ -30,15 +31,17 @@ extension ReportBuilder {
         for (offset, thread) in ordered.enumerated() {
             let sample = report.samples[offset]
             let verdict = Self.verdict(of: thread.sample, stack: sample.stack.flatMap(report.stack(at:)), in: report)
-            snapshots.append(
-                HangReport.ThreadSnapshot(
-                    tid: thread.tid, name: thread.name, state: sample.state, syscall: sample.syscall, stack: sample.stack,
-                    verdict: verdict.rawValue, method: sample.method, error: sample.error, offsetMs: sample.offsetMs))
+            var snapshot = HangReport.ThreadSnapshot(
+                tid: thread.tid, name: thread.name, state: sample.state, syscall: sample.syscall, stack: sample.stack,
+                verdict: verdict.rawValue, method: sample.method, error: sample.error, offsetMs: sample.offsetMs)
+            snapshot.waitsFor = thread.wait.map { Self.waitsFor($0, table: &table) }
+            snapshots.append(snapshot)
             if verdict != .idle, let index = sample.stack, let stack = report.stack(at: index) {
                 held.append(HeaviestPath.Sample(frames: stack.frames, weight: max(wait, 1), stack: index, complete: !stack.truncated))
             }
         }
         report.threads = snapshots
+        (report.frames, report.stacks) = (table.frames, table.stacks)
         if let first = ordered.first {
             report.thread = HangReport.ThreadInfo(tid: first.tid, name: first.name, isMain: false)
         }

@@ -17,57 +17,8 @@ struct ReportBuilder: Sendable {
 
     func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
         let source = recording.source ?? source
-        var frames: [HangReport.Frame] = []
-        var frameIndex: [UInt: Int] = [:]
-        var asyncFrameIndex: [UInt: Int] = [:]
-        var stacks: [HangReport.Stack] = []
-        var stackIndex: [[Int]: Int] = [:]
-        var sampleStacks: [Int?] = []
-        for sample in recording.samples {
-            guard !sample.frames.isEmpty else {
-                sampleStacks.append(nil)
-                continue
-            }
-            let callers = sample.asyncCallers.map { $0.proven(isResumeStart: images.isAsyncResumeStart) }
-            var indices = sample.frames.enumerated().map { position, address -> Int in
-                if let known = frameIndex[address] { return known }
-                // The innermost frame is the exact program counter. The others are return addresses,
-                // just after their call, which may be the function's last instruction: look the
-                // function up from the byte before.
-                frames.append(Self.frame(address, lookup: position == 0 ? address : address &- 1, images: images))
-                frameIndex[address] = frames.count - 1
-                return frames.count - 1
-            }
-            if let callers, callers.after < indices.count {
-                // Async callers resume at a partial function's first instruction: looked up as they are.
-                let inserted = callers.resumeAddresses.map { address -> Int in
-                    if let known = asyncFrameIndex[address] { return known }
-                    var frame = Self.frame(address, lookup: address, images: images)
-                    frame.async = true
-                    frames.append(frame)
-                    asyncFrameIndex[address] = frames.count - 1
-                    return frames.count - 1
-                }
-                indices.insert(contentsOf: inserted, at: callers.after + 1)
-            }
-            if let known = stackIndex[indices] {
-                sampleStacks.append(known)
-                if sample.truncated {
-                    stacks[known].truncated = true
-                    stacks[known].truncation = stacks[known].truncation ?? sample.truncation?.rawValue
-                }
-                if let callers, callers.end != .complete {
-                    stacks[known].asyncCallers = stacks[known].asyncCallers ?? callers.end.rawValue
-                }
-            } else {
-                stacks.append(
-                    HangReport.Stack(
-                        frames: indices, truncated: sample.truncated, truncation: sample.truncation?.rawValue,
-                        framePointer: sample.framePointer?.rawValue, asyncCallers: callers?.end.rawValue))
-                stackIndex[indices] = stacks.count - 1
-                sampleStacks.append(stacks.count - 1)
-            }
-        }
+        var table = ReportStackTable(images: images)
+        let sampleStacks = recording.samples.map { table.add($0) }
 
         // The loop's own timestamps come from the coarse clock (a tick behind at most); a sample
         // taken in the hang proves it lasted at least until then.
@@ -90,18 +41,19 @@ struct ReportBuilder: Sendable {
             guard let stack = sampleStacks[offset] else { return nil }
             let next = offset + 1 < recording.samples.count ? recording.samples[offset + 1].microseconds : end
             return HeaviestPath.Sample(
-                frames: stacks[stack].frames, weight: next > sample.microseconds ? next - sample.microseconds : 0,
+                frames: table.stacks[stack].frames, weight: next > sample.microseconds ? next - sample.microseconds : 0,
                 stack: stack, complete: !sample.truncated)
         }
         var heaviest: HangReport.HeaviestStack?
-        if let path = HeaviestPath.find(weighed, identity: { Self.pathIdentity(frames[$0]) }) {
+        if let path = HeaviestPath.find(weighed, identity: { Self.pathIdentity(table.frames[$0]) }) {
             heaviest = HangReport.HeaviestStack(
                 stack: path.stack, sampleCount: path.sampleCount, weightMs: Self.milliseconds(Int64(path.weight)),
-                frames: stacks[path.stack].frames.map { frames[$0] })
+                frames: table.stacks[path.stack].frames.map { table.frames[$0] })
         }
         let reportImages = images.reportImages
         let signature = StackSignature.compute(
-            frames: heaviest?.frames ?? [], images: reportImages, complete: heaviest.map { !stacks[$0.stack].truncated } ?? true)
+            frames: heaviest?.frames ?? [], images: reportImages, complete: heaviest.map { !table.stacks[$0.stack].truncated } ?? true)
+        let waitsFor = self.waitsFor(recording, table: &table, start: recording.startMicroseconds)
 
         var report = HangReport(
             id: recording.id, service: service, host: host, pid: pid, process: process,
@@ -113,9 +65,13 @@ struct ReportBuilder: Sendable {
             thresholdMs: Self.milliseconds(Int64(recording.thresholdMicroseconds)), outcome: outcome,
             activity: source.activityName ?? HangMonitor.Activity.named(recording.activity),
             mode: source == .runLoop ? recording.mode : nil, samples: reportSamples,
-            stacks: stacks, heaviestStack: heaviest, frames: frames, images: reportImages, signature: signature,
-            context: context(recording), capture: capture(recording))
+            stacks: table.stacks, heaviestStack: heaviest, frames: table.frames, images: reportImages, signature: signature,
+            context: context(recording, deadlocked: waitsFor?.deadlock != nil), capture: capture(recording))
         report.edges = (recording.edges ?? (source == .poolJob || source == .concurrencyPool ? .sampled : nil))?.rawValue
+        report.waitsFor = waitsFor
+        let labels = HangLabels.bounded(recording.labels ?? [])
+        report.labels = labels.labels
+        report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil
         return report
     }
 
@@ -127,7 +83,7 @@ struct ReportBuilder: Sendable {
 
     /// One frame as the report records it: its image, offsets and (for the vDSO, which is no file a
     /// symbolicator could open later) its name, looked up at `lookup`.
-    private static func frame(_ address: UInt, lookup: UInt, images: ImageMap) -> HangReport.Frame {
+    static func frame(_ address: UInt, lookup: UInt, images: ImageMap) -> HangReport.Frame {
         let image = images.imageIndex(containing: address)
         let offset = image.map { Hex.format(address &- images.images[$0].bias) }
         let functionOffset = image.flatMap { index in
@@ -138,7 +94,7 @@ struct ReportBuilder: Sendable {
             symbol: images.memorySymbolName(of: lookup))
     }
 
-    private func context(_ recording: HangRecording) -> HangReport.Context {
+    private func context(_ recording: HangRecording, deadlocked: Bool = false) -> HangReport.Context {
         let samples = recording.samples
         var states: [String: Int] = [:]
         for sample in samples {
@@ -161,6 +117,8 @@ struct ReportBuilder: Sendable {
         let verdict: HangReport.Verdict
         if recording.process.debuggerAttached {
             verdict = .debugger
+        } else if deadlocked {
+            verdict = .deadlocked
         } else if stopped {
             verdict = .stopped
         } else if let onCPU, let runQueue {

@@ -4,6 +4,9 @@ import HangWatchReport
 /// Which hangs become files, and when: the rate limit and the folding of repeats, as a pure type
 /// (time comes in, actions come out; `ReportWriter` carries them out).
 ///
+/// Signatures here are the ones reports are grouped by (`key`: by names once named, else by
+/// addresses), so what the monitor folds is what `hangwatch top` and the agent count as one.
+///
 /// - A hang whose first sample's stack has the signature of a recent report (or of the first sample
 ///   of a hang folded into one) is a probable repeat: it gets no provisional file and takes no token.
 /// - Other hangs get a provisional file at detection if the rate limiter has a token.
@@ -57,19 +60,20 @@ struct ReportPolicy: Sendable {
     mutating func hangEnded(_ report: HangReport, startSignature: String?, now: UInt64) -> [Action] {
         let hadProvisional = provisional.remove(report.id) != nil
         var actions: [Action] = []
-        if let waiting = pending.firstIndex(where: { $0.signature == report.signature }), repeats.windowMicroseconds > 0 {
+        let signature = Self.key(report)
+        if let waiting = pending.firstIndex(where: { Self.key($0) == signature }), repeats.windowMicroseconds > 0 {
             // A repeat of a report still waiting for its token: counted into it before it is written.
             var earlier = pending[waiting]
             earlier.repeats = Self.adding(report, to: earlier.repeats)
             pending[waiting] = earlier
-            remember(start: startSignature, as: report.signature, now: now)
+            remember(start: startSignature, as: signature, now: now)
             if hadProvisional {
                 limiter.refund()
                 actions.append(.remove(id: report.id))
             }
             return actions
         }
-        switch repeats.record(signature: report.signature, durationMs: report.durationMs, endedAt: report.endedAt ?? Date(), now: now) {
+        switch repeats.record(signature: signature, durationMs: report.durationMs, endedAt: report.endedAt ?? Date(), now: now) {
         case .repeatOf(let reportID, let counts, let rewrite):
             if hadProvisional {
                 limiter.refund()
@@ -77,18 +81,18 @@ struct ReportPolicy: Sendable {
             }
             actions.append(.fold(reportID: reportID, repeats: counts, rewrite: rewrite))
         case .newReport:
-            repeats.registerReport(signature: report.signature, reportID: report.id, now: now)
+            repeats.registerReport(signature: signature, reportID: report.id, now: now)
             if hadProvisional || limiter.admit(now: now) {
                 actions.append(.write(stamped(report)))
             } else if pending.count < pendingCapacity {
                 pending.append(report)
             } else {
                 suppressedSinceLastReport += 1
-                repeats.forget(signature: report.signature)
+                repeats.forget(signature: signature)
                 actions.append(.suppress(id: report.id))
             }
         }
-        remember(start: startSignature, as: report.signature, now: now)
+        remember(start: startSignature, as: signature, now: now)
         return actions
     }
 
@@ -134,17 +138,23 @@ struct ReportPolicy: Sendable {
     var unwrittenRepeats: [(reportID: String, repeats: HangReport.Repeats)] { repeats.unwrittenRepeats }
     mutating func markAllWritten() { repeats.markAllWritten() }
 
+    /// The signature a report folds by: the one it is grouped by everywhere (`HangReport.grouping`:
+    /// by names when it is named, else by addresses).
+    static func key(_ report: HangReport) -> String {
+        report.grouping.signature
+    }
+
     /// The first sample's signature of a (provisional) report: nil when it had no stack.
     static func startSignature(of report: HangReport) -> String? {
-        report.heaviestStack == nil ? nil : report.signature
+        report.heaviestStack == nil ? nil : key(report)
     }
 
     private func isKnown(start: String, now: UInt64) -> Bool {
-        if repeats.isRepeat(signature: start, now: now) || pending.contains(where: { $0.signature == start }) { return true }
+        if repeats.isRepeat(signature: start, now: now) || pending.contains(where: { Self.key($0) == start }) { return true }
         guard let known = startSignatures[start], repeats.windowMicroseconds > 0,
             now - min(now, known.at) < repeats.windowMicroseconds
         else { return false }
-        return repeats.isRepeat(signature: known.reportSignature, now: now) || pending.contains { $0.signature == known.reportSignature }
+        return repeats.isRepeat(signature: known.reportSignature, now: now) || pending.contains { Self.key($0) == known.reportSignature }
     }
 
     private mutating func remember(start: String?, as signature: String, now: UInt64) {

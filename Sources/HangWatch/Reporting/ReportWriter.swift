@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// - A provisional report (`outcome: ongoing`) is written at detection, so a hang that never ends
 ///   (the process is killed) still leaves a report; it is replaced by the final one.
-/// - The policy folds repeats into earlier reports and keeps new ones within the rate limit, holding
+/// - A final report is enriched (named) first, then the policy folds repeats into earlier reports
+///   (by `HangReport.grouping`: names when named) and keeps new ones within the rate limit, holding
 ///   a new report that has no token until one comes (written then, or at `flush()`).
 /// - After each final write, retention removes the oldest reports beyond the limits.
 /// - A failed write (disk full, read-only directory) is counted and logged, never retried in a loop.
@@ -96,7 +97,10 @@ final class ReportWriter: Sendable {
     func reportEnded(outcome: HangReport.Outcome, _ build: @escaping Build) {
         let now = clock.microseconds()
         queue.async {
-            let report = build(self.images.current, outcome)
+            var report = build(self.images.current, outcome)
+            // Names first: the policy folds repeats by the signature the report is grouped by
+            // (by names once an enricher named it), as every reader groups it.
+            self.enricher?.enrich(&report)
             let actions = self.state.withLock { state -> [ReportPolicy.Action] in
                 let start = state.startSignatures.removeValue(forKey: report.id) ?? nil
                 return state.policy.hangEnded(report, startSignature: start, now: now)
@@ -111,9 +115,7 @@ final class ReportWriter: Sendable {
         for action in actions {
             switch action {
             case .write(let report):
-                var enriched = report
-                enricher?.enrich(&enriched)
-                if write(enriched, kind: "final") {
+                if write(report, kind: "final") {
                     statistics.reportsWritten.add(1, ordering: .relaxed)
                     applyRetention()
                 }

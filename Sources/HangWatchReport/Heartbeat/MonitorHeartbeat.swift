@@ -31,6 +31,8 @@ import Glibc
 /// | 264 | pool probes' start delays in all, ns |
 /// | 272 | probes per bucket of start delay (`LoopBusyHistogram.bounds`), 15 fields |
 /// | 392 | probes that had not started within the threshold (a starved pool) |
+/// | 400 | the signal `hangwatch dump` sends to ask the process for a thread dump (0: none, or a monitor that predates it) |
+/// | 408 | the watchdog's thread id, as of its last tick (the thread a dump request is sent to) |
 public struct MonitorHeartbeat: Sendable, Equatable {
     public static let size = 512
     /// The size of a page written before the loop histogram existed.
@@ -45,7 +47,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case tickMonotonicNanoseconds = 40, tickUnixMilliseconds = 48, intervalMilliseconds = 56, state = 64
         case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
         case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232, callsCutShort = 240
-        case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392
+        case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392, captureSignal = 400, watchdogTID = 408
     }
 
     public enum State: UInt64, Sendable {
@@ -71,6 +73,11 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public var poolStartDelay: LoopBusyHistogram.Counts?
     /// Probes that had not started within the threshold (each a starved pool), with `poolStartDelay`.
     public var poolStarvations: UInt64 = 0
+    /// The signal `hangwatch dump` queues to ask the process for a thread dump; 0 where the monitor
+    /// answers none (or predates dumps).
+    public var captureSignal: Int32 = 0
+    /// The watchdog's thread, as of its last tick: where a dump request is sent (0: unknown).
+    public var watchdogTID: Int32 = 0
     public var thresholdMicroseconds: UInt64
     /// The loop-busy histogram, when the monitor keeps one (`HANGWATCH_LOOP_HISTOGRAM`).
     public var loopBusy: LoopBusyHistogram.Counts?
@@ -79,8 +86,11 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         pid: Int32, startTimeTicks: UInt64, startedUnixMilliseconds: UInt64, tickMonotonicNanoseconds: UInt64,
         tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
         hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0,
-        poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0, callsCutShort: UInt64 = 0
+        poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0, callsCutShort: UInt64 = 0,
+        captureSignal: Int32 = 0, watchdogTID: Int32 = 0
     ) {
+        self.captureSignal = captureSignal
+        self.watchdogTID = watchdogTID
         self.loopBusy = loopBusy
         self.callsCutShort = callsCutShort
         self.hangsSuppressed = hangsSuppressed
@@ -169,7 +179,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             hangsSuppressed: bytes.count >= Offset.hangsSuppressed.rawValue + 8 ? field(bytes, Offset.hangsSuppressed.rawValue) : 0,
             poolStartDelay: poolStartDelay(bytes),
             poolStarvations: poolStartDelay(bytes) != nil ? field(bytes, Offset.poolStarvations.rawValue) : 0,
-            callsCutShort: bytes.count >= Offset.callsCutShort.rawValue + 8 ? field(bytes, Offset.callsCutShort.rawValue) : 0)
+            callsCutShort: bytes.count >= Offset.callsCutShort.rawValue + 8 ? field(bytes, Offset.callsCutShort.rawValue) : 0,
+            captureSignal: bytes.count >= Offset.captureSignal.rawValue + 8 ? Int32(truncatingIfNeeded: field(bytes, Offset.captureSignal.rawValue)) : 0,
+            watchdogTID: bytes.count >= Offset.watchdogTID.rawValue + 8 ? Int32(truncatingIfNeeded: field(bytes, Offset.watchdogTID.rawValue)) : 0)
     }
 
     static func poolStartDelay(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
@@ -196,7 +208,8 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             (Offset.intervalMilliseconds.rawValue, intervalMilliseconds), (Offset.state.rawValue, state.rawValue),
             (Offset.activityWord.rawValue, activityWord), (Offset.hangsDetected.rawValue, hangsDetected),
             (Offset.thresholdMicroseconds.rawValue, thresholdMicroseconds), (Offset.hangsSuppressed.rawValue, hangsSuppressed),
-            (Offset.callsCutShort.rawValue, callsCutShort),
+            (Offset.callsCutShort.rawValue, callsCutShort), (Offset.captureSignal.rawValue, UInt64(max(0, captureSignal))),
+            (Offset.watchdogTID.rawValue, UInt64(max(0, watchdogTID))),
         ]
         if let loopBusy {
             values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]

@@ -91,7 +91,10 @@ import Testing
             let report = try #require(reports.first, "loop \(index) has no report")
             #expect(reports.count == 1)
             #expect(report.capture.errors.allSatisfy { $0.kind != "capture busy" }, "loop \(index): \(report.capture.errors)")
-            #expect(report.samples.filter { $0.method == "signal" && $0.stack != nil }.count >= 20, "loop \(index)")
+            // Four spinning loops on this machine's CPUs, sampled every 5 ms for 900 ms: each is
+            // captured many times (about 40 on two idle CPUs; fewer beside other work). Ten say
+            // the captures were taken in turn, never refused as busy.
+            #expect(report.samples.filter { $0.method == "signal" && $0.stack != nil }.count >= 10, "loop \(index)")
             #expect(report.heaviestStackContains("spinInTestHang"), "loop \(index): \(report.heaviestSymbols)")
         }
     }

@@ -39,7 +39,7 @@ final class WatchdogHarness {
         environment = other?.environment ?? FakeWatchdogEnvironment(clock: clock)
         sampler = ScriptedSampler(clock: clock)
         control = WatchdogControl(thresholdMicroseconds: thresholdMilliseconds * 1000)
-        latch = ActivityLatch(busyActivities: busy, wake: other?.latch.wake ?? DispatchSemaphore(value: 0))
+        latch = ActivityLatch(busyActivities: busy, wake: other?.latch.wake ?? WatchdogWake())
         settings = Watchdog.Settings(
             busyMask: Activity.mask(busy), sampleIntervalMicroseconds: sampleIntervalMilliseconds * 1000,
             maxSamples: maxSamples, clockResolutionMicroseconds: clockResolutionMicroseconds, serviceName: "scripted")

@@ -48,6 +48,51 @@ public enum SampledStacks {
                     file: marker.map { _ in nil } + frames.map(\.file), line: marker.map { _ in nil } + frames.map(\.line),
                     kinds: marker.map { _ in .marker } + kinds, blocked: Self.isBlocked(sample)))
         }
+        for holder in holders(of: report) {
+            let frames = holder.stack.frames.reversed().compactMap { $0 >= 0 && $0 < report.frames.count ? report.frames[$0] : nil }
+            let kinds = frames.map { frame -> FrameKind in
+                guard let image = frame.image, report.images.indices.contains(image) else { return .unknown }
+                return StackSignature.isSystemImage(report.images[image].path) ? .system : .app
+            }
+            let stop = holder.stack.truncated ? [Self.stopMarker(holder.stack)] : []
+            result.append(
+                SampledStack(
+                    frames: [holder.marker] + stop + frames.map { FrameNaming.displayName($0, images: report.images) },
+                    weightMs: holder.weightMs, file: [nil] + stop.map { _ in nil } + frames.map(\.file),
+                    line: [nil] + stop.map { _ in nil } + frames.map(\.line), kinds: [.marker] + stop.map { _ in .marker } + kinds,
+                    blocked: holder.blocked))
+        }
+        return result
+    }
+
+    /// A stack of a thread that held what the hung thread waited for (`waitsFor`'s holder, and the
+    /// holders down its chain): counted as its own sample, rooted at a marker that says whose it
+    /// is, for as long as the hang was sampled.
+    public struct HolderStack: Sendable, Equatable {
+        public var stack: HangReport.Stack
+        /// `[holder of mutex 0x…: thread 1234 "cache-refresh"]`
+        public var marker: String
+        public var tid: Int32
+        public var weightMs: Double
+        public var blocked: Bool
+    }
+
+    public static func holders(of report: HangReport) -> [HolderStack] {
+        guard let waits = report.waitsFor else { return [] }
+        let sampled = report.samples.indices.filter { report.samples[$0].stack != nil }.map { weightMs(ofSample: $0, in: report) }.reduce(0, +)
+        var seen: Set<Int32> = [report.thread.tid]
+        var result: [HolderStack] = []
+        let links = [(waits.kind, waits.address ?? waits.file, waits.holder)] + (waits.chain ?? []).map { ($0.kind, $0.address ?? $0.file, $0.holder) }
+        for (kind, object, holder) in links {
+            guard let holder, let tid = holder.tid, seen.insert(tid).inserted, let index = holder.stack,
+                report.stacks.indices.contains(index)
+            else { continue }
+            let name = holder.name.map { " \"\($0)\"" } ?? ""
+            result.append(
+                HolderStack(
+                    stack: report.stacks[index], marker: "[holder of \(kind)\(object.map { " " + $0 } ?? ""): thread \(tid)\(name)]", tid: tid,
+                    weightMs: sampled, blocked: holder.verdict == "blocked"))
+        }
         return result
     }
 

@@ -1,9 +1,18 @@
 import Foundation
 import HangWatchReport
 
-/// Hangs that share a signature: the same culprit. The "what do I fix first" view.
+/// Hangs that share a signature: the same culprit. The "what do I fix first" view. Or, grouped by
+/// a label (`group(_:byLabel:)`), hangs of the same request route, tenant, ...
 public struct HangGroup: Sendable, Equatable {
+    /// The signature the members share; empty for a group by label.
     public var signature: String
+    /// What the signature hashes (`names`: one group across builds; `addresses`: this build's);
+    /// nil for a group by label.
+    public var signatureKind: HangReport.SignatureKind?
+    /// For a group by label: the label's key.
+    public var labelKey: String?
+    /// For a group by label: the value its members carry (nil: they do not carry the label).
+    public var labelValue: String?
     /// Hangs in the group, repeats folded into reports included.
     public var count: Int
     public var totalMs: Double
@@ -19,7 +28,34 @@ public struct HangGroup: Sendable, Equatable {
     /// Groups `summaries` by signature, most total time first. A report's folded repeats count
     /// with what its file records of them: their number, total and longest duration, last start.
     public static func group(_ summaries: [ReportSummary]) -> [HangGroup] {
-        Dictionary(grouping: summaries, by: \.signature).map { signature, members in
+        groups(Dictionary(grouping: summaries, by: \.signature)).map { group in
+            var group = group
+            group.signatureKind = group.representative.signatureKind
+            return group
+        }.sorted(by: order)
+    }
+
+    /// Groups `summaries` by the value of their label `key` (hangs without it: one group, whose
+    /// value is nil), most total time first.
+    public static func group(_ summaries: [ReportSummary], byLabel key: String) -> [HangGroup] {
+        // (Keyed "=value", and "" for none: a label's value may itself be empty.)
+        let byValue = Dictionary(grouping: summaries) { $0.labels[key].map { "=" + $0 } ?? "" }
+        return groups(byValue).map { group in
+            var group = group
+            group.labelKey = key
+            group.labelValue = group.signature.isEmpty ? nil : String(group.signature.dropFirst())
+            group.signature = ""
+            return group
+        }.sorted(by: order)
+    }
+
+    /// Most total time first; then by signature, then by label value.
+    private static func order(_ a: HangGroup, _ b: HangGroup) -> Bool {
+        (a.totalMs, b.signature, b.labelValue ?? "") > (b.totalMs, a.signature, a.labelValue ?? "")
+    }
+
+    private static func groups(_ byKey: [String: [ReportSummary]]) -> [HangGroup] {
+        byKey.map { signature, members in
             var durations: [Double] = []
             var total = 0.0
             for member in members {
@@ -34,12 +70,12 @@ public struct HangGroup: Sendable, Equatable {
             }
             let representative = members.max { ($0.durationMs, $1.path) < ($1.durationMs, $0.path) }!
             return HangGroup(
-                signature: signature, count: saturatingSum([members.count, folded]),
+                signature: signature, signatureKind: nil, labelKey: nil, labelValue: nil, count: saturatingSum([members.count, folded]),
                 totalMs: finite(total + members.reduce(0.0) { $0 + $1.repeatsTotalMs }),
                 p50Ms: percentile(0.5), p95Ms: percentile(0.95), maxMs: finite(members.map(\.maxMs).max() ?? 0),
                 firstSeen: members.map(\.startedAt).min()!, lastSeen: members.map(\.lastSeen).max()!,
                 services: Array(Set(members.map(\.service))).sorted(), representative: representative)
-        }.sorted { ($0.totalMs, $1.signature) > ($1.totalMs, $0.signature) }
+        }
     }
 
     /// `value`, held within what JSON can write (`hangwatch top --json`): durations from report

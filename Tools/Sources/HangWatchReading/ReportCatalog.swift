@@ -168,7 +168,8 @@ public struct ReportCatalog: Sendable {
         var permissionDenied = false
     }
 
-    static let indexVersion = 4
+    /// 5: each summary's signature kind and labels (schema 1.5).
+    static let indexVersion = 5
 
     func loadIndex() -> [String: IndexEntry] {
         guard let indexPath, let data = try? ReportReader(maxBytes: 256 << 20, refusesHardLinks: false).readData(path: indexPath),

@@ -1,6 +1,10 @@
 import Foundation
 import HangWatchReport
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Which reports a command looks at.
 public struct ReportFilter: Sendable, Equatable {
     public var services: Set<String> = []
@@ -9,15 +13,45 @@ public struct ReportFilter: Sendable, Equatable {
     public var until: Date?
     public var minimumDurationMs: Double?
     public var signature: String?
+    /// Labels the hang must carry (every one of them).
+    public var labels: [LabelMatch] = []
+
+    /// `key` (any value) or `key=pattern`: the label `key`, its value matching `pattern` as the
+    /// shell matches file names (`*`, `?`, `[…]`; a pattern without them is the exact value).
+    public struct LabelMatch: Sendable, Equatable {
+        public var key: String
+        public var pattern: String?
+
+        public init(key: String, pattern: String?) {
+            self.key = key
+            self.pattern = pattern
+        }
+
+        /// `route=/checkout`, `route=*checkout*`, `tenant`; nil for an empty key.
+        public init?(_ text: String) {
+            let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = parts.first, !key.isEmpty else { return nil }
+            self.key = String(key)
+            pattern = parts.count == 2 ? String(parts[1]) : nil
+        }
+
+        public func matches(_ labels: [String: String]) -> Bool {
+            guard let value = labels[key] else { return false }
+            guard let pattern else { return true }
+            return fnmatch(pattern, value, 0) == 0
+        }
+    }
 
     public init(
-        services: Set<String> = [], since: Date? = nil, until: Date? = nil, minimumDurationMs: Double? = nil, signature: String? = nil
+        services: Set<String> = [], since: Date? = nil, until: Date? = nil, minimumDurationMs: Double? = nil, signature: String? = nil,
+        labels: [LabelMatch] = []
     ) {
         self.services = services
         self.since = since
         self.until = until
         self.minimumDurationMs = minimumDurationMs
         self.signature = signature
+        self.labels = labels
     }
 
     public func matches(_ summary: ReportSummary) -> Bool {
@@ -26,6 +60,7 @@ public struct ReportFilter: Sendable, Equatable {
         if let until, summary.startedAt >= until { return false }
         if let minimumDurationMs, summary.durationMs < minimumDurationMs { return false }
         if let signature, !summary.signature.hasPrefix(signature.lowercased()) { return false }
+        if !labels.allSatisfy({ $0.matches(summary.labels) }) { return false }
         return true
     }
 

@@ -42,6 +42,13 @@ struct ReportIndexFile: Codable {
     var repeatsTotalMs: [Double] = []
     var repeatsMaxMs: [Double] = []
     var lastSeen: [Double] = []
+    /// 0: by names, 1: by addresses (`ReportSummary.signatureKind`).
+    var signatureKind: [Int] = []
+    /// Summary i's labels are `labelKeys[labelStart[i]..<labelStart[i + 1]]` with the values at the
+    /// same places (the last runs to the end).
+    var labelStart: [Int] = []
+    var labelKeys: [Int] = []
+    var labelValues: [Int] = []
 
     init(version: Int, directory: String, entries: [String: ReportCatalog.IndexEntry]) {
         self.version = version
@@ -85,6 +92,12 @@ struct ReportIndexFile: Codable {
             repeatsTotalMs.append(summary.repeatsTotalMs)
             repeatsMaxMs.append(summary.repeatsMaxMs)
             lastSeen.append(summary.lastSeen.timeIntervalSince1970)
+            signatureKind.append(summary.signatureKind == .names ? 0 : 1)
+            labelStart.append(labelKeys.count)
+            for (key, value) in summary.labels.sorted(by: { $0.key < $1.key }) {
+                labelKeys.append(intern(key))
+                labelValues.append(intern(value))
+            }
         }
     }
 
@@ -96,8 +109,9 @@ struct ReportIndexFile: Codable {
         var summaryColumns: [Int] = [service.count, host.count, pid.count, threadName.count, startedAt.count]
         summaryColumns += [durationMs.count, thresholdMs.count, outcome.count, verdict.count, onCpuRatio.count]
         summaryColumns += [blockedIn.count, signature.count, topFrame.count, stackStart.count, repeats.count]
-        summaryColumns += [repeatsTotalMs.count, repeatsMaxMs.count, lastSeen.count]
-        guard fileColumns.allSatisfy({ $0 == files }), summaryColumns.allSatisfy({ $0 == rows }) else { return nil }
+        summaryColumns += [repeatsTotalMs.count, repeatsMaxMs.count, lastSeen.count, signatureKind.count, labelStart.count]
+        guard fileColumns.allSatisfy({ $0 == files }), summaryColumns.allSatisfy({ $0 == rows }), labelKeys.count == labelValues.count
+        else { return nil }
         func string(_ index: Int) -> String? { index >= 0 && index < strings.count ? strings[index] : nil }
         var result: [String: ReportCatalog.IndexEntry] = [:]
         result.reserveCapacity(files)
@@ -121,6 +135,15 @@ struct ReportIndexFile: Codable {
                     guard let name = string(frame) else { return nil }
                     stack.append(name)
                 }
+                let labelsFrom = labelStart[index]
+                let labelsTo = index + 1 < rows ? labelStart[index + 1] : labelKeys.count
+                guard labelsFrom >= 0, labelsFrom <= labelsTo, labelsTo <= labelKeys.count, (0...1).contains(signatureKind[index])
+                else { return nil }
+                var labels: [String: String] = [:]
+                for position in labelsFrom..<labelsTo {
+                    guard let key = string(labelKeys[position]), let value = string(labelValues[position]) else { return nil }
+                    labels[key] = value
+                }
                 entry.summary = ReportSummary(
                     path: filePath, id: summaryID, service: serviceName, host: hostName, pid: pid[index],
                     threadName: string(threadName[index]), startedAt: Date(timeIntervalSince1970: startedAt[index]),
@@ -128,7 +151,8 @@ struct ReportIndexFile: Codable {
                     onCpuRatio: onCpuRatio[index] < 0 ? nil : onCpuRatio[index], blockedIn: string(blockedIn[index]),
                     signature: signatureText, topFrame: string(topFrame[index]), stack: stack, repeats: repeats[index],
                     repeatsTotalMs: repeatsTotalMs[index], repeatsMaxMs: repeatsMaxMs[index],
-                    lastSeen: Date(timeIntervalSince1970: lastSeen[index]))
+                    lastSeen: Date(timeIntervalSince1970: lastSeen[index]), signatureKind: signatureKind[index] == 0 ? .names : .addresses,
+                    labels: labels)
             } else if entry.problem == nil {
                 return nil
             }

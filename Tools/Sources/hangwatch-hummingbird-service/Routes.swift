@@ -1,5 +1,7 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 /// What a route handler really spent blocking, as the handler itself measured it: one JSON line
 /// per request (`{"route":…,"startedAt":…,"durationMs":…}`), appended to a file the test reads.
@@ -157,5 +159,40 @@ enum Shop {
     static func formatReceiptOnLoop(measurements: Measurements) -> String {
         measurements.measure("/receipt") { Work.sleep(milliseconds: blockMilliseconds) }
         return "receipt\n"
+    }
+}
+
+/// The shop's stock count, behind one `NIOLock` (an `NIOLockedValueBox`) that two routes share:
+/// `/restock` holds it while it recounts (asleep, `recountMilliseconds`), `/stock` reads under it,
+/// so a `/stock` request that comes meanwhile waits for the other request's handler: a hang whose
+/// report must name the `/restock` handler's thread and stack as the holder (issue 35).
+/// `/restock/held` answers `yes` while a recount holds the lock (the test's cue, no sleep).
+enum Inventory {
+    static let recountMilliseconds = 800
+    static let stock = NIOLockedValueBox(100)
+    static let recounting = Atomic<Bool>(false)
+
+    @inline(never)
+    static func restock(measurements: Measurements) async -> String {
+        await Task.yield()
+        let count = measurements.measure("/restock") { stock.withLockedValue { recount(&$0) } }
+        return "stock \(count)\n"
+    }
+
+    /// Holds the lock (its caller's closure does) while it sleeps.
+    @inline(never)
+    static func recount(_ count: inout Int) -> Int {
+        recounting.store(true, ordering: .releasing)
+        defer { recounting.store(false, ordering: .releasing) }
+        Work.sleep(milliseconds: recountMilliseconds)
+        count += 1
+        return count
+    }
+
+    @inline(never)
+    static func readStock(measurements: Measurements) async -> String {
+        await Task.yield()
+        let count = measurements.measure("/stock") { stock.withLockedValue { $0 } }
+        return "stock \(count)\n"
     }
 }

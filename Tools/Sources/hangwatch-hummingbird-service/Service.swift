@@ -10,7 +10,10 @@ import Synchronization
 /// A Hummingbird 2 shop whose routes block their thread for 300 ms in four ways, as a service
 /// would by mistake: `/quote` computes, `/invoice` reads a pipe, `/checkout` sleeps, `/cart` waits
 /// for a lock. Hummingbird runs route handlers as Swift tasks on the cooperative pool; `/receipt`
-/// instead blocks an event loop of the server's group. `/hello` answers at once (throughput).
+/// instead blocks an event loop of the server's group. `/restock` holds the stock's `NIOLock` for
+/// 800 ms and `/stock` waits for it (`Inventory`: one request's handler blocked by another's). `/hello` answers at once (throughput). The
+/// shop's routes run under `HangLabelsMiddleware` (each hang's report names its route and, when
+/// the request had one, its `traceparent`); `/hello` does not (the bench's figure is unchanged).
 ///
 ///   hangwatch-hummingbird-service [--reports DIR] [--threshold-ms 250] [--port 8080]
 ///                                 [--port-file FILE] [--measurements FILE] [--toggle-watch]
@@ -114,11 +117,16 @@ struct HummingbirdService {
         }
         router.get("/served") { _, _ in "\(served.value)\n" }
         router.get("/watch") { _, _ in "\(toggled.state)\n" }
-        router.get("/quote") { _, _ in await Shop.quote(measurements: measurements) }
-        router.get("/invoice") { _, _ in try await Shop.downloadInvoice(measurements: measurements) }
-        router.get("/checkout") { _, _ in await Shop.checkout(measurements: measurements) }
-        router.get("/cart") { _, _ in await Shop.updateCart(measurements: measurements) }
-        router.get("/receipt") { _, _ in try await Shop.renderReceipt(on: group.next(), measurements: measurements) }
+        // The shop's routes run under their labels (route, traceparent): a hang says which request.
+        let shop = router.group().add(middleware: HangLabelsMiddleware())
+        shop.get("/quote") { _, _ in await Shop.quote(measurements: measurements) }
+        shop.get("/invoice") { _, _ in try await Shop.downloadInvoice(measurements: measurements) }
+        shop.get("/checkout") { _, _ in await Shop.checkout(measurements: measurements) }
+        shop.get("/cart") { _, _ in await Shop.updateCart(measurements: measurements) }
+        shop.get("/receipt") { _, _ in try await Shop.renderReceipt(on: group.next(), measurements: measurements) }
+        shop.get("/restock") { _, _ in await Inventory.restock(measurements: measurements) }
+        shop.get("/stock") { _, _ in await Inventory.readStock(measurements: measurements) }
+        router.get("/restock/held") { _, _ in Inventory.recounting.load(ordering: .acquiring) ? "yes\n" : "no\n" }
 
         let portFile = options.portFile
         let app = Application(

@@ -23,7 +23,7 @@ struct Hangwatch: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             ListCommand.self, ShowCommand.self, TopCommand.self, ExportCommand.self, FlamegraphCommand.self,
-            SymbolicateCommand.self, WatchCommand.self, ValidateCommand.self,
+            SymbolicateCommand.self, WatchCommand.self, DumpCommand.self, ValidateCommand.self,
         ],
         defaultSubcommand: ListCommand.self)
 

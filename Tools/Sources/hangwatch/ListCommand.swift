@@ -13,11 +13,14 @@ struct ListCommand: ParsableCommand {
         discussion: """
             Columns: when it started, service, pid, duration, thread CPU share, what the thread was \
             doing (computing, a system call, starved, stopped), the first frame of the service's own \
-            code in the heaviest stack, and the signature (hangs with one culprit share it).
+            code in the heaviest stack, and the signature (hangs with one culprit share it: by \
+            function names when the frames are named, across builds; else by addresses; --json \
+            says which, as signatureKind, with the hang's labels).
 
             Examples:
               hangwatch list --since 1h --min-duration 500ms
               hangwatch list --service billing --limit 20
+              hangwatch list --label route=/checkout --label tenant=acme
               hangwatch list --json | jq '.[0].id'
             """)
 
@@ -86,6 +89,7 @@ struct ListCommand: ParsableCommand {
                 case .computing: .yellow
                 case .blocked: .cyan
                 case .starved, .stopped, .debugger: .magenta
+                case .deadlocked: .red
                 case .unknown: nil
                 }
             table.append(

@@ -57,6 +57,13 @@ struct FilterOptions: ParsableArguments {
     @Option(name: .customLong("min-duration"), help: ArgumentHelp("Only hangs at least this long: 500ms, 1.5s, 2m.", valueName: "duration"))
     var minDuration: String?
 
+    @Option(
+        name: .customLong("label"),
+        help: ArgumentHelp(
+            "Only hangs that carry this label: KEY (any value) or KEY=VALUE; VALUE may use * ? [...] as the shell does (repeat: all must match).",
+            valueName: "key[=value]"))
+    var labels: [String] = []
+
     func validate() throws {
         for (option, value) in [("--since", since), ("--until", until)] {
             if let value, ReportFilter.parseTime(value) == nil {
@@ -66,6 +73,9 @@ struct FilterOptions: ParsableArguments {
         }
         if let minDuration, ReportFilter.parseDuration(minDuration) == nil {
             throw ValidationError("--min-duration \(minDuration): expected a duration such as 500ms, 1.5s or 2m")
+        }
+        for label in labels where ReportFilter.LabelMatch(label) == nil {
+            throw ValidationError("--label \(label): expected KEY or KEY=VALUE, such as route=/checkout or 'route=GET /cart*'")
         }
         // A range no hang can be in is a mistake, not an empty answer.
         if let since, let until, let from = ReportFilter.parseTime(since), let to = ReportFilter.parseTime(until), to <= from {
@@ -77,7 +87,8 @@ struct FilterOptions: ParsableArguments {
     func filter(signature: String? = nil) -> ReportFilter {
         ReportFilter(
             services: Set(service), since: since.flatMap { ReportFilter.parseTime($0) }, until: until.flatMap { ReportFilter.parseTime($0) },
-            minimumDurationMs: minDuration.flatMap(ReportFilter.parseDuration), signature: signature)
+            minimumDurationMs: minDuration.flatMap(ReportFilter.parseDuration), signature: signature,
+            labels: labels.compactMap(ReportFilter.LabelMatch.init))
     }
 }
 

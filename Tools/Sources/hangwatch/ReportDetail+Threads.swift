@@ -12,6 +12,11 @@ extension ReportDetail {
             if let state = thread.state { what += " (\(state))" }
             let header = "  tid \(thread.tid)" + (thread.name.map { " \($0)" } ?? "") + "  " + what
             lines.append(terminal.paint(Text.clip(header, width), thread.verdict == HangReport.ThreadVerdict.idle.rawValue ? .dim : .bold))
+            if let waits = thread.waitsFor {
+                lines.append(
+                    "    waits for " + Self.sentence(kind: waits.kind, address: waits.address, file: waits.file) + " "
+                        + Self.ownerWords(waits.owner, holder: waits.holder, reason: waits.reason))
+            }
             guard let stack = thread.stack.flatMap(report.stack(at:)) else {
                 lines.append("    no stack: \(thread.error ?? "none captured")")
                 continue

@@ -86,13 +86,18 @@ struct ReportDetail {
             field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
         }
         let verdict = HangReportSummary.verdictLine(report)
-        field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : .cyan))
+        field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : report.context.verdict == .deadlocked ? .red : .cyan))
         if let exit = report.processExit {
             field("exit", "the process \(exit.reason == "gone" ? "died" : "was replaced (pid reused)") mid-hang, last seen \(Text.timestamp(exit.lastSeenAt))")
         }
         if let repeats = report.repeats {
             field("repeats", "\(repeats.count) more, \(Text.duration(repeats.totalDurationMs)) in all, longest \(Text.duration(repeats.maxDurationMs)), last \(Text.timestamp(repeats.lastAt))")
         }
+        if let labels = report.labels, !labels.isEmpty {
+            let omitted = report.labelsOmitted.map { $0 > 0 ? " (\($0) more left out)" : "" } ?? ""
+            field("labels", labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + omitted)
+        }
+        field("signature", Self.signatureLine(report))
         lines.append("")
 
         if let heaviest = report.heaviestStack {
@@ -143,6 +148,11 @@ struct ReportDetail {
             lines.append("no stack was captured")
         }
         lines.append("")
+        let waits = waitLines(report)
+        if !waits.isEmpty {
+            lines.append(contentsOf: waits)
+            lines.append("")
+        }
         if let threads = report.threads, !threads.isEmpty {
             lines.append(contentsOf: threadStacks(report, threads))
         } else {
@@ -180,6 +190,15 @@ struct ReportDetail {
         }
         field("file", path, whole: true)
         return lines.map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }.joined(separator: "\n")
+    }
+
+    /// `1a2b3c4d5e6f7a8b by names (addresses: 0011223344556677)`: the group's signature and kind.
+    static func signatureLine(_ report: HangReport) -> String {
+        let grouping = report.grouping
+        switch grouping.kind {
+        case .names: return "\(grouping.signature) by names (by addresses: \(report.signature))"
+        case .addresses: return "\(grouping.signature) by addresses (no names: a rebuild changes it)"
+        }
     }
 
     /// One mark per sample: which stack (by its first app frame and its leaf), and the thread's state.

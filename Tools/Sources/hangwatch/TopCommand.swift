@@ -13,9 +13,16 @@ struct TopCommand: ParsableCommand {
             Each group: how many hangs, the time they took in all, their p50/p95/max duration, when \
             the first and last were seen, which services, and a representative stack.
 
+            A signature is by function names when the report's frames are named (written into it, \
+            or looked up from its binaries now): the same call path is one group in every build, \
+            host and release. Without names it is by addresses (image offsets), which a rebuild \
+            changes; each group says which: (names) or (addresses). --by KEY groups by the value \
+            of a label instead (HangMonitor.withLabels): which routes, tenants, ... hang most.
+
             Examples:
               hangwatch top --since 1d
               hangwatch top --service billing --limit 5
+              hangwatch top --by route
               hangwatch export --signature 1a2b3c4d --format folded > billing.folded
             """)
 
@@ -29,16 +36,26 @@ struct TopCommand: ParsableCommand {
     @Option(help: "Frames of each representative stack to show.")
     var frames: Int = 4
 
+    @Option(name: .customLong("by"), help: ArgumentHelp("Group by the value of this label instead of by signature.", valueName: "label"))
+    var byLabel: String?
+
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
     func validate() throws {
         if limit < 1 { throw ValidationError("--limit must be at least 1") }
         if frames < 1 { throw ValidationError("--frames must be at least 1") }
+        if let byLabel, byLabel.isEmpty { throw ValidationError("--by takes a label's key, such as route") }
     }
 
     struct GroupJSON: Encodable {
+        /// Empty for a group by label.
         var signature: String
+        /// `names` or `addresses`; absent for a group by label.
+        var signatureKind: HangReport.SignatureKind?
+        /// For `--by`: the label and the members' value (absent: they do not carry it).
+        var label: String?
+        var value: String?
         var count: Int
         var totalMs, p50Ms, p95Ms, maxMs: Double
         var firstSeen, lastSeen: Date
@@ -50,11 +67,13 @@ struct TopCommand: ParsableCommand {
     func run() throws {
         let library = ReportLibrary(directory: directory, reading: reading)
         let summaries = try library.summaries(filters.filter())
-        let groups = Array(HangGroup.group(summaries).prefix(limit))
+        let all = byLabel.map { HangGroup.group(summaries, byLabel: $0) } ?? HangGroup.group(summaries)
+        let groups = Array(all.prefix(limit))
         if json {
             let rows = groups.map {
                 GroupJSON(
-                    signature: $0.signature, count: $0.count, totalMs: $0.totalMs, p50Ms: $0.p50Ms, p95Ms: $0.p95Ms,
+                    signature: $0.signature, signatureKind: $0.signatureKind, label: $0.labelKey, value: $0.labelValue,
+                    count: $0.count, totalMs: $0.totalMs, p50Ms: $0.p50Ms, p95Ms: $0.p95Ms,
                     maxMs: $0.maxMs, firstSeen: $0.firstSeen, lastSeen: $0.lastSeen, services: $0.services,
                     representative: $0.representative.id, stack: $0.representative.stack)
             }
@@ -66,6 +85,14 @@ struct TopCommand: ParsableCommand {
             Terminal.warn("hangwatch: no hangs match")
             throw ExitCode(Exit.nothingMatched.rawValue)
         }
+    }
+
+    /// What the group is: `sig 1a2b3c4d (names)`, or `route=GET /checkout` (`route: none`).
+    static func key(_ group: HangGroup) -> String {
+        if let key = group.labelKey {
+            return Text.clip(group.labelValue.map { "\(key)=\($0)" } ?? "\(key): none", 60)
+        }
+        return "sig \(group.signature.prefix(8)) (\(group.signatureKind?.rawValue ?? "addresses"))"
     }
 
     /// Each column as wide as its widest entry; the terminal's width only cuts the services and
@@ -82,7 +109,7 @@ struct TopCommand: ParsableCommand {
         var lines: [String] = []
         for (index, group) in groups.enumerated() {
             let head = Text.fit(ranks[index], rankWidth) + "  " + Text.fit(heads[index], headWidth)
-            lines.append(terminal.paint(head, .bold) + "  " + Text.fit(stats[index], statsWidth) + "  sig \(group.signature.prefix(8))")
+            lines.append(terminal.paint(head, .bold) + "  " + Text.fit(stats[index], statsWidth) + "  " + Self.key(group))
             let seen = "first " + Text.time(group.firstSeen) + "  last " + Text.time(group.lastSeen) + " " + Text.zone(group.lastSeen)
             let servicesWidth = min(services.map(\.count).max() ?? 0, max(10, width - 4 - 2 - seen.count))
             lines.append("    " + Text.fit(services[index], servicesWidth) + "  " + seen)

@@ -68,4 +68,25 @@ import Testing
         #expect(FinishedHang.hangCount(negative) == 1)
         #expect(FinishedHang.whole(-1e300) == "-1e+300" && FinishedHang.whole(712.5) == "713")
     }
+
+    /// The record says which signature groups the hang, and carries its labels; once the agent
+    /// named the frames, the hang is grouped by names, as `hangwatch top` groups it.
+    @Test func theRecordCarriesTheGroupingAndTheLabelsAndIsRegroupedOnceNamed() throws {
+        var report = Self.report(durationMs: 400)
+        report.labels = ["route": "GET /checkout", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"]
+        let hang = try #require(Self.hang(report))
+        #expect(hang.signature == report.grouping.signature && hang.signatureKind == report.grouping.kind)
+        #expect(hang.labels == report.labels)
+        let attributes = HangLogRecord.attributes(of: hang)
+        #expect(attributes["hangwatch.label.route"] == "GET /checkout")
+        #expect(attributes["hangwatch.label.traceparent"] == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        #expect(attributes["hangwatch.hang.signature_kind"] == "\(report.grouping.kind.rawValue)")
+        #expect(hang.signatureKind == .addresses)
+        var named = report
+        named.frames[0].symbol = "billing.recompute() -> ()"
+        named.heaviestStack?.frames[0].symbol = "billing.recompute() -> ()"
+        let renamed = hang.renamed(from: named)
+        #expect(renamed.signatureKind == .names && renamed.signature == named.grouping.signature)
+        #expect(renamed.signature != report.signature)
+    }
 }

@@ -189,8 +189,10 @@ import FoundationNetworking
             ])
         try agent.waitUntilReady()
         try DemoReports.copy(into: root.path, service: "billing")
+        let count = root.reports("billing").count
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { receiver.logs.count == count }, "\(receiver.logs.count) records; \(agent.log)")
+        // As the agent named them (a record goes out once its report is named).
         let reports = root.reports("billing")
-        #expect(Eventually.holds(timeout: 30, interval: 0.02) { receiver.logs.count == reports.count }, "\(receiver.logs.count) records; \(agent.log)")
         let byID = Dictionary(uniqueKeysWithValues: reports.map { ($0.id, $0) })
         for record in receiver.logs {
             let attributes = try #require(record["attributes"] as? [String: Any])
@@ -199,7 +201,11 @@ import FoundationNetworking
             #expect((record["body"] as? String)?.contains(HangReportSummary.verdictLine(report)) == true)
             #expect(attributes["service.name"] as? String == report.service)
             #expect(attributes["hangwatch.hang.duration_ms"] as? String == String(Int(report.durationMs.rounded())))
-            #expect(attributes["hangwatch.hang.signature"] as? String == report.signature)
+            // Grouped by names, as `hangwatch top` groups the report, and said so.
+            #expect(report.grouping.kind == .names && report.nameSignature == report.grouping.signature)
+            #expect(attributes["hangwatch.hang.signature"] as? String == report.grouping.signature)
+            #expect(attributes["hangwatch.hang.signature_kind"] as? String == "names")
+            #expect(record["trace_id"] as? String == "" && record["span_id"] as? String == "")
             #expect((attributes["hangwatch.hang.top_frames"] as? [String])?.isEmpty == false)
             #expect(attributes["hangwatch.report.path"] as? String == root.path + "/billing/hang-\(report.id).json")
             if let ratio = report.context.onCpuRatio { #expect(attributes["hangwatch.hang.oncpu_ratio"] as? String == "\(ratio)") }
@@ -207,6 +213,49 @@ import FoundationNetworking
             #expect((attributes["hangwatch.hang.culprit"] as? String)?.hasPrefix("DemoService.") == true, "\(attributes)")
         }
         #expect(Eventually.holds(timeout: 20, interval: 0.02) { receiver.records.contains { $0["name"] as? String == "hangwatch_hangs_total" } })
+    }
+
+    /// A hang under a W3C traceparent label is a log record in that trace, with that span as its
+    /// parent, decoded with the official protos; a malformed traceparent is only an attribute.
+    @Test func aHangUnderATraceparentIsLinkedToItsTrace() throws {
+        let root = try SpoolRoot()
+        let receiver = try Receiver(output: root.path + ".otlp.jsonl")
+        let agent = try AgentProcess(
+            root: root.path,
+            arguments: ["--set", "HANGWATCHD_OTLP_ENDPOINT=http://127.0.0.1:\(receiver.port)", "--set", "HANGWATCHD_ENRICH_DELAY=0"])
+        try agent.waitUntilReady()
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let malformed = ["00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "garbage"]
+        let store = ReportStore(directory: root.path + "/billing", access: .sharedWithAgent)
+        try store.prepare()
+        let demo = try DemoReports.reports()
+        try #require(demo.count >= 1 + malformed.count)
+        var expected: [String: String?] = [:]
+        for (index, report) in demo.enumerated() {
+            var labelled = report
+            labelled.id += "-traced"
+            let value = index == 0 ? traceparent : index <= malformed.count ? malformed[index - 1] : nil
+            labelled.labels = ["route": "GET /checkout"].merging(value.map { ["traceparent": $0] } ?? [:]) { $1 }
+            expected[labelled.id] = value
+            try store.write(labelled)
+        }
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { receiver.logs.count == demo.count }, "\(receiver.logs.count) records; \(agent.log)")
+        for record in receiver.logs {
+            let attributes = try #require(record["attributes"] as? [String: Any])
+            let id = try #require(attributes["hangwatch.report.id"] as? String)
+            let value = try #require(expected[id])
+            #expect(attributes["hangwatch.label.route"] as? String == "GET /checkout")
+            #expect(attributes["hangwatch.label.traceparent"] as? String == value)
+            if value == traceparent {
+                #expect(record["trace_id"] as? String == "4bf92f3577b34da6a3ce929d0e0e4736", "\(record)")
+                #expect(record["span_id"] as? String == "00f067aa0ba902b7", "\(record)")
+            } else {
+                #expect(record["trace_id"] as? String == "" && record["span_id"] as? String == "", "\(value ?? "none"): \(record)")
+            }
+        }
+        // Malformed values cost nothing but the link: the agent is still up and said nothing of them.
+        #expect(agent.process.isRunning, "\(agent.log)")
+        #expect(!agent.log.contains("Failed to extract span context"), "\(agent.log)")
     }
 
     @Test func aCollectorThatIsDownCostsRetriesAndTheQueueBoundIsCounted() throws {

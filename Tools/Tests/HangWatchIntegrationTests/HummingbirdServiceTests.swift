@@ -80,8 +80,13 @@ import Testing
         // pool thread is watched from the first attach job it runs (docs/sources.md), and a fresh
         // server's thread whose very first job is a slow request is not seen in that job.
         sleep(1)
+        // Each route's requests carry a trace context of their own (a W3C traceparent header).
+        func traceparent(_ route: String) -> String {
+            let index = routes.firstIndex(of: route) ?? 0
+            return "00-\(String(repeating: "ab", count: 15))0\(index + 1)-\(String(repeating: "cd", count: 7))0\(index + 1)-01"
+        }
         for route in routes {
-            let blocking = try Self.load(["-t1", "-c1", "-d2s", base + route])
+            let blocking = try Self.load(["-t1", "-c1", "-d2s", "-H", "traceparent: \(traceparent(route))", base + route])
             blocking.waitUntilExit()
             #expect(blocking.terminationStatus == 0, "wrk \(route)")
         }
@@ -129,6 +134,8 @@ import Testing
             let mine = all.filter { $0.source == "pool-job" && names($0, async: false).contains(blocking) }
             try #require(mine.count == 1, "\(route): \(mine.map(\.id)); all: \(all.map { names($0, async: false).prefix(4) })")
             let report = mine[0]
+            // The middleware's labels: the route matched, and the request's trace context.
+            #expect(report.labels == ["route": "GET \(route)", "traceparent": traceparent(route)], "\(route): \(report.labels ?? [:])")
             // The step runs now (a frame of the thread's stack); the handler that awaited it is
             // the first async caller.
             let physical = names(report, async: false)
@@ -194,6 +201,8 @@ import Testing
                 VaporServiceTests.holdsInOrder(
                     names(report, async: false), ["Shop.formatReceiptOnLoop(measurements:)", "closure", "SelectableEventLoop.run()"]),
                 "/receipt: \(names(report, async: false))")
+            // Work handed to an event loop runs outside the handler's labels (docs: what labels cover).
+            #expect(report.labels == nil, "\(report.labels ?? [:])")
             #expect(report.thread.name?.hasPrefix("NIO-ELT") == true)
             let block = try #require(blocks.min { abs($0.startedAt - report.startedAt.timeIntervalSince1970) < abs($1.startedAt - report.startedAt.timeIntervalSince1970) })
             // (Sampled when the loop's wake was found by a look at the idle loop: to a quarter threshold.)

@@ -82,11 +82,19 @@ import Testing
         report.context.blockedIn = "futex"
         report.context.onCpuRatio = nil
         report.thread.name = nil
+        report.labels = ["route": "GET /checkout", "tenant": "acme", "": "x"]
         var entry = ReportCatalog.IndexEntry(size: 10, modified: 20, inode: 30)
         entry.summary = ReportSummary(report: report, path: "/r/a.json")
+        var named = ReportFixtures.report()
+        named.frames[0].symbol = "read"
+        named.frames[2].symbol = "billing.g() -> ()"
+        named.heaviestStack?.frames = named.frames
+        var namedEntry = ReportCatalog.IndexEntry(size: 11, modified: 21, inode: 31)
+        namedEntry.summary = ReportSummary(report: named, path: "/r/c.json")
+        #expect(namedEntry.summary?.signatureKind == .names && entry.summary?.signatureKind == .addresses)
         var skipped = ReportCatalog.IndexEntry(size: 1, modified: 2, inode: 3)
         skipped.problem = "not a valid hang report: top level"
-        let entries = ["/r/a.json": entry, "/r/b.json": skipped]
+        let entries = ["/r/a.json": entry, "/r/b.json": skipped, "/r/c.json": namedEntry]
         let file = ReportIndexFile(version: 3, directory: "/r", entries: entries)
         let decoded = try JSONDecoder().decode(ReportIndexFile.self, from: JSONEncoder().encode(file))
         #expect(decoded.entries() == entries)

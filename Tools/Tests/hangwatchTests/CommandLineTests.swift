@@ -101,7 +101,7 @@ import ToolsTestSupport
         #expect(typo.errors.contains("unknown command 'lsit'. Did you mean 'list'?"), "\(typo.errors)")
         let far = try fixture.hangwatch(["frobnicate"])
         #expect(far.status == 2)
-        #expect(far.errors.contains("the commands are list, show, top, export, flamegraph, symbolicate, watch, validate"), "\(far.errors)")
+        #expect(far.errors.contains("the commands are list, show, top, export, flamegraph, symbolicate, watch, dump, validate"), "\(far.errors)")
         let option = try fixture.hangwatch(["list", "--sinse", "1h"])
         #expect(option.status == 2)
         #expect(option.errors.contains("Did you mean '--since'?"), "\(option.errors)")

@@ -64,7 +64,10 @@ import FoundationXML
     @Test func aGroupBySignature() throws {
         let fixture = try Fixture()
         let report = try #require(try DemoReports.reports().first { $0.context.blockedIn == "futex" })
-        let result = try fixture.hangwatch("export", "--signature", String(report.signature.prefix(8)))
+        // The group's signature as `top` and `list` give it (by names: named on the fly).
+        let summaries = try HangReport.makeDecoder().decode([ReportSummary].self, from: Data(try fixture.hangwatch("list", "--json").output.utf8))
+        let signature = try #require(summaries.first { $0.id == report.id }?.signature)
+        let result = try fixture.hangwatch("export", "--signature", String(signature.prefix(8)))
         #expect(result.status == 0)
         let lines = Self.folded(result.output)
         #expect(lines.contains { $0.frames.contains { $0.contains("waitForCacheLock") } })

@@ -19,9 +19,13 @@ import ToolsTestSupport
         #expect(lines.allSatisfy { $0.count <= 80 }, "\(lines.map(\.count))")
         // Not a terminal: no colour codes.
         #expect(!result.output.contains("\u{1b}["))
-        // One row per report, in the same order as their start times, each with its signature.
+        // One row per report, in the same order as their start times, each with the signature
+        // it is grouped by (by names: the frames are named on the fly), as the JSON says it.
+        let json = try HangReport.makeDecoder().decode([ReportSummary].self, from: Data(try fixture.hangwatch("list", "--json").output.utf8))
         for (line, report) in zip(lines.dropFirst(), reports) {
-            #expect(line.hasSuffix(String(report.signature.prefix(8))), "\(line)")
+            let summary = try #require(json.first { $0.id == report.id })
+            #expect(summary.signatureKind == .names)
+            #expect(line.hasSuffix(String(summary.signature.prefix(8))), "\(line)")
             #expect(line.contains(String(report.pid)))
         }
         // The lock wait is listed as a futex wait, the sleep as a sleep, the rest as computing.
@@ -61,7 +65,9 @@ import ToolsTestSupport
         for summary in summaries {
             let report = try #require(reports.first { $0.id == summary.id })
             #expect(summary.durationMs == report.durationMs)
-            #expect(summary.signature == report.signature)
+            // Named on the fly: grouped by names (the file's own signature is by addresses).
+            #expect(summary.signatureKind == .names)
+            #expect(summary.signature != report.signature && summary.signature.count == 16)
             #expect(summary.verdict == report.context.verdict)
             #expect(summary.service == "demo")
         }
@@ -101,9 +107,38 @@ import ToolsTestSupport
         #expect(try ids("--since", later).0 == 1)
     }
 
+    @Test func onlyHangsWithTheLabelsAsked() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let reports = try DemoReports.reports()
+        let store = ReportStore(directory: fixture.directory)
+        var routes: [String: String] = [:]
+        for (index, report) in reports.enumerated() {
+            var labelled = report
+            let route = ["/checkout", "/checkout/pay", "/cart"][index % 3]
+            labelled.labels = ["route": route, "tenant": index == 0 ? "globex" : "acme"]
+            routes[report.id] = route
+            _ = try store.write(labelled)
+        }
+        func ids(_ arguments: String...) throws -> Set<String> {
+            let run = try fixture.hangwatch(["list", "--json"] + arguments)
+            return Set((try? HangReport.makeDecoder().decode([ReportSummary].self, from: Data(run.output.utf8)))?.map(\.id) ?? [])
+        }
+        #expect(try ids("--label", "route=/checkout") == Set(routes.filter { $0.value == "/checkout" }.keys))
+        #expect(try ids("--label", "route=/checkout*") == Set(routes.filter { $0.value.hasPrefix("/checkout") }.keys))
+        #expect(try ids("--label", "route=/checkout*", "--label", "tenant=acme") == Set(routes.filter { $0.value.hasPrefix("/checkout") && $0.key != reports[0].id }.keys))
+        #expect(try ids("--label", "tenant").count == reports.count)
+        #expect(try ids("--label", "request").isEmpty)
+        // The labels are in the JSON summaries.
+        let json = try fixture.hangwatch("list", "--json", "--label", "route=/cart")
+        let summaries = try HangReport.makeDecoder().decode([ReportSummary].self, from: Data(json.output.utf8))
+        #expect(!summaries.isEmpty && summaries.allSatisfy { $0.labels["route"] == "/cart" })
+        let bad = try fixture.hangwatch("list", "--label", "=x")
+        #expect(bad.status == 2 && bad.errors.contains("--label"), "\(bad.errors)")
+    }
+
     @Test func badOptionsAreUsageErrors() throws {
         let fixture = try Fixture(withDemoReports: false)
-        for arguments in [["--since", "last tuesday"], ["--until", "soon"], ["--min-duration", "fast"], ["--limit", "0"], ["--no-such-flag"]] {
+        for arguments in [["--since", "last tuesday"], ["--until", "soon"], ["--min-duration", "fast"], ["--limit", "0"], ["--no-such-flag"], ["--label", ""]] {
             let result = try fixture.hangwatch(["list"] + arguments)
             #expect(result.status == 2, "\(arguments): \(result.errors)")
             #expect(!result.errors.isEmpty)

@@ -63,6 +63,30 @@ import ToolsTestSupport
         }
     }
 
+    /// The labels in effect are one line, sorted by key, with how many were left out; the
+    /// signature line says which kind groups the report.
+    @Test func theLabelsAndTheSignatureKindAreShown() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        var report = ReportFixtures.report()
+        report.labels = ["tenant": "acme", "route": "GET /checkout"]
+        report.labelsOmitted = 2
+        try ReportStore(directory: fixture.directory).write(report)
+        let result = try fixture.hangwatch(["show", "latest"], environment: ["COLUMNS": "300"])
+        #expect(result.status == 0, "\(result.errors)")
+        let labels = try #require(result.lines.first { $0.hasPrefix("labels ") }, "\(result.output)")
+        #expect(labels.hasSuffix("route=GET /checkout, tenant=acme (2 more left out)"), "\(labels)")
+        let signature = try #require(result.lines.first { $0.hasPrefix("signature ") }, "\(result.output)")
+        // The fixture's binary is not on this machine: no names, by addresses.
+        #expect(signature.contains("\(report.signature) by addresses"), "\(signature)")
+        let plain = try Fixture(withDemoReports: false)
+        try ReportStore(directory: plain.directory).write(ReportFixtures.report())
+        #expect(!(try plain.hangwatch(["show", "latest"])).lines.contains { $0.hasPrefix("labels ") })
+        // The demo's reports are named on the fly: by names.
+        let demo = try Fixture()
+        let named = try #require(try demo.hangwatch(["show", "latest"], environment: ["COLUMNS": "300"]).lines.first { $0.hasPrefix("signature ") })
+        #expect(named.contains(" by names (by addresses: "), "\(named)")
+    }
+
     /// A capture that cut the thread's system call short is said on the capture line; none, nothing.
     @Test func theCaptureLineSaysWhenACaptureCutACallShort() throws {
         let fixture = try Fixture(withDemoReports: false)

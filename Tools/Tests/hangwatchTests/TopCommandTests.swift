@@ -7,6 +7,9 @@ import ToolsTestSupport
 @Suite(.serialized) struct TopCommandTests {
     struct Group: Decodable {
         var signature: String
+        var signatureKind: HangReport.SignatureKind?
+        var label: String?
+        var value: String?
         var count: Int
         var totalMs, p50Ms, p95Ms, maxMs: Double
         var firstSeen, lastSeen: Date
@@ -35,14 +38,22 @@ import ToolsTestSupport
         for copy in Self.repeats(of: lockWait, durations: [1000, 2000], service: nil) + Self.repeats(of: lockWait, durations: [3000], service: "cart") {
             _ = try ReportStore(directory: fixture.directory).write(copy)
         }
+        // Names looked up on the fly (the demo's binary is there): groups by names.
         let result = try fixture.hangwatch("top", "--json")
         #expect(result.status == 0, "\(result.errors)")
         let groups = try HangReport.makeDecoder().decode([Group].self, from: Data(result.output.utf8))
+        #expect(groups.allSatisfy { $0.signatureKind == .names }, "\(groups.map(\.signatureKind))")
+        // Without names, by addresses: the same groups.
+        let raw = try fixture.hangwatch("top", "--json", "--no-symbolicate")
+        let rawGroups = try HangReport.makeDecoder().decode([Group].self, from: Data(raw.output.utf8))
+        #expect(rawGroups.allSatisfy { $0.signatureKind == .addresses })
+        #expect(Set(rawGroups.map(\.signature)) == Set(reports.map(\.signature)))
+        #expect(rawGroups.map(\.count) == groups.map(\.count) && rawGroups.map(\.representative) == groups.map(\.representative))
         // Every demo hang has a culprit of its own.
         #expect(groups.count == Set(reports.map(\.signature)).count)
         #expect(groups.map(\.totalMs) == groups.map(\.totalMs).sorted(by: >))
         let first = try #require(groups.first)
-        #expect(first.signature == lockWait.signature)
+        #expect(rawGroups.first?.signature == lockWait.signature)
         #expect(first.count == 4)
         #expect(abs(first.totalMs - (lockWait.durationMs + 6000)) < 0.01)
         #expect(first.maxMs == 3000)
@@ -50,11 +61,33 @@ import ToolsTestSupport
         #expect(first.services.sorted() == ["cart", "demo"])
         #expect(first.firstSeen == lockWait.startedAt)
         #expect(first.stack.contains { $0.contains("waitForCacheLock") })
-        for group in groups.dropFirst() {
+        for group in rawGroups.dropFirst() {
             #expect(group.count == 1)
             let member = try #require(reports.first { $0.signature == group.signature })
             #expect(group.totalMs == member.durationMs)
         }
+    }
+
+    @Test func groupsByALabelWithTheHangsWithoutIt() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let reports = try DemoReports.reports()
+        let store = ReportStore(directory: fixture.directory)
+        for (index, report) in reports.enumerated() {
+            var labelled = report
+            labelled.labels = index == 0 ? nil : ["route": index % 2 == 0 ? "GET /checkout" : "GET /cart", "tenant": "acme"]
+            _ = try store.write(labelled)
+        }
+        let result = try fixture.hangwatch("top", "--by", "route", "--json")
+        #expect(result.status == 0, "\(result.errors)")
+        let groups = try HangReport.makeDecoder().decode([Group].self, from: Data(result.output.utf8))
+        #expect(Set(groups.map(\.value)) == ["GET /checkout", "GET /cart", nil])
+        #expect(groups.allSatisfy { $0.label == "route" && $0.signatureKind == nil })
+        #expect(groups.map(\.count).reduce(0, +) == reports.count)
+        #expect(groups.first { $0.value == nil }?.count == 1)
+        let text = try fixture.hangwatch("top", "--by", "route")
+        #expect(text.lines.filter { $0.hasPrefix("#") }.allSatisfy { $0.hasSuffix("route=GET /checkout") || $0.hasSuffix("route=GET /cart") || $0.hasSuffix("route: none") }, "\(text.output)")
+        let empty = try fixture.hangwatch("top", "--by", "")
+        #expect(empty.status == 2)
     }
 
     @Test func textFitsEightyColumnsAndNamesTheCulprits() throws {
@@ -83,7 +116,7 @@ import ToolsTestSupport
         #expect(groupLines(wide) == groupLines(wider), "\(wide.output)\n\(wider.output)")
         #expect(groupLines(wide).allSatisfy { $0.count < 120 }, "\(groupLines(wide).map(\.count))")
         let heads = wide.lines.filter { $0.hasPrefix("#") }
-        #expect(heads.contains { $0.range(of: #"ms  sig [0-9a-f]{8}$|s  sig [0-9a-f]{8}$"#, options: .regularExpression) != nil }, "\(heads)")
+        #expect(heads.contains { $0.range(of: #"s  sig [0-9a-f]{8} \(names\)$"#, options: .regularExpression) != nil }, "\(heads)")
         let seen = wide.lines.filter { $0.hasPrefix("    ") && $0.contains("  first ") }
         #expect(seen.contains { $0.range(of: #"^    \S.*\S  first "#, options: .regularExpression) != nil }, "\(seen)")
     }

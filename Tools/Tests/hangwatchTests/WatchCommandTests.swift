@@ -48,28 +48,29 @@ import ToolsTestSupport
         #expect(started.count == 1, "\(started)")
 
         var report = try #require(try DemoReports.reports().first { $0.context.blockedIn == "futex" })
+        // Told apart by their pids (both are one call path: one signature).
         report.id = "20300101T000000000Z-demo-7-1"
-        report.signature = "feedface00000000"
+        report.pid = 777_001
         report.outcome = .ongoing
         report.endedAt = nil
         let store = ReportStore(directory: fixture.directory)
         _ = try store.write(report)
-        let ongoing = watcher.waitFor { $0.contains { $0.contains("feedface") && $0.hasSuffix("(ongoing)") } }
-        #expect(ongoing.contains { $0.contains("feedface") && $0.contains("waitForCacheLock") }, "\(ongoing)")
+        let ongoing = watcher.waitFor { $0.contains { $0.contains("777001") && $0.hasSuffix("(ongoing)") } }
+        #expect(ongoing.contains { $0.contains("777001") && $0.contains("waitForCacheLock") }, "\(ongoing)")
 
         report.outcome = .recovered
         report.endedAt = report.startedAt.addingTimeInterval(report.durationMs / 1000)
         _ = try store.write(report)
-        let over = watcher.waitFor { $0.filter { $0.contains("feedface") }.count >= 2 }
-        let lines = over.filter { $0.contains("feedface") }
+        let over = watcher.waitFor { $0.filter { $0.contains("777001") }.count >= 2 }
+        let lines = over.filter { $0.contains("777001") }
         #expect(lines.count == 2, "\(over)")
         #expect(lines.last?.hasSuffix("(ongoing)") == false)
 
         // A second, unrelated hang.
         report.id = "20300101T000001000Z-demo-7-2"
-        report.signature = "0badcafe00000000"
+        report.pid = 777_002
         _ = try store.write(report)
-        #expect(watcher.waitFor { $0.contains { $0.contains("0badcafe") } }.filter { $0.contains("feedface") }.count == 2)
+        #expect(watcher.waitFor { $0.contains { $0.contains("777002") } }.filter { $0.contains("777001") }.count == 2)
     }
 
     @Test func fromStartPrintsWhatIsThereAndTheTimeoutEndsIt() throws {

@@ -20,6 +20,7 @@ final class AgentMetrics: Sendable {
     static let poolStartDelay = "hangwatch_pool_start_delay_seconds"
     static let poolStarvations = "hangwatch_pool_starvations_total"
     static let callsCutShort = "hangwatch_capture_calls_cut_short_total"
+    static let deadlocks = "hangwatch_deadlocks_total"
     static let buildInfo = "hangwatch_agent_build_info"
 
     /// Hang durations: from a quarter second (the default threshold) to five minutes.
@@ -77,6 +78,12 @@ final class AgentMetrics: Sendable {
             CoreMetrics.Counter(label: Self.hangsTotal, dimensions: [("service", label), ("severity", severity.rawValue)], factory: factory)
                 .increment(by: 0)
         }
+        CoreMetrics.Counter(label: Self.deadlocks, dimensions: [("service", label)], factory: factory).increment(by: 0)
+    }
+
+    /// A report of `service` newly says a thread is deadlocked (`hangwatch_deadlocks_total`).
+    func deadlock(service: String) {
+        CoreMetrics.Counter(label: Self.deadlocks, dimensions: [("service", serviceLabel(service))], factory: factory).increment(by: 1)
     }
 
     func record(_ hang: FinishedHang) {

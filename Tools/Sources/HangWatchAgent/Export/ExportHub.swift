@@ -33,6 +33,10 @@ final class ExportHub: Sendable {
 
     /// The report at `path` was named (`report`: as named), will not be, or is gone (nil): a
     /// hang held for it goes out, with the new names when there are some.
+    func deadlockFound(service: String) {
+        for exporter in exporters { exporter.deadlockFound(service: service) }
+    }
+
     func namesSettled(reportPath path: String, named report: HangReport?) {
         guard let hang = held.withLock({ $0.removeValue(forKey: path) }) else { return }
         let sent = report.map { hang.renamed(from: $0) } ?? hang

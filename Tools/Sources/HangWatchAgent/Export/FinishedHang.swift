@@ -26,7 +26,11 @@ struct FinishedHang: Sendable, Equatable {
     var durationSeconds: Double
     var onCpuRatio: Double?
     var verdict: String
+    /// The signature the report is grouped by (`HangReport.grouping`), and what it hashes.
     var signature: String
+    var signatureKind: HangReport.SignatureKind
+    /// The labels in effect when the hang was seen (`HangReport.labels`).
+    var labels: [String: String]
     var topFrames: [String]
     /// The first frame of the service's own code on the heaviest stack (what `hangwatch list` shows).
     var culprit: String?
@@ -73,8 +77,8 @@ struct FinishedHang: Sendable, Equatable {
         let summary = ReportSummary(report: report, path: path)
         return FinishedHang(
             service: service, reportedService: report.service, severity: severity, count: added, durationSeconds: durationMs / 1000,
-            onCpuRatio: report.context.onCpuRatio, verdict: HangReportSummary.verdictLine(report), signature: report.signature,
-            topFrames: Array(summary.stack.prefix(5)), culprit: summary.topFrame, reportPath: path, reportID: report.id, pid: report.pid,
+            onCpuRatio: report.context.onCpuRatio, verdict: HangReportSummary.verdictLine(report), signature: summary.signature,
+            signatureKind: summary.signatureKind, labels: summary.labels, topFrames: Array(summary.stack.prefix(5)), culprit: summary.topFrame, reportPath: path, reportID: report.id, pid: report.pid,
             thresholdMs: report.thresholdMs, startedAt: report.startedAt)
     }
 
@@ -85,6 +89,9 @@ struct FinishedHang: Sendable, Equatable {
         hang.topFrames = Array(summary.stack.prefix(5))
         hang.culprit = summary.topFrame
         hang.verdict = HangReportSummary.verdictLine(report)
+        // Named now: grouped by names, as `hangwatch top` groups it.
+        hang.signature = summary.signature
+        hang.signatureKind = summary.signatureKind
         return hang
     }
 

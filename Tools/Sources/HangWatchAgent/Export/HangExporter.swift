@@ -20,6 +20,9 @@ protocol HangExporter: Sendable {
     /// Whether hangs should reach this exporter only once their frames have names.
     var waitsForNames: Bool { get }
     func hangFinished(_ hang: FinishedHang)
+    /// A report of `service` (a spool directory) newly says a thread is deadlocked: once per
+    /// report, as soon as its first (provisional) version says so.
+    func deadlockFound(service: String)
     /// `count` reports were lost for `reason`.
     func reportsDropped(_ reason: DropReason, count: Int)
     func publish(_ gauges: SpoolGauges)
@@ -61,4 +64,8 @@ struct SpoolGauges: Sendable, Equatable {
     var poolStarvations: [String: UInt64] = [:]
     /// System calls the monitors' captures cut short, by service directory, since the agent started.
     var callsCutShort: [String: UInt64] = [:]
+}
+
+extension HangExporter {
+    func deadlockFound(service: String) {}
 }

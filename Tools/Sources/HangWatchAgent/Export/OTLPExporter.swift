@@ -7,7 +7,8 @@ import ServiceLifecycle
 /// OpenTelemetry export through swift-otel (the Swift server ecosystem's OTLP SDK, built on
 /// swift-log and swift-metrics, so the agent's metrics need no second instrumentation): the
 /// agent's metrics over OTLP/HTTP (this exporter), and every finished hang as an OTLP log record
-/// (`logRecords`, an exporter of its own: it waits for names).
+/// (`logRecords`, an exporter of its own: it waits for names), linked to its request's trace when
+/// it carries a `traceparent` label (swift-otel's tracer reads it; no span is exported).
 ///
 /// Nothing is bootstrapped process-wide: the log handler and the metrics factory are used
 /// directly, and swift-otel's background work (`services`) runs in the agent's `ServiceGroup`,
@@ -26,7 +27,10 @@ final class OTLPExporter: HangExporter {
         configuration.diagnosticLogger = .custom(diagnostics)
         // Batch outcomes are reported at debug level; OTelDiagnostics filters what reaches the journal.
         configuration.diagnosticLogLevel = .debug
-        configuration.traces.enabled = false
+        // No spans are made or sent: the tracer only reads a hang's traceparent into the context
+        // its log record takes its trace_id and span_id from (HangLogRecord).
+        configuration.traces.enabled = true
+        configuration.traces.exporter = .none
         let headers = agent.otlpHeaders.map { ($0.name, $0.value) }
         let wire: OTel.Configuration.OTLPExporterConfiguration.`Protocol` = agent.otlpProtocol == .json ? .httpJSON : .httpProtobuf
 
@@ -64,18 +68,22 @@ final class OTLPExporter: HangExporter {
         let configuration = Self.configuration(agent, endpoint: endpoint, diagnostics: diagnostics)
         let logs = try OTel.makeLoggingBackend(configuration: configuration)
         let metricsBackend = try OTel.makeMetricsBackend(configuration: configuration)
+        let traces = try OTel.makeTracingBackend(configuration: configuration)
+        let tracer = traces.factory
         let hangLogger = Logger(label: "hangwatch.hang", factory: logs.factory)
         logRecords = HangLogOutbox(
             settings: .init(capacity: agent.otlpQueueSize, maxInFlight: agent.otlpQueueSize),
-            emit: { hang in HangLogRecord.emit(hang, to: hangLogger) }, onDrop: onDrop)
+            emit: { hang in HangLogRecord.emit(hang, to: hangLogger, traces: tracer) }, onDrop: onDrop)
         router.outbox = logRecords
         metrics = AgentMetrics(version: version, factory: metricsBackend.factory)
-        services = [logs.service, metricsBackend.service]
+        services = [logs.service, metricsBackend.service, traces.service]
     }
 
     var waitsForNames: Bool { false }
 
     func hangFinished(_ hang: FinishedHang) { metrics.record(hang) }
+
+    func deadlockFound(service: String) { metrics.deadlock(service: service) }
 
     func reportsDropped(_ reason: DropReason, count: Int) { metrics.dropped(reason, count: count) }
 

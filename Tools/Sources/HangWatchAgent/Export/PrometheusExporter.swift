@@ -28,6 +28,8 @@ final class PrometheusExporter: HangExporter {
             help: "Times a monitored process's cooperative pool did not start the pool watch's probe within the threshold (a starved pool)."),
         AgentMetrics.callsCutShort: .init(
             help: "System calls of monitored processes that a capture signal interrupted (EINTR); each such sample is flagged in its report."),
+        AgentMetrics.deadlocks: .init(
+            help: "Hang reports whose thread waited in a cycle (a deadlock: it never ends by itself), counted as soon as their first provisional report says so."),
         AgentMetrics.spoolBytes: .init(help: "Bytes of hang reports in the spool."),
         AgentMetrics.spoolReports: .init(help: "Hang reports in the spool."),
         AgentMetrics.buildInfo: .init(help: "The agent's version (always 1)."),
@@ -55,6 +57,8 @@ final class PrometheusExporter: HangExporter {
     var waitsForNames: Bool { false }
 
     func hangFinished(_ hang: FinishedHang) { metrics.record(hang) }
+
+    func deadlockFound(service: String) { metrics.deadlock(service: service) }
 
     func reportsDropped(_ reason: DropReason, count: Int) { metrics.dropped(reason, count: count) }
 

@@ -16,6 +16,8 @@ final class SpoolState {
         var retryNamesAfter: Date?
         /// Hangs in this report already counted for export (itself and its folded repeats).
         var countedHangs = 0
+        /// Its deadlock (`verdict` `deadlocked`, from its first, provisional version on) was counted.
+        var countedDeadlock = false
     }
 
     struct Key: Hashable {
@@ -59,6 +61,8 @@ final class SpoolState {
         var newlyUnreadable = 0
         /// Paths of reports that are gone.
         var vanished: [String] = []
+        /// Services of reports that newly say a thread is deadlocked (each report once).
+        var deadlocks: [String] = []
     }
 
     /// Brings the index up to date with `scan` (which covered `services`, nil: all): reads new
@@ -93,10 +97,16 @@ final class SpoolState {
                     result.finished.append(hang)
                     counted += hang.count
                 }
+                // A deadlock is counted while it lasts: at the first version of its report that says so.
+                var countedDeadlock = reports[key]?.countedDeadlock ?? false
+                if report.context.verdict == .deadlocked && !countedDeadlock {
+                    if !baseline { result.deadlocks.append(file.service) }
+                    countedDeadlock = true
+                }
                 reports[key] = Report(
                     file: file, startedAt: report.startedAt, outcome: report.outcome, pid: report.pid,
                     processStartTicks: report.process.startTimeTicks, needsNames: ReportEnrichment.needsNames(report),
-                    countedHangs: counted)
+                    countedHangs: counted, countedDeadlock: countedDeadlock)
                 if lastHang.map({ report.startedAt > $0.startedAt }) ?? true {
                     lastHang = (report.service, report.startedAt)
                 }

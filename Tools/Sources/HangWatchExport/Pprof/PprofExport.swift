@@ -101,6 +101,20 @@ public enum PprofExport {
                 guard !ids.isEmpty else { continue }
                 samples.append(Sample(locations: ids, weightNanoseconds: Int64(clamping: Int64(exactly: (weight * 1e6).rounded()) ?? 0), labels: labels))
             }
+            // The threads that held what it waited for: samples of their own, labelled so.
+            let role = string("role"), holderRole = string("holder"), thread = string("thread")
+            for holder in SampledStacks.holders(of: report) {
+                var ids = holder.stack.frames.compactMap { frameIndex -> UInt64? in
+                    guard frameIndex >= 0, frameIndex < report.frames.count else { return nil }
+                    return location(report.frames[frameIndex], in: report)
+                }
+                if holder.stack.truncated { ids.append(location(marker: SampledStacks.stopMarker(holder.stack))) }
+                ids.append(location(marker: holder.marker))
+                samples.append(
+                    Sample(
+                        locations: ids, weightNanoseconds: Int64(clamping: Int64(exactly: (holder.weightMs * 1e6).rounded()) ?? 0),
+                        labels: labels + [(role, holderRole), (thread, string(String(holder.tid)))]))
+            }
         }
 
         mutating func location(marker: String) -> UInt64 {

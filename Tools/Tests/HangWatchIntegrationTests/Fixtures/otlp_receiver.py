@@ -50,6 +50,9 @@ class Handler(BaseHTTPRequestHandler):
                             "severity_number": record.severity_number,
                             "body": value(record.body),
                             "attributes": attributes(record.attributes),
+                            # Empty (b"") when the record links to no trace.
+                            "trace_id": record.trace_id.hex(),
+                            "span_id": record.span_id.hex(),
                         })
         elif self.path == "/v1/metrics":
             request = ExportMetricsServiceRequest()

@@ -1,0 +1,240 @@
+import Foundation
+import HangWatchReport
+import Synchronization
+
+/// Looks at what a blocked thread of this process waits on, and who holds it, from what Linux
+/// shows without stopping anyone: the call's arguments in `/proc/self/task/<tid>/syscall`, the
+/// lock's own words (read through the kernel, so a stale address fails instead of faulting),
+/// `/proc/locks` for file locks, and the holder's own `/proc` files and stack.
+///
+/// A holder blocked in a call is walked from `/proc` without a signal, as the hung thread is; one
+/// on a CPU is not signalled (it was not prepared for a capture, and a signal must never cut a
+/// sleep short): its stack is marked as not taken. The holder's own wait is followed in turn
+/// (`WaitChain`), so a cycle, a deadlock, is named at the first look.
+///
+/// Used by the watchdog's thread only (one lane at a time), while a hang is sampled: nothing here
+/// runs when no hang is.
+package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
+    private let images: ImageRegistry?
+    private let maxFrames: Int
+    private let timeoutNanoseconds: Int64
+    /// The holders' samplers (each keeps its thread's proc files open) and last samples, by tid:
+    /// a holder still blocked in the same call is not walked again.
+    private let holders = Mutex<[Int32: (sampler: LinuxStackSampler, thread: MonitoredThread, last: StackSample?)]>([:])
+
+    init(images: ImageRegistry?, maxFrames: Int, timeoutNanoseconds: Int64) {
+        self.images = images
+        self.maxFrames = maxFrames
+        self.timeoutNanoseconds = timeoutNanoseconds
+    }
+
+    func inspect(tid: Int32, sample: StackSample) -> WaitObservation? {
+        guard let object = Self.object(of: sample, images: images?.current) else { return nil }
+        var observation = WaitObservation(
+            microseconds: sample.microseconds, object: object, syscall: sample.syscall ?? 0, file: nil, owner: .free)
+        (observation.owner, observation.file) = owner(of: object)
+        observation.holder = look(at: observation.owner)
+        if let holder = observation.owner.thread {
+            let followed = WaitChain.follow(waiter: tid, holder: holder) { tid in
+                link(of: tid, already: tid == holder ? observation.holder?.sample : nil)
+            }
+            observation.chain = followed.links
+            observation.cycle = followed.cycle
+        }
+        forgetHoldersGone(keeping: Set([observation.owner.thread].compactMap { $0 } + observation.chain.compactMap(\.owner.thread)))
+        return observation
+    }
+
+    /// What `sample`'s thread waits on: its call and the C library function its stack is in.
+    static func object(of sample: StackSample, images: ImageMap?) -> WaitObject? {
+        guard let number = sample.syscall, let key = sample.blockedKey, key.count >= 7 else { return nil }
+        let arguments = Array(key[1...6])
+        var function: WaitFunction?
+        if number == Syscalls.futex, let images {
+            let starts = sample.frames.enumerated().map { position, address in
+                images.functionStart(of: position == 0 ? address : address &- 1)
+            }
+            function = WaitFunction.innermost(in: starts, known: LibcWaitFunctions.byStart)
+            if function == nil, Self.firstImageOutsideTheCLibrary(sample.frames, images: images)?.hasPrefix("libdispatch") == true {
+                function = .dispatchWait
+            }
+        }
+        let object = WaitObject.classify(syscall: number, arguments: arguments, function: function)
+        // `pthread_join` tail-calls the function that waits, so it is not on the stack: a futex word
+        // that is the `tid` of a live thread's descriptor is a join of that thread.
+        if case .futex(let address)? = object, ThreadDescriptors.isTIDWordOfALiveThread(address) {
+            return .threadJoin(address: address)
+        }
+        return object
+    }
+
+    /// The file name of the image of the innermost frame that is not the C library's.
+    static func firstImageOutsideTheCLibrary(_ frames: [UInt], images: ImageMap) -> String? {
+        for address in frames {
+            guard let index = images.imageIndex(containing: address) else { return nil }
+            let name = StackSignature.baseName(images.images[index].path)
+            if !(name.hasPrefix("libc.so") || name.hasPrefix("libc-") || name.hasPrefix("libpthread")) { return name }
+        }
+        return nil
+    }
+
+    /// Who holds `object`, read from the object, and a file lock's file.
+    private func owner(of object: WaitObject) -> (WaitOwner, String?) {
+        let isThread = { (tid: Int32) in tid > 0 && access("/proc/self/task/\(tid)", F_OK) == 0 }
+        func word<T>(_ type: T.Type, _ address: UInt) -> T? { UnsafeProcessMemory.copy(type, at: address) }
+        switch object {
+        case .mutex(let address):
+            guard let lock = word(UInt32.self, address), let owner = word(Int32.self, address + LockOwners.mutexOwnerOffset) else {
+                return (.unknown("the mutex could not be read"), nil)
+            }
+            return (LockOwners.mutex(lock: lock, owner: owner, isThread: isThread), nil)
+        case .priorityInheritanceMutex(let address):
+            guard let value = word(UInt32.self, address) else { return (.unknown("the lock word could not be read"), nil) }
+            return (LockOwners.priorityInheritance(word: value, isThread: isThread), nil)
+        case .rwlock(let futex):
+            return (LockOwners.rwlock(futex: futex, writerAt: { word(Int32.self, $0) }, isThread: isThread), nil)
+        case .threadJoin(let address):
+            guard let value = word(Int32.self, address) else { return (.unknown("the joined thread's word could not be read"), nil) }
+            return (LockOwners.join(word: value, isThread: isThread), nil)
+        case .childProcess(let pid):
+            return (Self.child(pid), nil)
+        case .fileLock(let descriptor):
+            return Self.fileLockOwner(descriptor)
+        case .semaphore, .condition, .barrier, .dispatch, .futex:
+            return (.none(object.noOwnerReason ?? "no owner"), nil)
+        }
+    }
+
+    /// The child process a `wait4`/`waitid` waits for.
+    static func child(_ pid: Int32) -> WaitOwner {
+        if pid > 0 { return access("/proc/\(pid)", F_OK) == 0 ? .process(pid) : .unknown("child \(pid) is gone") }
+        let children = ProcessThreadList.current().flatMap { tid -> [Int32] in
+            (SmallFile.text("/proc/self/task/\(tid)/children") ?? "").split(separator: " ").compactMap { Int32($0) }
+        }
+        if pid == -1, children.count == 1 { return .process(children[0]) }
+        let which = pid == -1 ? "any child" : "any child of process group \(-pid)"
+        return .none("waits for \(which) (\(children.count) running: \(children.prefix(8).map(String.init).joined(separator: ", ")))")
+    }
+
+    /// The process holding a lock on the file `descriptor` names, from `/proc/locks`.
+    static func fileLockOwner(_ descriptor: Int32) -> (WaitOwner, String?) {
+        var info = stat()
+        guard stat("/proc/self/fd/\(descriptor)", &info) == 0 else { return (.unknown("the file descriptor could not be read"), nil) }
+        let file = LockOwners.fileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        guard let text = SmallFile.text("/proc/locks", limit: 4 << 20) else { return (.unknown("/proc/locks could not be read"), file) }
+        let holders = LockOwners.fileLockHolders(LockOwners.parseLocks(text), file: file)
+        guard let holder = holders.first else { return (.free, file) }
+        if holder == getpid() { return (.unknown("held by this process, through another open file"), file) }
+        return (.process(holder), file)
+    }
+
+    /// The holder: its name, state, system call and, for a thread of this process, its stack.
+    private func look(at owner: WaitOwner, sample given: StackSample? = nil) -> HolderLook? {
+        switch owner {
+        case .thread(let tid):
+            let task = ProcTask(tid: tid)
+            var look = HolderLook(owner: owner, name: task.name())
+            let sample = given ?? stack(of: tid)
+            look.sample = sample.flatMap { $0.frames.isEmpty ? nil : $0 }
+            look.state = sample?.state
+            look.syscall = sample?.syscall
+            if look.sample == nil {
+                look.stackError = sample?.failure == .debuggerAttached || sample?.state == "R"
+                    ? "on a CPU: not prepared for a capture signal (none is sent)" : (sample?.failure?.rawValue ?? "thread exited")
+            }
+            return look
+        case .process(let pid):
+            let name = SmallFile.text("/proc/\(pid)/comm").map { $0.trimmingCharacters(in: .newlines) }
+            let state = SmallFile.text("/proc/\(pid)/stat").flatMap(ProcTask.parseStat)?.state
+            var syscall: Int?
+            if case .inSyscall(let number, _, _, _)? = SmallFile.text("/proc/\(pid)/syscall").flatMap(ProcTask.parseSyscall) {
+                syscall = number
+            }
+            return HolderLook(owner: owner, name: name, state: state, syscall: syscall, stackError: "another process: its stack is not read")
+        case .free, .none, .unknown:
+            return nil
+        }
+    }
+
+    /// A chain link: what holder `tid` waits on in turn (nil when nothing nameable).
+    private func link(of tid: Int32, already sample: StackSample?) -> WaitLink? {
+        guard let sample = sample ?? stack(of: tid), let object = Self.object(of: sample, images: images?.current) else { return nil }
+        let (owner, file) = self.owner(of: object)
+        return WaitLink(tid: tid, name: ProcTask(tid: tid).name(), object: object, file: file, owner: owner, holder: look(at: owner))
+    }
+
+    /// A sample of thread `tid` of this process, never by signal: walked from `/proc` when it is
+    /// blocked in a call (the bounds of its stack from the mapping that holds its stack pointer).
+    private func stack(of tid: Int32) -> StackSample? {
+        let task = ProcTask(tid: tid)
+        guard let startTime = task.stat()?.startTimeTicks else { return nil }
+        let known = holders.withLock { $0[tid] }
+        var entry: (sampler: LinuxStackSampler, thread: MonitoredThread, last: StackSample?)
+        if let known, known.thread.startTimeTicks == startTime {
+            entry = known
+        } else {
+            var thread = MonitoredThread(tid: tid, startTimeTicks: startTime, stackLow: 0, stackHigh: 0, name: task.name(), isMain: tid == getpid())
+            var mappings: [StackMapping]?
+            StackMapping.boundBlockedThread(&thread, mappings: &mappings)
+            entry = (LinuxStackSampler(signal: 0, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock()), thread, nil)
+        }
+        if entry.thread.stackHigh == 0 {
+            // Not blocked when first seen (no stack pointer from /proc): try again for the bounds.
+            var mappings: [StackMapping]?
+            StackMapping.boundBlockedThread(&entry.thread, mappings: &mappings)
+        }
+        let sample = entry.sampler.sample(entry.thread, previous: entry.last, signalAllowed: false)
+        entry.last = sample
+        holders.withLock { $0[tid] = entry }
+        return sample
+    }
+
+    private func forgetHoldersGone(keeping: Set<Int32>) {
+        holders.withLock { $0 = $0.filter { keeping.contains($0.key) } }
+    }
+}
+
+/// The C library's waiting functions, by where each starts in this process (`dlsym`).
+enum LibcWaitFunctions {
+    static let byStart: [UInt: WaitFunction] = {
+        var table: [UInt: WaitFunction] = [:]
+        let anyImage: UnsafeMutableRawPointer? = nil  // glibc's RTLD_DEFAULT
+        for function in WaitFunction.allCases {
+            for symbol in function.symbols {
+                if let address = dlsym(anyImage, symbol) { table[UInt(bitPattern: address)] = function }
+            }
+        }
+        return table
+    }()
+}
+
+/// glibc's thread descriptors (`struct pthread`, what `pthread_t` points to): where in one the
+/// thread's `tid` lies, and a word that points back at the descriptor itself, both found in the
+/// calling thread's own descriptor (no layout is assumed). A futex word at that place in a
+/// descriptor that points back at itself, holding a live thread's tid, is that thread's `tid`:
+/// what `pthread_join` waits on.
+enum ThreadDescriptors {
+    /// (offset of `tid`, offset of the self pointer), nil when either is not found exactly once.
+    static let layout: (tid: UInt, selfPointer: UInt)? = {
+        let descriptor = UInt(pthread_self())
+        let tidTarget = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+        guard descriptor != 0, let tid = Int32(tidTarget.split(separator: "/").last ?? ""),
+            let words = UnsafeProcessMemory.copyArray(UInt32.self, at: descriptor, count: 512)
+        else { return nil }
+        let tidOffsets = words.indices.filter { words[$0] == UInt32(bitPattern: tid) }
+        guard tidOffsets.count == 1 else { return nil }
+        let selfOffsets = stride(from: 0, to: words.count - 1, by: 2).filter {
+            UInt(words[$0]) | UInt(words[$0 + 1]) << 32 == descriptor
+        }
+        guard let selfOffset = selfOffsets.first else { return nil }
+        return (UInt(tidOffsets[0] * 4), UInt(selfOffset * 4))
+    }()
+
+    static func isTIDWordOfALiveThread(_ address: UInt) -> Bool {
+        guard let layout, address >= layout.tid, let value = UnsafeProcessMemory.copy(Int32.self, at: address), value > 0,
+            access("/proc/self/task/\(value)", F_OK) == 0
+        else { return false }
+        let descriptor = address - layout.tid
+        return UnsafeProcessMemory.copy(UInt.self, at: descriptor + layout.selfPointer) == descriptor
+    }
+}

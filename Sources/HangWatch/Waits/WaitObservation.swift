@@ -1,0 +1,95 @@
+/// Who held the object a thread waited on, as one look found it.
+enum WaitOwner: Equatable, Sendable {
+    /// A thread of this process.
+    case thread(Int32)
+    /// Another process (a file lock's holder, the child being waited for).
+    case process(Int32)
+    /// No one held it at the look: the wait was about to end.
+    case free
+    /// This kind of object has no owner (a semaphore, a condition variable): why, in words.
+    case none(String)
+    /// It has one, but it could not be read: why, in words.
+    case unknown(String)
+
+    /// The holding thread, if a thread of this process holds it.
+    var thread: Int32? {
+        if case .thread(let tid) = self { return tid }
+        return nil
+    }
+}
+
+/// A look at an object's holder: what it was doing, and its stack where it could be taken.
+struct HolderLook: Equatable, Sendable {
+    var owner: WaitOwner
+    var name: String?
+    /// Scheduler state letter (`R`, `S`, `D`, ...).
+    var state: Character?
+    /// The system call it was blocked in.
+    var syscall: Int?
+    /// Its stack: a blocked thread walked from `/proc`, as the hung thread's is; nil where none
+    /// could be taken (`stackError`).
+    var sample: StackSample?
+    var stackError: String?
+}
+
+/// One link of a wait chain: a holder that itself waits, on what, and who holds that.
+struct WaitLink: Equatable, Sendable {
+    var tid: Int32
+    var name: String?
+    var object: WaitObject
+    var file: String?
+    var owner: WaitOwner
+    var holder: HolderLook?
+}
+
+/// One look at what a blocked thread waited on: the object, its holder and the holder's stack,
+/// the chain of waits behind it, and the cycle when the chain comes back (a deadlock).
+struct WaitObservation: Equatable, Sendable {
+    /// `CLOCK_MONOTONIC` at the look, microseconds.
+    var microseconds: UInt64
+    var object: WaitObject
+    /// The system call the thread waited in.
+    var syscall: Int
+    /// A file lock's file, `major:minor:inode` as `/proc/locks` writes it.
+    var file: String?
+    var owner: WaitOwner
+    var holder: HolderLook?
+    /// The holder's own wait and so on, in order (the first link's `tid` is this wait's holder).
+    var chain: [WaitLink] = []
+    /// The threads of a cycle, starting with the waiter, when the chain came back to one of them.
+    var cycle: [Int32]?
+}
+
+/// Looks at what a blocked thread waits on. The watchdog asks at each sample of a hang whose
+/// thread was blocked; tests script it.
+protocol WaitInspecting: Sendable {
+    /// What thread `tid` waits on, its sample (blocked in a system call, with the call's arguments
+    /// in `blockedKey`) in hand; nil when the call is no wait on an object (a sleep, a read).
+    func inspect(tid: Int32, sample: StackSample) -> WaitObservation?
+}
+
+/// Following a wait's holder from thread to thread: a pure walk over a lookup, bounded.
+enum WaitChain {
+    /// The most links followed after the first holder.
+    static let maxLinks = 8
+
+    /// Follows the holders of `waiter`'s wait, starting with `holder`: each holder that waits in
+    /// turn (`waitOf`, nil when it waits on nothing nameable) is a link, up to `maxLinks`. A holder
+    /// already in the chain (the waiter included) closes a cycle: those threads, in order from
+    /// the one the chain came back to.
+    static func follow(waiter: Int32, holder: Int32, waitOf: (Int32) -> WaitLink?) -> (links: [WaitLink], cycle: [Int32]?) {
+        var visited = [waiter]
+        var links: [WaitLink] = []
+        var current = holder
+        while true {
+            if let position = visited.firstIndex(of: current) {
+                return (links, Array(visited[position...]))
+            }
+            visited.append(current)
+            guard links.count < maxLinks, let link = waitOf(current) else { return (links, nil) }
+            links.append(link)
+            guard let next = link.owner.thread else { return (links, nil) }
+            current = next
+        }
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One kind of wait: a holder (a named thread, or another process) takes the object and keeps it
+/// `holdMicroseconds` (sleeping, in a function named after what it does), and the main thread, on
+/// its run loop, waits for it. The names are what the reports must show: the waiting function
+/// (`waitFor…`) and the holding one (`refreshCache`, `crunchNumbers`).
+final class WaitScenario: @unchecked Sendable {
+    let waitCase: String
+    let holdMicroseconds: UInt32
+    private let held = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private let mutex = Mutex(0)
+    private var rwlock = pthread_rwlock_t()
+    private var holderTid: Int32 = 0
+    private var holderPid: pid_t = 0
+
+    init(case waitCase: String, holdMicroseconds: UInt32) {
+        self.waitCase = waitCase
+        self.holdMicroseconds = holdMicroseconds
+        pthread_rwlock_init(&rwlock, nil)
+    }
+
+    /// Runs on the main thread, inside a timer's callback: the hang.
+    func run() {
+        switch waitCase {
+        case "mutex":
+            startHolder("cache-refresh") { [self] in lock.lock(); held.signal(); refreshCache(); lock.unlock() }
+            announce()
+            waitForCacheLock()
+        case "swift-mutex":
+            startHolder("cache-refresh") { [self] in mutex.withLock { _ in held.signal(); refreshCache() } }
+            announce()
+            waitForSwiftMutex()
+        case "rwlock":
+            startHolder("cache-refresh") { [self] in
+                pthread_rwlock_wrlock(&rwlock)
+                held.signal()
+                refreshCache()
+                pthread_rwlock_unlock(&rwlock)
+            }
+            announce()
+            waitForReadLock()
+        case "join":
+            let thread = startJoinable("cruncher") { [self] in held.signal(); crunchNumbers() }
+            announce()
+            waitForCruncher(thread)
+        case "child":
+            holderPid = spawn(["/bin/sleep", String(Double(holdMicroseconds) / 1e6)])
+            announce()
+            waitForChild()
+        case "file-lock":
+            let path = FileManager.default.temporaryDirectory.path + "/hangwatch-waits-\(getpid()).lock"
+            FileManager.default.createFile(atPath: path, contents: nil)
+            holderPid = spawn(["/usr/bin/flock", path, "/bin/sleep", String(Double(holdMicroseconds) / 1e6)])
+            let descriptor = open(path, O_RDWR | O_CLOEXEC)
+            // Wait until the other process holds it.
+            while flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
+                flock(descriptor, LOCK_UN)
+                usleep(1000)
+            }
+            announce()
+            waitForFileLock(descriptor)
+            close(descriptor)
+            unlink(path)
+        case "semaphore":
+            announce()
+            waitForSemaphore()
+        case "deadlock":
+            deadlock()
+        case "pool-mutex":
+            startHolder("cache-refresh") { [self] in lock.lock(); held.signal(); refreshCache(); lock.unlock() }
+            announce()
+            let done = DispatchSemaphore(value: 0)
+            Task.detached { [self] in
+                await waitForCacheLockInATask()
+                done.signal()
+            }
+            done.wait()
+        case "pool-starved":
+            // Twice as many tasks as the pool has threads, each waiting for the lock: every pool
+            // thread is held, the pool watch's probe does not start, one report holds them all.
+            startHolder("cache-refresh") { [self] in lock.lock(); held.signal(); refreshCache(); lock.unlock() }
+            announce()
+            let group = DispatchGroup()
+            for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
+                group.enter()
+                Task.detached { [self] in
+                    await waitForCacheLockInATask()
+                    group.leave()
+                }
+            }
+            group.wait()
+        default:
+            fail("unknown case \(waitCase)")
+        }
+    }
+
+    /// Prints who holds the object, once it is held.
+    private func announce() {
+        if holderPid == 0 && waitCase != "semaphore" { held.wait() }
+        var fields = ["\"waiterTid\": \(currentTID())"]
+        if holderTid != 0 { fields.append("\"holderTid\": \(holderTid)") }
+        if holderPid != 0 { fields.append("\"holderPid\": \(holderPid)") }
+        FileHandle.standardOutput.write(Data(("{" + fields.joined(separator: ", ") + "}\n").utf8))
+    }
+
+    private func startHolder(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            nameThread(name)
+            holderTid = currentTID()
+            started.signal()
+            body()
+        }
+        thread.start()
+        started.wait()
+    }
+
+    /// A thread `pthread_join` can wait for (Foundation's threads are detached).
+    private func startJoinable(_ name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+        final class Start {
+            let name: String
+            let body: @Sendable () -> Void
+            let scenario: WaitScenario
+            init(name: String, body: @escaping @Sendable () -> Void, scenario: WaitScenario) {
+                self.name = name
+                self.body = body
+                self.scenario = scenario
+            }
+        }
+        var thread = pthread_t()
+        let start = Unmanaged.passRetained(Start(name: name, body: body, scenario: self)).toOpaque()
+        let created = pthread_create(&thread, nil, { argument in
+            let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
+            nameThread(start.name)
+            start.scenario.holderTid = currentTID()
+            start.body()
+            return nil
+        }, start)
+        guard created == 0 else { fail("pthread_create failed", code: 3) }
+        return thread
+    }
+
+    private func spawn(_ arguments: [String]) -> pid_t {
+        var pid: pid_t = 0
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        guard posix_spawn(&pid, arguments[0], nil, nil, argv, environ) == 0 else { fail("could not start \(arguments[0])", code: 3) }
+        return pid
+    }
+
+    /// Counts what the waits did after their call, so that no call is the function's last (a
+    /// release build would make it a jump, and the function would leave no frame on the stack).
+    private(set) var after = 0
+
+    @inline(never) func refreshCache() {
+        usleep(holdMicroseconds)
+        after &+= 1
+    }
+
+    @inline(never) func crunchNumbers() {
+        usleep(holdMicroseconds)
+        after &+= 2  // not refreshCache's twin: identical functions are merged into one
+    }
+
+    @inline(never) func waitForCacheLock() {
+        lock.lock()
+        lock.unlock()
+    }
+
+    @inline(never) func waitForSwiftMutex() {
+        mutex.withLock { _ in }
+        after &+= 1
+    }
+
+    @inline(never) func waitForReadLock() {
+        pthread_rwlock_rdlock(&rwlock)
+        pthread_rwlock_unlock(&rwlock)
+    }
+
+    @inline(never) func waitForCruncher(_ thread: pthread_t) {
+        pthread_join(thread, nil)
+        after &+= 1
+    }
+
+    @inline(never) func waitForChild() {
+        var status: Int32 = 0
+        waitpid(holderPid, &status, 0)
+        after &+= 1
+    }
+
+    @inline(never) func waitForFileLock(_ descriptor: Int32) {
+        flock(descriptor, LOCK_EX)
+        flock(descriptor, LOCK_UN)
+    }
+
+    @inline(never) func waitForSemaphore() {
+        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .microseconds(Int(holdMicroseconds)))
+        after &+= 1
+    }
+
+    @inline(never) func waitForCacheLockInATask() async {
+        waitForCacheLockFromATask()
+    }
+
+    @inline(never) func waitForCacheLockFromATask() {
+        lock.lock()
+        lock.unlock()
+    }
+
+    /// The main thread takes lock A then wants B; "deadlock-peer" takes B then wants A. Never ends.
+    private func deadlock() {
+        let lockA = NSLock(), lockB = NSLock()
+        let mainHasA = DispatchSemaphore(value: 0)
+        startHolder("deadlock-peer") { [self] in
+            lockB.lock()
+            held.signal()
+            mainHasA.wait()
+            takeSecondLock(lockA)
+        }
+        lockA.lock()
+        mainHasA.signal()
+        announce()
+        takeSecondLock(lockB)
+    }
+
+    @inline(never) func takeSecondLock(_ lock: NSLock) {
+        lock.lock()
+        after &+= 1
+    }
+}
+
+/// The calling thread's id (`/proc/thread-self` names it).
+func currentTID() -> Int32 {
+    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+    return Int32(target.split(separator: "/").last ?? "") ?? 0
+}
+
+/// Names the calling thread (15 bytes at most), as `/proc/<pid>/task/<tid>/comm` shows it.
+func nameThread(_ name: String) {
+    let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    close(descriptor)
+}

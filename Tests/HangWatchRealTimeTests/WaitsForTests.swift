@@ -1,0 +1,138 @@
+import Foundation
+import HangWatchReport
+import HangWatchSymbolication
+import HangWatchTestSupport
+import Testing
+
+/// A service (release build, `hangwatch-waits`) whose main thread waits on an object another
+/// thread or process holds, one kind per run: each report names what it waited for, and for an
+/// owned object the holder's tid (or pid) and name and the holder's own stack with the function
+/// that holds it; the lock-order deadlock is `deadlocked` with both threads in its first,
+/// provisional report; the semaphore names no holder; a pool job waiting for a lock held by a
+/// plain thread names that thread.
+@Suite(.serialized) struct WaitsForTests {
+    struct Run {
+        var announced: [String: Int32]
+        var reports: [HangReport]
+    }
+
+    static func binary() throws -> String {
+        let path = BuiltExecutable.releasePath("hangwatch-waits")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: path), "build it first: swift build -c release --product hangwatch-waits (\(path))")
+        return path
+    }
+
+    /// Runs one case to its end (or, for a deadlock, until its first report is there) and reads its
+    /// reports, with names.
+    static func run(_ waitCase: String, untilReport: Bool = false) throws -> Run {
+        let directory = ReportDirectory("waits-\(waitCase)")
+        let service = try RunningExecutable(try binary(), [waitCase, "--reports", directory.path])
+        if untilReport {
+            _ = Eventually.holds(timeout: 20) { !directory.reports().isEmpty }
+            service.signal(SIGKILL)
+        }
+        let result = service.finish(within: 60)
+        #expect(untilReport || result.status == 0, "\(waitCase): exit \(result.status): \(result.errors.suffix(2000))")
+        let line = result.output.split(separator: "\n").first { $0.hasPrefix("{") } ?? "{}"
+        let announced = (try? JSONDecoder().decode([String: Int32].self, from: Data(line.utf8))) ?? [:]
+        let symbolicator = Symbolicator()
+        let reports = directory.reports().map { report -> HangReport in
+            var named = report
+            symbolicator.symbolicate(&named)
+            return named
+        }
+        return Run(announced: announced, reports: reports)
+    }
+
+    static func symbols(_ report: HangReport, _ stack: Int?) -> [String] {
+        guard let stack = stack.flatMap(report.stack(at:)) else { return [] }
+        return report.frames(of: stack).map { $0.symbol ?? $0.address }
+    }
+
+    /// The main thread's report (the run loop's), whose waits are the case's.
+    static func mainReport(_ run: Run) throws -> HangReport {
+        try #require(run.reports.first { $0.source == "runloop" }, "no run-loop report: \(run.reports.map(\.source))")
+    }
+
+    @Test(arguments: [
+        ("mutex", "mutex", "refreshCache"), ("swift-mutex", "swift-mutex", "refreshCache"), ("rwlock", "rwlock", "refreshCache"),
+        ("join", "thread-join", "crunchNumbers"),
+    ])
+    func aThreadHoldingWhatTheMainThreadWaitsForIsNamedWithItsStack(_ waitCase: String, _ kind: String, _ holding: String) throws {
+        let run = try Self.run(waitCase)
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "\(waitCase): no waitsFor in \(report.id)")
+        #expect(waits.kind == kind)
+        #expect(waits.owner == "held", "\(waits)")
+        let holder = try #require(waits.holder)
+        #expect(holder.tid != nil && holder.tid == run.announced["holderTid"], "\(holder) vs \(run.announced)")
+        #expect(holder.name == (waitCase == "join" ? "cruncher" : "cache-refresh"))
+        #expect(holder.verdict == "blocked" && holder.syscall == "clock_nanosleep", "\(holder)")
+        #expect(Self.symbols(report, holder.stack).contains { $0.contains(holding) }, "\(Self.symbols(report, holder.stack))")
+        // The waiter's own stack shows where it waited.
+        #expect(report.heaviestStack?.frames.contains { $0.symbol?.contains("waitFor") == true } == true)
+    }
+
+    @Test(arguments: ["child", "file-lock"])
+    func anotherProcessHoldingItIsNamedByPid(_ waitCase: String) throws {
+        let run = try Self.run(waitCase)
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "\(waitCase): no waitsFor")
+        #expect(waits.kind == (waitCase == "child" ? "child-process" : "file-lock"))
+        let holder = try #require(waits.holder, "\(waits)")
+        #expect(holder.pid != nil && holder.pid == run.announced["holderPid"], "\(holder) vs \(run.announced)")
+        #expect(holder.name == (waitCase == "child" ? "sleep" : "flock"))
+        #expect(holder.stack == nil && holder.stackError?.contains("another process") == true)
+        if waitCase == "file-lock" { #expect(waits.file?.split(separator: ":").count == 3) }
+    }
+
+    @Test func aSemaphoreNamesNoHolder() throws {
+        let report = try Self.mainReport(try Self.run("semaphore"))
+        let waits = try #require(report.waitsFor)
+        #expect(waits.owner == "none" && waits.holder == nil, "\(waits)")
+        #expect(waits.kind == "dispatch" && waits.reason?.contains("no owner") == true)
+    }
+
+    /// Reported while it lasts: the first, provisional report says deadlocked, with both threads
+    /// and both stacks, each at the lock it waits for.
+    @Test func aLockOrderDeadlockIsCalledOneInItsFirstReport() throws {
+        let run = try Self.run("deadlock", untilReport: true)
+        let report = try Self.mainReport(run)
+        #expect(report.outcome == .ongoing)
+        #expect(report.context.verdict == .deadlocked)
+        let waits = try #require(report.waitsFor)
+        let main = try #require(run.announced["waiterTid"]), peer = try #require(run.announced["holderTid"])
+        #expect(waits.deadlock == [main, peer], "\(waits.deadlock ?? [])")
+        #expect(waits.holder?.tid == peer && waits.holder?.name == "deadlock-peer")
+        #expect(Self.symbols(report, waits.holder?.stack).contains { $0.contains("takeSecondLock") })
+        let link = try #require(waits.chain?.first)
+        #expect(link.tid == peer && link.kind == "mutex" && link.holder?.tid == main)
+        #expect(Self.symbols(report, link.holder?.stack).contains { $0.contains("takeSecondLock") })
+    }
+
+    @Test func aPoolJobWaitingForALockHeldByAPlainThreadNamesThatThread() throws {
+        let run = try Self.run("pool-mutex")
+        let job = try #require(run.reports.first { $0.source == "pool-job" }, "no pool-job report: \(run.reports.map(\.source))")
+        let waits = try #require(job.waitsFor)
+        #expect(waits.kind == "mutex" && waits.holder?.tid == run.announced["holderTid"] && waits.holder?.name == "cache-refresh", "\(waits)")
+        #expect(Self.symbols(job, waits.holder?.stack).contains { $0.contains("refreshCache") })
+    }
+
+    /// A starved pool's report says, thread by thread, what each waits for and who holds it: the
+    /// wait-for graph of the pool.
+    @Test func aStarvedPoolsThreadsEachNameTheHolderTheyWaitFor() throws {
+        let run = try Self.run("pool-starved")
+        let pool = try #require(run.reports.first { $0.source == "concurrency-pool" }, "no concurrency-pool report: \(run.reports.map(\.source))")
+        let held = (pool.threads ?? []).filter { $0.verdict == "blocked" }
+        #expect(!held.isEmpty, "\(pool.threads ?? [])")
+        for thread in held {
+            let waits = try #require(thread.waitsFor, "thread \(thread.tid) names no wait")
+            #expect(waits.kind == "mutex" && waits.holder?.tid == run.announced["holderTid"] && waits.holder?.name == "cache-refresh", "\(waits)")
+        }
+        // The holder's stack is in the report once, whatever the number of waiters.
+        let stacks = Set(held.compactMap { $0.waitsFor?.holder?.stack })
+        #expect(stacks.count == 1)
+        #expect(stacks.first.map { Self.symbols(pool, $0).contains { $0.contains("refreshCache") } } == true)
+    }
+}

@@ -1,0 +1,150 @@
+@testable import HangWatch
+import Testing
+
+/// What a blocked thread waits on, from its system call and the C library function on its stack;
+/// who holds it, from the lock's words; the chain of holders and its cycle. All pure.
+@Suite struct WaitObjectTests {
+    static let address: UInt = 0x7f00_1000
+
+    @Test(arguments: [
+        // (syscall, arguments, function on the stack) → kind
+        (Syscalls.futex, [address, 128, 2], WaitFunction.mutexLock, "mutex"),
+        (Syscalls.futex, [address, 0, 2], nil, "futex"),
+        (Syscalls.futex, [address, 6 | 128, 0], nil, "swift-mutex"),
+        (Syscalls.futex, [address, 13, 0], WaitFunction.mutexLock, "swift-mutex"),
+        (Syscalls.futex, [address, 9 | 128, 0], WaitFunction.rwlockLock, "rwlock"),
+        (Syscalls.futex, [address, 9 | 128, 0], WaitFunction.conditionWait, "condition"),
+        (Syscalls.futex, [address, 11 | 128, 0], nil, "condition"),
+        (Syscalls.futex, [address, 0, 7], WaitFunction.join, "thread-join"),
+        (Syscalls.futex, [address, 9 | 128 | 256, 0], WaitFunction.semaphoreWait, "semaphore"),
+        (Syscalls.futex, [address, 0, 0], WaitFunction.dispatchWait, "dispatch"),
+        (Syscalls.futex, [address, 0, 0], WaitFunction.barrierWait, "barrier"),
+        (Syscalls.wait4, [4242, 0, 0], nil, "child-process"),
+        (Syscalls.waitid, [1, 4242, 0], nil, "child-process"),
+        (Syscalls.flock, [5, 2], nil, "file-lock"),
+        (Syscalls.fcntl, [5, 7, 0], nil, "file-lock"),
+    ] as [(Int, [UInt], WaitFunction?, String)])
+    func aWaitIsNamedByItsCallAndTheFunctionItIsIn(_ number: Int, _ arguments: [UInt], _ function: WaitFunction?, _ kind: String) {
+        #expect(WaitObject.classify(syscall: number, arguments: arguments, function: function)?.kind == kind)
+    }
+
+    @Test func callsThatWaitOnNoObjectAreNotWaits() {
+        #expect(WaitObject.classify(syscall: Syscalls.futex, arguments: [Self.address, 1, 1], function: nil) == nil)  // FUTEX_WAKE
+        #expect(WaitObject.classify(syscall: Syscalls.futex, arguments: [0, 0, 0], function: .mutexLock) == nil)
+        #expect(WaitObject.classify(syscall: Syscalls.fcntl, arguments: [5, 6, 0], function: nil) == nil)  // F_SETLK: no wait
+        #expect(WaitObject.classify(syscall: 230, arguments: [1, 0, 0], function: nil) == nil)  // clock_nanosleep
+        #expect(WaitObject.classify(syscall: Syscalls.wait4, arguments: [], function: nil) == nil)
+    }
+
+    @Test func anyChildOrAProcessGroupIsAChildWait() {
+        #expect(WaitObject.classify(syscall: Syscalls.wait4, arguments: [UInt(bitPattern: -1)], function: nil) == .childProcess(pid: -1))
+        #expect(WaitObject.classify(syscall: Syscalls.waitid, arguments: [0, 0], function: nil) == .childProcess(pid: -1))
+        #expect(WaitObject.classify(syscall: Syscalls.waitid, arguments: [2, 77], function: nil) == .childProcess(pid: -77))
+    }
+
+    @Test func theInnermostWaitingFunctionOnTheStackCounts() {
+        let known: [UInt: WaitFunction] = [0x100: .mutexLock, 0x200: .conditionWait]
+        // A condition wait re-locks its mutex on the way out: the mutex is the innermost.
+        #expect(WaitFunction.innermost(in: [nil, 0x100, 0x200], known: known) == .mutexLock)
+        #expect(WaitFunction.innermost(in: [0x900, nil, 0x200], known: known) == .conditionWait)
+        #expect(WaitFunction.innermost(in: [0x900, nil], known: known) == nil)
+    }
+
+    // MARK: Owners
+
+    @Test func aMutexOwnerIsItsOwnerFieldWhenThatIsAThreadHere() {
+        let threads: Set<Int32> = [10, 11]
+        let isThread = { threads.contains($0) }
+        #expect(LockOwners.mutex(lock: 2, owner: 11, isThread: isThread) == .thread(11))
+        #expect(LockOwners.mutex(lock: 0, owner: 11, isThread: isThread) == .free)
+        if case .unknown = LockOwners.mutex(lock: 2, owner: 0, isThread: isThread) {} else { Issue.record("no owner field: unknown") }
+        if case .unknown = LockOwners.mutex(lock: 2, owner: 99, isThread: isThread) {} else { Issue.record("no such thread: unknown, never named") }
+    }
+
+    @Test func aPriorityInheritanceWordHoldsItsOwner() {
+        let isThread = { (tid: Int32) in tid == 1234 }
+        #expect(LockOwners.priorityInheritance(word: 1234 | 0x8000_0000, isThread: isThread) == .thread(1234))  // FUTEX_WAITERS
+        #expect(LockOwners.priorityInheritance(word: 0, isThread: isThread) == .free)
+        if case .unknown = LockOwners.priorityInheritance(word: 4321, isThread: isThread) {} else { Issue.record("not a thread here") }
+    }
+
+    @Test func aJoinWaitsForTheThreadItsWordNames() {
+        #expect(LockOwners.join(word: 77, isThread: { $0 == 77 }) == .thread(77))
+        #expect(LockOwners.join(word: 0, isThread: { _ in true }) == .free)
+    }
+
+    /// The futex word a read-write lock is waited on can be any of three: exactly one reading of
+    /// the writer field must name a thread.
+    @Test func aReadWriteLocksWriterIsFoundWhicheverWordIsWaitedOn() {
+        let base: UInt = 0x5000
+        let memory: [UInt: Int32] = [base + 24: 55]
+        for word in LockOwners.rwlockFutexOffsets {
+            #expect(LockOwners.rwlock(futex: base + word, writerAt: { memory[$0] }, isThread: { $0 == 55 }) == .thread(55), "word \(word)")
+        }
+        if case .unknown = LockOwners.rwlock(futex: base + 8, writerAt: { _ in 0 }, isThread: { _ in true }) {} else {
+            Issue.record("read-locked: no writer to name")
+        }
+    }
+
+    @Test func fileLocksAreReadFromProcLocks() {
+        let text = """
+            1: FLOCK  ADVISORY  WRITE 16173 fe:00:16226067 0 EOF
+            1: -> FLOCK  ADVISORY  WRITE 16156 fe:00:16226067 0 EOF
+            2: POSIX  ADVISORY  WRITE 8191 fe:00:5605680 1073741824 1073742335
+            garbage
+            """
+        let locks = LockOwners.parseLocks(text)
+        #expect(locks.count == 3)
+        #expect(LockOwners.fileLockHolders(locks, file: "fe:00:16226067") == [16173])
+        #expect(LockOwners.fileLockHolders(locks, file: "fe:00:1") == [])
+        #expect(LockOwners.fileIdentity(device: 0xfe00, inode: 16_226_067) == "fe:00:16226067")
+        #expect(LockOwners.fileIdentity(device: 0x0801, inode: 5) == "08:01:5")
+    }
+
+    // MARK: Chains
+
+    static func link(_ tid: Int32, heldBy owner: WaitOwner) -> WaitLink {
+        WaitLink(tid: tid, name: "t\(tid)", object: .mutex(address: UInt(tid) * 16), file: nil, owner: owner, holder: nil)
+    }
+
+    @Test func aChainIsFollowedUntilAHolderWaitsOnNothing() {
+        let waits: [Int32: WaitLink] = [2: Self.link(2, heldBy: .thread(3)), 3: Self.link(3, heldBy: .process(900))]
+        let followed = WaitChain.follow(waiter: 1, holder: 2) { waits[$0] }
+        #expect(followed.links.map(\.tid) == [2, 3])
+        #expect(followed.cycle == nil)
+    }
+
+    @Test func aChainBackToAThreadInItIsADeadlock() {
+        let waits: [Int32: WaitLink] = [2: Self.link(2, heldBy: .thread(3)), 3: Self.link(3, heldBy: .thread(1))]
+        #expect(WaitChain.follow(waiter: 1, holder: 2) { waits[$0] }.cycle == [1, 2, 3])
+        // A cycle that does not include the waiter: it waits behind a deadlock of others.
+        let others: [Int32: WaitLink] = [2: Self.link(2, heldBy: .thread(3)), 3: Self.link(3, heldBy: .thread(2))]
+        #expect(WaitChain.follow(waiter: 1, holder: 2) { others[$0] }.cycle == [2, 3])
+        // A thread waiting for a lock it holds itself.
+        #expect(WaitChain.follow(waiter: 1, holder: 1) { _ in nil }.cycle == [1])
+    }
+
+    @Test func aLongChainStopsAtItsBound() {
+        let followed = WaitChain.follow(waiter: 1, holder: 2) { tid in Self.link(tid, heldBy: .thread(tid + 1)) }
+        #expect(followed.links.count == WaitChain.maxLinks)
+        #expect(followed.cycle == nil)
+    }
+
+    // MARK: Over a hang
+
+    static func look(_ owner: WaitOwner, at microseconds: UInt64) -> WaitObservation {
+        WaitObservation(microseconds: microseconds, object: .mutex(address: 0x40), syscall: Syscalls.futex, file: nil, owner: owner)
+    }
+
+    /// A holder that changes is recorded as such; the last look that found one is what the report
+    /// says, not a look as it let go.
+    @Test func holdersAreRecordedInTurnAndAFreeLookAtTheEndDoesNotHideThem() {
+        var record = WaitRecord(latest: Self.look(.thread(5), at: 100))
+        for (owner, time) in [(WaitOwner.thread(5), 100), (.thread(5), 150), (.thread(6), 200), (.thread(6), 250), (.free, 300)] as [(WaitOwner, UInt64)] {
+            record.add(Self.look(owner, at: time))
+        }
+        #expect(record.latest.owner == .thread(6))
+        #expect(record.spans.map(\.owner) == [.thread(5), .thread(6)])
+        #expect(record.spans.map(\.firstMicroseconds) == [100, 200] && record.spans.map(\.lastMicroseconds) == [150, 250])
+    }
+}
