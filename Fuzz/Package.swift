@@ -7,6 +7,7 @@ import Foundation
 import PackageDescription
 
 // A path dependency is identified by its directory's name, which is whatever the checkout is called.
+// The report schema is the library's; the exporters are the tools' (Tools/, a package of its own).
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
 let rootIdentity = root.lastPathComponent
 
@@ -14,13 +15,15 @@ let package = Package(
     name: "HangWatchFuzz",
     dependencies: [
         .package(path: ".."),
+        .package(path: "../Tools"),
     ],
     targets: [
         .executableTarget(
             name: "ReportParserFuzz",
             dependencies: [
                 .product(name: "HangWatchReport", package: rootIdentity),
-                .product(name: "HangWatchExport", package: rootIdentity),
+                .product(name: "HangWatchReading", package: "Tools"),
+                .product(name: "HangWatchExport", package: "Tools"),
             ]
         ),
     ]

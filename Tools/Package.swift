@@ -21,7 +21,8 @@ let package = Package(
         .executable(name: "hangwatchd", targets: ["hangwatchd"]),
         .executable(name: "hangwatch-demo", targets: ["hangwatch-demo"]),
         .executable(name: "hangwatch-async-demo", targets: ["hangwatch-async-demo"]),
-        // For the report parser's fuzz target (Fuzz/), which feeds the exporters too.
+        // For the report parser's fuzz target (Fuzz/), which feeds the CLI's views and exporters too.
+        .library(name: "HangWatchReading", targets: ["HangWatchReading"]),
         .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
     ],
     dependencies: [

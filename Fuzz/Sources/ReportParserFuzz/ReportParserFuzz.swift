@@ -1,5 +1,6 @@
 import Foundation
 import HangWatchExport
+import HangWatchReading
 import HangWatchReport
 
 #if canImport(Glibc)
