@@ -116,15 +116,13 @@ public final class HangMonitor: Sendable {
     }
 
     /// Starts watching anything that runs closures in order on one thread at a time by pinging it
-    /// through `enqueue` (for HangWatchNIO's event loops; reports say `nio-eventloop`). With
-    /// `schedule` (run a closure on the loop after a delay, in nanoseconds; called on the loop),
-    /// pings under load are chained on the loop instead of sent by the watcher. With
+    /// through `enqueue` (for HangWatchNIO's event loops; reports say `nio-eventloop`). Under
+    /// load a busy loop gets a ping at each look, whose answer is a boundary. With
     /// `lastIterationEnd` (when the loop last finished an iteration, `CLOCK_MONOTONIC` ns; nil
     /// before its first), those iterations are the boundaries under load instead, and no ping goes
     /// out before a hang is declared.
     package func startPinging(
         eventLoop enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
-        schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)? = nil,
         lastIterationEnd: (@Sendable () -> UInt64?)? = nil
     ) throws {
         let control = control
@@ -134,7 +132,7 @@ public final class HangMonitor: Sendable {
                 intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
                 watcher: sharing?.loopWatcher(orMake: { [configuration] in EventLoopWatcher(usesIoUring: configuration.usesIoUring) })
                     ?? EventLoopWatcher(usesIoUring: configuration.usesIoUring), enqueue: enqueue,
-                schedule: schedule, lastIterationEnd: lastIterationEnd))
+                lastIterationEnd: lastIterationEnd))
     }
 
     private func startPinging(kind: ActivitySourceKind, enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {

@@ -68,13 +68,9 @@ extension HangMonitor {
                 var perLoop = configuration
                 if index > 0 { perLoop.heartbeatInterval = .zero }
                 let monitor = try HangMonitor(configuration: perLoop, logger: logger, sharing: sharing)
-                let schedule: @Sendable (UInt64, @escaping @Sendable () -> Void) -> Void = { nanoseconds, block in
-                    _ = try? loop.scheduleCallback(in: .nanoseconds(Int64(nanoseconds)), handler: ScheduledPing(block))
-                }
                 var lastIterationEnd: (@Sendable () -> UInt64?)?
                 if let slot = ticks?.slot(for: loop) { lastIterationEnd = { slot.lastEnd } }
-                try monitor.startPinging(
-                    eventLoop: { block in loop.execute(block) }, schedule: schedule, lastIterationEnd: lastIterationEnd)
+                try monitor.startPinging(eventLoop: { block in loop.execute(block) }, lastIterationEnd: lastIterationEnd)
                 monitors.append(monitor)
             }
         } catch {
@@ -82,18 +78,11 @@ extension HangMonitor {
             throw error
         }
         if configuration.isEnabled, let method = sharing.loopWakeMethod {
-            let boundaries = ticks == nil ? "pings chained on the loops" : "the loops' iterations (EventLoopTicks)"
+            let boundaries = ticks == nil ? "a ping at each look" : "the loops' iterations (EventLoopTicks)"
             logger.info(
                 "event loops watched: \(monitors.count), one watchdog and one watcher thread; under load dated by \(boundaries); \(method)",
                 metadata: ["hangwatch.service": "\(configuration.serviceName)"])
         }
         return EventLoopGroupMonitor(monitors: monitors)
     }
-}
-
-/// A ping the loop runs after a delay (a scheduled callback: no promise, unlike `scheduleTask`).
-private struct ScheduledPing: NIOScheduledCallbackHandler, Sendable {
-    let block: @Sendable () -> Void
-    init(_ block: @escaping @Sendable () -> Void) { self.block = block }
-    func handleScheduledCallback(eventLoop: some EventLoop) { block() }
 }

@@ -12,11 +12,10 @@ import Synchronization
 /// ```
 ///
 /// Under load a loop's busy stretch is dated from its last finished iteration, read by the
-/// watcher at its looks, instead of from pings chained on the loop every look interval: no timer
-/// fires on the loops, and the start of a hang under load is the end of the iteration before it.
-/// On this project's 2-CPU machine each timer firing and wake-up costs the server about 16 µs;
-/// the chained pings cost a saturated Hummingbird server about 1 % of its throughput
-/// (docs/performance.md, `H1`: 0.979 → 0.989 paired). The delegate's own cost is two clock reads
+/// watcher at its looks, instead of from a ping sent to each busy loop at each look (the default):
+/// no ping goes out before a hang, and the start of a hang under load is the end of the iteration
+/// before it, not the last look's ping. Both reach the throughput goal on a saturated Hummingbird
+/// server (docs/performance.md, `H1`: about 0.99 paired, either way). The delegate's own cost is two clock reads
 /// per iteration (SwiftNIO makes them once a delegate is set) and the call: 66 ns (figure 17).
 ///
 /// A delegate of your own goes on getting every iteration (`forwardingTo`). Up to `capacity` loops

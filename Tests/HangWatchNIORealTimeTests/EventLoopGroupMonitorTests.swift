@@ -282,7 +282,7 @@ final class WatchedServer {
         let started = log.all.filter { $0.message.hasPrefix("event loops watched: 2, one watchdog and one watcher thread; ") }
         try #require(started.count == 1, "\(log.all.map(\.message))")
         let message = started[0].message
-        let dated = usesIoUring ? "under load dated by the loops' iterations (EventLoopTicks); " : "under load dated by pings chained on the loops; "
+        let dated = usesIoUring ? "under load dated by the loops' iterations (EventLoopTicks); " : "under load dated by a ping at each look; "
         #expect(message.contains(dated), "\(message)")
         if !usesIoUring {
             #expect(message.hasSuffix("io_uring off by configuration (HANGWATCH_IO_URING=no)"), "\(message)")

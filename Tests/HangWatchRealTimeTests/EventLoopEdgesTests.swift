@@ -132,48 +132,6 @@ import Testing
         #expect(edges.look(at: Self.ms(50), waiting: false, thresholdNanoseconds: Self.ms(20)) == [.ping, .declareBusy(since: 0)])
     }
 
-    /// Chained (SwiftNIO's scheduled callbacks), each answer under load schedules the next ping on
-    /// the loop a look interval later: the boundaries keep coming 10 ms apart while the watcher
-    /// looks only once per sample interval, and no answer wakes it.
-    @Test func chainedPingsKeepTheBoundariesWhileTheWatcherLooksOncePerInterval() {
-        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), chained: true)
-        edges.loopWoke(at: 0)
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(10))
-        #expect(edges.look(at: Self.ms(10), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
-        let chain = edges.chain
-        for answer in stride(from: 11, through: 51, by: 10) {
-            #expect(edges.pingAnswered(at: Self.ms(UInt64(answer)), chain: chain, thresholdNanoseconds: Self.threshold)
-                == [.pingLater(nanoseconds: Self.ms(10))])
-        }
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(60))
-        // A handler blocks from 55 ms: the ping due at 61 ms waits; the looks send nothing.
-        for look in stride(from: 60, through: 260, by: 50) {
-            #expect(edges.look(at: Self.ms(UInt64(look)), waiting: false, thresholdNanoseconds: Self.threshold).isEmpty)
-        }
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(301))
-        #expect(edges.look(at: Self.ms(301), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(51))])
-        // The answer ends the hang, wakes the watcher and goes on with the chain.
-        #expect(edges.pingAnswered(at: Self.ms(355), chain: chain, thresholdNanoseconds: Self.threshold)
-            == [.declareIdle, .wakeWatcher, .pingLater(nanoseconds: Self.ms(10))])
-    }
-
-    /// A look that finds the loop waiting ends the chain: the ping still scheduled answers into a
-    /// later chain and changes nothing (it would start a second chain).
-    @Test func aLookThatFindsTheLoopWaitingEndsTheChain() {
-        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), chained: true)
-        edges.loopWoke(at: 0)
-        _ = edges.look(at: Self.ms(10), waiting: false, thresholdNanoseconds: Self.threshold)
-        let first = edges.chain
-        #expect(edges.pingAnswered(at: Self.ms(11), chain: first, thresholdNanoseconds: Self.threshold) == [.pingLater(nanoseconds: Self.ms(10))])
-        #expect(edges.look(at: Self.ms(60), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
-        #expect(edges.phase == .idle)
-        edges.loopWoke(at: Self.ms(65))
-        #expect(edges.pingAnswered(at: Self.ms(70), chain: first, thresholdNanoseconds: Self.threshold).isEmpty)
-        #expect(edges.phase == .busy(since: Self.ms(65), pinged: false, declared: false, steady: true))
-        #expect(edges.look(at: Self.ms(75), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
-        #expect(edges.pingAnswered(at: Self.ms(76), chain: edges.chain, thresholdNanoseconds: Self.threshold) == [.pingLater(nanoseconds: Self.ms(10))])
-    }
-
     /// Ticked (the loop reports each iteration's end), under steady load each look reads the last
     /// iteration's end and the stretch is busy since then: no ping goes out and no timer fires on
     /// the loop. A block that begins after an iteration ended at 497 ms is declared at the first
@@ -269,14 +227,27 @@ import Testing
             == [.ping, .declareBusy(since: Self.ms(510))])
     }
 
-    /// Ticked, but the loop reports no iteration (its group was made without the delegate): it is
-    /// pinged at each look, as unchained, rather than declared a threshold after its wake under load.
+    /// Ticked, but the loop reports no iteration (its group was made without the delegate: the
+    /// default set-up): it is pinged at each look on the shared grid, and each answer is a
+    /// boundary that wakes no one, rather than declared a threshold after its wake under load. A
+    /// block after an answer is declared a threshold after that answer, busy since it, and the
+    /// declared hang's answer ends it and wakes the watcher.
     @Test func tickedALoopThatReportsNoIterationIsPingedAtItsLooks() {
         var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
         edges.loopWoke(at: 0)
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(10))
         #expect(edges.look(at: Self.ms(10), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
         #expect(edges.pingAnswered(at: Self.ms(12)).isEmpty)
         #expect(edges.phase == .busy(since: Self.ms(12), pinged: false, declared: false, steady: true))
+        // The next look is the grid's next instant, not a look interval after the answer.
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(20))
         #expect(edges.look(at: Self.ms(20), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
+        // The loop blocks before it runs that ping: the next look finds it out and waits for it
+        // until a threshold after the last answer.
+        #expect(edges.look(at: Self.ms(30), waiting: false, thresholdNanoseconds: Self.threshold).isEmpty)
+        #expect(edges.awaitingAnswer)
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(262))
+        #expect(edges.look(at: Self.ms(262), waiting: false, thresholdNanoseconds: Self.threshold) == [.declareBusy(since: Self.ms(12))])
+        #expect(edges.pingAnswered(at: Self.ms(400)) == [.declareIdle, .wakeWatcher])
     }
 }

@@ -23,11 +23,9 @@ import Glibc
 final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     let kind: ActivitySourceKind
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
-    /// Runs a closure on the loop after a delay (SwiftNIO's scheduled callbacks): pings are then
-    /// chained on the loop under load (`EventLoopEdges.chained`). Called on the loop's thread.
-    private let schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)?
     /// When the loop last finished an iteration (SwiftNIO's metrics delegate; nil before its
-    /// first): the boundaries under load, read at each look (`EventLoopEdges.ticked`).
+    /// first): the boundaries under load, read at each look (`EventLoopEdges.ticked`). Without it,
+    /// a ping at each look is the boundary. Either way the looks of every loop fall on one grid.
     private let lastIterationEnd: (@Sendable () -> UInt64?)?
     /// The iteration end the last look read (touched only by the watcher's thread).
     private var iterationEndSeen: UInt64 = 0
@@ -92,12 +90,10 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         intervalMicroseconds: UInt64, coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds,
         watcher: EventLoopWatcher = EventLoopWatcher(),
         enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
-        schedule: (@Sendable (UInt64, @escaping @Sendable () -> Void) -> Void)? = nil,
         lastIterationEnd: (@Sendable () -> UInt64?)? = nil
     ) {
         self.kind = kind
         self.enqueue = enqueue
-        self.schedule = schedule
         self.lastIterationEnd = lastIterationEnd
         self.thresholdMicroseconds = thresholdMicroseconds
         self.coarseNow = coarseNow
@@ -105,8 +101,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         intervalNanoseconds = max(1_000_000, intervalMicroseconds * 1000)
         decisions = Mutex(
             EventLoopEdges(
-                intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000), chained: schedule != nil,
-                ticked: lastIterationEnd != nil))
+                intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000), ticked: true))
         fallback = QueueActivitySource(kind: kind, periodMicroseconds: thresholdMicroseconds(), coarseNow: coarseNow, enqueue: enqueue)
     }
 
@@ -281,18 +276,18 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         }
         // Ticked looks fall on instants of a grid: the one served has passed even when the coarse
         // clock (4 ms steps) has not shown it yet.
-        let now = lastIterationEnd == nil ? coarseNow() : max(coarseNow(), watcherDeadline ?? 0)
+        let now = max(coarseNow(), watcherDeadline ?? 0)
         if !inWait, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
             watched.ranAt = (now, schedule.runnableNanoseconds, schedule.timeslices)
         }
-        let pingChain = decisions.withLock { edges -> UInt64? in
+        let pings = decisions.withLock { edges -> Bool in
             let actions = edges.look(
                 at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked,
                 lastIterationEnd: iterationEnd, inWaitAfterIteration: inWait && progressed)
             perform(actions)
-            return actions.contains(.ping) ? edges.chain : nil
+            return actions.contains(.ping)
         }
-        if let chain = pingChain { enqueue(ping(chain: chain)) }
+        if pings { enqueue(ping()) }
     }
 
     /// When the idle loop is looked at next: every half threshold for `lookWindow` after it went
@@ -382,34 +377,28 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             switch action {
             case .declareBusy(let since): latch.recordBusy(QueueActivitySource.enter, sinceCoarseNanoseconds: since)
             case .declareIdle: latch.record(QueueActivitySource.leave, atNanoseconds: answeredAt)
-            case .ping, .wakeWatcher, .pingLater: break
+            case .ping, .wakeWatcher: break
             }
         }
     }
 
-    /// A ping of `chain`: on the loop, it ends the work it waited behind, wakes the watcher if it
-    /// waits for it, and (chained) schedules the next one.
-    private func ping(chain: UInt64) -> @Sendable () -> Void {
+    /// A ping: on the loop, it ends the work it waited behind, and wakes the watcher if it waits
+    /// for it.
+    private func ping() -> @Sendable () -> Void {
         { [self] in
             guard !stopped.load(ordering: .relaxed) else { return }
             let now = coarseNow()
             let answeredAt = UnsafeCaptureBridge.monotonicNanoseconds()
-            let threshold = thresholdMicroseconds() * 1000
             let actions = decisions.withLock { edges in
-                let actions = edges.pingAnswered(at: now, chain: chain, thresholdNanoseconds: threshold)
+                let actions = edges.pingAnswered(at: now)
                 perform(actions, answeredAt: answeredAt)
                 return actions
             }
             // (An answer that ends a hang is read by the watchdog after the hang's edges were.)
             if !actions.isEmpty { startFoundByLook.store(false, ordering: .relaxed) }
-            for action in actions {
-                switch action {
-                case .wakeWatcher:
-                    nudged.store(true, ordering: .releasing)
-                    watcher.nudge()
-                case .pingLater(let nanoseconds): schedule?(nanoseconds, ping(chain: chain))
-                case .ping, .declareBusy, .declareIdle: break
-                }
+            if actions.contains(.wakeWatcher) {
+                nudged.store(true, ordering: .releasing)
+                watcher.nudge()
             }
         }
     }

@@ -12,14 +12,9 @@
 ///   call is dated more closely when the watcher can (`blockedSince`: the CPU time the thread had
 ///   since a look that found it on a CPU, when it was not put on one again since); a computing one
 ///   is known to one look interval.
-/// - Chained (the loop can run a closure after a delay: SwiftNIO's scheduled callbacks), each
-///   answer under load schedules the next ping a look interval later on the loop itself, so the
-///   boundaries keep coming without waking the watcher, which looks only once per sample interval
-///   (is the loop back in its wait? has a threshold passed since the last answer?). A look that finds
-///   the loop waiting ends the chain (a ping of an ended chain changes nothing).
-/// - Unchained, the looks keep their cadence under load: one a look interval after the one before, each a
-///   wake-up of the watcher. An answer wakes the watcher only when it waits for that answer (a look
-///   found the ping still out, or a hang was declared); a quick one is seen at the next look.
+/// - Unticked, the looks keep their cadence under load: one a look interval after the one before,
+///   each a wake-up of the watcher. An answer wakes the watcher only when it waits for that answer
+///   (a look found the ping still out, or a hang was declared); a quick one is seen at the next look.
 /// - Ticked (the loop reports the end of each of its iterations: SwiftNIO's
 ///   `NIOEventLoopMetricsDelegate`), the boundaries under load are the loop's own: each look reads
 ///   when its last iteration ended, and a busy stretch is busy since then at most. No ping goes out
@@ -27,8 +22,12 @@
 ///   it. A loop found in its wait after an iteration slept since: busy from that look at the
 ///   earliest (`readsThread` says when a look must find out). The looks fall on multiples of the
 ///   look interval, the same instants for every loop: one wake-up of the watcher looks at all of
-///   them. A loop that reports no iteration at all (its group was made without the delegate) is
-///   pinged at each look instead, as unchained.
+///   them. A loop that reports no iteration at all (its group was made without the delegate: what
+///   a Vapor or Hummingbird user gets by default) is pinged at each of those looks instead, and
+///   each answer is a boundary: no timer on the loop, no wake-up of the watcher of its own.
+///   (Until 2026-11-27 such a loop's pings were chained on it, one scheduled callback a look
+///   interval after each answer: a timer firing on the loop 100 times a second, about 0.5 % of a
+///   saturated server's throughput more; docs/performance.md, `H1`.)
 struct EventLoopEdges: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Waiting for events (seen in its wait at the last look).
@@ -47,8 +46,6 @@ struct EventLoopEdges: Sendable, Equatable {
         case declareIdle
         /// Wake the watcher (it sleeps until this answer, or until the threshold).
         case wakeWatcher
-        /// Enqueue the chain's next ping on the loop, to run this long from now.
-        case pingLater(nanoseconds: UInt64)
     }
 
     private(set) var phase = Phase.idle
@@ -60,17 +57,12 @@ struct EventLoopEdges: Sendable, Equatable {
     private(set) var lookedAt: UInt64?
     /// A look found the ping still out: the watcher sleeps until the threshold, and the answer wakes it.
     private(set) var awaitingAnswer = false
-    /// The current chain of pings (chained only): a ping carries the chain it was sent in, and the
-    /// answer of an earlier chain's ping is ignored (it would start a second chain).
-    private(set) var chain: UInt64 = 0
     let intervalNanoseconds: UInt64
-    let chained: Bool
     /// Boundaries come from the loop's iterations (`look(…, lastIterationEnd:)`), not from pings.
     let ticked: Bool
 
-    init(intervalNanoseconds: UInt64, chained: Bool = false, ticked: Bool = false) {
+    init(intervalNanoseconds: UInt64, ticked: Bool = false) {
         self.intervalNanoseconds = intervalNanoseconds
-        self.chained = chained && !ticked
         self.ticked = ticked
     }
 
@@ -92,7 +84,6 @@ struct EventLoopEdges: Sendable, Equatable {
         let decision = since &+ max(thresholdNanoseconds, interval)
         if ticked, !pinged { return ((lookedAt ?? since) / interval &+ 1) &* interval }
         guard pinged else { return (lookedAt ?? since) &+ interval }
-        if chained { return min((lookedAt ?? since) &+ max(intervalNanoseconds, interval), decision) }
         return awaitingAnswer ? decision : min((lookedAt ?? since) &+ interval, decision)
     }
 
@@ -155,13 +146,12 @@ struct EventLoopEdges: Sendable, Equatable {
             idleAt = now
             lookedAt = nil
             awaitingAnswer = false
-            chain &+= 1
             return declared ? [.declareIdle] : []
         }
         lookedAt = now
         var actions: [Action] = []
-        // A ping out since the look before: the watcher now waits for its answer (unchained).
-        awaitingAnswer = pinged && !chained
+        // A ping out since the look before: the watcher now waits for its answer.
+        awaitingAnswer = pinged
         var nowDeclared = declared
         if !declared, now &- since >= thresholdNanoseconds, now >= since {
             nowDeclared = true
@@ -178,18 +168,16 @@ struct EventLoopEdges: Sendable, Equatable {
         return actions
     }
 
-    /// The ping of `chain` ran on the loop at `now`: the work it waited behind is over. The loop
-    /// may go on working (load): busy from now. The watcher is woken only if it waits for this
-    /// answer. Chained, the next ping is due a look interval later.
-    mutating func pingAnswered(at now: UInt64, chain: UInt64 = 0, thresholdNanoseconds: UInt64 = 0) -> [Action] {
-        guard case .busy(_, _, let declared, _) = phase, !chained || chain == self.chain else { return [] }
+    /// A ping ran on the loop at `now`: the work it waited behind is over. The loop may go on
+    /// working (load): busy from now. The watcher is woken only if it waits for this answer.
+    mutating func pingAnswered(at now: UInt64) -> [Action] {
+        guard case .busy(_, _, let declared, _) = phase else { return [] }
         let wake = declared || awaitingAnswer
         if wake { lookedAt = nil }
         awaitingAnswer = false
-        phase = .busy(since: now, pinged: chained, declared: false, steady: true)
+        phase = .busy(since: now, pinged: false, declared: false, steady: true)
         var actions: [Action] = declared ? [.declareIdle] : []
         if wake { actions.append(.wakeWatcher) }
-        if chained { actions.append(.pingLater(nanoseconds: lookInterval(thresholdNanoseconds: thresholdNanoseconds))) }
         return actions
     }
 }

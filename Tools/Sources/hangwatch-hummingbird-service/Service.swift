@@ -26,7 +26,7 @@ import Synchronization
 /// instance is not learnt yet) or `exact`. SIGTERM or SIGINT stops it gracefully; the monitor
 /// stops after the server, so the reports' repeat counts are final. Watched, the group is made
 /// with an `EventLoopTicks` delegate (as docs/sources.md advises), unless `--no-loop-ticks` (the
-/// bench's comparison: boundaries under load from pings chained on the loops). `--no-pool-watch`:
+/// default set-up the bench compares: boundaries under load from a ping at each look). `--no-pool-watch`:
 /// the loops only (the bench's measure of the pool watch's cost).
 @main
 struct HummingbirdService {

@@ -138,6 +138,13 @@ import Testing
         }
         func names(_ frames: [HangReport.Frame]) -> [String] { frames.compactMap { $0.symbol.map(FrameNamingProbe.short) } }
 
+        // No report but the blocking routes': the quick requests on every loop all along, watched
+        // as a Vapor user would (no EventLoopTicks), never make one.
+        let unexplained = all.filter { report in
+            !Self.routes.contains { names(report.heaviestStack?.frames ?? []).contains($0.chain[0]) }
+        }
+        #expect(unexplained.isEmpty, "reports of no blocking route: \(unexplained.map { "\($0.durationMs) ms \($0.context.verdict): \(names($0.heaviestStack?.frames ?? []).prefix(4))" })")
+
         for (route, chain, blockedIn) in Self.routes {
             let requests = measured.filter { $0.route == route }
             try #require(requests.count >= 3, "\(route): \(requests.count) requests")
