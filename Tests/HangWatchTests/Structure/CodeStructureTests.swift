@@ -247,4 +247,17 @@ import Testing
         #expect(measured > 300 && samplerFunctions.contains { $0.name == "sample" && $0.lines > 40 }, "the function finder is broken: \(measured) found")
         #expect(long.isEmpty, "\(long)")
     }
+
+    /// The source seam does not leak: what a source can do beyond the common lifecycle is kept
+    /// typed by the `start…` that made it (`HangMonitor.SourceHandles`), never found by a downcast.
+    @Test func noActivitySourceIsDowncast() throws {
+        let downcasts = try Self.swiftSources().filter { !$0.path.hasPrefix("Tools/") }.flatMap { file in
+            file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line -> String? in
+                let code = Self.code(String(line))
+                guard code.range(of: #"\bas[?!]\s*\(?\s*(any\s+)?\w*ActivitySource\b"#, options: .regularExpression) != nil else { return nil }
+                return "\(file.path):\(index + 1)"
+            }
+        }
+        #expect(downcasts.isEmpty, "\(downcasts)")
+    }
 }
