@@ -3,8 +3,9 @@
 /// says, in that order). Every function here is pure: it reads nothing and sends nothing.
 ///
 /// The decisions, in the order the sampler meets them: `reusesPreviousSample` (from `schedstat`
-/// alone), `afterLooking` (from the `syscall` file: this plan), then for a signal the guard
-/// (`guardPlan`, `GuardPlan.pauses`), the mask (`blocks`), and what the capture came to (`outcome`).
+/// alone), `afterLooking` (from the `syscall` file: this plan, with the guard a signal needs,
+/// `guardPlan`), then for a signal the mask (`blocks`), the guard's pause (`GuardPlan.pauses`),
+/// and what the capture came to (`outcome`).
 enum CapturePlan: Equatable {
     /// Blocked in the same call as the previous sample, with no CPU time since: its stack, as
     /// `.unchanged`.
