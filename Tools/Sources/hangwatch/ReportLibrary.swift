@@ -1,7 +1,8 @@
+@_spi(Internal) import HangWatchReport
 import ArgumentParser
 import Foundation
 import HangWatchReading
-@_spi(Internal) import HangWatchReport
+import HangWatchRendering
 import HangWatchSymbolication
 
 /// A failure the user caused (a bad file, nothing found): a message and an exit code.

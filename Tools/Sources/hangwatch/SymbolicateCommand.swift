@@ -1,6 +1,7 @@
+@_spi(Internal) import HangWatchReport
 import ArgumentParser
 import Foundation
-@_spi(Internal) import HangWatchReport
+import HangWatchRendering
 import HangWatchSymbolication
 
 /// `hangwatch symbolicate`: names in the report file itself.
