@@ -20,13 +20,21 @@ enum CapturePlan: Equatable {
 
     /// A system call a thread is blocked in, as `/proc/<tid>/syscall` gives it.
     struct BlockedCall: Equatable {
-        var number: Int
-        var arguments: [UInt]
-        var stackPointer: UInt
-        var programCounter: UInt
+        let number: Int
+        let arguments: [UInt]
+        let stackPointer: UInt
+        let programCounter: UInt
+        /// The call's identity (`StackSample.blockedKey`): number, arguments, stack pointer, program
+        /// counter. Made once, as the sampler made it before there was a plan.
+        let key: [UInt]
 
-        /// The call's identity (`StackSample.blockedKey`): number, arguments, stack pointer, program counter.
-        var key: [UInt] { [UInt(number)] + arguments + [stackPointer, programCounter] }
+        init(number: Int, arguments: [UInt], stackPointer: UInt, programCounter: UInt) {
+            self.number = number
+            self.arguments = arguments
+            self.stackPointer = stackPointer
+            self.programCounter = programCounter
+            key = [UInt(number)] + arguments + [stackPointer, programCounter]
+        }
 
         /// Whether `state`, read again after the walk, is still this call.
         func isSame(as state: ProcTask.SyscallState?) -> Bool {
