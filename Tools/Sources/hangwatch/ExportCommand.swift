@@ -1,11 +1,11 @@
+import ArgumentParser
+import Foundation
+import HangWatchExport
+import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
 #if canImport(Glibc)
-import ArgumentParser
-import Foundation
 import Glibc
-import HangWatchExport
-import HangWatchRendering
 #endif
 
 /// Which reports export and flamegraph work on: one, a group, or all matching.

@@ -1,8 +1,8 @@
-@_spi(Internal) import HangWatchReport
 import ArgumentParser
 import Foundation
 import HangWatchReading
 import HangWatchRendering
+@_spi(Internal) import HangWatchReport
 import HangWatchSymbolication
 
 /// A failure the user caused (a bad file, nothing found): a message and an exit code.

@@ -1,7 +1,7 @@
-@_spi(Internal) import HangWatchReport
 import ArgumentParser
 import Foundation
 import HangWatchRendering
+@_spi(Internal) import HangWatchReport
 import HangWatchSymbolication
 
 /// `hangwatch symbolicate`: names in the report file itself.
