@@ -17,6 +17,9 @@ import Glibc
 ///
 /// Captures are serialized process-wide: many hung loops never mean many threads paused at once.
 ///
+/// Which of these a sample does is decided by `CapturePlan` (pure, tested as tables); this type
+/// reads the thread's `/proc` files, asks it, and does what it says.
+///
 /// The watchdog's work per sample is kept small (it competes for a CPU with the hung thread when
 /// they share one): the thread's proc files stay open and are re-read with `pread`, and its signal
 /// mask (`status`, the costliest file) is read only at a hang's first sample and after a capture
