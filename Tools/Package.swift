@@ -9,7 +9,7 @@
 // swift-service-lifecycle, swift-metrics, swift-prometheus, swift-otel, Hummingbird, Vapor.
 //
 // Layers point one way:
-//   hangwatch -> HangWatchReading, HangWatchExport, HangWatchSymbolication -> HangWatchReport
+//   hangwatch -> HangWatchRendering, HangWatchReading, HangWatchExport, HangWatchSymbolication -> HangWatchReport
 //   hangwatchd -> HangWatchAgent -> HangWatch (it watches its own loop), HangWatchSymbolication
 import PackageDescription
 
@@ -55,6 +55,12 @@ let package = Package(
             name: "HangWatchReading",
             dependencies: [.product(name: "HangWatchReport", package: "HangWatch")]
         ),
+        // What the CLI prints, as strings: tables cut to the terminal, colours, times, and
+        // `hangwatch show`'s and `dump`'s text of a report (tested as strings).
+        .target(
+            name: "HangWatchRendering",
+            dependencies: [.product(name: "HangWatchReport", package: "HangWatch")]
+        ),
         // Folded stacks, speedscope files, pprof profiles and SVG flame graphs from reports.
         .target(
             name: "HangWatchExport",
@@ -64,7 +70,7 @@ let package = Package(
         .executableTarget(
             name: "hangwatch",
             dependencies: [
-                "HangWatchReading", "HangWatchExport", "CThreadSignal",
+                "HangWatchReading", "HangWatchRendering", "HangWatchExport", "CThreadSignal",
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -162,6 +168,13 @@ let package = Package(
             name: "HangWatchReadingTests",
             dependencies: [
                 "HangWatchReading", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ]
+        ),
+        .testTarget(
+            name: "HangWatchRenderingTests",
+            dependencies: [
+                "HangWatchRendering", .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
         ),

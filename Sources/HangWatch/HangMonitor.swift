@@ -37,12 +37,26 @@ public final class HangMonitor: Sendable {
 
     private struct Running: Sendable {
         var source: any ActivitySource
+        var handles: SourceHandles
         var latch: ActivityLatch
         var watchdog: Watchdog
         var lane: WatchdogLane
         var writer: ReportWriter
         var threadSlot: ThreadSlot
         var heartbeat: HeartbeatPublisher?
+    }
+
+    /// What the running source can do beyond the lifecycle every source shares, kept typed by the
+    /// `start…` that made the source (no downcast of `any ActivitySource`).
+    struct SourceHandles: Sendable {
+        /// The scopes `enterWork()`, `leaveWork()` and `watch(deadline:_:)` mark
+        /// (`startWatchingScopes()`).
+        var scopes: ScopeActivitySource?
+        /// Whether the event loop's idle wakes come through an io_uring (`startPinging(eventLoop:...)`).
+        var loopWakesThroughIoUring: (@Sendable () -> Bool)?
+
+        /// A source that can do nothing beyond the common lifecycle (run loops, queues).
+        static let none = SourceHandles()
     }
 
     /// Validates `configuration` (throwing `HangMonitorError.invalidConfiguration` naming the bad
@@ -94,7 +108,8 @@ public final class HangMonitor: Sendable {
     /// stays inside a scope past the threshold (or the scope's deadline) is a hang, captured and
     /// reported like a run loop's, with `source` `scope`. Calls from other threads are ignored.
     public func startWatchingScopes() throws {
-        try start(source: ScopeActivitySource(thread: pthread_self()))
+        let source = ScopeActivitySource(thread: pthread_self())
+        try start(source: source, handles: SourceHandles(scopes: source))
     }
 
     /// Starts watching the main queue by pinging it, for services that never run `RunLoop.main`:
@@ -126,13 +141,13 @@ public final class HangMonitor: Sendable {
         lastIterationEnd: (@Sendable () -> UInt64?)? = nil
     ) throws {
         let control = control
-        try start(
-            source: EventLoopActivitySource(
-                thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
-                intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
-                watcher: sharing?.loopWatcher(orMake: { [configuration] in EventLoopWatcher(usesIoUring: configuration.usesIoUring) })
-                    ?? EventLoopWatcher(usesIoUring: configuration.usesIoUring), enqueue: enqueue,
-                lastIterationEnd: lastIterationEnd))
+        let source = EventLoopActivitySource(
+            thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
+            intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
+            watcher: sharing?.loopWatcher(orMake: { [configuration] in EventLoopWatcher(usesIoUring: configuration.usesIoUring) })
+                ?? EventLoopWatcher(usesIoUring: configuration.usesIoUring), enqueue: enqueue,
+            lastIterationEnd: lastIterationEnd)
+        try start(source: source, handles: SourceHandles(loopWakesThroughIoUring: { source.wakesThroughIoUring }))
     }
 
     private func startPinging(kind: ActivitySourceKind, enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) throws {
@@ -176,28 +191,21 @@ public final class HangMonitor: Sendable {
 
     /// The scope source, when scopes are watched and the caller is their thread.
     private func scopeSource() -> ScopeActivitySource? {
-        guard let source = running.withLock({ $0?.source as? ScopeActivitySource }), source.isOwnThread else { return nil }
+        guard let source = running.withLock({ $0?.handles.scopes }), source.isOwnThread else { return nil }
         return source
     }
 
     /// Builds the monitor around `source`: the one path every kind of source starts by. The source
     /// feeds the latch and attaches its working thread; the watchdog, the sampler and the report
-    /// writer are the same for every source.
-    func start(source: some ActivitySource) throws {
+    /// writer are the same for every source. `handles`: what the source can do beyond that, typed.
+    func start(source: some ActivitySource, handles: SourceHandles = .none) throws {
         guard configuration.isEnabled else {
             logger.info("hang monitor disabled by configuration", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
             return
         }
         try running.withLock { running in
             guard running == nil else { throw HangMonitorError.alreadyRunning }
-            let store = ReportStore(
-                directory: configuration.reportDirectory, access: configuration.sharedWithAgent ? .sharedWithAgent : .private)
-            do {
-                try store.prepare()
-                try store.removeStaleTemporaryFiles(olderThan: 3600)
-            } catch {
-                throw HangMonitorError.reportDirectoryUnusable(path: configuration.reportDirectory, reason: "\(error)")
-            }
+            let store = try preparedStore()
             let signal = configuration.captureSignal ?? CaptureSignal.defaultSignal
             try UnsafeCaptureBridge.install(signal: signal)
 
@@ -213,73 +221,19 @@ public final class HangMonitor: Sendable {
                 loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero, wake: watchdog.wake)
             let threadSlot = ThreadSlot()
             let images = ImageRegistry(logger: logger)
-            let builder = ReportBuilder(
-                service: configuration.serviceName, host: ProcessSnapshot.hostName(), pid: getpid(),
-                process: HangReport.Process(
-                    executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
-                signal: signal, maxFrames: configuration.maxFrames,
-                wallClock: { environment.date(ofMicroseconds: $0) }, source: source.kind)
-            let makeWriter = { [configuration, enricher, statisticsStore, logger] in
-                ReportWriter(
-                    store: store,
-                    retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
-                    policy: ReportPolicy(
-                        limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
-                        repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
-                    enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
-                    clock: SystemMonotonicClock())
-            }
-            let writer = sharing?.writer(orMake: makeWriter) ?? makeWriter()
-            var heartbeat: HeartbeatPublisher?
-            if configuration.heartbeatInterval != .zero {
-                do {
-                    heartbeat = try HeartbeatPublisher(
-                        directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
-                        thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
-                        poolDelays: { [owner = ObjectIdentifier(self)] in
-                            PoolWatchRegistry.activeOwner() == owner ? PoolProbeHistogram.shared.snapshot : nil
-                        }, dumpSignal: signal)
-                } catch {
-                    logger.warning(
-                        "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
-                        metadata: ["hangwatch.directory": "\(configuration.reportDirectory)", "hangwatch.error": "\(error)"])
-                }
-            }
+            let builder = reportBuilder(signal: signal, environment: environment, kind: source.kind)
+            let writer = reportWriter(store: store, builder: builder, images: images)
+            let heartbeat = heartbeatPublisher(store: store, latch: latch, signal: signal)
             let sampler = LinuxStackSampler(
                 signal: signal, maxFrames: configuration.maxFrames,
                 timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), clock: SystemMonotonicClock())
 
-            let attach: @Sendable () -> Void = { [logger, configuration] in
-                let attachment = UnsafeCaptureBridge.attachCurrentThread(
-                    alternateStackSize: configuration.alternateSignalStackSize, signal: signal)
-                let task = ProcTask(tid: attachment.tid)
-                threadSlot.set(
-                    MonitoredThread(
-                        tid: attachment.tid, startTimeTicks: task.stat()?.startTimeTicks ?? 0,
-                        stackLow: attachment.stackLow, stackHigh: attachment.stackHigh, name: task.name(),
-                        isMain: attachment.tid == getpid()))
-                if let error = attachment.alternateStackError {
-                    logger.warning(
-                        "no alternate signal stack for the monitored thread",
-                        metadata: ["hangwatch.error": "\(SystemCallError(call: "sigaltstack", code: error).reason)"])
-                }
-            }
             source.useCaptureSelector(
                 CaptureSelector(select: { threadSlot.select(tid: $0) }, vacate: { threadSlot.vacate($0) }))
-            try source.start(edges: latch, attach: attach)
-            let lane = WatchdogLane(
-                settings: Watchdog.Settings(
-                    busyMask: Activity.mask(configuration.busyActivities),
-                    sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
-                    maxSamples: configuration.maxSamplesPerHang,
-                    clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
-                    serviceName: configuration.serviceName,
-                    heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval)),
-                source: source, latch: latch, control: control, threadSlot: threadSlot, sampler: sampler,
-                sink: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat,
-                waits: LinuxWaitInspector(
-                    images: images, maxFrames: configuration.maxFrames,
-                    timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout)))
+            try source.start(edges: latch, attach: attachStep(signal: signal, threadSlot: threadSlot))
+            let lane = watchdogLane(
+                source: source, latch: latch, threadSlot: threadSlot, sampler: sampler, writer: writer, images: images,
+                heartbeat: heartbeat)
             watchdog.add(lane)
             if configuration.watchesConcurrencyPool {
                 enrollPoolWatch(writer: writer, images: images, signal: signal)
@@ -288,7 +242,9 @@ public final class HangMonitor: Sendable {
                 // Found by its heartbeat file, it can be asked for a thread dump (`hangwatch dump`).
                 enrollDumps(watchdog: watchdog, store: store, builder: builder, images: images)
             }
-            running = Running(source: source, latch: latch, watchdog: watchdog, lane: lane, writer: writer, threadSlot: threadSlot, heartbeat: heartbeat)
+            running = Running(
+                source: source, handles: handles, latch: latch, watchdog: watchdog, lane: lane, writer: writer, threadSlot: threadSlot,
+                heartbeat: heartbeat)
             logger.info(
                 "hang monitor started",
                 metadata: [
@@ -336,7 +292,7 @@ public final class HangMonitor: Sendable {
     /// Whether the running source is an event loop whose idle wakes come through an io_uring
     /// (never lost: `Configuration.usesIoUring`); nil when not running an event-loop source.
     package var loopWakesThroughIoUring: Bool? {
-        running.withLock { ($0?.source as? EventLoopActivitySource)?.wakesThroughIoUring }
+        running.withLock { $0?.handles.loopWakesThroughIoUring }?()
     }
 
     /// How the running source finds its edges now (`exact`, `ping`), as reports say in `edges`;
@@ -386,5 +342,105 @@ public final class HangMonitor: Sendable {
         running.withLock { running in
             _ = running?.latch.wake.signal()
         }
+    }
+}
+
+/// The steps of `start(source:handles:)`, in the order it takes them.
+extension HangMonitor {
+    /// The report directory, made (with the configured access) and cleared of stale temporary files.
+    private func preparedStore() throws -> ReportStore {
+        let store = ReportStore(
+            directory: configuration.reportDirectory, access: configuration.sharedWithAgent ? .sharedWithAgent : .private)
+        do {
+            try store.prepare()
+            try store.removeStaleTemporaryFiles(olderThan: 3600)
+        } catch {
+            throw HangMonitorError.reportDirectoryUnusable(path: configuration.reportDirectory, reason: "\(error)")
+        }
+        return store
+    }
+
+    private func reportBuilder(signal: Int32, environment: SystemWatchdogEnvironment, kind: ActivitySourceKind) -> ReportBuilder {
+        ReportBuilder(
+            service: configuration.serviceName, host: ProcessSnapshot.hostName(), pid: getpid(),
+            process: HangReport.Process(
+                executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
+            signal: signal, maxFrames: configuration.maxFrames,
+            wallClock: { environment.date(ofMicroseconds: $0) }, source: kind)
+    }
+
+    /// The writer of this monitor's reports: the sharing's, when monitors share one (the first to
+    /// start makes it).
+    private func reportWriter(store: ReportStore, builder: ReportBuilder, images: ImageRegistry) -> ReportWriter {
+        let makeWriter = { [configuration, enricher, statisticsStore, logger] in
+            ReportWriter(
+                store: store,
+                retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
+                policy: ReportPolicy(
+                    limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
+                    repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
+                enricher: enricher, statistics: statisticsStore, logger: logger, builder: builder, images: images,
+                clock: SystemMonotonicClock())
+        }
+        return sharing?.writer(orMake: makeWriter) ?? makeWriter()
+    }
+
+    /// The heartbeat file the host agent reads, when one is configured and can be made (else a
+    /// warning: the agent cannot tell whether this watchdog is alive).
+    private func heartbeatPublisher(store: ReportStore, latch: ActivityLatch, signal: Int32) -> HeartbeatPublisher? {
+        guard configuration.heartbeatInterval != .zero else { return nil }
+        do {
+            return try HeartbeatPublisher(
+                directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
+                thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
+                poolDelays: { [owner = ObjectIdentifier(self)] in
+                    PoolWatchRegistry.activeOwner() == owner ? PoolProbeHistogram.shared.snapshot : nil
+                }, dumpSignal: signal)
+        } catch {
+            logger.warning(
+                "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
+                metadata: ["hangwatch.directory": "\(configuration.reportDirectory)", "hangwatch.error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// What the source runs on each thread that does its work: prepares the thread for captures
+    /// (alternate signal stack, unwinder) and makes it the one `threadSlot` names.
+    private func attachStep(signal: Int32, threadSlot: ThreadSlot) -> @Sendable () -> Void {
+        { [logger, configuration] in
+            let attachment = UnsafeCaptureBridge.attachCurrentThread(
+                alternateStackSize: configuration.alternateSignalStackSize, signal: signal)
+            let task = ProcTask(tid: attachment.tid)
+            threadSlot.set(
+                MonitoredThread(
+                    tid: attachment.tid, startTimeTicks: task.stat()?.startTimeTicks ?? 0,
+                    stackLow: attachment.stackLow, stackHigh: attachment.stackHigh, name: task.name(),
+                    isMain: attachment.tid == getpid()))
+            if let error = attachment.alternateStackError {
+                logger.warning(
+                    "no alternate signal stack for the monitored thread",
+                    metadata: ["hangwatch.error": "\(SystemCallError(call: "sigaltstack", code: error).reason)"])
+            }
+        }
+    }
+
+    /// The watchdog lane that decides this monitor's hangs, samples them and hands them to `writer`.
+    private func watchdogLane(
+        source: some ActivitySource, latch: ActivityLatch, threadSlot: ThreadSlot, sampler: LinuxStackSampler, writer: ReportWriter,
+        images: ImageRegistry, heartbeat: HeartbeatPublisher?
+    ) -> WatchdogLane {
+        WatchdogLane(
+            settings: Watchdog.Settings(
+                busyMask: Activity.mask(configuration.busyActivities),
+                sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
+                maxSamples: configuration.maxSamplesPerHang,
+                clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
+                serviceName: configuration.serviceName,
+                heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval)),
+            source: source, latch: latch, control: control, threadSlot: threadSlot, sampler: sampler,
+            sink: writer, images: images, statistics: statisticsStore, logger: logger, heartbeat: heartbeat,
+            waits: LinuxWaitInspector(
+                images: images, maxFrames: configuration.maxFrames,
+                timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout)))
     }
 }

@@ -3,8 +3,10 @@
 /// idle edges (with their times) into an `ActivityLatch` and says which thread does the work;
 /// everything after that (the threshold, sampling, reports) is the same for every source.
 ///
-/// Adding a kind of source is one type conforming to this protocol (and its tests), and a thin
-/// public `start…` on `HangMonitor` that makes one and calls `start(source:)`.
+/// Adding a kind of source is a type conforming to this protocol (and its tests; the event-loop
+/// source needs five files), and a thin public `start…` on `HangMonitor` that makes one and calls
+/// `start(source:handles:)`, with what the source can do beyond this protocol as typed
+/// `HangMonitor.SourceHandles` (the monitor never downcasts a source).
 protocol ActivitySource: AnyObject, Sendable {
     /// What reports call the source (`source`, and the `activity` of sources without run-loop
     /// activities).

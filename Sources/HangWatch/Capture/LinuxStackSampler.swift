@@ -17,6 +17,9 @@ import Glibc
 ///
 /// Captures are serialized process-wide: many hung loops never mean many threads paused at once.
 ///
+/// Which of these a sample does is decided by `CapturePlan` (pure, tested as tables); this type
+/// reads the thread's `/proc` files, asks it, and does what it says.
+///
 /// The watchdog's work per sample is kept small (it competes for a CPU with the hung thread when
 /// they share one): the thread's proc files stay open and are re-read with `pread`, and its signal
 /// mask (`status`, the costliest file) is read only at a hang's first sample and after a capture
@@ -69,18 +72,6 @@ struct LinuxStackSampler: StackSampling {
         }
     }
 
-    /// True when `previous` found the thread blocked in a system call with its stack read, and the
-    /// thread has not been put on a CPU since (same run count, same CPU time): it cannot have left
-    /// the call, so neither `syscall` nor the stack need reading. Only where the kernel counts runs.
-    static func stillBlocked(since previous: StackSample, schedule: ProcTask.SchedStat) -> Bool {
-        guard previous.failure == nil, previous.blockedKey != nil, !previous.frames.isEmpty,
-            previous.method == .syscall || previous.method == .unchanged,
-            schedule.timeslices > 0, previous.timeslices == schedule.timeslices,
-            previous.onCPUNanoseconds == schedule.onCPUNanoseconds
-        else { return false }
-        return true
-    }
-
     /// The thread's voluntary context switches so far (`status`); nil when it cannot be read.
     func voluntarySwitches(of thread: MonitoredThread) -> UInt64? {
         files.files(for: thread)?.readVoluntarySwitches()
@@ -105,10 +96,13 @@ struct LinuxStackSampler: StackSampling {
 
     /// `lookedAgain`: the thread was seen running, then in a call just before the signal; this is the
     /// second look (a thread seen so twice is left alone).
+    ///
+    /// Reads the thread's `schedstat`, then (unless `CapturePlan.reusesPreviousSample`) its `syscall`
+    /// file (and `stat` for a thread blocked outside a system call), and does what
+    /// `CapturePlan.afterLooking` decides.
     private func sample(
         _ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, capturesRunning: () -> Bool, lookedAgain: Bool
     ) -> StackSample {
-        let task = ProcTask(tid: thread.tid)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)
         guard let files = files.files(for: thread), let schedule = files.readSchedStat() else {
             sample.failure = .threadExited
@@ -117,7 +111,7 @@ struct LinuxStackSampler: StackSampling {
         sample.onCPUNanoseconds = schedule.onCPUNanoseconds
         sample.runQueueNanoseconds = schedule.runQueueNanoseconds
         sample.timeslices = schedule.timeslices
-        if let previous, Self.stillBlocked(since: previous, schedule: schedule) {
+        if let previous, CapturePlan.reusesPreviousSample(previous, schedule: schedule) {
             // Not put on a CPU since it was seen blocked: still in that call, same stack.
             var unchanged = previous
             unchanged.microseconds = sample.microseconds
@@ -130,127 +124,112 @@ struct LinuxStackSampler: StackSampling {
             sample.failure = .threadExited
             return sample
         }
-        // The syscall file tells running from blocked; `stat` (the costliest proc file) is read only
-        // for a thread blocked outside a system call, to tell stopped from waiting on a page.
-        switch kernelState {
-        case .running: sample.state = "R"
-        case .inSyscall: sample.state = "S"
-        case .blockedOutsideSyscall: sample.state = files.readStat()?.state
-        }
-        if sample.state == "T" || sample.state == "t" {
-            sample.failure = .stopped
-            return sample
-        }
-        guard thread.stackHigh != 0 else {
-            sample.failure = .threadNotAttached
-            return sample
-        }
-        if case .inSyscall(let number, let arguments, let stackPointer, let programCounter) = kernelState {
-            sample.syscall = number
-            let key = [UInt(number)] + arguments + [stackPointer, programCounter]
-            sample.blockedKey = key
-            // Unchanged only if the thread has not run since (no CPU time): a thread that woke and
-            // entered the same call again may have done anything in between.
-            if let previous, previous.blockedKey == key, !previous.frames.isEmpty,
-                previous.onCPUNanoseconds == sample.onCPUNanoseconds
-            {
+        sample.state = kernelState.stateLetter ?? files.readStat()?.state
+        let look = CapturePlan.Look(schedule: schedule, kernelState: kernelState, state: sample.state, attached: thread.stackHigh != 0)
+        switch CapturePlan.afterLooking(look, previous: previous, signalAllowed: signalAllowed, signalGuard: signalGuard) {
+        case .fail(let reason):
+            sample.failure = reason
+        case .reuseStack(let call):
+            sample.syscall = call.number
+            sample.blockedKey = call.key
+            if let previous {
                 sample.frames = previous.frames
                 sample.truncated = previous.truncated
                 sample.truncation = previous.truncation
                 sample.framePointer = previous.framePointer
                 sample.asyncCallers = previous.asyncCallers
-                sample.method = .unchanged
+            }
+            sample.method = .unchanged
+        case .walkBlocked(let call):
+            walkBlocked(call, of: thread, files: files, into: &sample)
+        case .signal(let plan):
+            guard capturesRunning() else {
+                sample.failure = .firstSightingOnCPU
                 return sample
             }
-            let walk = Self.captureLock.withLock { _ in
-                UnsafeCaptureBridge.captureBlocked(
-                    stackPointer: stackPointer, programCounter: programCounter, stackLow: thread.stackLow,
-                    stackHigh: thread.stackHigh, maxFrames: maxFrames)
-            }
-            // The stack was read while the thread slept; it is only trustworthy if it still sleeps
-            // in the same call.
-            guard case .inSyscall(number, arguments, stackPointer, programCounter)? = files.readSyscall() else {
-                sample.failure = .movedDuringCapture
+            if plan.checkMask, let blocked = ProcTask(tid: thread.tid).blockedSignals(),
+                CapturePlan.blocks(blocked, signal: signal)
+            {
+                sample.failure = .signalBlocked
                 return sample
             }
-            sample.frames = walk.frames
-            sample.truncated = walk.flags.isTruncated
-            sample.truncation = walk.flags.truncation
-            sample.framePointer = walk.flags.framePointer
-            sample.asyncCallers = walk.asyncCallers
-            sample.method = .syscall
-            return sample
+            let outcome = signal(
+                thread, files: files, captureGuard: plan.captureGuard, previous: previous, lookedAgain: lookedAgain, into: &sample)
+            if outcome == .lookAgain {
+                return self.sample(
+                    thread, previous: previous, signalAllowed: signalAllowed, capturesRunning: capturesRunning, lookedAgain: true)
+            }
         }
-        guard signalAllowed else {
-            sample.failure = .debuggerAttached
-            return sample
+        return sample
+    }
+
+    /// Reads the stack of a thread blocked in `call` from outside. The stack was read while the
+    /// thread slept; it is only trustworthy if it still sleeps in the same call afterwards.
+    private func walkBlocked(
+        _ call: CapturePlan.BlockedCall, of thread: MonitoredThread, files: ProcTaskFiles, into sample: inout StackSample
+    ) {
+        sample.syscall = call.number
+        sample.blockedKey = call.key
+        let walk = Self.captureLock.withLock { _ in
+            UnsafeCaptureBridge.captureBlocked(
+                stackPointer: call.stackPointer, programCounter: call.programCounter, stackLow: thread.stackLow,
+                stackHigh: thread.stackHigh, maxFrames: maxFrames)
         }
-        if !capturesRunning() {
-            sample.failure = .firstSightingOnCPU
-            return sample
+        guard call.isSame(as: files.readSyscall()) else {
+            sample.failure = .movedDuringCapture
+            return
         }
-        let maskMayHaveChanged = previous == nil || previous?.failure == .timeout || previous?.failure == .signalBlocked
-        if maskMayHaveChanged, let blocked = task.blockedSignals(), signal >= 1, signal <= 64,
-            blocked & (1 << UInt64(signal - 1)) != 0
-        {
-            sample.failure = .signalBlocked
-            return sample
-        }
-        // The signal must not cut short a timed wait the thread went into since it was read as
-        // running: the guard (and the pause it may need) is checked right before the send.
+        sample.frames = walk.frames
+        sample.truncated = walk.flags.isTruncated
+        sample.truncation = walk.flags.truncation
+        sample.framePointer = walk.flags.framePointer
+        sample.asyncCallers = walk.asyncCallers
+        sample.method = .syscall
+    }
+
+    /// Arms `captureGuard` and sends the capture signal. The signal must not cut short a timed wait
+    /// the thread went into since it was read as running: the guard (and the pause it may need) is
+    /// checked right before the send.
+    private func signal(
+        _ thread: MonitoredThread, files: ProcTaskFiles, captureGuard: CapturePlan.GuardPlan, previous: StackSample?,
+        lookedAgain: Bool, into sample: inout StackSample
+    ) -> CapturePlan.SignalOutcome {
         let capture: Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
-        var armed: UnsafeCaptureBridge.CaptureGuard?
-        switch arm(files, schedule: schedule, previous: previous) {
-        case .send(let captureGuard):
-            armed = captureGuard
+        var armed: CapturePlan.ArmedGuard?
+        if let armedGuard = arm(captureGuard, files) {
+            armed = armedGuard
             capture = Self.captureLock.withLock { _ in
                 UnsafeCaptureBridge.captureBySignal(
-                    tid: thread.tid, guard: captureGuard, stackLow: thread.stackLow, stackHigh: thread.stackHigh, signal: signal,
-                    maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
+                    tid: thread.tid, guard: armedGuard.captureGuard(files), stackLow: thread.stackLow, stackHigh: thread.stackHigh,
+                    signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
             }
-        case .wentToSleep:
+        } else {
             capture = .failure(.sleptAtCapture)
         }
+        let outcome: CapturePlan.SignalOutcome
         switch capture {
         case .success(let result):
+            outcome = CapturePlan.outcome(nil, lookedAgain: lookedAgain)
             sample.frames = result.frames
             sample.truncated = result.flags.isTruncated
             sample.truncation = result.flags.truncation
             sample.pauseNanoseconds = result.pauseNanoseconds
             sample.asyncCallers = result.asyncCallers
             sample.cutCallShort = result.cutCallShort
-            // The count this capture proved the thread awake with; when the run count alone proved it
-            // (no switch at all, so no sleep, since the sample before), that sample's count.
-            if let armed, armed.statusFile >= 0 {
-                sample.awakeVoluntarySwitches = armed.voluntarySwitches
-            } else if let armed, armed.schedStatFile >= 0 {
-                sample.awakeVoluntarySwitches = previous?.awakeVoluntarySwitches
-            }
+            sample.awakeVoluntarySwitches = armed?.awakeVoluntarySwitches(previous: previous)
             if result.cutCallShort { Self.callsCutShort.add(1, ordering: .relaxed) }
             sample.method = .signal
-        case .failure(.sleptAtCapture):
-            // In a call now, or slept since: look again (a thread in a call is read without a signal).
-            if lookedAgain {
-                sample.failure = .sleptAtCapture
-            } else {
-                return self.sample(
-                    thread, previous: previous, signalAllowed: signalAllowed, capturesRunning: capturesRunning, lookedAgain: true)
-            }
-        case .failure(.timeout):
-            sample.failure = .timeout
+        case .failure(let error):
+            outcome = CapturePlan.outcome(error, lookedAgain: lookedAgain)
+            guard case .fail(let reason, let retakeHandler) = outcome else { break }
+            sample.failure = reason
             // Someone may have replaced our handler without chaining to it: take it back, keeping
             // theirs as the one we chain to.
-            if !UnsafeCaptureBridge.handlerIsCurrent(signal: signal) {
+            if retakeHandler, !UnsafeCaptureBridge.handlerIsCurrent(signal: signal) {
                 try? UnsafeCaptureBridge.install(signal: signal)
             }
-        case .failure(.threadGone):
-            sample.failure = .threadExited
-        case .failure(.busy):
-            sample.failure = .busy
-        case .failure(.sendFailed):
-            sample.failure = .sendFailed
         }
-        return sample
+        return outcome
     }
 }
 
@@ -271,46 +250,44 @@ package enum SignalGuard: Int, Sendable, CaseIterable {
 }
 
 extension LinuxStackSampler {
-    fileprivate enum Arming {
-        /// Send, checking this guard right before (nil: none).
-        case send(UnsafeCaptureBridge.CaptureGuard?)
-        /// The thread went into a system call before the guard could be armed: look again.
-        case wentToSleep
-    }
-
-    /// The guard for a thread read as running (schedstat `schedule`, read at this sample's start,
-    /// before it was read as running), after the pause it needs.
-    fileprivate func arm(_ files: ProcTaskFiles, schedule: ProcTask.SchedStat, previous: StackSample?) -> Arming {
-        switch signalGuard {
-        case .lookAlone:
-            return .send(nil)
-        case .stillRunning:
-            return .send(UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor))
-        case .stayedOnCPU:
-            // Not put on a CPU again since the sample before saw it running: it has not slept since,
-            // and its run count (`schedstat`, far cheaper to read than `status`) proves it up to the send.
-            if schedule.timeslices > 0, previous?.failure == nil, previous?.state == "R", previous?.timeslices == schedule.timeslices {
-                return .send(
-                    UnsafeCaptureBridge.CaptureGuard(
-                        syscallFile: files.syscallDescriptor, schedStatFile: files.schedStatDescriptor, runCount: schedule.timeslices))
-            }
+    /// Arms `plan` (after the pause it needs); nil: the thread went into a system call before the
+    /// guard could be armed (look again).
+    fileprivate func arm(_ plan: CapturePlan.GuardPlan, _ files: ProcTaskFiles) -> CapturePlan.ArmedGuard? {
+        switch plan {
+        case .none: return CapturePlan.ArmedGuard.none
+        case .stillRunning: return .stillRunning
+        case .runCount(let count): return .runCount(count)
+        case .stayedOnCPU(let awakeVoluntarySwitches):
             // Without the count of voluntary switches only the last read can be checked.
-            guard let switches = files.readVoluntarySwitches() else {
-                return .send(UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor))
-            }
+            guard let switches = files.readVoluntarySwitches() else { return .stillRunning }
             // The count proves no sleep from the moment it was read; the thread must be running after
             // that moment (a thread asleep when it was counted could wake and go to sleep again
             // without the count moving before the guard reads it).
-            guard case .running? = files.readSyscall() else { return .wentToSleep }
-            // The sample before counted as many when it saw the thread running: it has not slept since.
-            let awakeSincePrevious = previous?.awakeVoluntarySwitches == switches
-            if !awakeSincePrevious {
+            guard case .running? = files.readSyscall() else { return nil }
+            if CapturePlan.GuardPlan.pauses(awakeVoluntarySwitches: awakeVoluntarySwitches, switches: switches) {
                 var pause = timespec(tv_sec: 0, tv_nsec: Self.stayOnCPUNanoseconds)
                 nanosleep(&pause, nil)
             }
-            return .send(
-                UnsafeCaptureBridge.CaptureGuard(
-                    syscallFile: files.syscallDescriptor, statusFile: files.statusDescriptor, voluntarySwitches: switches))
+            return .voluntarySwitches(switches)
+        }
+    }
+}
+
+extension CapturePlan.ArmedGuard {
+    /// The guard as the signal code takes it: `files`' descriptors to read right before the send
+    /// (nil: none).
+    fileprivate func captureGuard(_ files: ProcTaskFiles) -> UnsafeCaptureBridge.CaptureGuard? {
+        switch self {
+        case .none:
+            return nil
+        case .stillRunning:
+            return UnsafeCaptureBridge.CaptureGuard(syscallFile: files.syscallDescriptor)
+        case .runCount(let count):
+            return UnsafeCaptureBridge.CaptureGuard(
+                syscallFile: files.syscallDescriptor, schedStatFile: files.schedStatDescriptor, runCount: count)
+        case .voluntarySwitches(let switches):
+            return UnsafeCaptureBridge.CaptureGuard(
+                syscallFile: files.syscallDescriptor, statusFile: files.statusDescriptor, voluntarySwitches: switches)
         }
     }
 }

@@ -76,103 +76,103 @@ extension HangMonitor.Configuration {
 
     mutating func apply(_ settings: [Setting], origin: String?) throws {
         for setting in settings {
-            let keyName = origin.map { "\(setting.key) (\($0):\(setting.line))" } ?? setting.key
-            func invalid(_ reason: String) -> HangMonitorError {
-                .invalidConfiguration(key: keyName, value: setting.value, reason: reason)
-            }
+            let value = SettingValue(
+                text: setting.value, keyName: origin.map { "\(setting.key) (\($0):\(setting.line))" } ?? setting.key)
             guard let key = SettingKey(rawValue: setting.key) else {
                 let known = SettingKey.allCases.map(\.rawValue).joined(separator: ", ")
-                throw invalid("unknown setting; known settings are \(known)")
+                throw value.invalid("unknown setting; known settings are \(known)")
             }
-            let value = setting.value
-            func duration() throws -> Duration {
-                guard let parsed = DurationText.parse(value) else {
-                    throw invalid("expected a duration such as 250ms, 1.5s, 2m or 1m30s")
-                }
-                return parsed
+            try apply(key, value)
+        }
+    }
+
+    /// Sets what `key` names from `value` (throwing the error that names the key, its origin and
+    /// what was expected).
+    private mutating func apply(_ key: SettingKey, _ value: SettingValue) throws {
+        switch key {
+        case .configFile: break
+        case .enabled: isEnabled = try value.flag()
+        case .agentAccess: sharedWithAgent = try value.flag()
+        case .loopHistogram: loopHistogram = try value.flag()
+        case .concurrencyPool: watchesConcurrencyPool = try value.flag()
+        case .queueLooks: looksAtQueueThreads = try value.flag()
+        case .ioUring: usesIoUring = try value.flag()
+        case .service: serviceName = value.text
+        case .threshold: threshold = try value.duration()
+        case .reportDirectory: reportDirectory = value.text
+        case .sampleInterval: sampleInterval = try value.duration()
+        case .maxSamples: maxSamplesPerHang = try value.integer()
+        case .maxFrames: maxFrames = try value.integer()
+        case .busyActivities: busyActivities = try value.activities()
+        case .modes:
+            additionalModes = value.text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+        case .captureSignal:
+            guard let signal = CaptureSignal.parse(value.text) else {
+                throw value.invalid("expected a signal number or SIGRTMIN+N / SIGRTMAX-N")
             }
-            func integer() throws -> Int {
-                guard let parsed = Int(value.trimmingCharacters(in: .whitespaces)) else {
-                    throw invalid("expected a whole number")
-                }
-                return parsed
+            captureSignal = signal
+        case .captureTimeout: captureTimeout = try value.duration()
+        case .startupGrace: startupGracePeriod = try value.duration()
+        case .maxReports: maxReports = try value.integer()
+        case .maxReportBytes:
+            guard let bytes = ByteCountText.parse(value.text) else {
+                throw value.invalid("expected a size such as 64MiB, 500KB or 1048576")
             }
-            switch key {
-            case .configFile:
-                break
-            case .enabled:
-                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
-                isEnabled = flag
-            case .agentAccess:
-                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
-                sharedWithAgent = flag
-            case .loopHistogram:
-                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
-                loopHistogram = flag
-            case .concurrencyPool:
-                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
-                watchesConcurrencyPool = flag
-            case .queueLooks:
-                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
-                looksAtQueueThreads = flag
-            case .ioUring:
-                guard let flag = SettingText.boolean(value) else { throw invalid("expected true or false") }
-                usesIoUring = flag
-            case .service:
-                serviceName = value
-            case .threshold:
-                threshold = try duration()
-            case .reportDirectory:
-                reportDirectory = value
-            case .sampleInterval:
-                sampleInterval = try duration()
-            case .maxSamples:
-                maxSamplesPerHang = try integer()
-            case .maxFrames:
-                maxFrames = try integer()
-            case .busyActivities:
-                var activities: Set<HangMonitor.Activity> = []
-                for name in value.split(separator: ",") {
-                    guard let activity = HangMonitor.Activity(name: String(name).trimmingCharacters(in: .whitespaces)) else {
-                        let names = HangMonitor.Activity.allCases.map(\.description).joined(separator: ", ")
-                        throw invalid("unknown activity \"\(name)\"; use a comma list of \(names)")
-                    }
-                    activities.insert(activity)
-                }
-                busyActivities = activities
-            case .modes:
-                additionalModes = value.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-                    .filter { !$0.isEmpty }
-            case .captureSignal:
-                guard let signal = CaptureSignal.parse(value) else {
-                    throw invalid("expected a signal number or SIGRTMIN+N / SIGRTMAX-N")
-                }
-                captureSignal = signal
-            case .captureTimeout:
-                captureTimeout = try duration()
-            case .startupGrace:
-                startupGracePeriod = try duration()
-            case .maxReports:
-                maxReports = try integer()
-            case .maxReportBytes:
-                guard let bytes = ByteCountText.parse(value) else {
-                    throw invalid("expected a size such as 64MiB, 500KB or 1048576")
-                }
-                maxReportBytes = bytes
-            case .reportsPerMinute:
-                reportsPerMinute = try integer()
-            case .reportBurst:
-                reportBurst = try integer()
-            case .repeatWindow:
-                repeatWindow = try duration()
-            case .heartbeatInterval:
-                heartbeatInterval = try duration()
-            case .altStackSize:
-                guard let bytes = ByteCountText.parse(value), bytes <= UInt64(Int.max) else {
-                    throw invalid("expected a size such as 64KiB")
-                }
-                alternateSignalStackSize = Int(bytes)
+            maxReportBytes = bytes
+        case .reportsPerMinute: reportsPerMinute = try value.integer()
+        case .reportBurst: reportBurst = try value.integer()
+        case .repeatWindow: repeatWindow = try value.duration()
+        case .heartbeatInterval: heartbeatInterval = try value.duration()
+        case .altStackSize:
+            guard let bytes = ByteCountText.parse(value.text), bytes <= UInt64(Int.max) else {
+                throw value.invalid("expected a size such as 64KiB")
             }
+            alternateSignalStackSize = Int(bytes)
+        }
+    }
+
+    /// One setting's text, with the parsers the settings share; their errors name the key (and
+    /// the file and line it came from).
+    struct SettingValue {
+        var text: String
+        /// The key as errors name it: `KEY`, or `KEY (file:line)`.
+        var keyName: String
+
+        func invalid(_ reason: String) -> HangMonitorError {
+            .invalidConfiguration(key: keyName, value: text, reason: reason)
+        }
+
+        func flag() throws -> Bool {
+            guard let flag = SettingText.boolean(text) else { throw invalid("expected true or false") }
+            return flag
+        }
+
+        func duration() throws -> Duration {
+            guard let parsed = DurationText.parse(text) else {
+                throw invalid("expected a duration such as 250ms, 1.5s, 2m or 1m30s")
+            }
+            return parsed
+        }
+
+        func integer() throws -> Int {
+            guard let parsed = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw invalid("expected a whole number")
+            }
+            return parsed
+        }
+
+        /// A comma list of activity names.
+        func activities() throws -> Set<HangMonitor.Activity> {
+            var activities: Set<HangMonitor.Activity> = []
+            for name in text.split(separator: ",") {
+                guard let activity = HangMonitor.Activity(name: String(name).trimmingCharacters(in: .whitespaces)) else {
+                    let names = HangMonitor.Activity.allCases.map(\.description).joined(separator: ", ")
+                    throw invalid("unknown activity \"\(name)\"; use a comma list of \(names)")
+                }
+                activities.insert(activity)
+            }
+            return activities
         }
     }
 }

@@ -156,77 +156,14 @@ struct HeldJobTracker: Sendable {
     mutating func observe(
         _ looks: [Look], at now: UInt64, thresholdMicroseconds: UInt64, probeStartedMicroseconds: UInt64? = nil
     ) -> [Event] {
-        for look in looks where look.activation != nil {
-            workers.insert([UInt64(look.thread.tid), look.thread.startTimeTicks])
-        }
-        workers = workers.intersection(looks.map { [UInt64($0.thread.tid), $0.thread.startTimeTicks] })
-        // Room now: a worker of the probed pool that runs no job and whose stack was read (a
-        // thread a job started is named like the pool's workers, but is none of them).
-        let idleThreadSeen = looks.contains { look in
-            Self.inProbedPool(look.thread) && look.activation == nil && look.sample.failure == nil && !look.sample.frames.isEmpty
-                && (look.isWorker || workers.contains([UInt64(look.thread.tid), look.thread.startTimeTicks]))
-        }
-        let room = idleThreadSeen ? now : probeStartedMicroseconds
+        let room = roomShown(in: looks, at: now, probeStartedMicroseconds: probeStartedMicroseconds)
         var events: [Event] = []
         var seen = Set<Int32>()
         let previous = previousLookMicroseconds
         previousLookMicroseconds = now
         for look in looks {
-            let tid = look.thread.tid
-            seen.insert(tid)
-            // This thread's own sighting time: the looks at the threads of one round are taken one
-            // after the other, and a capture may wait for its thread to get a CPU.
-            let at = Self.sightingTime(look, round: now)
-            let before = lastLooks[tid]
-            if let episode = episodes[tid], let change = Self.change(episode, look) {
-                episodes[tid] = nil
-                events += end(
-                    episode, now: at, next: look, endedBy: change, thresholdMicroseconds: thresholdMicroseconds, room: room)
-            }
-            lastLooks[tid] = look
-            // The look before at this thread (of the round before, when it was not looked at).
-            let previousSighting = Self.later(before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous, resumedMicroseconds)
-            let firstSighting = firstSightings.removeValue(forKey: tid)
-            if look.sample.failure == .firstSightingOnCPU {
-                if let task = look.sample.taskID, let switches = look.sample.voluntarySwitches {
-                    firstSightings[tid] = FirstSighting(
-                        startTimeTicks: look.thread.startTimeTicks, taskID: task, voluntarySwitches: switches, seenMicroseconds: at,
-                        startMicroseconds: Self.start(before: before, first: look, previous: previousSighting, at: at))
-                }
-                continue
-            }
-            // Only a job that can be proven to stay on the thread is followed (its task is known, or it is blocked).
-            guard let activation = look.activation, activation.taskID != nil || look.sample.syscall != nil, look.sample.failure == nil
-            else { continue }
-            if var episode = episodes[tid] {
-                episode.lastSeenMicroseconds = at
-                episode.voluntarySwitches = look.sample.voluntarySwitches
-                episode.lastSample = look.sample
-                if episode.held {
-                    events.append(.sampled(tid: tid, look.sample))
-                } else {
-                    if episode.samples.count < maxSamplesBeforeHeld { episode.samples.append(look.sample) }
-                    if !episode.covered, at - min(at, episode.startMicroseconds) >= thresholdMicroseconds,
-                        let room = Self.room(room, for: episode, now: at), room >= episode.firstSeenMicroseconds
-                    {
-                        episode.held = true
-                        events.append(.held(episode))
-                    }
-                }
-                episodes[tid] = episode
-            } else {
-                // Seen first at the look before, on a CPU in this task, and awake since: one job since then.
-                let seenBefore = firstSighting.flatMap { first in
-                    first.startTimeTicks == look.thread.startTimeTicks && first.taskID == activation.taskID
-                        && first.voluntarySwitches == look.sample.voluntarySwitches ? first : nil
-                }
-                episodes[tid] = Episode(
-                    thread: look.thread, activation: activation,
-                    startMicroseconds: seenBefore?.startMicroseconds ?? Self.start(before: before, first: look, previous: previousSighting, at: at),
-                    firstSeenMicroseconds: seenBefore?.seenMicroseconds ?? at,
-                    lastSeenMicroseconds: at, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches,
-                    lastSample: look.sample)
-            }
+            seen.insert(look.thread.tid)
+            events += observe(look, round: now, roundBefore: previous, thresholdMicroseconds: thresholdMicroseconds, room: room)
         }
         for tid in episodes.keys where !seen.contains(tid) {
             if let ended = episodes.removeValue(forKey: tid) {
@@ -236,6 +173,93 @@ struct HeldJobTracker: Sendable {
         lastLooks = lastLooks.filter { seen.contains($0.key) }
         firstSightings = firstSightings.filter { seen.contains($0.key) }
         return events
+    }
+
+    /// Learns the pool's workers from `looks` and says when the probed pool last had room: now, if
+    /// a worker of it runs no job and its stack was read (a thread a job started is named like the
+    /// pool's workers, but is none of them), else when a probe job last started.
+    private mutating func roomShown(in looks: [Look], at now: UInt64, probeStartedMicroseconds: UInt64?) -> UInt64? {
+        for look in looks where look.activation != nil {
+            workers.insert([UInt64(look.thread.tid), look.thread.startTimeTicks])
+        }
+        workers = workers.intersection(looks.map { [UInt64($0.thread.tid), $0.thread.startTimeTicks] })
+        let idleThreadSeen = looks.contains { look in
+            Self.inProbedPool(look.thread) && look.activation == nil && look.sample.failure == nil && !look.sample.frames.isEmpty
+                && (look.isWorker || workers.contains([UInt64(look.thread.tid), look.thread.startTimeTicks]))
+        }
+        return idleThreadSeen ? now : probeStartedMicroseconds
+    }
+
+    /// One thread's look in the round taken at `now` (`roundBefore`: the round before's time): ends
+    /// the job it followed there if this is not that job, keeps a first sighting on a CPU, and
+    /// follows the job it finds (or opens an episode for it).
+    private mutating func observe(
+        _ look: Look, round now: UInt64, roundBefore previous: UInt64?, thresholdMicroseconds: UInt64, room: UInt64?
+    ) -> [Event] {
+        let tid = look.thread.tid
+        var events: [Event] = []
+        // This thread's own sighting time: the looks at the threads of one round are taken one
+        // after the other, and a capture may wait for its thread to get a CPU.
+        let at = Self.sightingTime(look, round: now)
+        let before = lastLooks[tid]
+        if let episode = episodes[tid], let change = Self.change(episode, look) {
+            episodes[tid] = nil
+            events += end(episode, now: at, next: look, endedBy: change, thresholdMicroseconds: thresholdMicroseconds, room: room)
+        }
+        lastLooks[tid] = look
+        // The look before at this thread (of the round before, when it was not looked at).
+        let previousSighting = Self.later(before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous, resumedMicroseconds)
+        let firstSighting = firstSightings.removeValue(forKey: tid)
+        if look.sample.failure == .firstSightingOnCPU {
+            if let task = look.sample.taskID, let switches = look.sample.voluntarySwitches {
+                firstSightings[tid] = FirstSighting(
+                    startTimeTicks: look.thread.startTimeTicks, taskID: task, voluntarySwitches: switches, seenMicroseconds: at,
+                    startMicroseconds: Self.start(before: before, first: look, previous: previousSighting, at: at))
+            }
+            return events
+        }
+        // Only a job that can be proven to stay on the thread is followed (its task is known, or it is blocked).
+        guard let activation = look.activation, activation.taskID != nil || look.sample.syscall != nil, look.sample.failure == nil
+        else { return events }
+        if var episode = episodes[tid] {
+            if let event = follow(&episode, look, at: at, thresholdMicroseconds: thresholdMicroseconds, room: room) {
+                events.append(event)
+            }
+            episodes[tid] = episode
+        } else {
+            // Seen first at the look before, on a CPU in this task, and awake since: one job since then.
+            let seenBefore = firstSighting.flatMap { first in
+                first.startTimeTicks == look.thread.startTimeTicks && first.taskID == activation.taskID
+                    && first.voluntarySwitches == look.sample.voluntarySwitches ? first : nil
+            }
+            episodes[tid] = Episode(
+                thread: look.thread, activation: activation,
+                startMicroseconds: seenBefore?.startMicroseconds ?? Self.start(before: before, first: look, previous: previousSighting, at: at),
+                firstSeenMicroseconds: seenBefore?.seenMicroseconds ?? at,
+                lastSeenMicroseconds: at, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches,
+                lastSample: look.sample)
+        }
+        return events
+    }
+
+    /// One more sighting (at `at`) of the job `episode` follows: a sample of its report once held;
+    /// before, held (`.held`) once it lasted the threshold, unless a starved-pool report covers it or
+    /// its pool has shown no room since it was first seen.
+    private func follow(
+        _ episode: inout Episode, _ look: Look, at: UInt64, thresholdMicroseconds: UInt64, room: UInt64?
+    ) -> Event? {
+        episode.lastSeenMicroseconds = at
+        episode.voluntarySwitches = look.sample.voluntarySwitches
+        episode.lastSample = look.sample
+        if episode.held { return .sampled(tid: look.thread.tid, look.sample) }
+        if episode.samples.count < maxSamplesBeforeHeld { episode.samples.append(look.sample) }
+        if !episode.covered, at - min(at, episode.startMicroseconds) >= thresholdMicroseconds,
+            let room = Self.room(room, for: episode, now: at), room >= episode.firstSeenMicroseconds
+        {
+            episode.held = true
+            return .held(episode)
+        }
+        return nil
     }
 
     /// Whether `thread` is a worker of the pool the probe measures (a thread of unknown name, as

@@ -144,4 +144,120 @@ import Testing
             #expect(lines <= 320, "\(file.path): \(lines) lines")
         }
     }
+
+    /// The functions (`func`, `init`, `deinit`) a Swift file defines, each with its first line and
+    /// its length in lines, from the declaration to the brace that closes its body. Strings and
+    /// `//` comments are left out of the brace count; a declaration without a body (a protocol's
+    /// requirement) is none.
+    static func functionLengths(in text: String) -> [(name: String, line: Int, lines: Int)] {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var found: [(name: String, line: Int, lines: Int)] = []
+        for (index, line) in lines.enumerated() {
+            guard let name = declaredFunction(line) else { continue }
+            var depth = 0
+            var opened = false
+            var end = index
+            scan: while end < lines.count {
+                let code = Self.code(lines[end])
+                if end > index, !opened, code.trimmingCharacters(in: .whitespaces).isEmpty || declaredFunction(lines[end]) != nil {
+                    break scan
+                }
+                for character in code {
+                    if character == "{" {
+                        depth += 1
+                        opened = true
+                    } else if character == "}" {
+                        depth -= 1
+                        if !opened { break scan }
+                        if depth == 0 {
+                            found.append((name, index + 1, end - index + 1))
+                            break scan
+                        }
+                    }
+                }
+                end += 1
+            }
+        }
+        return found
+    }
+
+    /// The name of the function a line declares (`func name`, `init`, `deinit`), after its
+    /// attributes and modifiers; nil for any other line.
+    static func declaredFunction(_ line: String) -> String? {
+        let modifiers: Set<Substring> = [
+            "public", "package", "internal", "private", "fileprivate", "static", "class", "final", "override", "mutating",
+            "nonmutating", "nonisolated", "convenience", "required", "consuming", "borrowing",
+        ]
+        var words = line.split(separator: " ")[...]
+        while let first = words.first, first.hasPrefix("@") || modifiers.contains(first) { words = words.dropFirst() }
+        guard let keyword = words.first else { return nil }
+        if keyword == "func", let name = words.dropFirst().first { return String(name.prefix { $0 != "(" && $0 != "<" }) }
+        if keyword == "deinit" || keyword.hasPrefix("init(") || keyword.hasPrefix("init?(") || keyword.hasPrefix("init<")
+            || keyword.hasPrefix("init!(")
+        {
+            return keyword.hasPrefix("deinit") ? "deinit" : "init"
+        }
+        return nil
+    }
+
+    /// A line's code: string literals emptied, a `//` comment cut off.
+    static func code(_ line: String) -> String {
+        var code = ""
+        var inString = false
+        var escaped = false
+        var previous: Character = " "
+        for character in line {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if character == "\\" {
+                    escaped = true
+                } else if character == "\"" {
+                    inString = false
+                    code.append(character)
+                }
+                continue
+            }
+            if character == "/", previous == "/" {
+                code.removeLast()
+                break
+            }
+            if character == "\"" { inString = true }
+            code.append(character)
+            previous = character
+        }
+        return code
+    }
+
+    /// Deciding is not doing (STYLE.md): a function past ~80 lines is usually both. None in the
+    /// embeddable library passes 80.
+    @Test func noFunctionInTheLibraryPasses80Lines() throws {
+        let library = try Self.swiftSources().filter { $0.path.hasPrefix("HangWatch/") }
+        var long: [String] = []
+        var measured = 0
+        for file in library {
+            for function in Self.functionLengths(in: file.text) {
+                measured += 1
+                if function.lines > 80 { long.append("\(file.path):\(function.line) \(function.name): \(function.lines) lines") }
+            }
+        }
+        // The finder itself: it must see the library's functions, the sampler's among them.
+        let sampler = library.first { $0.path == "HangWatch/Capture/LinuxStackSampler.swift" }
+        let samplerFunctions = sampler.map { Self.functionLengths(in: $0.text) } ?? []
+        #expect(measured > 300 && samplerFunctions.contains { $0.name == "sample" && $0.lines > 40 }, "the function finder is broken: \(measured) found")
+        #expect(long.isEmpty, "\(long)")
+    }
+
+    /// The source seam does not leak: what a source can do beyond the common lifecycle is kept
+    /// typed by the `start…` that made it (`HangMonitor.SourceHandles`), never found by a downcast.
+    @Test func noActivitySourceIsDowncast() throws {
+        let downcasts = try Self.swiftSources().filter { !$0.path.hasPrefix("Tools/") }.flatMap { file in
+            file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line -> String? in
+                let code = Self.code(String(line))
+                guard code.range(of: #"\bas[?!]\s*\(?\s*(any\s+)?\w*ActivitySource\b"#, options: .regularExpression) != nil else { return nil }
+                return "\(file.path):\(index + 1)"
+            }
+        }
+        #expect(downcasts.isEmpty, "\(downcasts)")
+    }
 }

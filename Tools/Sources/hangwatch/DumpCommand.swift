@@ -1,6 +1,7 @@
 import ArgumentParser
 import CThreadSignal
 import Foundation
+import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
 /// `hangwatch dump PID`: the threads of a running monitored process now, like jstack.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HangWatchExport
+import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
 #if canImport(Glibc)

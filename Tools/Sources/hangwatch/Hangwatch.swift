@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HangWatchRendering
 
 /// `hangwatch`: read, group, explain and export HangWatch reports.
 @main

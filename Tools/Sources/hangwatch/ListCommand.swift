@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HangWatchRendering
 import HangWatchReport
 
 /// `hangwatch list`: the hangs, newest first, one line each.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HangWatchReading
+import HangWatchRendering
 import HangWatchReport
 
 /// Where the reports are: --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool if it exists,

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HangWatchReading
+import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 import HangWatchSymbolication
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 import HangWatchSymbolication
 

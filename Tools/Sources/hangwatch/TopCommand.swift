@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HangWatchReading
+import HangWatchRendering
 import HangWatchReport
 
 /// `hangwatch top`: hangs grouped by culprit, most time lost first.

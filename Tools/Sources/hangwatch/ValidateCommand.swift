@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HangWatchReading
+import HangWatchRendering
 import HangWatchReport
 
 /// `hangwatch validate`: check files against the schema.

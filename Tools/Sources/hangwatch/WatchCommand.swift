@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HangWatchReading
+import HangWatchRendering
 import HangWatchReport
 
 /// `hangwatch watch`: new hangs as they land.

@@ -4,7 +4,7 @@ extension ReportDetail {
     /// A thread dump (`hangwatch dump`), like jstack's: a header, every wait cycle first, then each
     /// thread with its state, how long it has been in it, what it waits for and who holds it, and
     /// its stack.
-    func renderDump(_ dump: HangReport) -> String {
+    package func renderDump(_ dump: HangReport) -> String {
         var lines = [
             terminal.paint("thread dump", .bold) + " of \(dump.service) (pid \(dump.pid), host \(dump.host)) at \(Text.timestamp(dump.startedAt))"
         ]

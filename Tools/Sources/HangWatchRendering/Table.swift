@@ -2,47 +2,60 @@
 /// terminal's width only limits them. When a row would not fit, the one `shrinkable` column gives
 /// up room (down to its `minimum`), cut by its own rule (`FrameNaming.fit` for frame names). The
 /// last column is not padded; nothing is written past its text.
-struct Table {
-    struct Column {
-        var header: String
-        var right = false
+package struct Table {
+    package struct Column {
+        package var header: String
+        package var right = false
         /// The column that gives up room when a row is wider than the terminal.
-        var shrinkable = false
+        package var shrinkable = false
         /// The least the shrinkable column keeps.
-        var minimum = 0
+        package var minimum = 0
         /// At most this wide (a longer cell is cut with an ellipsis); nil: as wide as its cells.
-        var maximum: Int?
+        package var maximum: Int?
         /// Exactly this wide, whatever the cells (rows printed one at a time, `watch`, stay aligned).
-        var fixed: Int?
+        package var fixed: Int?
         /// How a cell is cut to a width; default: its start and an ellipsis.
-        var cut: (String, Int) -> String = { Text.clip($0, $1) }
+        package var cut: (String, Int) -> String = { Text.clip($0, $1) }
+
+        package init(
+            header: String, right: Bool = false, shrinkable: Bool = false, minimum: Int = 0, maximum: Int? = nil, fixed: Int? = nil,
+            cut: @escaping (String, Int) -> String = { Text.clip($0, $1) }
+        ) {
+            self.header = header
+            self.right = right
+            self.shrinkable = shrinkable
+            self.minimum = minimum
+            self.maximum = maximum
+            self.fixed = fixed
+            self.cut = cut
+        }
     }
 
-    struct Cell {
-        var text: String
-        var style: Terminal.Style?
+    package struct Cell {
+        package var text: String
+        package var style: Terminal.Style?
 
-        init(_ text: String, _ style: Terminal.Style? = nil) {
+        package init(_ text: String, _ style: Terminal.Style? = nil) {
             self.text = text
             self.style = style
         }
     }
 
-    var columns: [Column]
+    package var columns: [Column]
     /// Each row's cells, and text written after the last column (`+3 repeats`).
-    var rows: [(cells: [Cell], trailer: String)] = []
+    package var rows: [(cells: [Cell], trailer: String)] = []
 
-    init(_ columns: [Column]) {
+    package init(_ columns: [Column]) {
         self.columns = columns
     }
 
-    mutating func append(_ cells: [Cell], trailer: String = "") {
+    package mutating func append(_ cells: [Cell], trailer: String = "") {
         precondition(cells.count == columns.count, "a row has one cell per column")
         rows.append((cells, trailer))
     }
 
     /// Column widths for a terminal `width` columns wide.
-    func widths(terminalWidth: Int) -> [Int] {
+    package func widths(terminalWidth: Int) -> [Int] {
         var widths = columns.enumerated().map { index, column -> Int in
             if let fixed = column.fixed { return fixed }
             let natural = rows.reduce(column.header.count) { max($0, $1.cells[index].text.count) }
@@ -56,7 +69,7 @@ struct Table {
     }
 
     /// The header (bold) and the rows, each line as wide as its content.
-    func render(terminal: Terminal, header: Bool = true) -> [String] {
+    package func render(terminal: Terminal, header: Bool = true) -> [String] {
         let widths = widths(terminalWidth: terminal.width)
         func line(_ cells: [Cell], trailer: String, bold: Bool) -> String {
             var parts: [String] = []

@@ -1,0 +1,217 @@
+import Foundation
+import HangWatchReport
+
+/// The text of `hangwatch show`.
+package struct ReportDetail {
+    package let terminal: Terminal
+    /// Frames of each stack shown (the rest are counted).
+    package let maxFrames: Int
+
+    package init(terminal: Terminal, maxFrames: Int) {
+        self.terminal = terminal
+        self.maxFrames = maxFrames
+    }
+
+    package func render(_ report: HangReport, path: String) -> String {
+        var lines: [String] = []
+        let width = terminal.width
+        /// A labelled line, cut to the terminal's width unless it must be whole (a path to copy).
+        func field(_ name: String, _ value: String, whole: Bool = false) {
+            lines.append(terminal.paint(Text.fit(name, 9), .bold) + " " + (whole ? value : Text.clip(value, width - 10)))
+        }
+        lines.append(terminal.paint("hang \(report.id)", .bold))
+        let thread = [report.thread.name, "tid \(report.thread.tid)", report.thread.isMain ? "main" : nil].compactMap { $0 }
+        field("service", "\(report.service) (pid \(report.pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
+        if let name = report.thread.name, let role = ThreadNaming.role(of: name) {
+            field("thread", role)
+        }
+        let timing = "\(Text.timestamp(report.startedAt)), lasted \(Text.duration(report.durationMs))"
+            + (report.outcome == .ongoing ? " so far" : "") + " (threshold \(Text.duration(report.thresholdMs)))"
+        field("started", timing)
+        switch report.edges {
+        case "exact": field("edges", "exact: where the work began and ended")
+        case "ping": field("edges", "ping: a lower bound (from when an overdue ping was sent)")
+        case "sampled" where report.source == "dispatch-main" || report.source == "dispatch-queue":
+            field("edges", "sampled: start from looks \(Text.duration(report.capture.sampleIntervalMs)) apart (to \(Text.duration(report.capture.sampleIntervalMs / 2))), end at a ping's answer")
+        case "sampled" where report.source == "nio-eventloop":
+            field("edges", "sampled: start by a look (to \(Text.duration(report.thresholdMs / 4))), end at a ping's answer")
+        case "sampled": field("edges", "sampled: each edge to \(Text.duration(report.capture.sampleIntervalMs / 2)) (looks \(Text.duration(report.capture.sampleIntervalMs)) apart), or by CPU time")
+        default: break
+        }
+        field("outcome", report.outcome.rawValue)
+        if report.source == "pool-job" {
+            // The pool watch saw one job on this thread at every look; the edges are looks apart.
+            field("stuck", "one job held this pool thread, seen at every look \(Text.duration(report.capture.sampleIntervalMs)) apart")
+        } else {
+            field("stuck", "after \(report.activity)" + (report.mode.map { " in \($0)" } ?? ""))
+        }
+        let verdict = HangReportSummary.verdictLine(report)
+        field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : report.context.verdict == .deadlocked ? .red : .cyan))
+        if let exit = report.processExit {
+            field("exit", "the process \(exit.reason == "gone" ? "died" : "was replaced (pid reused)") mid-hang, last seen \(Text.timestamp(exit.lastSeenAt))")
+        }
+        if let repeats = report.repeats {
+            field("repeats", "\(repeats.count) more, \(Text.duration(repeats.totalDurationMs)) in all, longest \(Text.duration(repeats.maxDurationMs)), last \(Text.timestamp(repeats.lastAt))")
+        }
+        if let labels = report.labels, !labels.isEmpty {
+            let omitted = report.labelsOmitted.map { $0 > 0 ? " (\($0) more left out)" : "" } ?? ""
+            field("labels", labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + omitted)
+        }
+        field("signature", Self.signatureLine(report))
+        lines.append("")
+
+        if let heaviest = report.heaviestStack {
+            let stack = report.stack(at: heaviest.stack)
+            lines.append(terminal.paint("heaviest stack", .bold) + " (\(heaviest.sampleCount) of \(report.samples.count) samples, \(Text.duration(heaviest.weightMs)))")
+            let appFrames = Set(StackSignature.appFrames(heaviest.frames, images: report.images).map(\.address))
+            let shown = heaviest.frames.prefix(maxFrames).map { frame in
+                (
+                    frame: frame, name: FrameNaming.displayName(frame, images: report.images),
+                    location: frame.file.map { StackSignature.baseName($0) + (frame.line.map { ":\($0)" } ?? "") } ?? ""
+                )
+            }
+            // The file and line follow the longest name that has one; names are cut only when a
+            // line would pass the terminal's width.
+            let numberWidth = max(4, "#\(max(0, shown.count - 1)) ".count)
+            let longestLocated = shown.filter { !$0.location.isEmpty }.map(\.name.count).max() ?? 0
+            let firstAsync = shown.firstIndex { $0.frame.isAsyncCaller }
+            let lastAsync = shown.lastIndex { $0.frame.isAsyncCaller }
+            for (index, entry) in shown.enumerated() {
+                if index == firstAsync {
+                    lines.append(terminal.paint("  ⋯ async callers, from the task's chain of async contexts:", .dim))
+                }
+                let number = Text.fit("#\(index)", numberWidth)
+                let location = min(28, entry.location.count)
+                let room = max(20, width - 2 - numberWidth - (location == 0 ? 0 : location + 1))
+                var name =
+                    entry.location.isEmpty
+                    ? FrameNaming.fit(entry.name, width: room)
+                    : Text.fit(FrameNaming.fit(entry.name, width: min(longestLocated, room)), min(longestLocated, room))
+                if appFrames.contains(entry.frame.address) { name = terminal.paint(name, .bold) }
+                let tail = entry.location.isEmpty ? "" : " " + terminal.paint(Text.clip(entry.location, location), .dim)
+                lines.append("  " + number + name + tail)
+                if index == lastAsync {
+                    if let end = stack?.asyncCallers, end != "complete" {
+                        lines.append(terminal.paint("  ⋯ the async callers stop here: \(end)", .dim))
+                    }
+                    if index + 1 < shown.count {
+                        lines.append(terminal.paint("  ⋯ the thread's stack again (the executor running the task):", .dim))
+                    }
+                }
+            }
+            if heaviest.frames.count > maxFrames {
+                lines.append("  … \(heaviest.frames.count - maxFrames) more frames (--frames \(heaviest.frames.count))")
+            } else if let stack, stack.truncated {
+                lines.append(terminal.paint("  ⋯ stops here: \(stack.truncation ?? "truncated"); no further frame could be proven", .dim))
+            }
+        } else {
+            lines.append("no stack was captured")
+        }
+        lines.append("")
+        let waits = waitLines(report)
+        if !waits.isEmpty {
+            lines.append(contentsOf: waits)
+            lines.append("")
+        }
+        if let threads = report.threads, !threads.isEmpty {
+            lines.append(contentsOf: threadStacks(report, threads))
+        } else {
+            lines.append(contentsOf: timeline(report))
+        }
+        lines.append("")
+
+        let context = report.context
+        var contextParts: [String] = []
+        if let rss = context.rssBytes { contextParts.append("RSS \(rss >> 20) MiB") }
+        if let load = context.loadAverage { contextParts.append("load " + load.map { String(format: "%.2f", $0) }.joined(separator: " ") + " (\(context.cpuCount) CPUs)") }
+        contextParts.append("watchdog late by \(String(format: "%.1f", context.watchdogOversleepMs)) ms")
+        if context.debuggerAttached { contextParts.append("debugger attached") }
+        if context.processStopped { contextParts.append("process stopped") }
+        field("context", contextParts.joined(separator: ", "))
+        let capture = report.capture
+        var captureParts = ["\(capture.samplesTaken) samples every \(Text.duration(capture.sampleIntervalMs))"]
+        if capture.samplesDropped > 0 { captureParts.append("\(capture.samplesDropped) thinned out") }
+        if let median = capture.pauseMedianUs, let maximum = capture.pauseMaxUs {
+            captureParts.append("pause \(Text.whole(median)) µs median, \(Text.whole(maximum)) µs max")
+        }
+        for error in capture.errors { captureParts.append("\(error.kind) ×\(error.count)") }
+        if let cut = capture.callsCutShort, cut > 0 {
+            captureParts.append("\(cut) \(cut == 1 ? "capture" : "captures") cut a system call short (EINTR)")
+        }
+        if capture.reportsSuppressed > 0 { captureParts.append("\(capture.reportsSuppressed) earlier hangs not written (rate limit)") }
+        field("capture", captureParts.joined(separator: ", "))
+        if let framePointer = report.heaviestStack.flatMap({ report.stack(at: $0.stack)?.framePointer }) {
+            field("unwound", "without a signal; frame pointer from the \(framePointer)")
+        }
+        if let names = report.symbolication {
+            var text = "by \(names.by) at \(Text.timestamp(names.at)): \(names.framesNamed) frames named, \(names.framesUnnamed) not"
+            if !names.problems.isEmpty { text += "; " + names.problems.joined(separator: "; ") }
+            field("names", text)
+        }
+        field("file", path, whole: true)
+        return lines.map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }.joined(separator: "\n")
+    }
+
+    /// `1a2b3c4d5e6f7a8b by names (addresses: 0011223344556677)`: the group's signature and kind.
+    package static func signatureLine(_ report: HangReport) -> String {
+        let grouping = report.grouping
+        switch grouping.kind {
+        case .names: return "\(grouping.signature) by names (by addresses: \(report.signature))"
+        case .addresses: return "\(grouping.signature) by addresses (no names: a rebuild changes it)"
+        }
+    }
+
+    /// One mark per sample: which stack (by its first app frame and its leaf), and the thread's state.
+    func timeline(_ report: HangReport) -> [String] {
+        guard !report.samples.isEmpty else { return [] }
+        var labels: [String: Character] = [:]
+        var legend: [(Character, String, Int)] = []
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+        var marks = ""
+        var states = ""
+        for sample in report.samples {
+            states.append(sample.state.flatMap(\.first) ?? "?")
+            guard let stack = sample.stack.flatMap(report.stack(at:)) else {
+                marks.append("·")
+                continue
+            }
+            let frames = report.frames(of: stack)
+            let leaf = frames.first.map { FrameNaming.displayName($0, images: report.images) } ?? "?"
+            let app = StackSignature.appFrames(frames, images: report.images).first.map { FrameNaming.displayName($0, images: report.images) }
+            let label = app == nil || app == leaf ? leaf : "\(leaf) < \(app!)"
+            if let known = labels[label] {
+                marks.append(known)
+                if let position = legend.firstIndex(where: { $0.0 == known }) { legend[position].2 += 1 }
+            } else {
+                let mark: Character = legend.count < alphabet.count ? alphabet[legend.count] : "*"
+                labels[label] = mark
+                legend.append((mark, label, 1))
+                marks.append(mark)
+            }
+        }
+        let first = report.samples.first!.offsetMs
+        var lines = [terminal.paint("timeline", .bold) + " (\(report.samples.count) samples from \(Text.duration(first)), a mark each)"]
+        let chunk = max(20, terminal.width - 10)
+        for start in stride(from: 0, to: marks.count, by: chunk) {
+            let end = min(marks.count, start + chunk)
+            lines.append("  stack " + String(Array(marks)[start..<end]))
+            lines.append("  state " + String(Array(states)[start..<end]))
+        }
+        for (mark, label, count) in legend {
+            let prefix = "  \(mark) ×\(count)  "
+            lines.append(prefix + Text.clip(label, max(20, terminal.width - prefix.count)))
+        }
+        let stateNames: [Character: String] = [
+            "R": "running", "S": "sleeping", "D": "uninterruptible", "T": "stopped", "t": "traced", "Z": "zombie", "?": "unknown",
+        ]
+        let present = stateNames.keys.filter { states.contains($0) }.sorted()
+        if !present.isEmpty {
+            lines.append("  state: " + present.map { "\($0) \(stateNames[$0]!)" }.joined(separator: ", "))
+        }
+        let failures = report.samples.compactMap(\.error)
+        if !failures.isEmpty {
+            lines.append("  · no stack: " + Dictionary(grouping: failures, by: { $0 }).map { "\($0.key) ×\($0.value.count)" }.sorted().joined(separator: ", "))
+        }
+        return lines
+    }
+}
