@@ -167,9 +167,13 @@ import Testing
             // Every request a hang of its own (the loop goes back to epoll_wait after each).
             let hangs = 1 + (report.repeats?.count ?? 0)
             #expect(hangs >= requests.count - 1 && hangs <= requests.count, "\(route): \(hangs) hangs for \(requests.count) requests")
-            // The first hang against the request it was: exact edges from the loop's epoll instance.
+            // The first hang against the request it was: exact edges. Under load the start is the
+            // last boundary before the block (docs/sources.md): one look interval (a 25th of the
+            // threshold) early at most, plus a step of the coarse clock (4 ms); the end is the
+            // ping's answer, late by what the busy machine makes the loop wait for a CPU. (/catalog
+            // reads 311-317 ms for 300 in six runs, the others 304-310.)
             let first = try #require(requests.min { abs($0.startedAt - report.startedAt.timeIntervalSince1970) < abs($1.startedAt - report.startedAt.timeIntervalSince1970) })
-            let allowed = report.edges == "sampled" ? report.thresholdMs / 4 : 0.05 * first.durationMs
+            let allowed = report.edges == "sampled" ? report.thresholdMs / 4 : report.thresholdMs / 25 + 4 + 0.03 * first.durationMs
             #expect(abs(report.durationMs - first.durationMs) <= allowed, "\(route) (\(report.edges ?? "-")): \(report.durationMs) ms reported, \(first.durationMs) ms measured")
             print("[vapor] \(route): \(shown.count) frames, \(stack.truncated ? "truncated: \(stack.truncation ?? "")" : "complete"); \(hangs) hangs for \(requests.count) requests; reported \(report.durationMs) ms for \(first.durationMs) ms measured (\(report.edges ?? "-") edges)")
         }
