@@ -90,7 +90,7 @@ test: deps test-deps
 	SWIFT="$(SWIFT)" scripts/test-all
 
 # The library's figures (its bench, with the CLI's figure run on the tools' release build), then
-# a real Hummingbird 2 server's throughput watched and not (the tools' package).
+# a real Hummingbird 2 server's throughput watched and not, and a real Vapor 4 server's (the tools' package).
 bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench
 	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch
@@ -99,6 +99,8 @@ bench: deps test-deps
 	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-hummingbird-service
 	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-hummingbird-bench
 	"$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch-hummingbird-bench"
+	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-vapor-service
+	"$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch-hummingbird-bench" --vapor
 
 # The embedded library is a Swift package dependency. What a host gets: the `hangwatch` CLI (and
 # its bash completion), the `hangwatchd` agent with its unit, tmpfiles and sysusers entries, the

@@ -124,9 +124,12 @@ let package = Package(
         ),
         // A real Hummingbird 2 server watched as the README shows (the integration tests run it
         // under wrk), and its throughput bench (`make bench`).
+        // The bench's watch toggle (SIGUSR1/SIGUSR2) and request count, shared by the two services.
+        .target(name: "ServiceWatchToggle", dependencies: [.product(name: "HangWatchNIO", package: "HangWatch")]),
         .executableTarget(
             name: "hangwatch-hummingbird-service",
             dependencies: [
+                "ServiceWatchToggle",
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -139,6 +142,7 @@ let package = Package(
         .executableTarget(
             name: "hangwatch-vapor-service",
             dependencies: [
+                "ServiceWatchToggle",
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
                 .product(name: "Vapor", package: "vapor"),

@@ -21,7 +21,10 @@ import Foundation
 /// (four runs of 48 pairs read 0.972 to 0.998 on one day) more than its pairs do; it prints the
 /// median with its 95 % confidence interval (distribution-free: order statistics).
 ///
-///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 48] [--paired-only] [--goal-only] [--rounds-only]
+/// `--vapor`: the same paired windows against the Vapor 4 service instead (its group made by Vapor,
+/// so watched in the default set-up, no `EventLoopTicks`), one line from two servers, with the goal.
+///
+///   hangwatch-hummingbird-bench [--rounds 10] [--seconds 3] [--pairs 48] [--paired-only] [--goal-only] [--rounds-only] [--vapor]
 ///   (release build: make bench)
 ///
 /// `--paired-only` skips the process rounds (the paired windows alone take about six minutes);
@@ -47,7 +50,8 @@ struct HummingbirdBench {
             return
         }
         let here = ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "") as NSString
-        let service = here.deletingLastPathComponent + "/hangwatch-hummingbird-service"
+        let vapor = arguments.contains("--vapor")
+        let service = here.deletingLastPathComponent + (vapor ? "/hangwatch-vapor-service" : "/hangwatch-hummingbird-service")
         let scratch = FileManager.default.temporaryDirectory.path + "/hangwatch-hummingbird-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
@@ -163,7 +167,7 @@ struct HummingbirdBench {
         }
 
         var bare: [Double] = [], watched: [Double] = [], ratios: [Double] = [], cpuRatios: [Double] = [], shares: [Double] = []
-        let pairedOnly = arguments.contains("--paired-only")
+        let pairedOnly = arguments.contains("--paired-only") || vapor
         for round in 0..<(pairedOnly ? 0 : rounds) {
             let (a, b) = try inTurn(round) { try run(watched: $0) }
             bare.append(a.rate)
@@ -211,6 +215,10 @@ struct HummingbirdBench {
         // then the default set-up, the boundaries under load from a ping at each look (`--no-loop-ticks`),
         // then the loops alone (`--no-pool-watch`: what the pool watch costs is the difference).
         let pairs = option("--pairs", 48)
+        if vapor {
+            try paired(pairs: pairs, servers: 2, label: ", a Vapor 4 server in the default set-up (no EventLoopTicks)", goal: true)
+            return
+        }
         try paired(pairs: pairs, servers: 2, label: "", goal: true)
         if arguments.contains("--goal-only") { return }
         try paired(pairs: pairs, label: ", the default set-up (no EventLoopTicks: a ping at each look)", goal: true, ["--no-loop-ticks"])

@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceWatchToggle
 import Synchronization
 
 /// A Hummingbird 2 shop whose routes block their thread for 300 ms in four ways, as a service
@@ -145,52 +146,4 @@ struct HummingbirdService {
         for source in toggleSources { source.cancel() }
         try await group.shutdownGracefully()
     }
-}
-
-/// The group's watch (`GET /watch` tells its state). With `--toggle-watch`, SIGUSR1 starts it and
-/// SIGUSR2 stops it (on a queue of their own); without, it runs from the start (`adopt`).
-final class WatchToggle: Sendable {
-    private let current = Mutex<EventLoopGroupMonitor?>(nil)
-
-    func adopt(_ watch: EventLoopGroupMonitor) {
-        current.withLock { $0 = watch }
-    }
-
-    func listen(start: @escaping @Sendable () throws -> EventLoopGroupMonitor) -> [any DispatchSourceSignal] {
-        let queue = DispatchQueue(label: "watch-toggle")
-        return [(SIGUSR1, true), (SIGUSR2, false)].map { number, on in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { [self] in
-                if on {
-                    current.withLock { if $0 == nil { $0 = try? start() } }
-                } else {
-                    stop()
-                }
-            }
-            source.resume()
-            return source
-        }
-    }
-
-    /// `off`, or how the loops are watched: `exact` once every loop's epoll instance is watched,
-    /// `ping` until then (`GET /watch`: the bench measures a window once it is `exact`).
-    var state: String {
-        current.withLock { $0.map { $0.watchesEventLoopsExactly ? "exact" : "ping" } ?? "off" }
-    }
-
-    func stop() {
-        let running = current.withLock { current -> EventLoopGroupMonitor? in
-            defer { current = nil }
-            return current
-        }
-        running?.stop()
-    }
-}
-
-/// `/hello` requests answered (for `--toggle-watch`'s bench windows).
-final class ServedCount: Sendable {
-    private let count = Atomic<Int>(0)
-    func add() { count.add(1, ordering: .relaxed) }
-    var value: Int { count.load(ordering: .relaxed) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceWatchToggle
 import Vapor
 
 /// What a route handler really spent blocking, as the handler itself measured it: one JSON line
@@ -119,8 +120,11 @@ struct Store: Sendable {
 
 /// The routes: synchronous closures, which Vapor 4 runs on the event loop of the request's
 /// connection; `/hello` answers at once.
-func routes(_ app: Application, store: Store) {
-    app.get("hello") { _ in "hello\n" }
+func routes(_ app: Application, store: Store, served: ServedCount) {
+    app.get("hello") { _ in
+        served.add()
+        return "hello\n"
+    }
     app.get("catalog") { request in try store.fetchCatalog(request) }
     app.get("cart") { request in store.updateCart(request) }
     app.get("throttle") { request in store.throttle(request) }

@@ -1,6 +1,7 @@
 import Foundation
 import HangWatch
 import HangWatchNIO
+import ServiceWatchToggle
 import Vapor
 
 /// A Vapor 4 store whose synchronous routes block the event loop that runs them for 300 ms
@@ -11,7 +12,11 @@ import Vapor
 /// user would: no `EventLoopTicks`, since the framework made the group.
 ///
 ///   hangwatch-vapor-service --reports DIR [--threshold-ms 250] [--port 0] [--port-file FILE]
-///                           [--measurements FILE] [--block-ms 300]
+///                           [--measurements FILE] [--block-ms 300] [--toggle-watch]
+///
+/// Without `--reports` nothing is watched. With `--toggle-watch` as well (the bench's paired
+/// windows), the watch starts off: SIGUSR1 starts it, SIGUSR2 stops it, and `GET /served` answers
+/// how many `/hello` requests were served.
 ///
 /// SIGTERM or SIGINT stops it gracefully (Vapor's own signal handling); the monitor stops after
 /// the server, so the reports' repeat counts are final.
@@ -24,6 +29,7 @@ struct VaporService {
         var portFile: String?
         var measurements: String?
         var blockMilliseconds = 300
+        var toggleWatch = false
 
         init(_ arguments: [String]) throws {
             var rest = arguments[...]
@@ -46,6 +52,7 @@ struct VaporService {
                 case "--port-file": portFile = try value(flag)
                 case "--measurements": measurements = try value(flag)
                 case "--block-ms": blockMilliseconds = try number(flag, in: 1...600_000)
+                case "--toggle-watch": toggleWatch = true
                 default: throw ServiceError("unknown argument '\(flag)'")
                 }
             }
@@ -68,15 +75,27 @@ struct VaporService {
         app.http.server.configuration.port = options.port
         // Vapor logs every request at `info`: under wrk, that is the service's busiest work.
         app.logger.logLevel = .notice
-        let watch = try options.reports.map { reports in
-            try HangMonitor.watch(
-                app.eventLoopGroup,
-                configuration: .init(serviceName: "store", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports))
+        let watch = WatchToggle()
+        var toggleSources: [any DispatchSourceSignal] = []
+        if let reports = options.reports {
+            let group = app.eventLoopGroup
+            let configuration = HangMonitor.Configuration(
+                serviceName: "store", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
+            if options.toggleWatch {
+                toggleSources = watch.listen { try HangMonitor.watch(group, configuration: configuration) }
+            } else {
+                try watch.adopt(HangMonitor.watch(group, configuration: configuration))
+            }
         }
-        routes(app, store: Store(measurements: try Measurements(path: options.measurements), blockMilliseconds: options.blockMilliseconds))
+        defer { for source in toggleSources { source.cancel() } }
+        let served = ServedCount()
+        routes(
+            app, store: Store(measurements: try Measurements(path: options.measurements), blockMilliseconds: options.blockMilliseconds),
+            served: served)
+        app.get("served") { _ in "\(served.value)\n" }
         // `off`, or how the loops are watched: `exact` once every loop's epoll instance is watched
         // (each loop seen idle once), `ping` until then.
-        app.get("watch") { _ in watch.map { $0.watchesEventLoopsExactly ? "exact\n" : "ping\n" } ?? "off\n" }
+        app.get("watch") { _ in "\(watch.state)\n" }
         do {
             try await app.startup()
             if let portFile = options.portFile, let port = app.http.server.shared.localAddress?.port {
@@ -85,11 +104,11 @@ struct VaporService {
             }
             try await app.running?.onStop.get()
         } catch {
-            watch?.stop()
+            watch.stop()
             try await app.asyncShutdown()
             throw error
         }
-        watch?.stop()
+        watch.stop()
         try await app.asyncShutdown()
     }
 }
