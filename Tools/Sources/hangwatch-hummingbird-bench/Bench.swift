@@ -253,14 +253,8 @@ struct HummingbirdBench {
         func loadInTurnRatios(pairs: Int) throws -> [Double] {
             let (server, port) = try startServer(portFile: scratch + "/port-paired", ["--reports", scratch + "/reports-paired", "--toggle-watch"])
             defer { stop(server) }
-            let settle = 0.5, window = 0.5
-            func rate(watched: Bool) throws -> Double {
-                kill(server.processIdentifier, watched ? SIGUSR1 : SIGUSR2)
-                let toggled = Date()
-                while try get("/watch", port: port) != (watched ? "exact" : "off") {
-                    guard Date().timeIntervalSince(toggled) < 10 else { throw BenchError("the watch did not become \(watched ? "exact" : "off") in 10 s") }
-                    usleep(10_000)
-                }
+            return try ratiosInTurn(pairs: pairs) { watched in
+                _ = try toggle(server, port: port, watched: watched)
                 let load = wrkProcess(port: port, seconds: 3)
                 load.standardOutput = FileHandle.nullDevice
                 load.standardError = FileHandle.nullDevice
@@ -269,19 +263,8 @@ struct HummingbirdBench {
                     load.terminate()
                     load.waitUntilExit()
                 }
-                usleep(useconds_t(settle * 1e6))
-                let (before, start) = (try served(port: port), Date())
-                usleep(useconds_t(window * 1e6))
-                let (after, end) = (try served(port: port), Date())
-                return Double(after - before) / end.timeIntervalSince(start)
+                return try servedRate(port: port, settle: 0.5, window: 0.5)
             }
-            var pairRatios: [Double] = []
-            for pair in 0..<pairs {
-                let (off, on) = try inTurn(pair) { try rate(watched: $0) }
-                pairRatios.append(on / off)
-                print(String(format: "    pair %d: unwatched %.0f, watched %.0f requests/s, ratio %.3f", pair + 1, off, on, on / off))
-            }
-            return pairRatios
         }
 
         /// The ratios of `pairs` pairs of windows in one server started with `extra`.
@@ -298,30 +281,45 @@ struct HummingbirdBench {
             defer { load.terminate() }
             usleep(1_000_000)  // warm-up
             var learning: [Double] = []
-            func rate(watched: Bool) throws -> Double {
-                kill(server.processIdentifier, watched ? SIGUSR1 : SIGUSR2)
-                // A window starts once the watch is what it measures: every loop's epoll instance
-                // watched (learnt at a moment the loop waits; until then a loop is pinged, which costs
-                // less), or the watch stopped.
-                let toggled = Date()
-                while try get("/watch", port: port) != (watched ? "exact" : "off") {
-                    guard Date().timeIntervalSince(toggled) < 10 else { throw BenchError("the watch did not become \(watched ? "exact" : "off") in 10 s") }
-                    usleep(10_000)
-                }
-                if watched { learning.append(Date().timeIntervalSince(toggled)) }
-                usleep(useconds_t(settle * 1e6))
-                let (before, start) = (try served(port: port), Date())
-                usleep(useconds_t(window * 1e6))
-                let (after, end) = (try served(port: port), Date())
-                return Double(after - before) / end.timeIntervalSince(start)
+            let pairRatios = try ratiosInTurn(pairs: pairs) { watched in
+                let took = try toggle(server, port: port, watched: watched)
+                if watched { learning.append(took) }
+                return try servedRate(port: port, settle: settle, window: window)
             }
+            print(String(format: "    the watch was exact %.0f ms (median) after SIGUSR1", median(learning) * 1000))
+            return pairRatios
+        }
+
+        /// Starts (SIGUSR1) or stops (SIGUSR2) the server's watch and waits until it is what a window
+        /// measures: every loop's epoll instance watched (learnt at a moment the loop waits; until
+        /// then a loop is pinged, which costs less), or the watch stopped. Returns how long that took.
+        func toggle(_ server: Process, port: Int, watched: Bool) throws -> TimeInterval {
+            kill(server.processIdentifier, watched ? SIGUSR1 : SIGUSR2)
+            let toggled = Date()
+            while try get("/watch", port: port) != (watched ? "exact" : "off") {
+                guard Date().timeIntervalSince(toggled) < 10 else { throw BenchError("the watch did not become \(watched ? "exact" : "off") in 10 s") }
+                usleep(10_000)
+            }
+            return Date().timeIntervalSince(toggled)
+        }
+
+        /// `/hello` requests served a second over `window` seconds, after `settle` seconds.
+        func servedRate(port: Int, settle: Double, window: Double) throws -> Double {
+            usleep(useconds_t(settle * 1e6))
+            let (before, start) = (try served(port: port), Date())
+            usleep(useconds_t(window * 1e6))
+            let (after, end) = (try served(port: port), Date())
+            return Double(after - before) / end.timeIntervalSince(start)
+        }
+
+        /// `pairs` ratios watched / unwatched of `rate`, each pair's sides in turn (`inTurn`), each printed.
+        func ratiosInTurn(pairs: Int, _ rate: (_ watched: Bool) throws -> Double) rethrows -> [Double] {
             var pairRatios: [Double] = []
             for pair in 0..<pairs {
-                let (off, on) = try inTurn(pair) { try rate(watched: $0) }
+                let (off, on) = try inTurn(pair) { try rate($0) }
                 pairRatios.append(on / off)
                 print(String(format: "    pair %d: unwatched %.0f, watched %.0f requests/s, ratio %.3f", pair + 1, off, on, on / off))
             }
-            print(String(format: "    the watch was exact %.0f ms (median) after SIGUSR1", median(learning) * 1000))
             return pairRatios
         }
     }
