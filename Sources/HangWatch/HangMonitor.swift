@@ -40,7 +40,8 @@ public final class HangMonitor: Sendable {
         var handles: SourceHandles
         var latch: ActivityLatch
         var watchdog: Watchdog
-        var lane: WatchdogLane
+        /// Its lanes of the watchdog: the hang lane, and the source's timer lane if it has one.
+        var lanes: [any WatchdogLane]
         var writer: ReportWriter
         var threadSlot: ThreadSlot
         var heartbeat: HeartbeatPublisher?
@@ -234,16 +235,17 @@ public final class HangMonitor: Sendable {
             let lane = watchdogLane(
                 source: source, latch: latch, threadSlot: threadSlot, sampler: sampler, writer: writer, images: images,
                 heartbeat: heartbeat)
-            watchdog.add(lane)
+            let lanes: [any WatchdogLane] = [lane] + (source.timerLane.map { [$0] } ?? [])
+            for lane in lanes { watchdog.add(lane) }
             if configuration.watchesConcurrencyPool {
-                enrollPoolWatch(writer: writer, images: images, signal: signal)
+                enrollPoolWatch(watchdog: watchdog, writer: writer, images: images, signal: signal)
             }
             if heartbeat != nil {
                 // Found by its heartbeat file, it can be asked for a thread dump (`hangwatch dump`).
                 enrollDumps(watchdog: watchdog, store: store, builder: builder, images: images)
             }
             running = Running(
-                source: source, handles: handles, latch: latch, watchdog: watchdog, lane: lane, writer: writer, threadSlot: threadSlot,
+                source: source, handles: handles, latch: latch, watchdog: watchdog, lanes: lanes, writer: writer, threadSlot: threadSlot,
                 heartbeat: heartbeat)
             logger.info(
                 "hang monitor started",
@@ -268,7 +270,7 @@ public final class HangMonitor: Sendable {
         current.source.stop()
         PoolWatchRegistry.withdraw(ObjectIdentifier(self))
         DumpRegistry.withdraw(ObjectIdentifier(self))
-        current.watchdog.join(current.lane)
+        for lane in current.lanes { current.watchdog.join(lane) }
         current.heartbeat?.retire()
         current.writer.flush()
         logger.info("hang monitor stopped", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
@@ -428,8 +430,8 @@ extension HangMonitor {
     private func watchdogLane(
         source: some ActivitySource, latch: ActivityLatch, threadSlot: ThreadSlot, sampler: LinuxStackSampler, writer: ReportWriter,
         images: ImageRegistry, heartbeat: HeartbeatPublisher?
-    ) -> WatchdogLane {
-        WatchdogLane(
+    ) -> HangLane {
+        HangLane(
             settings: Watchdog.Settings(
                 busyMask: Activity.mask(configuration.busyActivities),
                 sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),

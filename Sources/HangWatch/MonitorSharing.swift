@@ -4,7 +4,7 @@ import Synchronization
 /// first monitor that starts and kept for the others (and for restarts):
 /// - one **report writer**: their reports share one rate limit and one fold of repeats, so a
 ///   culprit that blocks two loops is one report counting both, not one report per loop;
-/// - one **watchdog thread**: each monitor is a lane of it (`WatchdogLane`), so a group of any size
+/// - one **watchdog thread**: each monitor is a lane of it (`HangLane`), so a group of any size
 ///   costs one watchdog, not one per loop;
 /// - one **event-loop watcher thread** (`EventLoopWatcher`): every loop's epoll instance in one of
 ///   its own.

@@ -75,4 +75,26 @@ import Testing
         let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         #expect(left.isEmpty, "\(source): files left behind: \(left)")
     }
+
+    /// One timer: a running monitor that pings a queue and watches the pool names one thread, its
+    /// watchdog (an event-loop source adds its watcher, `hangwatch-loop`). The pings and the pool
+    /// watch are lanes of the watchdog; until 2026-11-27 they had threads of their own
+    /// (`hangwatch-ping`, `hangwatch-pool`).
+    @Test func aRunningMonitorNamesOnlyItsWatchdogThread() async throws {
+        let directory = ReportDirectory()
+        let queue = DispatchQueue(label: "one-timer")
+        let monitor = try HangMonitor(
+            configuration: .init(serviceName: "one-timer", threshold: .milliseconds(100), reportDirectory: directory.path),
+            logger: Logger(label: "one-timer", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try monitor.start(queue: queue)
+        defer { monitor.stop() }
+        // The queue answers its pings and the pool runs jobs (the pool watch probes and looks).
+        for _ in 0..<5 {
+            await Task.detached { usleep(1_000) }.value
+            queue.sync {}
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        let ours = Set(Self.threadNames().filter { $0.hasPrefix("hangwatch-") })
+        #expect(ours == ["hangwatch-wdog"], "\(Self.threadNames())")
+    }
 }

@@ -23,21 +23,24 @@ import Testing
         var defaultDelay = 0.04
         private(set) var enqueued: [UInt64] = []
         var watch: PoolWatch!
+        /// The wake of the watchdog that steps the watch.
+        let wake: WatchdogWake
 
         let wakeSource: ScriptedPoolWake?
 
         init(
             clock: ScriptedClock = ScriptedClock(start: 1_000_000_000), looker: (any PoolThreadLooking)? = nil,
             attach: (@Sendable (CooperativePool) -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
-            wakeSource: ScriptedPoolWake? = nil
+            wakeSource: ScriptedPoolWake? = nil, wake: WatchdogWake = WatchdogWake()
         ) {
             self.clock = clock
+            self.wake = wake
             self.wakeSource = wakeSource
             environment = FakeWatchdogEnvironment(clock: clock)
             threads = ScriptedPoolThreads(clock: clock)
             watch = PoolWatch(
                 settings: .init(thresholdMicroseconds: { 250_000 }, sampleIntervalMicroseconds: 50_000, serviceName: "svc"),
-                environment: environment, enqueue: { [unowned self] slot in self.enqueue(slot) }, attach: attach,
+                wake: wake, enqueue: { [unowned self] slot in self.enqueue(slot) }, attach: attach,
                 attachEveryWorker: attachEveryWorker, threads: threads,
                 looker: looker,
                 sink: sink, histogram: histogram, statistics: nil, images: nil, functionStart: { $0 & ~0xff },
@@ -57,10 +60,10 @@ import Testing
             clock.after(UInt64(delay * 1000)) { [clock] in slot.markStarted(at: clock.now) }
         }
 
-        /// Runs the watch until `milliseconds`.
+        /// Runs the watch, a lane of a watchdog on this thread, until `milliseconds`.
         func run(until milliseconds: Double) {
             clock.at(t(milliseconds)) { [watch] in watch!.requestStop() }
-            watch.run()
+            Watchdog(environment: environment, wake: wake, lanes: [watch]).run()
         }
     }
 
@@ -191,9 +194,9 @@ import Testing
     let attachesAhead = Recorded<Int>()
 
     func harness(
+        clock: ScriptedClock = ScriptedClock(start: 1_000_000_000), wake watchdogWake: WatchdogWake = WatchdogWake(),
         job: @escaping (UInt64) -> Int32?, configure: (ScriptedPoolWake) -> Void = { _ in }
     ) -> (PoolWatchTests.Harness, ScriptedPoolLooker, ScriptedPoolWake) {
-        let clock = ScriptedClock(start: 1_000_000_000)
         let looker = ScriptedPoolLooker(clock: clock)
         looker.job = job
         let wake = ScriptedPoolWake(clock: clock)
@@ -201,7 +204,7 @@ import Testing
         return (
             PoolWatchTests.Harness(
                 clock: clock, looker: looker, attachEveryWorker: { [attachesAhead] width in attachesAhead.append(width) },
-                wakeSource: wake), looker, wake
+                wakeSource: wake, wake: watchdogWake), looker, wake
         )
     }
 

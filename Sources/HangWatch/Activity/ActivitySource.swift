@@ -29,6 +29,11 @@ protocol ActivitySource: AnyObject, Sendable {
     /// How exact the edges it reports are now (reports say so in `edges`).
     var edges: ActivityEdges { get }
 
+    /// What the source needs the watchdog's thread to do on a timer once it started (a queue's pings
+    /// and looks), run as one more lane of the monitor's watchdog; nil for sources whose edges
+    /// come from the loop itself or from the event-loop watcher.
+    var timerLane: (any WatchdogLane)? { get }
+
     /// Given before `start`, for a source whose work moves between threads (sources on one thread
     /// ignore it): points the capture at another thread that ran `attach` before, or at none.
     func useCaptureSelector(_ selector: CaptureSelector)
@@ -36,6 +41,7 @@ protocol ActivitySource: AnyObject, Sendable {
 
 extension ActivitySource {
     func useCaptureSelector(_ selector: CaptureSelector) {}
+    var timerLane: (any WatchdogLane)? { nil }
 }
 
 /// Which thread the watchdog captures, as a source may change it (`ThreadSlot`'s side).

@@ -20,17 +20,16 @@ import Synchronization
 /// libdispatch worker, not the process's main thread.) The ping block attaches each new draining
 /// thread (alternate signal stack) the first time it runs there.
 ///
-/// Idle cost: one wake-up of the pinging thread per interval (a read of one small `/proc` file
-/// with looks), and one tiny block per threshold.
+/// The pings and looks run on the monitor's watchdog thread, as its `QueuePingLane` (`timerLane`).
+/// Idle cost: one wake-up of the watchdog per interval (a read of one small `/proc` file with
+/// looks), and one tiny block per threshold.
 final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     let kind: ActivitySourceKind
-    /// Set by `start`, before the pinging thread runs.
+    /// Set by `start`, before the first tick.
     private var latch: ActivityLatch!
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
-    /// The pinging thread sleeps on this between ticks; `invalidate()` signals it to finish.
-    private let sleeper = DispatchSemaphore(value: 0)
     private let thresholdMicroseconds: @Sendable () -> UInt64
-    /// The decisions and the looker, taken by the pinging thread at each tick and by each ping's
+    /// The decisions and the looker, taken by the watchdog's thread at each tick and by each ping's
     /// answer: the latch writes stay in order with them.
     private struct State: @unchecked Sendable {
         var edges: QueueEdges
@@ -93,31 +92,34 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             enqueue: enqueue)
     }
 
-    /// Starts the pinging thread: one thread that sleeps an interval between ticks (a libdispatch
-    /// timer would wake its timer thread and a worker each time as well). The first ping on each
-    /// new draining thread runs `attach` there.
+    /// The watchdog lane that ticks the source (`start` makes it).
+    private(set) var timerLane: (any WatchdogLane)?
+
+    /// Sends the first ping, and makes the lane that ticks the source from the watchdog's thread
+    /// (`timerLane`: an interval between ticks; a libdispatch timer would wake its timer thread and
+    /// a worker each time as well). The first ping on each new draining thread runs `attach` there.
     func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
         connect(edges: latch, attach: attach)
         // The first ping from here: work enqueued after `start` returns waits behind it, so the
         // draining thread is known (and attached) before that work can stall it.
-        let first = tick()
-        NamedThread.start("hangwatch-ping", stackSize: 256 << 10) { [self] in
-            var next = first
-            while !stopped.load(ordering: .relaxed) {
-                let now = coarseNow()
-                _ = sleeper.wait(timeout: .now() + .nanoseconds(Int(min(next > now ? next - now : 0, 60_000_000_000))))
-                next = tick()
-            }
-        }
+        timerLane = QueuePingLane(source: self, firstTickIn: microseconds(untilCoarse: tick()))
     }
 
-    /// Where the edges go, without the pinging thread (tests call `tick()` themselves).
+    /// Microseconds from now to coarse instant `next` (at most a minute).
+    func microseconds(untilCoarse next: UInt64) -> UInt64 {
+        let now = coarseNow()
+        return min(next > now ? next - now : 0, 60_000_000_000) / 1000
+    }
+
+    var isStopped: Bool { stopped.load(ordering: .relaxed) }
+
+    /// Where the edges go, without a lane (tests call `tick()` themselves).
     func connect(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
         self.latch = latch
         self.attach = attach
     }
 
-    /// Once per interval, on the pinging thread: looks at the draining thread, declares an overdue
+    /// Once per interval, on the watchdog's thread: looks at the draining thread, declares an overdue
     /// stretch, or enqueues the next ping. Returns when to tick next.
     @discardableResult
     func tick() -> UInt64 {
@@ -255,8 +257,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     func stop() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        sleeper.signal()
+        stopped.store(true, ordering: .releasing)
     }
 }
 

@@ -4,8 +4,9 @@ import HangWatchReport
 import Logging
 import Synchronization
 
-/// The watchdog: one thread for one or more watched sources (`WatchdogLane`s; HangWatchNIO gives a
-/// whole event-loop group one watchdog). It sleeps while every loop sleeps (parked on the latches'
+/// The watchdog: one thread for one or more watched sources (`HangLane`s; HangWatchNIO gives a
+/// whole event-loop group one watchdog) and for every other timed duty of its monitor (a queue's
+/// pings, the pool watch: `WatchdogLane`). It sleeps while every loop sleeps (parked on the latches'
 /// shared semaphore, woken by a loop's next idle-to-busy transition), sleeps until the earliest
 /// threshold deadline while a loop is busy, and when a deadline passes with no progress the lane
 /// records the hang: samples every `sampleInterval` until the loop moves, then hands the finished
@@ -31,7 +32,7 @@ final class Watchdog: @unchecked Sendable {
     let wake: WatchdogWake
     /// The thread, while it has lanes (it exits when its last lane leaves; the next `add` starts
     /// another).
-    private let thread: OnDemandThread<WatchdogLane>
+    private let thread: OnDemandThread<any WatchdogLane>
     /// Numbers hangs across every monitor in the process, so report ids (and file names) of
     /// monitors sharing a directory never collide.
     private static let hangSequence = Atomic<Int>(0)
@@ -45,7 +46,7 @@ final class Watchdog: @unchecked Sendable {
 
     /// `lanes`: watched from the start (by `run()` on the caller's thread, in tests); the latches
     /// must post `wake`.
-    init(environment: any WatchdogEnvironment, wake: WatchdogWake = WatchdogWake(), lanes: [WatchdogLane] = []) {
+    init(environment: any WatchdogEnvironment, wake: WatchdogWake = WatchdogWake(), lanes: [any WatchdogLane] = []) {
         self.environment = environment
         self.wake = wake
         thread = OnDemandThread(name: Self.threadName, stackSize: 1 << 20, members: lanes)
@@ -61,7 +62,7 @@ final class Watchdog: @unchecked Sendable {
         self.init(
             environment: environment, wake: latch.wake,
             lanes: [
-                WatchdogLane(
+                HangLane(
                     settings: settings, source: source, latch: latch, control: control, threadSlot: threadSlot,
                     sampler: sampler, sink: sink, images: images, statistics: statistics, logger: logger, heartbeat: heartbeat)
             ])
@@ -71,20 +72,20 @@ final class Watchdog: @unchecked Sendable {
     static let threadName = "hangwatch-wdog"
 
     /// Watches `lane` from now on (its latch must post `wake`), starting the thread if none runs.
-    func add(_ lane: WatchdogLane) {
+    func add(_ lane: any WatchdogLane) {
         if !thread.add(lane, body: { [self] in run() }) { wake.signal() }
     }
 
     /// Waits for `lane` to finish after its `control.stopRequested` was set (a hang in progress is
     /// handed on as `monitor stopped during hang`).
-    func join(_ lane: WatchdogLane) {
+    func join(_ lane: any WatchdogLane) {
         wake.signal()
         lane.finished.wait()
     }
 
     /// Steps every lane and waits, until no lane is left (each leaves once stopped).
     func run() {
-        var done: [WatchdogLane] = []
+        var done: [any WatchdogLane] = []
         while true {
             let (current, dropped) = thread.turn(dropping: { lane in done.contains { $0 === lane } })
             for lane in dropped { lane.finished.signal() }
@@ -92,7 +93,7 @@ final class Watchdog: @unchecked Sendable {
             done = []
             var deadline: UInt64?
             var timed = false
-            var parked: [(WatchdogLane, ActivitySnapshot)] = []
+            var parked: [(any WatchdogLane, ActivitySnapshot)] = []
             for lane in current {
                 switch lane.advance(environment) {
                 case .finished:
@@ -100,6 +101,10 @@ final class Watchdog: @unchecked Sendable {
                 case .until(let time):
                     deadline = min(deadline ?? time, time)
                     timed = true
+                case .at(let time):
+                    deadline = min(deadline ?? time, time)
+                case .rest(let time):
+                    if let time { deadline = min(deadline ?? time, time) }
                 case .park(let snapshot, let time):
                     parked.append((lane, snapshot))
                     if let time { deadline = min(deadline ?? time, time) }
@@ -109,7 +114,7 @@ final class Watchdog: @unchecked Sendable {
             // Parking is the latches' handshake: announce, then re-read. A loop that moved since
             // its lane looked (or a stop requested meanwhile) means look again now.
             var block = true
-            for (lane, snapshot) in parked where lane.latch.park() != snapshot || lane.control.isStopping {
+            for (lane, snapshot) in parked where !lane.park(snapshot) {
                 block = false
             }
             if block {
@@ -122,7 +127,7 @@ final class Watchdog: @unchecked Sendable {
                     for lane in current { lane.timedOut(woke: woke, before: before, after: after) }
                 }
             }
-            for (lane, _) in parked { lane.latch.unpark() }
+            for (lane, _) in parked { lane.unpark() }
             DumpRegistry.servePending()
         }
     }

@@ -1,331 +1,51 @@
 import Dispatch
-import Foundation
 import HangWatchReport
-import Logging
 
-/// One watched source's part of the watchdog: what it decides about that source's latch, and the
-/// hang it is recording. A `Watchdog` thread steps every lane it holds (`advance`), then waits for
-/// the earliest time one of them asked for or for a busy edge of a parked one; so one thread
-/// watches a whole event-loop group, and a hang recorded on one loop never delays detecting one on
-/// another (a lane samples its hang between the waits, it does not block in it).
-///
-/// Only the watchdog's thread touches a lane, except `finished` (signalled when it is done).
-final class WatchdogLane: @unchecked Sendable {
-    let settings: Watchdog.Settings
-    let source: any ActivitySource
-    let latch: ActivityLatch
-    let control: WatchdogControl
-    private let threadSlot: ThreadSlot
-    private let sampler: any StackSampling
-    private let sink: any HangSink
-    /// Nil in tests that script samples: no image table to keep current.
-    private let images: ImageRegistry?
-    private let statistics: MonitorStatistics
-    private let logger: Logger
-    private let heartbeat: HeartbeatPublisher?
-    /// What a blocked thread waits on and who holds it, looked at with each of its samples.
-    private let waits: (any WaitInspecting)?
-    /// Signalled once the lane has finished (stopped, its hang in progress handed on).
-    let finished = DispatchSemaphore(value: 0)
+/// One timed duty of the watchdog thread, the process's only timing thread for every source: a
+/// watched source's hangs (`HangLane`), a queue's pings and looks (`QueuePingLane`), the cooperative
+/// pool's probes and looks (`PoolWatch`). The watchdog steps every lane it holds, then waits on one
+/// wake for the earliest time any of them asked for; each lane is a state machine whose steps run
+/// only on that thread and depend only on the environment's time, so tests run any mix of lanes on
+/// their own thread against scripted time.
+protocol WatchdogLane: AnyObject, Sendable {
+    /// Steps the lane at the environment's time and says what it waits for next. Called after every
+    /// wait of the watchdog, a wake-up meant for another lane included: a lane asked to wait until
+    /// a later time simply says so again.
+    func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait
 
-    /// What the lane asks of the watchdog's next wait.
-    enum Wait: Equatable {
-        /// Wake me when the loop leaves `snapshot` (park the latch), or at `deadline` (the heartbeat).
-        case park(ActivitySnapshot, deadline: UInt64?)
-        /// Wake me at `deadline` (a busy loop's threshold, the next sample).
-        case until(UInt64)
-        /// Stopped: the lane is done.
-        case finished
-    }
+    /// The watchdog's wait ended at `woke` by its deadline, `before` and `after` its own counters
+    /// around it (nil when no lane asked for `.until`).
+    func timedOut(woke: UInt64, before: ProcTask.SchedStat?, after: ProcTask.SchedStat?)
 
-    private enum Phase {
-        case watching
-        /// The watchdog woke late for a stretch past its threshold (the process was stopped or
-        /// starved): the loop gets until `until` to move before it is called a hang.
-        case confirming(snapshot: ActivitySnapshot, start: UInt64, context: String?, until: UInt64)
-        case recording(Hang)
-    }
+    /// For `.park`: announces the park on the lane's latch and re-reads it; false when the loop
+    /// moved since `snapshot` (or the lane is stopping): the watchdog must not block.
+    func park(_ snapshot: ActivitySnapshot) -> Bool
 
-    /// A hang being recorded: its samples so far and when the next is due.
-    private struct Hang {
-        var recording: HangRecording
-        let snapshot: ActivitySnapshot
-        let thread: MonitoredThread?
-        let vacancy: StackSample.Failure
-        var provisionalSamples: Int
-        var provisionalAt: UInt64
-        var nextSample: UInt64
-    }
+    /// Ends the park `park(_:)` announced, after the wait.
+    func unpark()
 
-    private var phase = Phase.watching
-    /// The deadline of the last `.until`, to tell how late the watchdog woke for it.
-    private var deadline: UInt64?
-    /// How late the watchdog woke for the last threshold deadline, and whether that looked like a
-    /// stopped process rather than a starved one.
-    private var oversleep: UInt64 = 0
-    private var stopSuspected = false
+    /// Signalled once the lane returned `.finished` and the watchdog let it go.
+    var finished: DispatchSemaphore { get }
+}
 
-    init(
-        settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
-        threadSlot: ThreadSlot, sampler: any StackSampling, sink: any HangSink, images: ImageRegistry?,
-        statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil, waits: (any WaitInspecting)? = nil
-    ) {
-        self.waits = waits
-        self.settings = settings
-        self.source = source
-        self.latch = latch
-        self.control = control
-        self.threadSlot = threadSlot
-        self.sampler = sampler
-        self.sink = sink
-        self.images = images
-        self.statistics = statistics
-        self.logger = logger
-        self.heartbeat = heartbeat
-    }
+extension WatchdogLane {
+    func timedOut(woke: UInt64, before: ProcTask.SchedStat?, after: ProcTask.SchedStat?) {}
+    func park(_ snapshot: ActivitySnapshot) -> Bool { true }
+    func unpark() {}
+}
 
-    private func detector() -> HangDetector {
-        HangDetector(
-            thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), busyMask: settings.busyMask,
-            clockResolutionMicroseconds: settings.clockResolutionMicroseconds)
-    }
-
-    /// The watchdog's wait ended at `woke` without a wake-up, `before` and `after` its own
-    /// counters around it: if this lane's deadline had passed, note how late it woke for it.
-    func timedOut(woke: UInt64, before: ProcTask.SchedStat?, after: ProcTask.SchedStat?) {
-        guard let deadline, woke >= deadline else { return }
-        let late = woke - deadline
-        switch phase {
-        case .watching:
-            oversleep = late
-            if let before, let after {
-                stopSuspected = late > 0 && Watchdog.lateBecauseStopped(late: late, before: before, after: after)
-            } else {
-                // Without its own counters the watchdog cannot tell a stop from starvation.
-                stopSuspected = late > 0
-            }
-        case .recording(var hang):
-            // Woke far too late, and not for want of a CPU: the process was stopped (SIGSTOP, a
-            // debugger) while hung. That time is not the code's.
-            guard !hang.recording.stopSuspected, late < UInt64(Int64.max),
-                late > max(100_000, 4 * hang.recording.sampleIntervalMicroseconds), let before, let after
-            else { return }
-            hang.recording.stopSuspected = Watchdog.lateBecauseStopped(late: late, before: before, after: after)
-            phase = .recording(hang)
-        case .confirming:
-            break
-        }
-    }
-
-    /// Decides what the source's latch shows now, records and samples a hang, and says when to be
-    /// stepped again. Called by the watchdog's thread after every wait (a wake-up for another
-    /// lane included: every step is safe to repeat early).
-    func advance(_ environment: any WatchdogEnvironment) -> Wait {
-        let wait = decide(environment)
-        if case .until(let time) = wait { deadline = time } else { deadline = nil }
-        return wait
-    }
-
-    private func decide(_ environment: any WatchdogEnvironment) -> Wait {
-        while true {
-            switch phase {
-            case .recording(var hang):
-                if let wait = step(&hang, environment) { return wait }
-                continue
-            case .confirming(let snapshot, let start, let context, let until):
-                if latch.snapshot() != snapshot || control.isStopping {
-                    logger.debug("watchdog woke late; the loop caught up", metadata: ["hangwatch.oversleep_ms": "\(oversleep / 1000)"])
-                    oversleep = 0
-                    phase = .watching
-                    continue
-                }
-                if environment.now() < until { return .until(until) }
-                startRecording(start: start, snapshot: snapshot, context: context, stopSuspected: stopSuspected, environment)
-                oversleep = 0
-                continue
-            case .watching:
-                break
-            }
-            if control.isStopping { return .finished }
-            let snapshot = latch.snapshot()
-            if control.isPaused {
-                tick(.paused, snapshot)
-                oversleep = 0
-                return park(snapshot, environment)
-            }
-            let now = environment.now()
-            let countFrom = control.countFromMicroseconds.load(ordering: .acquiring)
-            let verdict = detector().evaluate(snapshot, now: now, countFrom: countFrom)
-            if case .idle = verdict { tick(.idle, snapshot) } else { tick(.watching, snapshot) }
-            switch verdict {
-            case .idle:
-                oversleep = 0
-                return park(snapshot, environment)
-            case .waitUntil(let deadline):
-                return .until(deadline)
-            case .hang(let start):
-                guard case .busy(let context) = source.confirmBusy() else {
-                    // Not busy after all (a run loop asleep in a mode it did not observe, now observed).
-                    latch.markIdle(ifUnchanged: snapshot)
-                    oversleep = 0
-                    continue
-                }
-                let threshold = control.thresholdMicroseconds.load(ordering: .relaxed)
-                if oversleep > max(20_000, threshold / 5) && stopSuspected {
-                    // The watchdog itself woke late, and not for want of a CPU: this process was
-                    // stopped (SIGSTOP, a debugger), and so was the loop, mid-iteration. Let the
-                    // loop catch up before calling it a hang: the stop is not its code's time.
-                    // (Late for want of a CPU, the loop really has been busy this long: recorded
-                    // at once, while it still is, its report saying what the machine did. A
-                    // second look then lost real hangs that ended during it.)
-                    let confirmation = min(threshold / 2, 100_000)
-                    phase = .confirming(snapshot: snapshot, start: start, context: context, until: environment.now() + confirmation)
-                    continue
-                }
-                startRecording(start: start, snapshot: snapshot, context: context, stopSuspected: false, environment)
-                oversleep = 0
-            }
-        }
-    }
-
-    /// Blocks until the loop leaves idle (or a control call wakes the watchdog). With a heartbeat,
-    /// at least once per heartbeat interval to publish it.
-    private func park(_ snapshot: ActivitySnapshot, _ environment: any WatchdogEnvironment) -> Wait {
-        .park(snapshot, deadline: heartbeat == nil ? nil : environment.now() + settings.heartbeatIntervalMicroseconds)
-    }
-
-    private func tick(_ state: HeartbeatPublisher.State, _ snapshot: ActivitySnapshot) {
-        heartbeat?.tick(
-            state, activityWord: snapshot.word, hangsDetected: UInt64(statistics.hangsDetected.load(ordering: .relaxed)),
-            hangsSuppressed: UInt64(statistics.hangsSuppressed.load(ordering: .relaxed)),
-            thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
-    }
-
-    private func startRecording(
-        start startMicroseconds: UInt64, snapshot: ActivitySnapshot, context: String?, stopSuspected: Bool,
-        _ environment: any WatchdogEnvironment
-    ) {
-        latch.setRecordingHang(true)
-        statistics.hangsDetected.add(1, ordering: .relaxed)
-        let detected = environment.now()
-        let (thread, vacancy) = threadSlot.capture
-        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: startMicroseconds), serviceName: settings.serviceName)
-        var recording = HangRecording(
-            id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
-            mode: context, thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed),
-            thread: thread, process: environment.processSnapshot(), baseline: thread.flatMap(environment.schedule(of:)),
-            watchdogOversleepMicroseconds: oversleep, stopSuspected: stopSuspected, maxSamples: settings.maxSamples,
-            sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
-        recording.edges = source.edges
-        logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
-        takeSample(&recording, thread: thread, vacancy: vacancy, hang: snapshot, environment)
-        noteLabels(&recording, thread: thread)
-        sink.hangStarted(recording)
-        phase = .recording(
-            Hang(
-                recording: recording, snapshot: snapshot, thread: thread, vacancy: vacancy,
-                provisionalSamples: recording.samples.count, provisionalAt: detected,
-                nextSample: detected + recording.sampleIntervalMicroseconds))
-    }
-
-    /// One step of a hang being recorded: ends it when the loop moved (or the monitor stops),
-    /// samples it when a sample is due. Returns the next wait, or nil when the hang is over.
-    private func step(_ hang: inout Hang, _ environment: any WatchdogEnvironment) -> Wait? {
-        tick(.recording, hang.snapshot)
-        if let end = HangDetector.endOfHang(started: hang.snapshot, latest: latch.snapshot()) {
-            hang.recording.end(at: end)
-            finish(hang.recording, outcome: .recovered)
-            return nil
-        }
-        let now = environment.now()
-        if control.isStopping {
-            hang.recording.endMicroseconds = now
-            finish(hang.recording, outcome: .monitorStopped)
-            return nil
-        }
-        if now < hang.nextSample {
-            phase = .recording(hang)
-            return .until(hang.nextSample)
-        }
-        takeSample(&hang.recording, thread: hang.thread, vacancy: hang.vacancy, hang: hang.snapshot, environment)
-        noteLabels(&hang.recording, thread: hang.thread)
-        if hang.recording.samples.last?.failure == .threadExited {
-            // The stretch will never end by itself: count it as over, and wait for the next busy
-            // edge (from another thread) instead of finding the same stretch again.
-            hang.recording.endMicroseconds = now
-            latch.markIdle(ifUnchanged: hang.snapshot)
-            finish(hang.recording, outcome: .recovered)
-            return nil
-        }
-        // Refresh the provisional report as samples double, and at least every 30 s, so a hang
-        // that never ends leaves most of its samples behind.
-        if hang.recording.samples.count >= 2 * hang.provisionalSamples
-            || now - hang.provisionalAt >= Watchdog.provisionalRefreshMicroseconds
-        {
-            hang.provisionalSamples = hang.recording.samples.count
-            hang.provisionalAt = now
-            sink.hangProgressed(hang.recording)
-        }
-        hang.nextSample = max(now, hang.nextSample) + hang.recording.sampleIntervalMicroseconds
-        phase = .recording(hang)
-        return .until(hang.nextSample)
-    }
-
-    private func finish(_ recording: HangRecording, outcome: HangReport.Outcome) {
-        // The loop moved: a thread stuck in dlopen has left it, so the loader may be asked again.
-        images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
-        sink.hangEnded(recording, outcome: outcome)
-        logger.debug("hang ended", metadata: ["hangwatch.id": "\(recording.id)", "hangwatch.outcome": "\(outcome.rawValue)"])
-        latch.setRecordingHang(false)
-        phase = .watching
-        oversleep = 0
-    }
-
-    /// The labels in effect on the hung thread (`HangMonitor.withLabels`), until some are found.
-    private func noteLabels(_ recording: inout HangRecording, thread: MonitoredThread?) {
-        guard recording.labels == nil, let thread else { return }
-        let sets = LabelsInEffect.read(thread)
-        if !sets.isEmpty { recording.labels = sets }
-    }
-
-    /// Samples the hung thread into `recording`. A sample completed after the loop moved on
-    /// (`hang`, its latch word when the hang began, is gone) may show what came after the hang (the
-    /// loop asleep in its own wait): its stack is not kept. On a busy machine the watchdog can be
-    /// taken off its CPU between its look at the latch and the sample for many milliseconds.
-    private func takeSample(
-        _ recording: inout HangRecording, thread: MonitoredThread?, vacancy: StackSample.Failure, hang: ActivitySnapshot,
-        _ environment: any WatchdogEnvironment
-    ) {
-        var sample: StackSample
-        if let thread {
-            sample = sampler.sample(
-                thread, previous: recording.samples.last, signalAllowed: !recording.process.debuggerAttached)
-            // A stack that stopped in code no known image holds (a library still being loaded):
-            // learn the image without the loader's lock and take the stack again.
-            if sample.truncated, !sample.frames.isEmpty, images?.learnDuringHang(addresses: sample.frames) == true {
-                sample = sampler.sample(thread, previous: nil, signalAllowed: !recording.process.debuggerAttached)
-            }
-        } else {
-            sample = StackSample(
-                microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: vacancy)
-        }
-        if latch.snapshot() != hang, !sample.frames.isEmpty {
-            // What the thread was doing then is after the hang: none of it is the hang's. A sample
-            // after the first is left out (the hang is over; the next step ends it); the first is
-            // kept without its stack, so that the report says what happened.
-            guard recording.samples.isEmpty else { return }
-            sample = StackSample(
-                microseconds: sample.microseconds, frames: [], method: nil, truncated: false,
-                onCPUNanoseconds: sample.onCPUNanoseconds, runQueueNanoseconds: sample.runQueueNanoseconds, failure: .endedDuringCapture)
-        }
-        if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
-            statistics.captureFailures.add(1, ordering: .relaxed)
-        }
-        if let thread, let waits, sample.failure == nil, sample.blockedKey != nil,
-            let observation = waits.inspect(tid: thread.tid, sample: sample)
-        {
-            recording.add(wait: observation)
-        }
-        recording.add(sample)
-    }
+/// What a lane asks of the watchdog's next wait.
+enum WatchdogWait: Equatable {
+    /// Wake me when the loop leaves `snapshot` (park the latch), or at `deadline` (the heartbeat).
+    case park(ActivitySnapshot, deadline: UInt64?)
+    /// Wake me at `deadline`, and tell me how late I woke (a busy loop's threshold, the next
+    /// sample): the watchdog reads its own counters around such a wait.
+    case until(UInt64)
+    /// Wake me at `time` (a timer: how late does not matter).
+    case at(UInt64)
+    /// Wake me when the wake is posted on my behalf (I armed something that posts it), or at
+    /// `time` if one is given.
+    case rest(until: UInt64?)
+    /// Stopped: the lane is done.
+    case finished
 }

@@ -4,7 +4,7 @@ import Synchronization
 /// loops): `add` starts it when none runs, and the thread, at each turn, takes its members and
 /// exits when none is left. Both happen under one lock, so a member added while the thread exits
 /// either reaches it or starts another, never neither.
-final class OnDemandThread<Member: AnyObject & Sendable>: Sendable {
+final class OnDemandThread<Member: Sendable>: Sendable {
     private struct State {
         var members: [Member] = []
         var runs = false

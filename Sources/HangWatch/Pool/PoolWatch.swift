@@ -21,9 +21,10 @@ import Synchronization
 /// or a delayed job (`Task.sleep`'s resumption) falls due. Without the hooks, or when another
 /// hook was set after ours, it never rests.
 ///
-/// One per process (`PoolWatchRegistry`). Runs on a thread of its own that the pool does not
-/// need; tests run `run()` on their own thread against a scripted environment.
-final class PoolWatch: @unchecked Sendable {
+/// One per process (`PoolWatchRegistry`): a lane of its monitor's watchdog (a thread the pool does
+/// not need), every wait a state of `Phase`; tests step it with a `Watchdog` on their own thread
+/// against a scripted environment.
+final class PoolWatch: WatchdogLane, @unchecked Sendable {
     struct Settings: Sendable {
         /// The probe period and the starvation threshold (the owning monitor's, which may change).
         var thresholdMicroseconds: @Sendable () -> UInt64
@@ -37,8 +38,43 @@ final class PoolWatch: @unchecked Sendable {
         var poolWidth = ProcessInfo.processInfo.activeProcessorCount
     }
 
+    /// A probe enqueued at `enqueued`, which must start within `threshold`.
+    struct Probe {
+        let slot: PoolProbeSlot
+        let enqueued: UInt64
+        let threshold: UInt64
+        var deadline: UInt64 { enqueued + threshold }
+    }
+
+    /// A rest being confirmed or taken: the probe enqueued once the hooks were armed, and when the
+    /// next delayed job falls due (nil: none).
+    struct Rest {
+        let probe: Probe
+        let until: UInt64?
+    }
+
+    /// A starvation being recorded, and the probe whose start ends it.
+    struct Starvation {
+        var recording: PoolRecording
+        let probe: Probe
+    }
+
+    /// What the watch waits for; `wakeAt`: when it looks next.
+    private enum Phase {
+        /// No probe out: the next step sends one.
+        case starting
+        case probing(Probe, wakeAt: UInt64)
+        case confirmingRest(Rest, wakeAt: UInt64)
+        case resting(Rest)
+        case starved(Starvation, wakeAt: UInt64)
+        /// A probe late with every pool thread idle (nothing starves the pool).
+        case awaitingProbe(Probe, wakeAt: UInt64)
+    }
+
     private let settings: Settings
-    private let environment: any WatchdogEnvironment
+    /// The watchdog's, as of its last step.
+    private var environment: (any WatchdogEnvironment)!
+    private var phase = Phase.starting
     private let enqueue: @Sendable (PoolProbeSlot) -> Void
     /// Enqueues a job that attaches the thread of the given pool it runs on (nil: attaching is the
     /// probe's alone).
@@ -67,11 +103,16 @@ final class PoolWatch: @unchecked Sendable {
     /// Since when every look found every pool thread idle (nil: the last look did not).
     private var quietSince: UInt64?
     private let stopRequested = Atomic<Bool>(false)
-    private let wake = WatchdogWake()
-    private let finished = DispatchSemaphore(value: 0)
+    /// Set by the armed hooks' first job (`restIfQuiet`): the wake they post is the watchdog's,
+    /// which other lanes' loops post too.
+    private let restWoken = Atomic<Bool>(false)
+    /// The watchdog's wake, which the armed hooks and `requestStop()` post.
+    private let wake: WatchdogWake
+    let finished = DispatchSemaphore(value: 0)
 
+    /// `wake`: the wake of the watchdog that steps the watch.
     init(
-        settings: Settings, environment: any WatchdogEnvironment, enqueue: @escaping @Sendable (PoolProbeSlot) -> Void,
+        settings: Settings, wake: WatchdogWake, enqueue: @escaping @Sendable (PoolProbeSlot) -> Void,
         attach: (@Sendable (CooperativePool) -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
         threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil,
         sink: any PoolSink,
@@ -83,7 +124,7 @@ final class PoolWatch: @unchecked Sendable {
         self.waits = waits
         self.functionStart = functionStart ?? images.map { images in { @Sendable address in images.current.functionStart(of: address) } }
         self.settings = settings
-        self.environment = environment
+        self.wake = wake
         self.enqueue = enqueue
         self.attach = attach
         self.attachEveryWorker = attachEveryWorker
@@ -96,56 +137,82 @@ final class PoolWatch: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// The pool watch's thread name (15 bytes at most).
-    static let threadName = "hangwatch-pool"
-
     var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
-    func start() {
-        NamedThread.start(Self.threadName, stackSize: 1 << 20) { [self] in
-            self.run()
-            self.finished.signal()
-        }
-    }
-
-    /// Asks `run()` to return (at once, mid-wait); a starvation in progress ends `monitor stopped`.
+    /// Asks the lane to finish at its next step (the wake gets it there at once, mid-wait); a
+    /// starvation in progress ends `monitor stopped`.
     func requestStop() {
         stopRequested.store(true, ordering: .releasing)
         wake.signal()
     }
 
-    /// `requestStop()`, then waits for the thread `start()` began.
-    func stopAndJoin() {
-        requestStop()
-        finished.wait()
+    func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
+        self.environment = environment
+        if isStopping {
+            stopNow()
+            return .finished
+        }
+        let now = environment.now()
+        switch phase {
+        case .starting:
+            return sendProbe()
+        case .probing(let probe, let wakeAt):
+            return probing(probe, wakeAt: wakeAt, now: now)
+        case .confirmingRest(let rest, let wakeAt):
+            return confirmingRest(rest, wakeAt: wakeAt, now: now)
+        case .resting(let rest):
+            return resting(rest, now: now)
+        case .starved(let starvation, let wakeAt):
+            return starved(starvation, wakeAt: wakeAt, now: now)
+        case .awaitingProbe(let probe, let wakeAt):
+            return awaitingProbe(probe, wakeAt: wakeAt, now: now)
+        }
     }
 
-    /// The probe loop, until stopped.
-    func run() {
-        while !isStopping {
-            let threshold = max(settings.thresholdMicroseconds(), 1000)
-            let slot = PoolProbeSlot()
-            let enqueued = environment.now()
-            enqueueOwn { enqueue(slot) }
-            let deadline = enqueued + threshold
-            while !isStopping {
-                let now = environment.now()
-                if now >= deadline { break }
-                _ = environment.wait(wake, until: looker == nil ? deadline : min(deadline, now + lookInterval(threshold)))
-                if !isStopping {
-                    if let started = slot.startedMicroseconds { probeStarted = started }
-                    lookAtJobs(thresholdMicroseconds: threshold)
-                }
-            }
-            if isStopping { break }
-            if let started = slot.startedMicroseconds {
-                probeStarted = started
-                histogram.add(delayNanoseconds: (started - min(started, enqueued)) * 1000)
-                restIfQuiet(thresholdMicroseconds: threshold)
-                continue
-            }
-            record(slot, enqueuedMicroseconds: enqueued, thresholdMicroseconds: threshold)
+    /// Enqueues the next probe: a threshold later it must have started.
+    private func sendProbe() -> WatchdogWait {
+        let threshold = max(settings.thresholdMicroseconds(), 1000)
+        let slot = PoolProbeSlot()
+        let enqueued = environment.now()
+        enqueueOwn { enqueue(slot) }
+        let probe = Probe(slot: slot, enqueued: enqueued, threshold: threshold)
+        return waitProbing(probe, now: enqueued)
+    }
+
+    private func waitProbing(_ probe: Probe, now: UInt64) -> WatchdogWait {
+        let wakeAt = looker == nil ? probe.deadline : min(probe.deadline, now + lookInterval(probe.threshold))
+        phase = .probing(probe, wakeAt: wakeAt)
+        return .at(wakeAt)
+    }
+
+    /// A probe is out: a look at the pool's threads each look interval until its deadline, then
+    /// whether it started.
+    private func probing(_ probe: Probe, wakeAt: UInt64, now: UInt64) -> WatchdogWait {
+        guard now >= wakeAt else { return .at(wakeAt) }
+        if let started = probe.slot.startedMicroseconds { probeStarted = started }
+        lookAtJobs(thresholdMicroseconds: probe.threshold)
+        let looked = environment.now()
+        if looked < probe.deadline { return waitProbing(probe, now: looked) }
+        guard let started = probe.slot.startedMicroseconds else { return record(probe) }
+        probeStarted = started
+        histogram.add(delayNanoseconds: (started - min(started, probe.enqueued)) * 1000)
+        return restIfQuiet(thresholdMicroseconds: probe.threshold) ?? sendProbe()
+    }
+
+    /// Every step after `requestStop()`: a rest ends, a starvation and the held jobs in progress are
+    /// handed on `monitor stopped`.
+    private func stopNow() {
+        switch phase {
+        case .confirmingRest, .resting:
+            _ = wakeSource?.disarm()
+        case .starved(let starvation, _):
+            var recording = starvation.recording
+            recording.endMicroseconds = environment.now()
+            finish(recording, outcome: .monitorStopped)
+        default:
+            break
         }
+        phase = .starting
         for event in tracker.stop() { handle(event, outcome: .monitorStopped) }
     }
 
@@ -173,52 +240,77 @@ final class PoolWatch: @unchecked Sendable {
     }
 
     /// Rests once the pool has been idle for `restAfter`, until a job is enqueued or a delayed one
-    /// falls due. Jobs enqueued just before the hooks were armed could start unseen during the
-    /// rest, so after arming a probe is enqueued (jobs of its priority and above enqueued before
-    /// it start first) and, once it started, one more look must find every pool thread idle.
-    private func restIfQuiet(thresholdMicroseconds threshold: UInt64) {
-        guard let wakeSource, looker != nil, let since = quietSince else { return }
+    /// falls due (nil: not now, probe again). Jobs enqueued just before the hooks were armed could
+    /// start unseen during the rest, so after arming a probe is enqueued (jobs of its priority and
+    /// above enqueued before it start first) and, once it started, one more look must find every
+    /// pool thread idle (`confirmingRest`).
+    private func restIfQuiet(thresholdMicroseconds threshold: UInt64) -> WatchdogWait? {
+        guard let wakeSource, looker != nil, let since = quietSince else { return nil }
         let now = environment.now()
-        guard now - min(now, since) >= restAfter(threshold), wakeSource.canRest() else { return }
+        guard now - min(now, since) >= restAfter(threshold), wakeSource.canRest() else { return nil }
         let delayed = wakeSource.nextDelayed(after: now)
-        if delayed == .unknown { return }
-        while wake.tryWait() {}
-        if isStopping { return }
+        if delayed == .unknown { return nil }
         // The first job after the rest may run on a fresh worker (libdispatch lets idle workers
         // exit after 5 s), which a job must prepare for signal captures before it can be captured
         // on a CPU. So the enqueue that wakes the watch first queues attach jobs that meet on every
         // worker the pool may have (`enqueueAttachEveryWorker`): whichever worker takes that job
-        // was prepared before it.
+        // was prepared before it. (It also notes that the hooks fired: the wake is the watchdog's,
+        // which other lanes' loops post too.)
         let width = max(1, settings.poolWidth)
-        wakeSource.arm(wake) { [attachEveryWorker] in attachEveryWorker?(width) }
+        restWoken.store(false, ordering: .releasing)
+        wakeSource.arm(wake) { [self, attachEveryWorker] in
+            restWoken.store(true, ordering: .releasing)
+            attachEveryWorker?(width)
+        }
         let slot = PoolProbeSlot()
         wakeSource.ownEnqueues { enqueue(slot) }
-        let deadline = environment.now() + threshold
-        var signalled = false
-        while slot.startedMicroseconds == nil, !signalled, environment.now() < deadline {
-            signalled = environment.wait(wake, until: min(deadline, environment.now() + lookInterval(threshold)))
+        let armed = environment.now()
+        let rest = Rest(
+            probe: Probe(slot: slot, enqueued: armed, threshold: threshold),
+            until: { if case .due(let time) = delayed { time } else { nil } }())
+        let wakeAt = min(rest.probe.deadline, armed + lookInterval(threshold))
+        phase = .confirmingRest(rest, wakeAt: wakeAt)
+        return .rest(until: wakeAt)
+    }
+
+    /// The hooks are armed and the rest's probe is out: rests once it started and a look found the
+    /// pool idle; a job enqueued meanwhile, or a probe not started by its deadline, means probing.
+    private func confirmingRest(_ rest: Rest, wakeAt: UInt64, now: UInt64) -> WatchdogWait {
+        let woken = restWoken.load(ordering: .acquiring)
+        if !woken, now < wakeAt { return .rest(until: wakeAt) }
+        if !woken, rest.probe.slot.startedMicroseconds == nil, now < rest.probe.deadline {
+            let next = min(rest.probe.deadline, now + lookInterval(rest.probe.threshold))
+            phase = .confirmingRest(rest, wakeAt: next)
+            return .rest(until: next)
         }
-        if let started = slot.startedMicroseconds { probeStarted = started }
-        guard !signalled, !isStopping, slot.startedMicroseconds != nil, lookAtJobs(thresholdMicroseconds: threshold) else {
-            _ = wakeSource.disarm()
+        if let started = rest.probe.slot.startedMicroseconds { probeStarted = started }
+        guard !woken, rest.probe.slot.startedMicroseconds != nil, lookAtJobs(thresholdMicroseconds: rest.probe.threshold) else {
+            _ = wakeSource?.disarm()
             quietSince = nil
-            return
+            return sendProbe()
         }
-        let until: UInt64? = if case .due(let time) = delayed { time } else { nil }
         histogram.addRest()
-        logger.debug("pool watch resting", metadata: ["hangwatch.until": "\(until.map { "\($0)" } ?? "a job")"])
-        let woken = environment.wait(wake, until: until)
-        let enqueuedAt = wakeSource.disarm()
+        logger.debug("pool watch resting", metadata: ["hangwatch.until": "\(rest.until.map { "\($0)" } ?? "a job")"])
+        phase = .resting(rest)
+        return .rest(until: rest.until)
+    }
+
+    /// At rest: until the hooks see a job enqueued, or the next delayed job falls due.
+    private func resting(_ rest: Rest, now: UInt64) -> WatchdogWait {
+        let woken = restWoken.load(ordering: .acquiring)
+        if !woken, rest.until.map({ now < $0 }) ?? true { return .rest(until: rest.until) }
+        let enqueuedAt = wakeSource?.disarm()
         // A job seen from now started no earlier than the enqueue that woke the watch, or than
         // the delayed job's due time.
-        let resumed = enqueuedAt ?? (woken ? environment.now() : until ?? environment.now())
+        let resumed = enqueuedAt ?? (woken ? now : rest.until ?? now)
         tracker.resume(at: resumed)
         quietSince = nil
         // A job enqueued to an idle pool starts at once: a look now dates its start from the
         // enqueue to within the wake-up's latency (half a look interval later, it would be off
         // by up to that).
-        if enqueuedAt != nil, !isStopping { lookAtJobs(thresholdMicroseconds: threshold) }
-        logger.debug("pool watch woken", metadata: ["hangwatch.by": "\(enqueuedAt != nil ? "a job enqueued" : woken ? "stop" : "a delayed job due")"])
+        if enqueuedAt != nil { lookAtJobs(thresholdMicroseconds: rest.probe.threshold) }
+        logger.debug("pool watch woken", metadata: ["hangwatch.by": "\(enqueuedAt != nil ? "a job enqueued" : "a delayed job due")"])
+        return sendProbe()
     }
 
     /// One round of looks; whether it found every pool thread idle and no job followed.
@@ -304,7 +396,9 @@ final class PoolWatch: @unchecked Sendable {
         }
     }
 
-    private func record(_ slot: PoolProbeSlot, enqueuedMicroseconds start: UInt64, thresholdMicroseconds: UInt64) {
+    /// A probe not started by its deadline: every pool thread is captured. If one holds a job, the
+    /// pool is starved (`starved`); if none does, the delay is the machine's (`awaitingProbe`).
+    private func record(_ probe: Probe) -> WatchdogWait {
         let detected = environment.now()
         let process = environment.processSnapshot()
         let captured = Array(threads.capture(skipping: [], signalAllowed: !process.debuggerAttached).prefix(settings.maxThreads))
@@ -313,51 +407,57 @@ final class PoolWatch: @unchecked Sendable {
             // delay is the machine's (the worker waited for a CPU to wake on): it goes into the
             // start-delay histogram, and no report blames the pool.
             logger.debug("pool probe late with every pool thread idle: not a starvation", metadata: ["hangwatch.threads": "\(captured.count)"])
-            awaitProbe(slot, enqueuedMicroseconds: start, thresholdMicroseconds: thresholdMicroseconds)
-            return
+            return awaitingProbe(probe, wakeAt: nil, now: detected)
         }
         histogram.addStarvation()
         statistics?.hangsDetected.add(1, ordering: .relaxed)
-        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: start), serviceName: settings.serviceName)
+        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: probe.enqueued), serviceName: settings.serviceName)
         var recording = PoolRecording(
-            id: id, startMicroseconds: start, detectedMicroseconds: detected, thresholdMicroseconds: thresholdMicroseconds,
+            id: id, startMicroseconds: probe.enqueued, detectedMicroseconds: detected, thresholdMicroseconds: probe.threshold,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds, process: process)
         recording.threads = captured.map(withWait)
         logger.debug("cooperative pool starved", metadata: ["hangwatch.id": "\(id)", "hangwatch.threads": "\(recording.threads.count)"])
         sink.poolStarved(recording)
         tracker.coverUnheld()
+        return starved(Starvation(recording: recording, probe: probe), wakeAt: nil, now: detected)
+    }
 
-        var outcome = HangReport.Outcome.recovered
-        while true {
-            if let started = slot.startedMicroseconds {
-                recording.endMicroseconds = max(started, start)
-                probeStarted = started
-                break
-            }
-            if isStopping {
-                recording.endMicroseconds = environment.now()
-                outcome = .monitorStopped
-                break
-            }
-            _ = environment.wait(wake, until: environment.now() + settings.sampleIntervalMicroseconds)
-            if !isStopping {
-                // Jobs seen while the pool is starved are in this report, not in reports of their own.
-                lookAtJobs(thresholdMicroseconds: thresholdMicroseconds)
-                tracker.coverUnheld()
-            }
-            guard slot.startedMicroseconds == nil, !isStopping, recording.threads.count < settings.maxThreads else { continue }
-            let more = threads.capture(skipping: Set(recording.threads.map(\.tid)), signalAllowed: !process.debuggerAttached)
-            if !more.isEmpty {
-                recording.threads += more.prefix(settings.maxThreads - recording.threads.count).map(withWait)
-                sink.poolProgressed(recording)
+    /// A starvation in progress: the pool's threads looked at each sample interval (threads that
+    /// appear are captured too) until the probe starts, which ends it exactly. `wakeAt` nil: the
+    /// first step, before any wait.
+    private func starved(_ starvation: Starvation, wakeAt: UInt64?, now: UInt64) -> WatchdogWait {
+        if let wakeAt, now < wakeAt { return .at(wakeAt) }
+        var recording = starvation.recording
+        let probe = starvation.probe
+        if wakeAt != nil {
+            // Jobs seen while the pool is starved are in this report, not in reports of their own.
+            lookAtJobs(thresholdMicroseconds: probe.threshold)
+            tracker.coverUnheld()
+            if probe.slot.startedMicroseconds == nil, recording.threads.count < settings.maxThreads {
+                let more = threads.capture(
+                    skipping: Set(recording.threads.map(\.tid)), signalAllowed: !recording.process.debuggerAttached)
+                if !more.isEmpty {
+                    recording.threads += more.prefix(settings.maxThreads - recording.threads.count).map(withWait)
+                    sink.poolProgressed(recording)
+                }
             }
         }
-        if outcome == .recovered, let end = recording.endMicroseconds {
-            histogram.add(delayNanoseconds: (end - start) * 1000)
+        guard let started = probe.slot.startedMicroseconds else {
+            let next = environment.now() + settings.sampleIntervalMicroseconds
+            phase = .starved(Starvation(recording: recording, probe: probe), wakeAt: next)
+            return .at(next)
         }
+        recording.endMicroseconds = max(started, probe.enqueued)
+        probeStarted = started
+        histogram.add(delayNanoseconds: (max(started, probe.enqueued) - probe.enqueued) * 1000)
+        finish(recording, outcome: .recovered)
+        return sendProbe()
+    }
+
+    private func finish(_ recording: PoolRecording, outcome: HangReport.Outcome) {
         images?.refreshIfNeeded(for: recording.threads.flatMap(\.sample.frames))
         sink.poolRecovered(recording, outcome: outcome)
-        logger.debug("cooperative pool recovered", metadata: ["hangwatch.id": "\(id)", "hangwatch.outcome": "\(outcome.rawValue)"])
+        logger.debug("cooperative pool recovered", metadata: ["hangwatch.id": "\(recording.id)", "hangwatch.outcome": "\(outcome.rawValue)"])
     }
 
     /// Whether every pool thread captured is a worker waiting for work (none holds a job).
@@ -369,17 +469,21 @@ final class PoolWatch: @unchecked Sendable {
         }
     }
 
-    /// Waits for a late probe that starved nothing to start (looking at jobs meanwhile, as between
-    /// probes), and counts its delay.
-    private func awaitProbe(_ slot: PoolProbeSlot, enqueuedMicroseconds start: UInt64, thresholdMicroseconds: UInt64) {
-        while slot.startedMicroseconds == nil, !isStopping {
-            _ = environment.wait(wake, until: environment.now() + settings.sampleIntervalMicroseconds)
-            if !isStopping { lookAtJobs(thresholdMicroseconds: thresholdMicroseconds) }
+    /// A late probe that starved nothing: looks at jobs each sample interval (as between probes)
+    /// until it starts, and counts its delay. `wakeAt` nil: the first step, before any wait.
+    private func awaitingProbe(_ probe: Probe, wakeAt: UInt64?, now: UInt64) -> WatchdogWait {
+        if let wakeAt {
+            guard now >= wakeAt else { return .at(wakeAt) }
+            lookAtJobs(thresholdMicroseconds: probe.threshold)
         }
-        if let started = slot.startedMicroseconds {
-            probeStarted = started
-            histogram.add(delayNanoseconds: (max(started, start) - start) * 1000)
+        guard let started = probe.slot.startedMicroseconds else {
+            let next = environment.now() + settings.sampleIntervalMicroseconds
+            phase = .awaitingProbe(probe, wakeAt: next)
+            return .at(next)
         }
+        probeStarted = started
+        histogram.add(delayNanoseconds: (max(started, probe.enqueued) - probe.enqueued) * 1000)
+        return sendProbe()
     }
 
     /// A held job's thread, blocked: what it waits on, with the sample.

@@ -1,19 +1,33 @@
 import Synchronization
 
 /// One pool watch per process, whatever the number of monitors: the first running monitor that
-/// watches the pool runs it (reports go to its directory, under its service name and threshold);
-/// when that monitor stops, the next one still running takes over.
+/// watches the pool runs it as a lane of its watchdog (reports go to its directory, under its
+/// service name and threshold); when that monitor stops, the next one still running takes over.
 enum PoolWatchRegistry {
     private struct State {
         /// Monitors that would watch the pool, in the order they started: (owner, how it starts one).
-        var candidates: [(owner: ObjectIdentifier, make: @Sendable () -> PoolWatch)] = []
-        var active: (owner: ObjectIdentifier, watch: PoolWatch)?
+        var candidates: [(owner: ObjectIdentifier, make: @Sendable () -> Active)] = []
+        var active: (owner: ObjectIdentifier, watch: Active)?
+    }
+
+    /// A pool watch and the watchdog that steps it.
+    struct Active: Sendable {
+        let watch: PoolWatch
+        let watchdog: Watchdog
+
+        func start() { watchdog.add(watch) }
+
+        /// Stops the watch (a starvation in progress is written `monitor stopped`) and waits for it.
+        func stopAndJoin() {
+            watch.requestStop()
+            watchdog.join(watch)
+        }
     }
 
     private static let state = Mutex(State())
 
     /// `owner` started and would watch the pool; it does at once if no other monitor does.
-    static func enroll(_ owner: ObjectIdentifier, make: @escaping @Sendable () -> PoolWatch) {
+    static func enroll(_ owner: ObjectIdentifier, make: @escaping @Sendable () -> Active) {
         state.withLock { state in
             state.candidates.append((owner, make))
             if state.active == nil {
@@ -27,7 +41,7 @@ enum PoolWatchRegistry {
     /// `owner` stopped; if it ran the pool watch, that stops (a starvation in progress is written
     /// `monitor stopped`) and the next monitor's starts.
     static func withdraw(_ owner: ObjectIdentifier) {
-        let stopping = state.withLock { state -> PoolWatch? in
+        let stopping = state.withLock { state -> Active? in
             state.candidates.removeAll { $0.owner == owner }
             guard let active = state.active, active.owner == owner else { return nil }
             state.active = nil

@@ -260,4 +260,24 @@ import Testing
         }
         #expect(downcasts.isEmpty, "\(downcasts)")
     }
+
+    /// One timer: the monitor's timed work (hang lanes, a queue's pings, the pool watch) runs as
+    /// lanes of the watchdog (`WatchdogLane`), and the only other thread the library starts is the
+    /// event-loop watcher's (it waits on epoll). A new thread anywhere else fails here.
+    @Test func onlyTheWatchdogAndTheLoopWatcherStartThreads() throws {
+        let starters = try Self.swiftSources().filter { $0.path.hasPrefix("HangWatch/") }.flatMap { file in
+            file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line -> String? in
+                let code = Self.code(String(line))
+                guard code.range(of: #"NamedThread\.start\(|OnDemandThread(<[^>]*>)?\(name:|Thread\s*\{|pthread_create"#, options: .regularExpression) != nil
+                else { return nil }
+                return file.path
+            }
+        }
+        #expect(
+            Set(starters) == [
+                "HangWatch/Detection/Watchdog.swift", "HangWatch/Activity/EventLoopWatcher.swift", "HangWatch/Linux/OnDemandThread.swift",
+                "HangWatch/Linux/NamedThread.swift",
+            ],
+            "\(starters)")
+    }
 }

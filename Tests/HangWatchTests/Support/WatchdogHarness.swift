@@ -106,15 +106,17 @@ final class WatchdogHarness {
         first.clock.whenScriptEnds = {
             for harness in harnesses { harness.control.stopRequested.store(true, ordering: .releasing) }
         }
-        let lanes = harnesses.map { h in
-            let slot = ThreadSlot()
-            if let thread = h.thread { slot.set(thread) }
-            return WatchdogLane(
-                settings: h.settings, source: h.source, latch: h.latch, control: h.control, threadSlot: slot, sampler: h.sampler,
-                sink: h.sink, images: nil, statistics: h.statistics,
-                logger: Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }))
-        }
-        Watchdog(environment: first.environment, wake: first.latch.wake, lanes: lanes).run()
+        Watchdog(environment: first.environment, wake: first.latch.wake, lanes: harnesses.map { $0.lane() }).run()
+    }
+
+    /// This loop's lane, for a watchdog that steps other lanes too (its wake is `latch.wake`).
+    func lane() -> HangLane {
+        let slot = ThreadSlot()
+        if let thread { slot.set(thread) }
+        return HangLane(
+            settings: settings, source: source, latch: latch, control: control, threadSlot: slot, sampler: sampler,
+            sink: sink, images: nil, statistics: statistics,
+            logger: Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     /// The hangs handed on as ended, with their outcome.

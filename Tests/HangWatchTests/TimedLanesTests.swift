@@ -1,0 +1,106 @@
+import Foundation
+@testable import HangWatch
+import HangWatchTestSupport
+import Synchronization
+import Testing
+
+/// One timer: a queue's pings and the pool watch are lanes of the watchdog, beside the loops' hang
+/// lanes, on one thread and one wake. On scripted time, each lane keeps the cadence and the
+/// decisions it has alone, and a wake-up meant for one lane does not step another early.
+/// Threshold 250 ms, sampling every 50 ms; times in milliseconds from the script's start.
+@Suite struct TimedLanesTests {
+    func near(_ value: Double, _ expected: Double) -> Bool { abs(value - expected) < 0.002 }
+
+    @Test func thePoolWatchAndALoopShareOneWatchdogWithoutDelayingEachOther() throws {
+        let loop = WatchdogHarness()
+        let pool = PoolWatchTests.Harness(clock: loop.clock, wake: loop.latch.wake)
+        pool.delays[2] = 700  // the probe enqueued at 500 starts at 1,200: a starvation
+        loop.busy(from: 100, for: 700)  // a hang while the pool watch probes
+        loop.stop(at: 2_010)
+        loop.clock.at(loop.t(2_010)) { [watch = pool.watch!] in watch.requestStop() }
+        Watchdog(environment: loop.environment, wake: loop.latch.wake, lanes: [loop.lane(), pool.watch]).run()
+
+        // The loop's hang: the same times as with a watchdog of its own.
+        try #require(loop.hangs.count == 1)
+        let hang = loop.hangs[0].recording
+        #expect(near(loop.ms(hang.startMicroseconds), 100) && near(loop.ms(hang.detectedMicroseconds), 354))
+        #expect(near(loop.ms(try #require(hang.endMicroseconds)), 800))
+        #expect(hang.samples.count == 9)
+        // The pool's starvation and probes: the same as the pool watch alone
+        // (`PoolWatchTests.aProbeThatWaitsPastTheThresholdIsOneStarvationEndingWhenItStarts`).
+        #expect(pool.sink.events == ["starved", "recovered"])
+        let starvation = try #require(pool.sink.recovered.first?.recording)
+        #expect(pool.ms(starvation.startMicroseconds) == 500 && pool.ms(starvation.detectedMicroseconds) == 750)
+        #expect(pool.ms(try #require(starvation.endMicroseconds)) == 1_200)
+        #expect(pool.enqueued.map(pool.ms).prefix(6) == [0, 250, 500, 1_200, 1_450, 1_700])
+    }
+
+    @Test func aRestingPoolWatchSleepsThroughAnotherLanesWakeUps() {
+        let loop = WatchdogHarness()
+        let (pool, looker, hooks) = PoolWatchRestTests().harness(clock: loop.clock, wake: loop.latch.wake, job: { _ in nil })
+        // The loop's short stretches each wake the watchdog from its park (idle-to-busy edges).
+        for start in stride(from: 1_500.0, through: 2_700, by: 300) { loop.busy(from: start, for: 20) }
+        loop.stop(at: 3_000)
+        loop.clock.at(loop.t(3_000)) { [watch = pool.watch!] in watch.requestStop() }
+        let wakesBefore = loop.clock.waits.count
+        Watchdog(environment: loop.environment, wake: loop.latch.wake, lanes: [loop.lane(), pool.watch]).run()
+
+        // At rest from 1,300 ms (as alone: `PoolWatchRestTests`), and still at rest after five
+        // wake-ups of the watchdog: no look, no probe, the hooks armed once.
+        #expect(hooks.arms.map(pool.ms) == [1_250])
+        #expect(pool.histogram.snapshot.rests == 1)
+        let looks = looker.looks.map(pool.ms)
+        #expect(!looks.contains { $0 > 1_300 }, "\(looks)")
+        #expect(!pool.enqueued.map(pool.ms).contains { $0 > 1_250 })
+        #expect(loop.hangs.isEmpty)
+        // The wake-ups happened: at least one wait ended at each stretch's start.
+        let ends = loop.clock.waits.dropFirst(wakesBefore).map { loop.ms($0.at) }
+        #expect(stride(from: 1_500.0, through: 2_700, by: 300).allSatisfy { start in ends.contains { near($0, start) } }, "\(ends)")
+    }
+
+    /// A queue whose pings the script runs 10 ms after they are enqueued, but the one enqueued at
+    /// 300 ms only at 550 ms.
+    final class ScriptedQueue: @unchecked Sendable {
+        let clock = ScriptedClock()
+        lazy var environment = FakeWatchdogEnvironment(clock: clock)
+        let latch = ActivityLatch(busyActivities: [.afterWaiting])
+        private(set) var enqueued: [Double] = []
+        var origin: UInt64 { 1_000_000_000 }
+        func ms(_ microseconds: UInt64) -> Double { Double(microseconds - origin) / 1000 }
+        func t(_ milliseconds: Double) -> UInt64 { origin + UInt64(milliseconds * 1000) }
+
+        func enqueue(_ block: @escaping @Sendable () -> Void) {
+            let now = ms(clock.now)
+            enqueued.append(now)
+            clock.after(now == 300 ? 250_000 : 10_000, block)
+        }
+
+        var isBusy: Bool { latch.snapshot().activity == QueueActivitySource.enter }
+    }
+
+    @Test func aQueuesPingsAreALaneTickedOnTimeAndOnlyOnTime() throws {
+        let queue = ScriptedQueue()
+        let source = QueueActivitySource(
+            kind: .dispatchQueue, periodMicroseconds: 100_000, coarseNow: { [clock = queue.clock] in clock.now * 1000 },
+            enqueue: { [queue] block in queue.enqueue(block) })
+        source.start(edges: queue.latch, attach: {})
+        let lane = try #require(source.timerLane)
+        var busyAt: [Double: Bool] = [:]
+        for time in [450.0, 560] { queue.clock.at(queue.t(time)) { [queue] in busyAt[time] = queue.isBusy } }
+        // A wake-up meant for another lane (a loop's edge, a control call) at 150 ms.
+        queue.clock.at(queue.t(150)) { [latch = queue.latch] in latch.wake.signal() }
+        queue.clock.at(queue.t(1_000)) { [latch = queue.latch] in
+            source.stop()
+            latch.wake.signal()
+        }
+        Watchdog(environment: queue.environment, wake: queue.latch.wake, lanes: [lane]).run()
+
+        // One ping per period, the first at `start`; none while the one from 300 ms is out (it
+        // declared the queue busy at 400), the next at the tick after its answer. None at 150.
+        #expect(queue.enqueued == [0, 100, 200, 300, 600, 700, 800, 900], "\(queue.enqueued)")
+        #expect(busyAt[450] == true && busyAt[560] == false, "\(busyAt)")
+        // The lane asked to be woken at each tick, and at nothing else.
+        let deadlines = queue.clock.waits.compactMap(\.deadline).map(queue.ms)
+        #expect(Set(deadlines) == Set(stride(from: 100.0, through: 1_000, by: 100)), "\(deadlines)")
+    }
+}
