@@ -20,7 +20,10 @@ struct IdleWakeupFigure {
             usleep(10_000)
             watchdogs = ProcessThreads.tids(named: "hangwatch-wdog")
         }
-        usleep(500_000)  // settle: the watchdog parks after the loop's last activity
+        // Settle: the watchdog parks after the loop's last activity, and the pool watch, one of its
+        // lanes, rests once every pool thread has been idle for a second (its probes and looks
+        // until then are the watchdog's wake-ups too: 16 in the first 1.25 s, docs/performance.md).
+        usleep(2_000_000)
         let before = watchdogs.compactMap(ProcessThreads.contextSwitches).reduce(0, +)
         usleep(useconds_t(seconds * 1_000_000))
         let after = watchdogs.compactMap(ProcessThreads.contextSwitches).reduce(0, +)

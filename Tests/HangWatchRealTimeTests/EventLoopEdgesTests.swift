@@ -69,7 +69,7 @@ import Testing
     }
 
     /// An answer the watcher waits for (a look found the ping out) wakes it, and the next look
-    /// comes a look interval after that answer; one that came before the next look does not.
+    /// comes at the grid's next instant after that answer; one that came before the next look does not.
     @Test func onlyAnAwaitedAnswerWakesTheWatcher() {
         var edges = edges()
         edges.loopWoke(at: 0)
@@ -80,9 +80,9 @@ import Testing
         #expect(edges.look(at: Self.ms(20), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])
         #expect(edges.look(at: Self.ms(30), waiting: false, thresholdNanoseconds: Self.threshold).isEmpty)
         #expect(edges.pingAnswered(at: Self.ms(95)) == [.wakeWatcher])
-        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(105))
-        // A wake from idle starts the cadence afresh.
-        #expect(edges.look(at: Self.ms(105), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
+        #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(100))
+        // A wake from idle: the grid's next instant.
+        #expect(edges.look(at: Self.ms(100), waiting: true, thresholdNanoseconds: Self.threshold).isEmpty)
         edges.loopWoke(at: Self.ms(400))
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(410))
     }
@@ -137,7 +137,7 @@ import Testing
     /// the loop. A block that begins after an iteration ended at 497 ms is declared at the first
     /// look a threshold after that end, busy since it exactly; the declared hang's one ping ends it.
     @Test func tickedTheLoopsIterationsAreTheBoundariesAndNoPingGoesOutBeforeAHang() {
-        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50))
         edges.loopWoke(at: Self.ms(3))
         var now: UInt64 = Self.ms(10)
         while now < Self.ms(500) {
@@ -166,7 +166,7 @@ import Testing
     /// began, and an end the fine clock puts after the coarse `now` counts as now until the coarse
     /// clock has passed it.
     @Test func tickedOnlyAnIterationEndInsideTheStretchMovesItsStart() {
-        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50))
         edges.loopWoke(at: Self.ms(1_000))
         #expect(edges.look(at: Self.ms(1_010), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(990)).isEmpty)
         #expect(edges.phase == .busy(since: Self.ms(1_000), pinged: false, declared: false))
@@ -181,8 +181,8 @@ import Testing
     /// Ticked looks fall on multiples of the look interval: loops woken at different moments are
     /// looked at in one wake-up of the watcher.
     @Test func tickedLooksOfEveryLoopFallOnTheSameInstants() {
-        var first = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
-        var second = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        var first = EventLoopEdges(intervalNanoseconds: Self.ms(50))
+        var second = EventLoopEdges(intervalNanoseconds: Self.ms(50))
         first.loopWoke(at: Self.ms(1_001))
         second.loopWoke(at: Self.ms(1_007))
         #expect(first.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(1_010))
@@ -208,7 +208,7 @@ import Testing
     /// iteration's end (the look before would have dated it from 503 ms, 12 ms early), and the
     /// loop is not taken for idle (no declareIdle, no wait for its wake).
     @Test func tickedALoopFoundInItsWaitAfterAnIterationIsBusyFromThatLookAtTheEarliest() {
-        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50))
         edges.loopWoke(at: Self.ms(480))
         #expect(edges.look(at: Self.ms(490), waiting: false, thresholdNanoseconds: Self.threshold, lastIterationEnd: Self.ms(489)).isEmpty)
         // An iteration ended at 503 ms; at 510 ms the loop is in its wait.
@@ -233,7 +233,7 @@ import Testing
     /// block after an answer is declared a threshold after that answer, busy since it, and the
     /// declared hang's answer ends it and wakes the watcher.
     @Test func tickedALoopThatReportsNoIterationIsPingedAtItsLooks() {
-        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50), ticked: true)
+        var edges = EventLoopEdges(intervalNanoseconds: Self.ms(50))
         edges.loopWoke(at: 0)
         #expect(edges.nextLook(thresholdNanoseconds: Self.threshold) == Self.ms(10))
         #expect(edges.look(at: Self.ms(10), waiting: false, thresholdNanoseconds: Self.threshold) == [.ping])

@@ -90,4 +90,50 @@ import Testing
         monitor.stop()
         #expect(directory.reports().isEmpty)
     }
+
+    /// The value `startWatchingScopes()` returns marks the thread's work like the monitor's calls.
+    @Test func theScopesAStartReturnsMarkItsThreadsWork() throws {
+        let directory = ReportDirectory()
+        let monitor = try HangMonitor(configuration: directory.configuration(threshold: .milliseconds(200)))
+        defer { monitor.stop() }
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            defer { done.signal() }
+            guard let scopes = try? monitor.startWatchingScopes() else { return }
+            scopes.watch { _ = hangInDeclaredScope(milliseconds: 500) }
+        }
+        thread.start()
+        done.wait()
+        let reports = directory.waitForFinished(1)
+        #expect(reports.count == 1 && reports.first?.source == "scope", "\(reports.map(\.source))")
+        #expect(reports.first?.heaviestStackContains("hangInDeclaredScope") == true)
+    }
+
+    /// Scope calls that can mark nothing (the monitor watches a run loop; or the caller is not the
+    /// scopes' thread) do nothing, and say so once each in the log, not at every call.
+    @Test func scopeCallsThatCanMarkNothingSaySoOnceInTheLog() throws {
+        let directory = ReportDirectory()
+        let log = LogRecorder()
+        let loop = LoopThread()
+        defer { loop.stop() }
+        let monitor = try HangMonitor(configuration: directory.configuration(threshold: .milliseconds(200)), logger: log.logger)
+        try monitor.start(runLoop: loop.runLoop)
+        for _ in 0..<3 { monitor.watch { monitor.enterWork(); monitor.leaveWork() } }
+        let anotherSource = log.all.filter { $0.level == .warning && $0.message.hasPrefix("scope calls do nothing: this monitor watches a runloop source") }
+        #expect(anotherSource.count == 1, "\(log.all.map(\.message))")
+        monitor.stop()
+
+        // Scopes of another thread, called from this one.
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            _ = try? monitor.startWatchingScopes()
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        for _ in 0..<3 { monitor.enterWork() }
+        let anotherThread = log.all.filter { $0.level == .warning && $0.message.hasPrefix("scope calls from another thread") }
+        #expect(anotherThread.count == 1, "\(log.all.map(\.message))")
+        #expect(directory.reports().isEmpty)
+    }
 }

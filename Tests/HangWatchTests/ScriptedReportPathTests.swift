@@ -5,37 +5,24 @@ import HangWatchTestSupport
 import Logging
 import Testing
 
-/// The path after detection, on scripted time: the watchdog's hangs go to a real `ReportBuilder`
-/// and `ReportWriter` (reading the same scripted clock) and land in a real store. Times in the
-/// reports are then exact functions of the script.
+/// The path after detection, on scripted time: the watchdog's hangs go to the monitor's own
+/// `ReportBuilder` and `ReportWriter`, made by `MonitorAssembly` as a running monitor's are (reading
+/// the same scripted clock), and land in a real store. Times in the reports are then exact
+/// functions of the script.
 @Suite struct ScriptedReportPathTests {
-    /// A writer on `h`'s clock into a new directory, fed by the harness as the watchdog hands on.
-    static func writer(
-        for h: WatchdogHarness, directory: ReportDirectory, repeatWindowSeconds: UInt64 = 60, burst: Int = 10, perMinute: Int = 10,
-        log: LogRecorder? = nil
-    ) -> ReportWriter {
-        let environment = h.environment
-        let builder = ReportBuilder(
-            service: "scripted", host: "test-host", pid: 4242,
-            process: HangReport.Process(executable: "/usr/bin/scripted", startTimeTicks: 1),
-            signal: 0, maxFrames: 64, wallClock: { environment.date(ofMicroseconds: $0) }, source: .runLoop)
-        let logger = log?.logger ?? Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() })
-        let writer = ReportWriter(
-            store: ReportStore(directory: directory.path), retention: RetentionPolicy(maxReports: 100, maxBytes: 1 << 30),
-            policy: ReportPolicy(
-                limiter: ReportRateLimiter(burst: burst, perMinute: perMinute),
-                repeats: RepeatTracker(windowMicroseconds: repeatWindowSeconds * 1_000_000)),
-            enricher: nil, statistics: h.statistics, logger: logger, builder: builder, images: ImageRegistry(logger: logger),
-            clock: h.clock)
-        h.sink.forward = writer
-        return writer
+    /// A monitor on scripted time whose writer has these limits (and `log`'s logger).
+    static func harness(repeatWindowSeconds: Int64 = 60, burst: Int = 10, perMinute: Int = 10, log: LogRecorder? = nil) -> WatchdogHarness {
+        WatchdogHarness(
+            configure: { configuration in
+                configuration.repeatWindow = .seconds(repeatWindowSeconds)
+                configuration.reportBurst = burst
+                configuration.reportsPerMinute = perMinute
+            }, logger: log?.logger ?? Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     @Test func aRepeatFoldsIntoTheFirstReportAndAnotherPathGetsItsOwnWithScriptedTimes() throws {
-        let h = WatchdogHarness()
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
-        let writer = Self.writer(for: h, directory: directory)
+        let h = Self.harness()
+        let (directory, writer) = (h.directory, h.writer)
         // Two hangs on one path (computing), then one blocked in a system call elsewhere.
         h.busy(from: 100, for: 700)
         h.busy(from: 1_200, for: 500)
@@ -67,10 +54,8 @@ import Testing
     }
 
     @Test func outsideTheRepeatWindowTheSamePathIsANewReport() throws {
-        let h = WatchdogHarness()
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
-        let writer = Self.writer(for: h, directory: directory, repeatWindowSeconds: 2)
+        let h = Self.harness(repeatWindowSeconds: 2)
+        let (directory, writer) = (h.directory, h.writer)
         h.busy(from: 100, for: 400)
         // Three seconds later on the scripted clock: no real time passes.
         h.busy(from: 3_500, for: 400)
@@ -85,11 +70,9 @@ import Testing
     /// A report directory deleted while the service runs is made again (same mode) for the next
     /// hang: told once, counted each time.
     @Test func aDeletedReportDirectoryIsMadeAgainForTheNextHang() throws {
-        let h = WatchdogHarness()
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
         let log = LogRecorder()
-        let writer = Self.writer(for: h, directory: directory, log: log)
+        let h = Self.harness(log: log)
+        let (directory, writer) = (h.directory, h.writer)
         let origin = h.t(0)
         h.sampler.next = { now, _ in
             let hang = UInt((now - origin) / 1_000_000)
@@ -119,11 +102,9 @@ import Testing
     /// Over the rate limit (one token, 32 reports held), later hangs are dropped: told at notice
     /// level at most once a minute of the writer's clock, each notice with the count since the last.
     @Test func hangsOverTheRateLimitAreToldAtMostOnceAMinute() throws {
-        let h = WatchdogHarness()
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
         let log = LogRecorder()
-        let writer = Self.writer(for: h, directory: directory, burst: 1, perMinute: 1, log: log)
+        let h = Self.harness(burst: 1, perMinute: 1, log: log)
+        let (directory, writer) = (h.directory, h.writer)
         // 40 hangs on 40 different paths within 20 s, then three more from 80 s.
         var starts = (0..<40).map { 500.0 * Double($0) + 100 }
         starts += [80_000, 80_500, 81_000]

@@ -18,7 +18,7 @@ import Testing
         loop.busy(from: 100, for: 700)  // a hang while the pool watch probes
         loop.stop(at: 2_010)
         loop.clock.at(loop.t(2_010)) { [watch = pool.watch!] in watch.requestStop() }
-        Watchdog(environment: loop.environment, wake: loop.latch.wake, lanes: [loop.lane(), pool.watch]).run()
+        loop.run(with: [pool.watch])
 
         // The loop's hang: the same times as with a watchdog of its own.
         try #require(loop.hangs.count == 1)
@@ -43,7 +43,7 @@ import Testing
         loop.stop(at: 3_000)
         loop.clock.at(loop.t(3_000)) { [watch = pool.watch!] in watch.requestStop() }
         let wakesBefore = loop.clock.waits.count
-        Watchdog(environment: loop.environment, wake: loop.latch.wake, lanes: [loop.lane(), pool.watch]).run()
+        loop.run(with: [pool.watch])
 
         // At rest from 1,300 ms (as alone: `PoolWatchRestTests`), and still at rest after five
         // wake-ups of the watchdog: no look, no probe, the hooks armed once.

@@ -24,7 +24,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     let kind: ActivitySourceKind
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// When the loop last finished an iteration (SwiftNIO's metrics delegate; nil before its
-    /// first): the boundaries under load, read at each look (`EventLoopEdges.ticked`). Without it,
+    /// first): the boundaries under load, read at each look (`EventLoopEdges.look(…, lastIterationEnd:)`). Without it,
     /// a ping at each look is the boundary. Either way the looks of every loop fall on one grid.
     private let lastIterationEnd: (@Sendable () -> UInt64?)?
     /// The iteration end the last look read (touched only by the watcher's thread).
@@ -101,7 +101,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         intervalNanoseconds = max(1_000_000, intervalMicroseconds * 1000)
         decisions = Mutex(
             EventLoopEdges(
-                intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000), ticked: true))
+                intervalNanoseconds: max(1_000_000, intervalMicroseconds * 1000)))
         fallback = QueueActivitySource(kind: kind, periodMicroseconds: thresholdMicroseconds(), coarseNow: coarseNow, enqueue: enqueue)
     }
 
@@ -251,7 +251,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     /// A look at the busy loop: back in its wait, still busy (a ping goes out), blocked since when.
-    /// Ticked, a loop whose last iteration ended since the look before and within a millisecond
+    /// A loop whose last iteration ended since the look before and within a millisecond
     /// of this one is working: its thread's files are not read. One whose end is older is read:
     /// found in its wait, it slept since that iteration and is busy from this look at the earliest
     /// (it is not taken for idle: under load it wakes within microseconds; the first look that
@@ -274,7 +274,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             let ran = schedule.runnableNanoseconds
             if ran >= ranAt.ran { blocked = ranAt.at &+ (ran &- ranAt.ran) }
         }
-        // Ticked looks fall on instants of a grid: the one served has passed even when the coarse
+        // The looks fall on instants of a grid: the one served has passed even when the coarse
         // clock (4 ms steps) has not shown it yet.
         let now = max(coarseNow(), watcherDeadline ?? 0)
         if !inWait, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {

@@ -12,22 +12,22 @@
 ///   call is dated more closely when the watcher can (`blockedSince`: the CPU time the thread had
 ///   since a look that found it on a CPU, when it was not put on one again since); a computing one
 ///   is known to one look interval.
-/// - Unticked, the looks keep their cadence under load: one a look interval after the one before,
-///   each a wake-up of the watcher. An answer wakes the watcher only when it waits for that answer
-///   (a look found the ping still out, or a hang was declared); a quick one is seen at the next look.
-/// - Ticked (the loop reports the end of each of its iterations: SwiftNIO's
-///   `NIOEventLoopMetricsDelegate`), the boundaries under load are the loop's own: each look reads
-///   when its last iteration ended, and a busy stretch is busy since then at most. No ping goes out
-///   before a hang is declared (no timer on the loop); the declared hang gets one, whose answer ends
-///   it. A loop found in its wait after an iteration slept since: busy from that look at the
-///   earliest (`readsThread` says when a look must find out). The looks fall on multiples of the
-///   look interval, the same instants for every loop: one wake-up of the watcher looks at all of
-///   them. A loop that reports no iteration at all (its group was made without the delegate: what
+/// - The looks fall on multiples of the look interval, the same instants for every loop: one
+///   wake-up of the watcher looks at all of them. Where the loop reports the end of each of its
+///   iterations (SwiftNIO's `NIOEventLoopMetricsDelegate`: `lastIterationEnd`), the boundaries under
+///   load are the loop's own: each look reads when its last iteration ended, and a busy stretch is
+///   busy since then at most. No ping goes out before a hang is declared (no timer on the loop);
+///   the declared hang gets one, whose answer ends it. A loop found in its wait after an iteration
+///   slept since: busy from that look at the earliest (`readsThread` says when a look must find
+///   out). A loop that reports no iteration at all (its group was made without the delegate: what
 ///   a Vapor or Hummingbird user gets by default) is pinged at each of those looks instead, and
-///   each answer is a boundary: no timer on the loop, no wake-up of the watcher of its own.
+///   each answer is a boundary: no timer on the loop, no wake-up of the watcher of its own. An
+///   answer wakes the watcher only when it waits for that answer (a look found the ping still out,
+///   or a hang was declared); a quick one is seen at the next look.
 ///   (Until 2026-11-27 such a loop's pings were chained on it, one scheduled callback a look
 ///   interval after each answer: a timer firing on the loop 100 times a second, about 0.5 % of a
-///   saturated server's throughput more; docs/performance.md, `H1`.)
+///   saturated server's throughput more; docs/performance.md, `H1`. An "unticked" mode whose looks
+///   kept a look interval after each other, each its own wake-up of the watcher, went with it.)
 struct EventLoopEdges: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Waiting for events (seen in its wait at the last look).
@@ -58,12 +58,9 @@ struct EventLoopEdges: Sendable, Equatable {
     /// A look found the ping still out: the watcher sleeps until the threshold, and the answer wakes it.
     private(set) var awaitingAnswer = false
     let intervalNanoseconds: UInt64
-    /// Boundaries come from the loop's iterations (`look(…, lastIterationEnd:)`), not from pings.
-    let ticked: Bool
 
-    init(intervalNanoseconds: UInt64, ticked: Bool = false) {
+    init(intervalNanoseconds: UInt64) {
         self.intervalNanoseconds = intervalNanoseconds
-        self.ticked = ticked
     }
 
     /// How long after a wake or an answer the watcher looks: the sample interval, but at most a
@@ -82,7 +79,7 @@ struct EventLoopEdges: Sendable, Equatable {
         guard case .busy(let since, let pinged, let declared, _) = phase, !declared else { return nil }
         let interval = lookInterval(thresholdNanoseconds: thresholdNanoseconds)
         let decision = since &+ max(thresholdNanoseconds, interval)
-        if ticked, !pinged { return ((lookedAt ?? since) / interval &+ 1) &* interval }
+        if !pinged { return ((lookedAt ?? since) / interval &+ 1) &* interval }
         guard pinged else { return (lookedAt ?? since) &+ interval }
         return awaitingAnswer ? decision : min((lookedAt ?? since) &+ interval, decision)
     }
@@ -100,11 +97,11 @@ struct EventLoopEdges: Sendable, Equatable {
         return true
     }
 
-    /// Ticked: how long before a look the loop's last iteration may have ended for the look to
+    /// How long before a look the loop's last iteration may have ended for the look to
     /// take the loop as working without reading its thread (`readsThread`).
     static let freshIterationNanoseconds: UInt64 = 1_000_000
 
-    /// Ticked: whether a look reads the loop's thread (is it in its wait?). Not when the loop
+    /// Whether a look reads the loop's thread (is it in its wait?). Not when the loop
     /// finished an iteration since the look before (`endSeenBefore`), at most
     /// `freshIterationNanoseconds` before the look (`fineNow`, the iterations' clock): it is
     /// working. An older end may have been followed by a sleep; a look that did not see it would
@@ -118,9 +115,9 @@ struct EventLoopEdges: Sendable, Equatable {
 
     /// A look at `now`: the loop's thread is in its wait (`waiting`) or not. `blockedSince`: when
     /// the blocking call the thread is in now began, if the watcher could tell (under load, the
-    /// work before it since the last answer was other, short work). `lastIterationEnd` (ticked):
+    /// work before it since the last answer was other, short work). `lastIterationEnd`:
     /// when the loop last finished an iteration, nil if it never reported one.
-    /// `inWaitAfterIteration` (ticked): the loop finished an iteration since the look before and
+    /// `inWaitAfterIteration`: the loop finished an iteration since the look before and
     /// is in its wait now: busy from now at the earliest, not idle (under load it wakes again
     /// within microseconds; the first look that finds no new iteration decides).
     mutating func look(
@@ -130,12 +127,12 @@ struct EventLoopEdges: Sendable, Equatable {
         guard case .busy(var since, var pinged, let declared, var steady) = phase else { return [] }
         // An iteration that ended since the stretch began: busy since then at most (its clock is
         // finer than the coarse one: never later than now).
-        if ticked, !declared, let end = lastIterationEnd, end > since {
+        if !declared, let end = lastIterationEnd, end > since {
             since = min(end, now)
             steady = true
         }
         // In its wait after that iteration: whatever comes next begins after this look.
-        if ticked, !declared, inWaitAfterIteration, now > since {
+        if !declared, inWaitAfterIteration, now > since {
             since = now
             steady = true
         }
@@ -157,9 +154,9 @@ struct EventLoopEdges: Sendable, Equatable {
             nowDeclared = true
             actions.append(.declareBusy(since: since))
         }
-        // Ticked, the loop's iterations are the boundaries: a ping goes out only for a declared
-        // hang (its answer ends it), or where the loop reports none.
-        let pings = !ticked || nowDeclared || lastIterationEnd == nil
+        // The loop's iterations are the boundaries: a ping goes out only for a declared hang (its
+        // answer ends it), or where the loop reports none.
+        let pings = nowDeclared || lastIterationEnd == nil
         if !pinged, pings {
             actions.insert(.ping, at: 0)
             pinged = true

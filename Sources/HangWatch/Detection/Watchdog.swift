@@ -52,28 +52,18 @@ final class Watchdog: @unchecked Sendable {
         thread = OnDemandThread(name: Self.threadName, stackSize: 1 << 20, members: lanes)
     }
 
-    /// A watchdog of one source, whose latch was made with its own semaphore (tests run it with
-    /// `run()` on their thread).
-    convenience init(
-        settings: Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
-        threadSlot: ThreadSlot, sampler: any StackSampling, environment: any WatchdogEnvironment, sink: any HangSink,
-        images: ImageRegistry?, statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil
-    ) {
-        self.init(
-            environment: environment, wake: latch.wake,
-            lanes: [
-                HangLane(
-                    settings: settings, source: source, latch: latch, control: control, threadSlot: threadSlot,
-                    sampler: sampler, sink: sink, images: images, statistics: statistics, logger: logger, heartbeat: heartbeat)
-            ])
-    }
-
     /// The watchdog thread's name, as `top -H` and `/proc/<pid>/task/*/comm` show it (15 bytes at most).
     static let threadName = "hangwatch-wdog"
 
     /// Watches `lane` from now on (its latch must post `wake`), starting the thread if none runs.
     func add(_ lane: any WatchdogLane) {
         if !thread.add(lane, body: { [self] in run() }) { wake.signal() }
+    }
+
+    /// Watches `lane` from the next turn of a `run()` the caller makes itself (scripted time): no
+    /// thread is started.
+    func enlist(_ lane: any WatchdogLane) {
+        thread.enlist(lane)
     }
 
     /// Waits for `lane` to finish after its `control.stopRequested` was set (a hang in progress is

@@ -32,6 +32,12 @@ final class OnDemandThread<Member: Sendable>: Sendable {
         return start
     }
 
+    /// Adds `member` for a thread the caller runs itself (`body` on its own thread, tests on
+    /// scripted time): starts none.
+    func enlist(_ member: Member) {
+        state.withLock { $0.members.append(member) }
+    }
+
     /// The thread's turn: drops the members `leaving` picks (asked once each) and returns them
     /// with the rest. None left (`current` empty), the thread must return now: it counts as
     /// stopped from here.

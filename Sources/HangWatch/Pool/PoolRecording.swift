@@ -23,21 +23,16 @@ struct PoolRecording: Sendable {
     }
 }
 
-/// Where the pool watch hands a starvation; the owning monitor's `ReportWriter` writes it.
-protocol PoolSink: Sendable {
+/// Where the pool watch hands what it records; the owning monitor's `ReportWriter` writes it. A
+/// job that held a pool thread past the threshold is a hang like a loop's (`HangSink`'s calls,
+/// `recording.source` `poolJob`, `recording.thread` that thread); a starved pool adds its own three.
+protocol PoolSink: HangSink {
     /// Detected: every pool thread captured once.
     func poolStarved(_ recording: PoolRecording)
     /// More pool threads appeared while it lasted (libdispatch adds workers to a blocked pool).
     func poolProgressed(_ recording: PoolRecording)
     /// The probe started (or the monitor stopped).
     func poolRecovered(_ recording: PoolRecording, outcome: HangReport.Outcome)
-    /// One job has held a pool thread past the threshold (`recording.thread` is that thread,
-    /// `recording.source` is `poolJob`); the same calls as a watchdog's hang.
-    func hangStarted(_ recording: HangRecording)
-    /// More samples of it.
-    func hangProgressed(_ recording: HangRecording)
-    /// It let go of the thread (or the monitor stopped).
-    func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome)
 }
 
 /// A starved pool's reports go through the owning monitor's writer (its policy, limits, retention).

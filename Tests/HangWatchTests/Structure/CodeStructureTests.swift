@@ -268,7 +268,7 @@ import Testing
         let starters = try Self.swiftSources().filter { $0.path.hasPrefix("HangWatch/") }.flatMap { file in
             file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line -> String? in
                 let code = Self.code(String(line))
-                guard code.range(of: #"NamedThread\.start\(|OnDemandThread(<[^>]*>)?\(name:|Thread\s*\{|pthread_create"#, options: .regularExpression) != nil
+                guard code.range(of: #"NamedThread\.start\(|OnDemandThread(<[^>]*>)?\(name:|\bThread\s*\{|pthread_create"#, options: .regularExpression) != nil
                 else { return nil }
                 return file.path
             }

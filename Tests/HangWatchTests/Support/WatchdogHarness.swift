@@ -5,10 +5,12 @@ import HangWatchTestSupport
 import Logging
 import Testing
 
-/// The real `Watchdog` on the test's thread, against scripted time: the loop's activities, stops,
-/// stalls and threshold changes are events of a `ScriptedClock`, samples come from a
-/// `ScriptedSampler`, and what the watchdog hands on is recorded. Every decision the watchdog makes
-/// is then a function of the script: no threads, no sleeps, the same result on every run.
+/// A monitor made as `HangMonitor.start` makes one (`MonitorAssembly`), from a scripted world: the
+/// loop's activities, stops, stalls and threshold changes are events of a `ScriptedClock`, samples
+/// come from a `ScriptedSampler`, and the watchdog runs on the test's thread. What its hang lane
+/// hands on is recorded (`sink`) on its way to the monitor's real writer, which writes reports into
+/// `directory`. Every decision is then a function of the script: no threads, no sleeps, the same
+/// result on every run.
 final class WatchdogHarness {
     typealias Activity = HangMonitor.Activity
 
@@ -18,31 +20,53 @@ final class WatchdogHarness {
     let sink = RecordingSink()
     let source = ScriptedSource()
     let control: WatchdogControl
-    let latch: ActivityLatch
     let statistics = MonitorStatistics()
-    var settings: Watchdog.Settings
+    let directory = ReportDirectory()
+    /// The monitor as started: its latch, lanes, watchdog and writer.
+    let assembly: MonitorAssembly
+    var latch: ActivityLatch { assembly.latch }
+    var writer: ReportWriter { assembly.writer }
+    /// Monitors of one watchdog (`joining`) share it as a SwiftNIO group's do.
+    let sharing: MonitorSharing
     /// The monitored thread the watchdog finds attached (nil: not attached yet).
     var thread: MonitoredThread? = .scripted
 
     /// When the script starts: `t(0)`.
     let origin: UInt64
 
-    /// `joining`: another loop of the same watchdog (`run(together:)`): the same scripted time and
-    /// semaphore, a latch, source, sampler, sink and control of its own.
+    /// `joining`: another loop of the same watchdog (`run(together:)`): the same scripted time,
+    /// watchdog and writer (`MonitorSharing`), a latch, source, sampler and control of its own.
+    /// `configure`: the monitor's configuration beyond these settings; `logger`: the monitor's.
     init(
         thresholdMilliseconds: UInt64 = 250, sampleIntervalMilliseconds: UInt64 = 50, maxSamples: Int = 100,
         clockResolutionMicroseconds: UInt64 = 4_000, busy: Set<Activity> = [.beforeSources, .afterWaiting],
-        joining other: WatchdogHarness? = nil
+        joining other: WatchdogHarness? = nil, configure: (inout HangMonitor.Configuration) -> Void = { _ in },
+        logger: Logger = Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         clock = other?.clock ?? ScriptedClock()
         origin = other?.origin ?? clock.now
         environment = other?.environment ?? FakeWatchdogEnvironment(clock: clock)
         sampler = ScriptedSampler(clock: clock)
         control = WatchdogControl(thresholdMicroseconds: thresholdMilliseconds * 1000)
-        latch = ActivityLatch(busyActivities: busy, wake: other?.latch.wake ?? WatchdogWake())
-        settings = Watchdog.Settings(
-            busyMask: Activity.mask(busy), sampleIntervalMicroseconds: sampleIntervalMilliseconds * 1000,
-            maxSamples: maxSamples, clockResolutionMicroseconds: clockResolutionMicroseconds, serviceName: "scripted")
+        sharing = other?.sharing ?? MonitorSharing()
+        var configuration = HangMonitor.Configuration(
+            serviceName: "scripted", threshold: .milliseconds(Int64(thresholdMilliseconds)), reportDirectory: directory.path)
+        configuration.sampleInterval = .milliseconds(Int64(sampleIntervalMilliseconds))
+        configuration.maxSamplesPerHang = maxSamples
+        configuration.busyActivities = busy
+        configuration.heartbeatInterval = .zero
+        configuration.watchesConcurrencyPool = false
+        configure(&configuration)
+        let world = MonitorWorld.scripted(
+            environment: environment, clock: clock, sampler: sampler, clockResolutionMicroseconds: clockResolutionMicroseconds,
+            tap: { [sink] writer in
+                sink.forward = writer
+                return sink
+            })
+        assembly = try! MonitorAssembly(
+            configuration: configuration, source: source, handles: .none, world: world,
+            owner: MonitorAssembly.Owner(
+                id: ObjectIdentifier(control), control: control, statistics: statistics, logger: logger, enricher: nil, sharing: sharing))
     }
 
     /// The script's instant `milliseconds` after its start, in the clock's microseconds.
@@ -87,16 +111,20 @@ final class WatchdogHarness {
     }
 
     /// Runs the watchdog until it is stopped (by a `stop(at:)`, or when the script has nothing left
-    /// while it waits for the loop).
-    func run() {
+    /// while it waits for the loop), with `lanes` beside the monitor's own. (Reports may still be
+    /// being written: `writer.flush()` waits for them.)
+    func run(with lanes: [any WatchdogLane] = []) {
         clock.whenScriptEnds = { [control] in control.stopRequested.store(true, ordering: .releasing) }
-        let slot = ThreadSlot()
-        if let thread { slot.set(thread) }
-        let watchdog = Watchdog(
-            settings: settings, source: source, latch: latch, control: control, threadSlot: slot, sampler: sampler,
-            environment: environment, sink: sink, images: nil, statistics: statistics,
-            logger: Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }))
-        watchdog.run()
+        begin()
+        for lane in lanes { assembly.watchdog.enlist(lane) }
+        assembly.watchdog.run()
+    }
+
+    /// `HangMonitor.start`'s part after the assembly is made: the monitored thread attached (when
+    /// `thread` is set), the lanes enlisted on the watchdog.
+    func begin() {
+        if let thread { assembly.threadSlot.set(thread) }
+        try! assembly.begin()
     }
 
     /// Runs one watchdog over every harness in `harnesses` (made `joining` the first) until each is
@@ -106,17 +134,8 @@ final class WatchdogHarness {
         first.clock.whenScriptEnds = {
             for harness in harnesses { harness.control.stopRequested.store(true, ordering: .releasing) }
         }
-        Watchdog(environment: first.environment, wake: first.latch.wake, lanes: harnesses.map { $0.lane() }).run()
-    }
-
-    /// This loop's lane, for a watchdog that steps other lanes too (its wake is `latch.wake`).
-    func lane() -> HangLane {
-        let slot = ThreadSlot()
-        if let thread { slot.set(thread) }
-        return HangLane(
-            settings: settings, source: source, latch: latch, control: control, threadSlot: slot, sampler: sampler,
-            sink: sink, images: nil, statistics: statistics,
-            logger: Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }))
+        for harness in harnesses { harness.begin() }
+        first.assembly.watchdog.run()
     }
 
     /// The hangs handed on as ended, with their outcome.
@@ -156,6 +175,21 @@ final class RecordingSink: HangSink, @unchecked Sendable {
     }
     var ended: [(recording: HangRecording, outcome: HangReport.Outcome)] {
         events.compactMap { if case .ended(let recording, let outcome) = $0 { (recording, outcome) } else { nil } }
+    }
+}
+
+extension MonitorWorld {
+    /// Scripted time and samples; the watchdog stepped by the test (no thread); no signal handler;
+    /// `tap` sees each recording before the writer.
+    static func scripted(
+        environment: FakeWatchdogEnvironment, clock: ScriptedClock, sampler: ScriptedSampler, clockResolutionMicroseconds: UInt64 = 4_000,
+        tap: (@Sendable (any HangSink) -> any HangSink)? = nil
+    ) -> MonitorWorld {
+        MonitorWorld(
+            environment: environment, clock: clock, clockResolutionMicroseconds: clockResolutionMicroseconds,
+            installCapture: { _ in }, sampler: { _ in sampler }, waits: { _ in nil },
+            host: "test-host", pid: 4242, process: HangReport.Process(executable: "/usr/bin/scripted", startTimeTicks: 1),
+            startsThreads: false, tap: tap)
     }
 }
 

@@ -1,28 +1,27 @@
 import HangWatchReport
 
-extension HangMonitor {
+extension MonitorAssembly {
     /// Offers this monitor to run the process's pool watch (`Configuration.watchesConcurrencyPool`):
     /// it does at once unless another running monitor already does, else when that one stops.
     /// Its reports go through this monitor's writer; it probes once per this monitor's threshold,
-    /// as a lane of `watchdog`.
-    func enrollPoolWatch(watchdog: Watchdog, writer: ReportWriter, images: ImageRegistry, signal: Int32) {
+    /// as a lane of this monitor's watchdog.
+    func enrollPoolWatch() {
         let settings = PoolWatch.Settings(
-            thresholdMicroseconds: { [control] in control.thresholdMicroseconds.load(ordering: .relaxed) },
+            thresholdMicroseconds: { [control = owner.control] in control.thresholdMicroseconds.load(ordering: .relaxed) },
             sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
             serviceName: configuration.serviceName, maxSamples: configuration.maxSamplesPerHang)
         let probe = GlobalExecutorProbe(alternateStackSize: configuration.alternateSignalStackSize, signal: signal)
-        let threads = LinuxPoolThreads(
-            signal: signal, maxFrames: configuration.maxFrames,
-            timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout))
         let timeout = DurationText.nanoseconds(configuration.captureTimeout)
-        PoolWatchRegistry.enroll(ObjectIdentifier(self)) { [logger, statisticsStore, configuration] in
+        let threads = LinuxPoolThreads(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout)
+        let capture = MonitorWorld.Capture(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout, images: images)
+        PoolWatchRegistry.enroll(owner.id) { [owner, world, configuration, signal, watchdog, writer, images] in
             let watch = PoolWatch(
                 settings: settings, wake: watchdog.wake, enqueue: { probe.enqueue($0) },
-                attach: { probe.enqueueAttach(priority: $0.priority) }, attachEveryWorker: { probe.enqueueAttachEveryWorker(width: $0) }, threads: threads,
+                attach: { probe.enqueueAttach(priority: $0.priority) }, attachEveryWorker: { probe.enqueueAttachEveryWorker(width: $0) },
+                threads: threads,
                 looker: LinuxPoolThreadLooker(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
-                sink: writer, statistics: statisticsStore, images: images, wakeSource: UnsafeRuntimeEnqueueHooks.shared,
-                waits: LinuxWaitInspector(images: images, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
-                logger: logger)
+                sink: writer, statistics: owner.statistics, images: images, wakeSource: UnsafeRuntimeEnqueueHooks.shared,
+                waits: world.waits(capture), logger: owner.logger)
             return PoolWatchRegistry.Active(watch: watch, watchdog: watchdog)
         }
     }

@@ -1,18 +1,17 @@
 import Foundation
 @_spi(Internal) import HangWatchReport
 
-extension HangMonitor {
+extension MonitorAssembly {
     /// The name of the file a dump asked for with `nonce` is written to, in the report directory.
     static func dumpFileName(nonce: UInt64) -> String { ".dump-\(nonce).json" }
 
     /// Answers `hangwatch dump PID` from now on: on a request, the watchdog takes every thread's
     /// state, stack and waits, and writes them as a report (`source` `dump`) to
     /// `.dump-<nonce>.json` in the report directory, with the reports' own permissions.
-    func enrollDumps(watchdog: Watchdog, store: ReportStore, builder: ReportBuilder, images: ImageRegistry) {
-        let configuration = configuration
-        let logger = logger
+    func enrollDumps() {
+        let (configuration, logger, store, builder, images) = (configuration, owner.logger, store, builder, images)
         DumpRegistry.enroll(
-            DumpRegistry.Entry(owner: ObjectIdentifier(self), wake: watchdog.wake) { nonce in
+            DumpRegistry.Entry(owner: owner.id, wake: watchdog.wake) { nonce in
                 let clock = SystemMonotonicClock()
                 let started = clock.microseconds()
                 let dump = ProcessDump.take(

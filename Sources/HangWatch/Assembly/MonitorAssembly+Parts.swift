@@ -1,0 +1,80 @@
+import Foundation
+@_spi(Internal) import HangWatchReport
+import Logging
+
+/// The parts `MonitorAssembly.init` makes, one function each, from the configuration and the world.
+extension MonitorAssembly {
+    /// The report directory, made (with the configured access) and cleared of stale temporary files.
+    static func preparedStore(_ configuration: HangMonitor.Configuration) throws -> ReportStore {
+        let store = ReportStore(
+            directory: configuration.reportDirectory, access: configuration.sharedWithAgent ? .sharedWithAgent : .private)
+        do {
+            try store.prepare()
+            try store.removeStaleTemporaryFiles(olderThan: 3600)
+        } catch {
+            throw HangMonitorError.reportDirectoryUnusable(path: configuration.reportDirectory, reason: "\(error)")
+        }
+        return store
+    }
+
+    static func reportBuilder(
+        _ configuration: HangMonitor.Configuration, world: MonitorWorld, signal: Int32, kind: ActivitySourceKind
+    ) -> ReportBuilder {
+        let environment = world.environment
+        return ReportBuilder(
+            service: configuration.serviceName, host: world.host, pid: world.pid, process: world.process,
+            signal: signal, maxFrames: configuration.maxFrames,
+            wallClock: { environment.date(ofMicroseconds: $0) }, source: kind)
+    }
+
+    /// The writer of the monitor's reports: the sharing's, when monitors share one (the first to
+    /// start makes it).
+    static func reportWriter(
+        _ configuration: HangMonitor.Configuration, owner: Owner, world: MonitorWorld, store: ReportStore, builder: ReportBuilder,
+        images: ImageRegistry
+    ) -> ReportWriter {
+        let makeWriter = {
+            ReportWriter(
+                store: store,
+                retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
+                policy: ReportPolicy(
+                    limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
+                    repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
+                enricher: owner.enricher, statistics: owner.statistics, logger: owner.logger, builder: builder, images: images,
+                clock: world.clock)
+        }
+        return owner.sharing?.writer(orMake: makeWriter) ?? makeWriter()
+    }
+
+    /// The heartbeat file the host agent reads, when one is configured and can be made (else a
+    /// warning: the agent cannot tell whether this watchdog is alive).
+    static func heartbeatPublisher(
+        _ configuration: HangMonitor.Configuration, owner: Owner, store: ReportStore, latch: ActivityLatch, signal: Int32
+    ) -> HeartbeatPublisher? {
+        guard configuration.heartbeatInterval != .zero else { return nil }
+        do {
+            return try HeartbeatPublisher(
+                directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
+                thresholdMicroseconds: owner.control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
+                poolDelays: { [id = owner.id] in
+                    PoolWatchRegistry.activeOwner() == id ? PoolProbeHistogram.shared.snapshot : nil
+                }, dumpSignal: signal)
+        } catch {
+            owner.logger.warning(
+                "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
+                metadata: ["hangwatch.directory": "\(configuration.reportDirectory)", "hangwatch.error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// What the hang lane decides with.
+    static func watchdogSettings(_ configuration: HangMonitor.Configuration, world: MonitorWorld) -> Watchdog.Settings {
+        Watchdog.Settings(
+            busyMask: HangMonitor.Activity.mask(configuration.busyActivities),
+            sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
+            maxSamples: configuration.maxSamplesPerHang,
+            clockResolutionMicroseconds: world.clockResolutionMicroseconds,
+            serviceName: configuration.serviceName,
+            heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval))
+    }
+}

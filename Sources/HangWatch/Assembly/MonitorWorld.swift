@@ -1,0 +1,58 @@
+import Foundation
+import HangWatchReport
+
+/// What a monitor runs against besides its configuration: the time and the waits, how a thread's
+/// stack is taken and what a blocked one waits on, how the capture signal is installed, the
+/// process its reports name, and who steps the watchdog. `MonitorAssembly` is made from a
+/// configuration and a world: `.system` in a service, a scripted one in tests (their clock, their
+/// samples, the watchdog stepped on the test's thread), so both build a monitor the same way.
+struct MonitorWorld: Sendable {
+    /// What the capture side of a monitor is set to (from its configuration).
+    struct Capture: Sendable {
+        var signal: Int32
+        var maxFrames: Int
+        var timeoutNanoseconds: Int64
+        var images: ImageRegistry
+    }
+
+    /// The time, the waits, the scheduler counters and the process facts the watchdog reads.
+    var environment: any WatchdogEnvironment
+    /// The report writer's clock (rate limits, repeat windows), on the environment's time.
+    var clock: any MonotonicClock
+    /// The resolution of the clock the latches stamp edges with (`CLOCK_MONOTONIC_COARSE`).
+    var clockResolutionMicroseconds: UInt64
+    /// Installs the capture signal's handler (process-wide; the same signal again changes nothing).
+    var installCapture: @Sendable (_ signal: Int32) throws -> Void
+    /// Takes a hung thread's stack.
+    var sampler: @Sendable (Capture) -> any StackSampling
+    /// Tells what a blocked thread waits on and who holds it (nil: not looked at).
+    var waits: @Sendable (Capture) -> (any WaitInspecting)?
+    /// The process the reports name.
+    var host: String
+    var pid: Int32
+    var process: HangReport.Process
+    /// True: the watchdog runs on a thread of its own, started when the first lane joins it. False:
+    /// the caller steps it (`Watchdog.run()` on its own thread, on scripted time).
+    var startsThreads = true
+    /// Sees each recording before the writer does (tests keep them); nil: the writer alone.
+    var tap: (@Sendable (any HangSink) -> any HangSink)?
+
+    /// The machine: `CLOCK_MONOTONIC`, `/proc`, the signal handler, libunwind.
+    static func system() -> MonitorWorld {
+        let environment = SystemWatchdogEnvironment()
+        return MonitorWorld(
+            environment: environment, clock: SystemMonotonicClock(),
+            clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
+            installCapture: { try UnsafeCaptureBridge.install(signal: $0) },
+            sampler: { capture in
+                LinuxStackSampler(
+                    signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds,
+                    clock: SystemMonotonicClock())
+            },
+            waits: { capture in
+                LinuxWaitInspector(images: capture.images, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds)
+            },
+            host: ProcessSnapshot.hostName(), pid: getpid(),
+            process: HangReport.Process(executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()))
+    }
+}
