@@ -63,6 +63,17 @@ struct PingIdleFigure {
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000
     }
 
+    /// CPU time of each of the monitor's threads (`hangwatch-…`), by thread id.
+    static func monitorThreadsCPUNanoseconds() -> [Int32: UInt64] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        var times: [Int32: UInt64] = [:]
+        for tid in tasks.compactMap({ Int32($0) }) {
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)) ?? ""
+            if comm.hasPrefix("hangwatch-"), let time = ProcessThreads.cpuNanoseconds(tid) { times[tid] = time }
+        }
+        return times
+    }
+
     static func allSwitches() -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.compactMap { Int32($0) }.compactMap(ProcessThreads.contextSwitches).reduce(0, +)
@@ -70,12 +81,17 @@ struct PingIdleFigure {
 
     /// Switches over `seconds` unwatched, watched by the ping alone, and pinged with looks at the
     /// draining thread (the default); the pool watch off in all three (figure 15 has it).
-    func measure() throws -> (looks: (switches: Int, cpu: Double), pingOnly: (switches: Int, cpu: Double), without: (switches: Int, cpu: Double)) {
+    /// `monitorCPU`: the CPU time of the monitor's own threads (`hangwatch-…`) over the same time,
+    /// milliseconds: the monitor's share, apart from libdispatch's workers and the process's noise.
+    func measure() throws -> (
+        looks: (switches: Int, cpu: Double, monitorCPU: Double), pingOnly: (switches: Int, cpu: Double, monitorCPU: Double),
+        without: (switches: Int, cpu: Double, monitorCPU: Double)
+    ) {
         let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-\(getpid())-ping-idle"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let queue = DispatchQueue(label: "bench.idle")
         /// Context switches of the whole process, and its CPU time in milliseconds.
-        func count(_ watched: Bool, looks: Bool = true) throws -> (switches: Int, cpu: Double) {
+        func count(_ watched: Bool, looks: Bool = true) throws -> (switches: Int, cpu: Double, monitorCPU: Double) {
             var configuration = HangMonitor.Configuration(serviceName: "bench", threshold: .milliseconds(250), reportDirectory: directory)
             configuration.watchesConcurrencyPool = false
             configuration.looksAtQueueThreads = looks
@@ -85,8 +101,14 @@ struct PingIdleFigure {
             usleep(2_500_000)  // settle: past the first 2 s, when pings come an interval apart (QueueActivitySource)
             let before = Self.allSwitches()
             let cpuBefore = Self.processCPUMilliseconds()
+            let monitorBefore = Self.monitorThreadsCPUNanoseconds()
             usleep(useconds_t(seconds * 1_000_000))
-            return (Self.allSwitches() - before, Self.processCPUMilliseconds() - cpuBefore)
+            return (
+                Self.allSwitches() - before, Self.processCPUMilliseconds() - cpuBefore,
+                Double(Self.monitorThreadsCPUNanoseconds().reduce(0) { total, thread in
+                    total + thread.value - min(thread.value, monitorBefore[thread.key] ?? 0)
+                }) / 1e6
+            )
         }
         let without = try count(false)
         let pingOnly = try count(true, looks: false)

@@ -198,6 +198,8 @@ if wanted("12") {
     add("12", "idle queue, 250 ms: switches per period added, ping / ping + looks", "\(format(pingOnly, 1)) / \(format(looks, 1))", "(documented)")
     add("12", "idle queue, process CPU ms per 10 s: unwatched / ping / ping + looks",
         [idle.without.cpu, idle.pingOnly.cpu, idle.looks.cpu].map { format($0 * 10 / (quick ? 2 : 10), 1) }.joined(separator: " / "), "(documented)")
+    add("12", "  of which the monitor's own threads: ping / ping + looks",
+        [idle.pingOnly.monitorCPU, idle.looks.monitorCPU].map { format($0 * 10 / (quick ? 2 : 10), 1) }.joined(separator: " / "), "(documented)")
 }
 
 // 13: a SwiftNIO HTTP server under wrk, its event loop unwatched and watched.

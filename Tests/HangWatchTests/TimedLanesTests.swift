@@ -103,4 +103,20 @@ import Testing
         let deadlines = queue.clock.waits.compactMap(\.deadline).map(queue.ms)
         #expect(Set(deadlines) == Set(stride(from: 100.0, through: 1_000, by: 100)), "\(deadlines)")
     }
+
+    /// The source keeps its lane and the lane reaches its source: one of them must not keep the
+    /// other, or every queue monitor started and stopped leaves both behind (about 1 KiB a cycle:
+    /// `LifecycleTests` caught it at 1,124 bytes).
+    @Test func aQueueSourceAndItsLaneDoNotKeepEachOtherAlive() {
+        weak var weakSource: QueueActivitySource?
+        weak var weakLane: AnyObject?
+        do {
+            let source = QueueActivitySource(kind: .dispatchQueue, periodMicroseconds: 100_000, enqueue: { _ in })
+            source.start(edges: ActivityLatch(busyActivities: [.afterWaiting]), attach: {})
+            weakSource = source
+            weakLane = source.timerLane
+            #expect(weakLane != nil)
+        }
+        #expect(weakSource == nil && weakLane == nil)
+    }
 }

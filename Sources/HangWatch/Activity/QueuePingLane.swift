@@ -4,7 +4,9 @@ import Dispatch
 /// thread, a ping, an overdue stretch declared: `QueueActivitySource.tick()`) when the tick is due,
 /// and asks to be woken at the next. A wake-up meant for another lane does not tick it early.
 final class QueuePingLane: WatchdogLane, @unchecked Sendable {
-    private let source: QueueActivitySource
+    /// Weak: the source keeps its lane (`timerLane`), and the monitor keeps the source until the
+    /// lane has finished.
+    private weak var source: QueueActivitySource?
     /// The first tick's distance from the lane's first step (the source sent the first ping at
     /// `start`); then nil.
     private var firstTickIn: UInt64?
@@ -18,7 +20,7 @@ final class QueuePingLane: WatchdogLane, @unchecked Sendable {
     }
 
     func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
-        guard !source.isStopped else { return .finished }
+        guard let source, !source.isStopped else { return .finished }
         let now = environment.now()
         if let first = firstTickIn {
             next = now + first

@@ -21,6 +21,9 @@ import Synchronization
 /// or a delayed job (`Task.sleep`'s resumption) falls due. Without the hooks, or when another
 /// hook was set after ours, it never rests.
 ///
+/// The probe's phases and the rest are here; the looks for held jobs in `PoolWatch+Jobs`, a
+/// starvation in `PoolWatch+Starvation`.
+///
 /// One per process (`PoolWatchRegistry`): a lane of its monitor's watchdog (a thread the pool does
 /// not need), every wait a state of `Phase`; tests step it with a `Watchdog` on their own thread
 /// against a scripted environment.
@@ -60,7 +63,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     }
 
     /// What the watch waits for; `wakeAt`: when it looks next.
-    private enum Phase {
+    enum Phase {
         /// No probe out: the next step sends one.
         case starting
         case probing(Probe, wakeAt: UInt64)
@@ -71,43 +74,45 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         case awaitingProbe(Probe, wakeAt: UInt64)
     }
 
-    private let settings: Settings
+    // Only the watchdog's thread touches the state below (internal, not private: the watch's
+    // extensions in `PoolWatch+Jobs` and `PoolWatch+Starvation` use it too).
+    let settings: Settings
     /// The watchdog's, as of its last step.
-    private var environment: (any WatchdogEnvironment)!
-    private var phase = Phase.starting
-    private let enqueue: @Sendable (PoolProbeSlot) -> Void
+    var environment: (any WatchdogEnvironment)!
+    var phase = Phase.starting
+    let enqueue: @Sendable (PoolProbeSlot) -> Void
     /// Enqueues a job that attaches the thread of the given pool it runs on (nil: attaching is the
     /// probe's alone).
-    private let attach: (@Sendable (CooperativePool) -> Void)?
+    let attach: (@Sendable (CooperativePool) -> Void)?
     /// Enqueues jobs that attach every worker a pool of the given width has (`enqueueAttachEveryWorker`).
-    private let attachEveryWorker: (@Sendable (Int) -> Void)?
-    private var attachRequests = PoolAttachRequests()
-    private let threads: any PoolThreadCapturing
-    private let sink: any PoolSink
-    private let looker: (any PoolThreadLooking)?
+    let attachEveryWorker: (@Sendable (Int) -> Void)?
+    var attachRequests = PoolAttachRequests()
+    let threads: any PoolThreadCapturing
+    let sink: any PoolSink
+    let looker: (any PoolThreadLooking)?
     /// Where a job's function starts (the unwind tables of `images`, unless a test scripts it).
-    private let functionStart: (@Sendable (UInt) -> UInt?)?
-    private var tracker = HeldJobTracker()
+    let functionStart: (@Sendable (UInt) -> UInt?)?
+    var tracker = HeldJobTracker()
     /// The open report of each held job, by thread.
-    private var heldJobs: [Int32: HangRecording] = [:]
+    var heldJobs: [Int32: HangRecording] = [:]
     /// When a probe job last started (the pool had room then).
-    private var probeStarted: UInt64?
-    private let histogram: PoolProbeHistogram
-    private let statistics: MonitorStatistics?
-    private let images: ImageRegistry?
-    private let logger: Logger
-    private let wakeSource: (any PoolWakeSource)?
+    var probeStarted: UInt64?
+    let histogram: PoolProbeHistogram
+    let statistics: MonitorStatistics?
+    let images: ImageRegistry?
+    let logger: Logger
+    let wakeSource: (any PoolWakeSource)?
     /// What a blocked pool thread waits on and who holds it: for each held job's samples and each
     /// thread of a starved pool.
-    private let waits: (any WaitInspecting)?
+    let waits: (any WaitInspecting)?
     /// Since when every look found every pool thread idle (nil: the last look did not).
-    private var quietSince: UInt64?
-    private let stopRequested = Atomic<Bool>(false)
+    var quietSince: UInt64?
+    let stopRequested = Atomic<Bool>(false)
     /// Set by the armed hooks' first job (`restIfQuiet`): the wake they post is the watchdog's,
     /// which other lanes' loops post too.
-    private let restWoken = Atomic<Bool>(false)
+    let restWoken = Atomic<Bool>(false)
     /// The watchdog's wake, which the armed hooks and `requestStop()` post.
-    private let wake: WatchdogWake
+    let wake: WatchdogWake
     let finished = DispatchSemaphore(value: 0)
 
     /// `wake`: the wake of the watchdog that steps the watch.
@@ -170,7 +175,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     }
 
     /// Enqueues the next probe: a threshold later it must have started.
-    private func sendProbe() -> WatchdogWait {
+    func sendProbe() -> WatchdogWait {
         let threshold = max(settings.thresholdMicroseconds(), 1000)
         let slot = PoolProbeSlot()
         let enqueued = environment.now()
@@ -229,12 +234,12 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     }
 
     /// The watch's own enqueues (probes, attach jobs) never wake it.
-    private func enqueueOwn(_ body: () -> Void) {
+    func enqueueOwn(_ body: () -> Void) {
         if let wakeSource { wakeSource.ownEnqueues(body) } else { body() }
     }
 
     /// A pool thread in no job, asleep (its idle wait), as far as the look could tell.
-    private static func isIdle(_ look: HeldJobTracker.Look) -> Bool {
+    static func isIdle(_ look: HeldJobTracker.Look) -> Bool {
         look.activation == nil && look.sample.state == "S"
             && (look.sample.failure == nil || look.sample.failure == .threadNotAttached)
     }
@@ -311,193 +316,5 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         if enqueuedAt != nil { lookAtJobs(thresholdMicroseconds: rest.probe.threshold) }
         logger.debug("pool watch woken", metadata: ["hangwatch.by": "\(enqueuedAt != nil ? "a job enqueued" : "a delayed job due")"])
         return sendProbe()
-    }
-
-    /// One round of looks; whether it found every pool thread idle and no job followed.
-    @discardableResult
-    private func lookAtJobs(thresholdMicroseconds: UInt64) -> Bool {
-        guard let looker else { return false }
-        let looks = looker.look()
-        let now = environment.now()
-        if let attach {
-            let unattached = looks.filter { !$0.isWorker }.map(\.thread)
-            let due = attachRequests.due(unattached: unattached, at: now)
-            // Each at its pool's priority: a job of one priority never runs on another's workers.
-            enqueueOwn { for thread in due { attach(CooperativePool(threadName: thread.name) ?? .default) } }
-        }
-        let tracked = looks.map { thread, sample, isWorker in
-            HeldJobTracker.Look(
-                thread: thread, sample: sample, activation: functionStart.flatMap { JobActivation(sample, functionStart: $0) },
-                isWorker: isWorker)
-        }
-        let events = tracker.observe(
-            tracked, at: now, thresholdMicroseconds: thresholdMicroseconds, probeStartedMicroseconds: probeStarted)
-        for event in events {
-            handle(event, outcome: .recovered, thresholdMicroseconds: thresholdMicroseconds)
-        }
-        let quiet = tracker.episodes.isEmpty && tracked.allSatisfy(Self.isIdle)
-        quietSince = quiet ? (quietSince ?? now) : nil
-        for missed in tracker.takePassedOver() {
-            logger.debug(
-                "pool job not reported",
-                metadata: [
-                    "hangwatch.tid": "\(missed.tid)", "hangwatch.reason": "\(missed.reason.rawValue)",
-                    "hangwatch.startedAt": "\(environment.date(ofMicroseconds: missed.startMicroseconds).timeIntervalSince1970)",
-                    "hangwatch.durationMs": "\(Double(missed.endMicroseconds - min(missed.endMicroseconds, missed.startMicroseconds)) / 1000)",
-                    "hangwatch.sightings": "\(missed.sightings)", "hangwatch.endedBy": "\(missed.endedBy)",
-                ])
-        }
-        return quiet
-    }
-
-    private func handle(_ event: HeldJobTracker.Event, outcome: HangReport.Outcome, thresholdMicroseconds: UInt64 = 0) {
-        switch event {
-        case .held(let episode):
-            statistics?.hangsDetected.add(1, ordering: .relaxed)
-            let first = episode.samples.first
-            var recording = HangRecording(
-                id: Watchdog.nextReportID(start: environment.date(ofMicroseconds: episode.startMicroseconds), serviceName: settings.serviceName),
-                startMicroseconds: episode.startMicroseconds, detectedMicroseconds: episode.lastSeenMicroseconds, activity: 0, mode: nil,
-                thresholdMicroseconds: thresholdMicroseconds, thread: episode.thread, process: environment.processSnapshot(),
-                baseline: first.flatMap { sample in
-                    sample.onCPUNanoseconds.map {
-                        ProcTask.SchedStat(onCPUNanoseconds: $0, runQueueNanoseconds: sample.runQueueNanoseconds ?? 0)
-                    }
-                },
-                watchdogOversleepMicroseconds: 0, stopSuspected: false, maxSamples: settings.maxSamples,
-                sampleIntervalMicroseconds: lookInterval(thresholdMicroseconds))
-            recording.source = .poolJob
-            for sample in episode.samples { recording.add(sample) }
-            if let last = episode.samples.last { inspectWait(of: episode.thread.tid, last, into: &recording) }
-            let sets = LabelsInEffect.read(episode.thread, taskID: episode.activation.taskID)
-            if !sets.isEmpty { recording.labels = sets }
-            images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
-            heldJobs[episode.thread.tid] = recording
-            logger.debug(
-                "pool thread held by one job",
-                metadata: ["hangwatch.id": "\(recording.id)", "hangwatch.tid": "\(episode.thread.tid)"])
-            sink.hangStarted(recording)
-        case .sampled(let tid, let sample):
-            guard var recording = heldJobs[tid] else { return }
-            recording.add(sample)
-            inspectWait(of: tid, sample, into: &recording)
-            if recording.labels == nil, let thread = recording.thread {
-                let sets = LabelsInEffect.read(thread, taskID: sample.taskID)
-                if !sets.isEmpty { recording.labels = sets }
-            }
-            heldJobs[tid] = recording
-            // The provisional report is rewritten now and then, not at every look.
-            if recording.samples.count % 20 == 0 { sink.hangProgressed(recording) }
-        case .ended(let tid, let end):
-            guard var recording = heldJobs.removeValue(forKey: tid) else { return }
-            recording.endMicroseconds = end
-            images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
-            sink.hangEnded(recording, outcome: outcome)
-        }
-    }
-
-    /// A probe not started by its deadline: every pool thread is captured. If one holds a job, the
-    /// pool is starved (`starved`); if none does, the delay is the machine's (`awaitingProbe`).
-    private func record(_ probe: Probe) -> WatchdogWait {
-        let detected = environment.now()
-        let process = environment.processSnapshot()
-        let captured = Array(threads.capture(skipping: [], signalAllowed: !process.debuggerAttached).prefix(settings.maxThreads))
-        if let images, Self.everyThreadIdle(captured, images: images.current) {
-            // The probe is late, but no pool thread holds a job: nothing starves the pool. The
-            // delay is the machine's (the worker waited for a CPU to wake on): it goes into the
-            // start-delay histogram, and no report blames the pool.
-            logger.debug("pool probe late with every pool thread idle: not a starvation", metadata: ["hangwatch.threads": "\(captured.count)"])
-            return awaitingProbe(probe, wakeAt: nil, now: detected)
-        }
-        histogram.addStarvation()
-        statistics?.hangsDetected.add(1, ordering: .relaxed)
-        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: probe.enqueued), serviceName: settings.serviceName)
-        var recording = PoolRecording(
-            id: id, startMicroseconds: probe.enqueued, detectedMicroseconds: detected, thresholdMicroseconds: probe.threshold,
-            sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds, process: process)
-        recording.threads = captured.map(withWait)
-        logger.debug("cooperative pool starved", metadata: ["hangwatch.id": "\(id)", "hangwatch.threads": "\(recording.threads.count)"])
-        sink.poolStarved(recording)
-        tracker.coverUnheld()
-        return starved(Starvation(recording: recording, probe: probe), wakeAt: nil, now: detected)
-    }
-
-    /// A starvation in progress: the pool's threads looked at each sample interval (threads that
-    /// appear are captured too) until the probe starts, which ends it exactly. `wakeAt` nil: the
-    /// first step, before any wait.
-    private func starved(_ starvation: Starvation, wakeAt: UInt64?, now: UInt64) -> WatchdogWait {
-        if let wakeAt, now < wakeAt { return .at(wakeAt) }
-        var recording = starvation.recording
-        let probe = starvation.probe
-        if wakeAt != nil {
-            // Jobs seen while the pool is starved are in this report, not in reports of their own.
-            lookAtJobs(thresholdMicroseconds: probe.threshold)
-            tracker.coverUnheld()
-            if probe.slot.startedMicroseconds == nil, recording.threads.count < settings.maxThreads {
-                let more = threads.capture(
-                    skipping: Set(recording.threads.map(\.tid)), signalAllowed: !recording.process.debuggerAttached)
-                if !more.isEmpty {
-                    recording.threads += more.prefix(settings.maxThreads - recording.threads.count).map(withWait)
-                    sink.poolProgressed(recording)
-                }
-            }
-        }
-        guard let started = probe.slot.startedMicroseconds else {
-            let next = environment.now() + settings.sampleIntervalMicroseconds
-            phase = .starved(Starvation(recording: recording, probe: probe), wakeAt: next)
-            return .at(next)
-        }
-        recording.endMicroseconds = max(started, probe.enqueued)
-        probeStarted = started
-        histogram.add(delayNanoseconds: (max(started, probe.enqueued) - probe.enqueued) * 1000)
-        finish(recording, outcome: .recovered)
-        return sendProbe()
-    }
-
-    private func finish(_ recording: PoolRecording, outcome: HangReport.Outcome) {
-        images?.refreshIfNeeded(for: recording.threads.flatMap(\.sample.frames))
-        sink.poolRecovered(recording, outcome: outcome)
-        logger.debug("cooperative pool recovered", metadata: ["hangwatch.id": "\(recording.id)", "hangwatch.outcome": "\(outcome.rawValue)"])
-    }
-
-    /// Whether every pool thread captured is a worker waiting for work (none holds a job).
-    static func everyThreadIdle(_ captured: [PoolThreadSample], images: ImageMap) -> Bool {
-        !captured.isEmpty && captured.allSatisfy { thread in
-            ReportBuilder.isIdleWorker(
-                state: thread.sample.state, truncated: thread.sample.truncated,
-                imagePaths: thread.sample.frames.map { address in images.imageIndex(containing: address).map { images.images[$0].path } })
-        }
-    }
-
-    /// A late probe that starved nothing: looks at jobs each sample interval (as between probes)
-    /// until it starts, and counts its delay. `wakeAt` nil: the first step, before any wait.
-    private func awaitingProbe(_ probe: Probe, wakeAt: UInt64?, now: UInt64) -> WatchdogWait {
-        if let wakeAt {
-            guard now >= wakeAt else { return .at(wakeAt) }
-            lookAtJobs(thresholdMicroseconds: probe.threshold)
-        }
-        guard let started = probe.slot.startedMicroseconds else {
-            let next = environment.now() + settings.sampleIntervalMicroseconds
-            phase = .awaitingProbe(probe, wakeAt: next)
-            return .at(next)
-        }
-        probeStarted = started
-        histogram.add(delayNanoseconds: (max(started, probe.enqueued) - probe.enqueued) * 1000)
-        return sendProbe()
-    }
-
-    /// A held job's thread, blocked: what it waits on, with the sample.
-    private func inspectWait(of tid: Int32, _ sample: StackSample, into recording: inout HangRecording) {
-        guard let waits, sample.failure == nil, sample.blockedKey != nil, let observation = waits.inspect(tid: tid, sample: sample) else { return }
-        recording.add(wait: observation)
-    }
-
-    /// A starved pool's thread with what it waits on, when it is blocked on an object.
-    private func withWait(_ thread: PoolThreadSample) -> PoolThreadSample {
-        var thread = thread
-        if let waits, thread.sample.failure == nil, thread.sample.blockedKey != nil {
-            thread.wait = waits.inspect(tid: thread.tid, sample: thread.sample)
-        }
-        return thread
     }
 }
