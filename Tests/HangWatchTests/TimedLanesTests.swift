@@ -119,4 +119,49 @@ import Testing
         }
         #expect(weakSource == nil && weakLane == nil)
     }
+
+    /// A lane that counts its steps and rests until told to finish.
+    final class RestingLane: WatchdogLane, @unchecked Sendable {
+        var steps = 0
+        var done = false
+        let finished = DispatchSemaphore(value: 0)
+        func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
+            steps += 1
+            return done ? .finished : .rest(until: nil)
+        }
+    }
+
+    /// A timer every 10 ms until `end`.
+    final class TimerLane: WatchdogLane, @unchecked Sendable {
+        var ticks: [UInt64] = []
+        var next: UInt64?
+        let end: UInt64
+        let finished = DispatchSemaphore(value: 0)
+        init(end: UInt64) { self.end = end }
+        func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
+            let now = environment.now()
+            if let next, now < next { return .at(next) }
+            if now >= end { return .finished }
+            ticks.append(now)
+            next = now + 10_000
+            return .at(next!)
+        }
+    }
+
+    /// A wait that timed out steps only the lanes whose time came; a wake-up steps every lane.
+    @Test func aTimerLaneDoesNotStepTheOtherLanesButAWakeUpDoes() {
+        let clock = ScriptedClock()
+        let wake = WatchdogWake()
+        let resting = RestingLane()
+        let timer = TimerLane(end: clock.now + 1_000_000)
+        clock.at(clock.now + 500_000) { wake.signal() }  // a control call
+        clock.at(clock.now + 1_000_000) {
+            resting.done = true
+            wake.signal()
+        }
+        Watchdog(environment: FakeWatchdogEnvironment(clock: clock), wake: wake, lanes: [resting, timer]).run()
+        #expect(timer.ticks.count == 100)
+        // The first turn, the wake-up at 500 ms, the one at 1 s: not each of the timer's 100 ticks.
+        #expect(resting.steps == 3, "\(resting.steps)")
+    }
 }

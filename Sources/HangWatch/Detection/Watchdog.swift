@@ -73,9 +73,14 @@ final class Watchdog: @unchecked Sendable {
         lane.finished.wait()
     }
 
-    /// Steps every lane and waits, until no lane is left (each leaves once stopped).
+    /// Steps the lanes and waits, until no lane is left (each leaves once stopped). After a wake-up
+    /// (an edge, a control call, a request) every lane steps; after a wait that timed out, only the
+    /// lanes whose time came: nothing was posted, so the others would answer as they did (a
+    /// queue's pings, 20 a second, do not step a parked loop's lane each time).
     func run() {
         var done: [any WatchdogLane] = []
+        var answers: [ObjectIdentifier: WatchdogWait] = [:]
+        var timedOutAt: UInt64?
         while true {
             let (current, dropped) = thread.turn(dropping: { lane in done.contains { $0 === lane } })
             for lane in dropped { lane.finished.signal() }
@@ -85,7 +90,15 @@ final class Watchdog: @unchecked Sendable {
             var timed = false
             var parked: [(any WatchdogLane, ActivitySnapshot)] = []
             for lane in current {
-                switch lane.advance(environment) {
+                let id = ObjectIdentifier(lane)
+                let wait: WatchdogWait
+                if let now = timedOutAt, let answer = answers[id], !Self.isDue(answer, at: now) {
+                    wait = answer
+                } else {
+                    wait = lane.advance(environment)
+                    answers[id] = wait
+                }
+                switch wait {
                 case .finished:
                     done.append(lane)
                 case .until(let time):
@@ -100,7 +113,11 @@ final class Watchdog: @unchecked Sendable {
                     if let time { deadline = min(deadline ?? time, time) }
                 }
             }
-            if !done.isEmpty { continue }  // (they leave at the next turn)
+            timedOutAt = nil
+            if !done.isEmpty {
+                for lane in done { answers[ObjectIdentifier(lane)] = nil }
+                continue  // (they leave at the next turn)
+            }
             // Parking is the latches' handshake: announce, then re-read. A loop that moved since
             // its lane looked (or a stop requested meanwhile) means look again now.
             var block = true
@@ -115,10 +132,20 @@ final class Watchdog: @unchecked Sendable {
                     let woke = environment.now()
                     let after = before == nil ? nil : environment.ownSchedule()
                     for lane in current { lane.timedOut(woke: woke, before: before, after: after) }
+                    timedOutAt = woke
                 }
             }
             for (lane, _) in parked { lane.unpark() }
             DumpRegistry.servePending()
+        }
+    }
+
+    /// Whether a lane that answered `wait` must step at `now`, with no wake-up since.
+    static func isDue(_ wait: WatchdogWait, at now: UInt64) -> Bool {
+        switch wait {
+        case .until(let time), .at(let time): time <= now
+        case .rest(let time), .park(_, let time): time.map { $0 <= now } ?? false
+        case .finished: true
         }
     }
 
