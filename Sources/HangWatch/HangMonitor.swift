@@ -32,6 +32,8 @@ public final class HangMonitor: Sendable {
     let control: WatchdogControl
     /// Nil while stopped; `.starting` while `start` makes the assembly (no lock held meanwhile).
     let running = Mutex<Lifecycle?>(nil)
+    /// Numbers the starts (`Lifecycle.starting`).
+    private let starts = Atomic<UInt64>(0)
     /// Whether a scope call that could do nothing was told in the log (once per monitor and kind).
     let scopeMisuseTold = ScopeMisuse.Told()
     /// Monitors created with the same sharing report through one writer and are watched by one
@@ -39,7 +41,9 @@ public final class HangMonitor: Sendable {
     private let sharing: MonitorSharing?
 
     enum Lifecycle: Sendable {
-        case starting
+        /// `start` is making its assembly; the number tells this start from a later one (after a
+        /// `stop()` in between).
+        case starting(UInt64)
         case running(MonitorAssembly)
 
         var assembly: MonitorAssembly? { if case .running(let assembly) = self { assembly } else { nil } }
@@ -161,9 +165,10 @@ public final class HangMonitor: Sendable {
             logger.info("hang monitor disabled by configuration", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
             return
         }
+        let start = starts.add(1, ordering: .relaxed).newValue
         try running.withLock { running in
             guard running == nil else { throw HangMonitorError.alreadyRunning }
-            running = .starting
+            running = .starting(start)
         }
         let assembly: MonitorAssembly
         do {
@@ -173,16 +178,19 @@ public final class HangMonitor: Sendable {
                     id: ObjectIdentifier(self), control: control, statistics: statisticsStore, logger: logger, enricher: enricher,
                     sharing: sharing))
         } catch {
-            running.withLock { $0 = nil }
+            running.withLock { running in
+                if case .starting(start) = running { running = nil }
+            }
             throw error
         }
         let begun = try running.withLock { running -> Bool in
-            // Stopped while it was made: it never starts.
-            guard case .starting = running else { return false }
+            // Stopped while it was made (and maybe started again since): it never begins.
+            guard case .starting(start) = running else { return false }
             do {
                 try assembly.begin()
             } catch {
                 running = nil
+                assembly.discard()
                 throw error
             }
             running = .running(assembly)
