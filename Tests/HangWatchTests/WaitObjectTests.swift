@@ -147,4 +147,25 @@ import Testing
         #expect(record.spans.map(\.owner) == [.thread(5), .thread(6)])
         #expect(record.spans.map(\.firstMicroseconds) == [100, 200] && record.spans.map(\.lastMicroseconds) == [150, 250])
     }
+
+    /// A holder woken as the hang ends is on a CPU (or waits for one on a busy machine), and a look
+    /// then gets no stack: the report keeps the stack of the last look that got one, while the
+    /// holder's span still runs to the later look.
+    @Test func aLookWithoutTheHoldersStackDoesNotHideTheStackAnEarlierLookTook() {
+        func look(_ owner: WaitOwner, at microseconds: UInt64, stack: Bool) -> WaitObservation {
+            var observation = Self.look(owner, at: microseconds)
+            let sample = StackSample(microseconds: microseconds, frames: [0x10, 0x20], method: .syscall, truncated: false, state: "S", syscall: 230)
+            observation.holder = HolderLook(
+                owner: owner, state: stack ? "S" : "R", sample: stack ? sample : nil, stackError: stack ? nil : "on a CPU")
+            return observation
+        }
+        var record = WaitRecord(latest: look(.thread(5), at: 100, stack: true))
+        record.add(look(.thread(5), at: 150, stack: true))
+        record.add(look(.thread(5), at: 200, stack: false))
+        #expect(record.latest.microseconds == 150 && record.latest.holder?.sample != nil)
+        #expect(record.spans.map(\.lastMicroseconds) == [200])
+        // Another holder's look replaces it, stack or not.
+        record.add(look(.thread(6), at: 250, stack: false))
+        #expect(record.latest.owner == .thread(6) && record.latest.holder?.sample == nil)
+    }
 }

@@ -119,7 +119,11 @@ struct WaitRecord: Sendable, Equatable {
     mutating func add(_ observation: WaitObservation) {
         // The last look that found a holder says the most: a look as the holder let go finds the
         // object free, which is not what the hang waited on.
-        if observation.owner != .free || latest.owner == .free || latest.object != observation.object { latest = observation }
+        if observation.owner != .free || latest.owner == .free || latest.object != observation.object,
+            !keepsHolderStack(over: observation)
+        {
+            latest = observation
+        }
         guard observation.owner.thread != nil || isProcess(observation.owner) else { return }
         if let last = spans.last, last.owner == observation.owner {
             spans[spans.count - 1].lastMicroseconds = observation.microseconds
@@ -129,6 +133,14 @@ struct WaitRecord: Sendable, Equatable {
         spans.append(
             Span(owner: observation.owner, name: observation.holder?.name, firstMicroseconds: observation.microseconds,
                  lastMicroseconds: observation.microseconds))
+    }
+
+    /// Whether the latest look holds the holder's stack and `observation`, a look at the same
+    /// holder of the same object, has none (the holder was waking, on a CPU, when it was taken):
+    /// the stack it waited behind says more than a later look without one.
+    private func keepsHolderStack(over observation: WaitObservation) -> Bool {
+        latest.object == observation.object && latest.owner == observation.owner && latest.holder?.sample != nil
+            && observation.holder?.sample == nil
     }
 
     private func isProcess(_ owner: WaitOwner) -> Bool {

@@ -70,7 +70,7 @@ import ToolsTestSupport
         // (the cache-lock demo's writer, labelled role=holder).
         let samples = reports.flatMap(\.samples).filter { $0.stack != nil }.count
         let holders = reports.map { SampledStacks.holders(of: $0).count }.reduce(0, +)
-        #expect(holders >= 1, "the cache-lock demo's holder is exported")
+        #expect(holders >= 1, "the cache-lock demo's holder is exported: \(reports.map { String(describing: $0.waitsFor) })")
         let raw = try Self.pprof(reports, ["-raw"])
         let counted = raw.split(separator: "\n").compactMap { line -> Int? in
             let parts = line.split(separator: ":", maxSplits: 1)
