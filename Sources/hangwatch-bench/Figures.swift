@@ -2,6 +2,7 @@ import CoreFoundation
 import Foundation
 import HangWatch
 import HangWatchReport
+import Synchronization
 
 /// One line of the results table.
 struct FigureResult {
@@ -227,13 +228,19 @@ struct DetectionDelayFigure {
     var hangs: Int
     var threshold: Duration = .milliseconds(50)
     var hangMilliseconds = 90
+    /// Whether the cooperative pool is starved, again and again, while the loop hangs: the pool
+    /// watch's captures of every pool thread run on the watchdog thread, between the loop's steps.
+    var starvingPool = false
 
-    func measure() throws -> [Double] {
+    /// The delays past the threshold, ms, and how many pool starvations were reported meanwhile.
+    func measure() throws -> (delays: [Double], poolStarvations: Int) {
         let loop = BenchLoop()
         defer { loop.stop() }
-        let variant = try HangWatchVariant(threshold: threshold, name: "detection")
+        let variant = try HangWatchVariant(threshold: threshold, name: starvingPool ? "detection-starved" : "detection")
         defer { variant.removeReports() }
         variant.attach(to: loop)
+        let starver = starvingPool ? PoolStarver() : nil
+        defer { starver?.stop() }
         final class Starts: @unchecked Sendable { var values: [Date] = [] }
         let starts = Starts()
         for _ in 0..<hangs {
@@ -243,15 +250,50 @@ struct DetectionDelayFigure {
             }
             usleep(30_000)
         }
+        starver?.stop()
         variant.detach()
+        if let starver, starver.episodes == 0 { throw BenchError.setup("the pool starver never blocked the pool") }
         let thresholdSeconds = Double(threshold.components.seconds) + Double(threshold.components.attoseconds) / 1e18
-        let reports = variant.reports().sorted { $0.detectedAt < $1.detectedAt }
+        let all = variant.reports()
+        let reports = all.filter { $0.source == "runloop" }.sorted { $0.detectedAt < $1.detectedAt }
         var delays: [Double] = []
         for report in reports {
             // The injected hang that started last before this detection.
             guard let start = starts.values.last(where: { $0 <= report.detectedAt }) else { continue }
             delays.append((report.detectedAt.timeIntervalSince(start) - thresholdSeconds) * 1000)
         }
-        return delays
+        return (delays, all.filter { $0.source == "concurrency-pool" }.count)
+    }
+}
+
+/// Starves the cooperative pool over and over: one task per pool thread (one per CPU), each
+/// blocking its thread in `usleep` for `blockMilliseconds`, then letting it go for
+/// `restMilliseconds`. Each episode is a starvation the pool watch captures every pool thread for
+/// (blocked threads are walked from `/proc`, the costliest capture).
+final class PoolStarver: @unchecked Sendable {
+    private let stopRequested = Atomic<Bool>(false)
+    private let blocked = Atomic<Int>(0)
+    private let done = DispatchGroup()
+
+    /// Blocking episodes started so far, over all tasks.
+    var episodes: Int { blocked.load(ordering: .relaxed) }
+
+    init(blockMilliseconds: Int = 300, restMilliseconds: Int = 100) {
+        for _ in 0..<ProcessInfo.processInfo.activeProcessorCount {
+            done.enter()
+            Task.detached { [self] in
+                while !stopRequested.load(ordering: .relaxed) {
+                    blocked.add(1, ordering: .relaxed)
+                    usleep(useconds_t(blockMilliseconds * 1000))
+                    try? await Task.sleep(for: .milliseconds(restMilliseconds))
+                }
+                done.leave()
+            }
+        }
+    }
+
+    func stop() {
+        guard !stopRequested.exchange(true, ordering: .relaxed) else { return }
+        done.wait()
     }
 }
