@@ -164,4 +164,17 @@ import Testing
         // The first turn, the wake-up at 500 ms, the one at 1 s: not each of the timer's 100 ticks.
         #expect(resting.steps == 3, "\(resting.steps)")
     }
+
+    /// The watchdog keeps each lane's last answer by position, without copying, while the lanes
+    /// stay the same; when one leaves or joins, each remaining lane keeps its own answer.
+    @Test func eachLaneKeepsItsAnswerWhenLanesLeaveAndJoin() {
+        let (a, b, c) = (RestingLane(), RestingLane(), RestingLane())
+        var answered: [any WatchdogLane] = [a, b]
+        var answers: [WatchdogWait?] = [.at(10), .at(20)]
+        Watchdog.align(&answers, of: &answered, to: [a, b])
+        #expect(answers == [.at(10), .at(20)])
+        Watchdog.align(&answers, of: &answered, to: [b, c])
+        #expect(answers == [.at(20), nil])
+        #expect(answered.count == 2 && answered[0] === b && answered[1] === c)
+    }
 }

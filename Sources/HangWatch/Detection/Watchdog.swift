@@ -78,25 +78,29 @@ final class Watchdog: @unchecked Sendable {
     /// lanes whose time came: nothing was posted, so the others would answer as they did (a
     /// queue's pings, 20 a second, do not step a parked loop's lane each time).
     func run() {
+        // Kept from turn to turn, so a wake-up allocates nothing: the lanes that finished, the
+        // parked ones, and each lane's last answer (`answers[i]` is `answered[i]`'s).
         var done: [any WatchdogLane] = []
-        var answers: [ObjectIdentifier: WatchdogWait] = [:]
+        var parked: [(any WatchdogLane, ActivitySnapshot)] = []
+        var answered: [any WatchdogLane] = []
+        var answers: [WatchdogWait?] = []
         var timedOutAt: UInt64?
         while true {
             let (current, dropped) = thread.turn(dropping: { lane in done.contains { $0 === lane } })
             for lane in dropped { lane.finished.signal() }
             guard !current.isEmpty else { return }
-            done = []
+            done.removeAll(keepingCapacity: true)
+            parked.removeAll(keepingCapacity: true)
+            Self.align(&answers, of: &answered, to: current)
             var deadline: UInt64?
             var timed = false
-            var parked: [(any WatchdogLane, ActivitySnapshot)] = []
-            for lane in current {
-                let id = ObjectIdentifier(lane)
+            for (index, lane) in current.enumerated() {
                 let wait: WatchdogWait
-                if let now = timedOutAt, let answer = answers[id], !Self.isDue(answer, at: now) {
+                if let now = timedOutAt, let answer = answers[index], !Self.isDue(answer, at: now) {
                     wait = answer
                 } else {
                     wait = lane.advance(environment)
-                    answers[id] = wait
+                    answers[index] = wait
                 }
                 switch wait {
                 case .finished:
@@ -114,10 +118,7 @@ final class Watchdog: @unchecked Sendable {
                 }
             }
             timedOutAt = nil
-            if !done.isEmpty {
-                for lane in done { answers[ObjectIdentifier(lane)] = nil }
-                continue  // (they leave at the next turn)
-            }
+            if !done.isEmpty { continue }  // (they leave at the next turn)
             // Parking is the latches' handshake: announce, then re-read. A loop that moved since
             // its lane looked (or a stop requested meanwhile) means look again now.
             var block = true
@@ -138,6 +139,14 @@ final class Watchdog: @unchecked Sendable {
             for (lane, _) in parked { lane.unpark() }
             DumpRegistry.servePending()
         }
+    }
+
+    /// Lines `answers` up with `lanes`: unchanged when the lanes are the ones answered last turn
+    /// (the common case, nothing copied); else each lane keeps its answer, and a new lane has none.
+    static func align(_ answers: inout [WatchdogWait?], of answered: inout [any WatchdogLane], to lanes: [any WatchdogLane]) {
+        if answered.count == lanes.count, zip(answered, lanes).allSatisfy({ $0 === $1 }) { return }
+        answers = lanes.map { lane in answered.firstIndex { $0 === lane }.flatMap { answers[$0] } }
+        answered = lanes
     }
 
     /// Whether a lane that answered `wait` must step at `now`, with no wake-up since.

@@ -43,9 +43,11 @@ final class OnDemandThread<Member: Sendable>: Sendable {
     /// stopped from here.
     func turn(dropping leaving: (Member) -> Bool) -> (current: [Member], dropped: [Member]) {
         state.withLock { state in
-            var current: [Member] = []
-            var dropped: [Member] = []
-            for member in state.members {
+            // The common turn drops no one: the members as they are, no copy made.
+            guard let first = state.members.firstIndex(where: leaving) else { return (state.members, []) }
+            var current = Array(state.members[..<first])
+            var dropped = [state.members[first]]
+            for member in state.members[(first + 1)...] {
                 if leaving(member) { dropped.append(member) } else { current.append(member) }
             }
             state.members = current
