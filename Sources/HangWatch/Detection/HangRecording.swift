@@ -117,13 +117,7 @@ struct WaitRecord: Sendable, Equatable {
     }
 
     mutating func add(_ observation: WaitObservation) {
-        // The last look that found a holder says the most: a look as the holder let go finds the
-        // object free, which is not what the hang waited on.
-        if observation.owner != .free || latest.owner == .free || latest.object != observation.object,
-            !keepsHolderStack(over: observation)
-        {
-            latest = observation
-        }
+        if says(moreThanLatest: observation) { latest = observation }
         guard observation.owner.thread != nil || isProcess(observation.owner) else { return }
         if let last = spans.last, last.owner == observation.owner {
             spans[spans.count - 1].lastMicroseconds = observation.microseconds
@@ -135,12 +129,15 @@ struct WaitRecord: Sendable, Equatable {
                  lastMicroseconds: observation.microseconds))
     }
 
-    /// Whether the latest look holds the holder's stack and `observation`, a look at the same
-    /// holder of the same object, has none (the holder was waking, on a CPU, when it was taken):
-    /// the stack it waited behind says more than a later look without one.
-    private func keepsHolderStack(over observation: WaitObservation) -> Bool {
-        latest.object == observation.object && latest.owner == observation.owner && latest.holder?.sample != nil
-            && observation.holder?.sample == nil
+    /// Whether `observation`, the newer look, is the one the report should say: the last look that
+    /// found a holder says the most, with two exceptions on the same object. A look as the holder
+    /// let go finds it free, which is not what the hang waited on; a look at the same holder that
+    /// got no stack (it was waking, on a CPU) says less than the look that got the stack it waited
+    /// behind.
+    private func says(moreThanLatest observation: WaitObservation) -> Bool {
+        guard latest.object == observation.object else { return true }
+        if observation.owner == .free { return latest.owner == .free }
+        return !(latest.owner == observation.owner && latest.holder?.sample != nil && observation.holder?.sample == nil)
     }
 
     private func isProcess(_ owner: WaitOwner) -> Bool {
