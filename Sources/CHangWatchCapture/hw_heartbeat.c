@@ -106,3 +106,9 @@ void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo) {
     store(&page->capture_signal, signo);
     end(page);
 }
+
+void hw_heartbeat_flags(struct hw_heartbeat *page, uint64_t flags) {
+    begin(page);
+    store(&page->flags, flags);
+    end(page);
+}

@@ -8,7 +8,8 @@
  * stores the nonce and posts the registered watchdog's semaphore (hw_dump_request), and the
  * watchdog, awake, takes the nonce (hw_dump_take) and writes the dump.
  *
- * Async-signal-safety checklist for hw_dump_request(): an atomic exchange and sem_post on a
+ * Async-signal-safety checklist for hw_dump_request(): compare-and-swaps into a static array and
+ * sem_post on a
  * semaphore that lives as long as its registration (the registering monitor unregisters it before
  * destroying it, and a handler in flight is waited out: hw_dump_unregister spins while one runs).
  * No allocation, no lock, no stdio.
@@ -57,9 +58,13 @@ size_t hw_wake_size(void) {
     return sizeof(sem_t);
 }
 
-/* The semaphore a dump request posts, and the request's nonce (0: none pending). */
+/* The semaphore a dump request posts, and the requests' nonces (0: a free slot). Several
+ * `hangwatch dump` calls may arrive before the watchdog wakes: each takes a slot of its own, so
+ * none is lost (the watchdog answers every one, with the dump or a refusal); a request that finds
+ * every slot taken is dropped, and its caller times out saying so. */
+#define HW_DUMP_SLOTS 8
 static _Atomic(sem_t *) g_dump_wake = NULL;
-static _Atomic uint64_t g_dump_nonce = 0;
+static _Atomic uint64_t g_dump_nonces[HW_DUMP_SLOTS];
 static _Atomic int g_dump_in_flight = 0;
 
 /* Waits out a handler that may still hold the semaphore registered before. */
@@ -83,12 +88,22 @@ void hw_dump_request(uint64_t nonce) {
     atomic_fetch_add(&g_dump_in_flight, 1);
     sem_t *wake = atomic_load(&g_dump_wake);
     if (wake != NULL && nonce != 0) {
-        atomic_store(&g_dump_nonce, nonce);
-        sem_post(wake);
+        for (int slot = 0; slot < HW_DUMP_SLOTS; slot++) {
+            uint64_t free_slot = 0;
+            if (atomic_compare_exchange_strong(&g_dump_nonces[slot], &free_slot, nonce)) {
+                sem_post(wake);
+                break;
+            }
+        }
     }
     atomic_fetch_sub(&g_dump_in_flight, 1);
 }
 
 uint64_t hw_dump_take(void) {
-    return atomic_exchange(&g_dump_nonce, 0);
+    for (int slot = 0; slot < HW_DUMP_SLOTS; slot++) {
+        if (atomic_load(&g_dump_nonces[slot]) != 0) {
+            return atomic_exchange(&g_dump_nonces[slot], 0);
+        }
+    }
+    return 0;
 }

@@ -112,15 +112,16 @@ public struct ReportStore: Sendable {
     private static let temporaryCounter = TemporaryCounter()
 
     /// Writes `data` to `finalPath` whole or not at all (a temporary file in this directory, then a
-    /// rename). The CLI's report index is written the same way.
-    @_spi(Internal) public func writeAtomically(_ data: Data, to finalPath: String, name: String) throws {
+    /// rename). The CLI's report index is written the same way. `mode`: the file's permissions, when
+    /// not the store's (a thread dump's answer is its user's only).
+    @_spi(Internal) public func writeAtomically(_ data: Data, to finalPath: String, name: String, mode: mode_t? = nil) throws {
         let temporaryPath =
             directory + "/" + Self.temporaryPrefix + name.dropFirst(Self.filePrefix.count) + "."
             + String(getpid()) + "." + String(Self.temporaryCounter.next()) + Self.temporarySuffix
         let fd: Int32
         do {
             fd = try SystemCall.check("open", path: temporaryPath) {
-                open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, access.fileMode)
+                open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode ?? access.fileMode)
             }
         } catch {
             throw ReportStoreError.writeFailed(path: finalPath, errno: error.code, reason: error.reason)
@@ -207,12 +208,30 @@ public struct ReportStore: Sendable {
         return removed
     }
 
+    /// The name a thread dump's answer (or refusal) starts with: `.dump-<nonce>.json` / `.refused`.
+    public static let dumpAnswerPrefix = ".dump-"
+
+    /// Whether `name` is a thread dump's answer or refusal.
+    public static func isDumpAnswerName(_ name: String) -> Bool {
+        name.hasPrefix(dumpAnswerPrefix) && (name.hasSuffix(".json") || name.hasSuffix(".refused")) && !name.contains("/")
+    }
+
+    /// Removes thread dumps' answers nobody took (their reader died), once older than `age`.
+    @discardableResult
+    public func removeStaleDumpAnswers(olderThan age: TimeInterval, now: Date = Date()) throws -> Int {
+        try removeStale(olderThan: age, now: now, matches: Self.isDumpAnswerName)
+    }
+
     /// Removes temporary files left by writers that died mid-write, once older than `age`.
     @discardableResult
     public func removeStaleTemporaryFiles(olderThan age: TimeInterval, now: Date = Date()) throws -> Int {
+        try removeStale(olderThan: age, now: now) { $0.hasPrefix(Self.temporaryPrefix) && $0.hasSuffix(Self.temporarySuffix) }
+    }
+
+    /// Removes the regular files whose names `matches` accepts, once older than `age`.
+    private func removeStale(olderThan age: TimeInterval, now: Date, matches: (String) -> Bool) throws -> Int {
         var removed = 0
-        for name in try DirectoryEntries.names(in: directory)
-        where name.hasPrefix(Self.temporaryPrefix) && name.hasSuffix(Self.temporarySuffix) {
+        for name in try DirectoryEntries.names(in: directory) where matches(name) {
             let path = directory + "/" + name
             var info = stat()
             guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }

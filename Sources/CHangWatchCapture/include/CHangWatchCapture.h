@@ -271,8 +271,13 @@ struct hw_heartbeat {
     uint64_t pool_starvations;    /* 392: probes that had not started within the threshold */
     uint64_t capture_signal;      /* 400: the signal `hangwatch dump` queues to ask for a dump; 0: none */
     uint64_t watchdog_tid;        /* 408: the thread that ticks (the one a dump request is sent to) */
-    uint64_t reserved_pool[12];   /* 416 */
+    uint64_t flags;               /* 416: HW_HEARTBEAT_FLAG_* */
+    uint64_t reserved_pool[11];   /* 424 */
 };
+
+/** The heartbeat's flags: the Swift runtime's task layout is not one the monitor reads (async
+ * labels and following computing pool jobs are unavailable). */
+#define HW_HEARTBEAT_FLAG_TASK_LAYOUT_UNRECOGNISED 1u
 
 /** Initializes `page` (HW_HEARTBEAT_SIZE bytes of a shared mapping) for this process; `loop`
  * (may be NULL) is the histogram the monitor keeps, published from the start. */
@@ -294,6 +299,9 @@ void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram
 /** Publishes the signal `hangwatch dump` queues to ask this process for a thread dump (0: none). */
 void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo);
 
+/** Publishes the page's flags (HW_HEARTBEAT_FLAG_*). */
+void hw_heartbeat_flags(struct hw_heartbeat *page, uint64_t flags);
+
 /*
  * The watchdog's wake-up (hw_wake.c): a POSIX semaphore, `hw_wake_size()` bytes the caller owns,
  * which a signal handler may post. hw_wake_wait_until waits on CLOCK_MONOTONIC: 1 posted, 0 timed
@@ -313,9 +321,9 @@ int hw_set_affinity(const unsigned char *mask, size_t size);
 
 /*
  * Dump requests (`hangwatch dump PID`): the capture signal, queued by another process with the
- * dump tag in the high 16 bits of its value and a nonce in the rest, stores the nonce and posts
- * the registered semaphore (async-signal-safe). hw_dump_take returns the pending nonce (0: none)
- * and clears it.
+ * dump tag in the high 16 bits of its value and a nonce in the rest, stores the nonce in a free
+ * slot of eight and posts the registered semaphore (async-signal-safe). hw_dump_take returns one
+ * pending nonce (0: none) and frees its slot; call it until it returns 0.
  */
 #define HW_DUMP_TAG ((uint64_t)0x4844 << 48) /* "HD" */
 void hw_dump_register(void *semaphore);

@@ -4,13 +4,15 @@ import Logging
 
 /// The parts `MonitorAssembly.init` makes, one function each, from the configuration and the world.
 extension MonitorAssembly {
-    /// The report directory, made (with the configured access) and cleared of stale temporary files.
+    /// The report directory, made (with the configured access) and cleared of stale temporary files
+    /// and of thread dumps' answers nobody took.
     static func preparedStore(_ configuration: HangMonitor.Configuration) throws -> ReportStore {
         let store = ReportStore(
             directory: configuration.reportDirectory, access: configuration.sharedWithAgent ? .sharedWithAgent : .private)
         do {
             try store.prepare()
             try store.removeStaleTemporaryFiles(olderThan: 3600)
+            try store.removeStaleDumpAnswers(olderThan: 60)
         } catch {
             throw HangMonitorError.reportDirectoryUnusable(path: configuration.reportDirectory, reason: "\(error)")
         }
@@ -24,7 +26,7 @@ extension MonitorAssembly {
         return ReportBuilder(
             service: configuration.serviceName, host: world.host, pid: world.pid, process: world.process,
             signal: signal, maxFrames: configuration.maxFrames,
-            wallClock: { environment.date(ofMicroseconds: $0) }, source: kind)
+            wallClock: { environment.date(ofMicroseconds: $0) }, source: kind, unavailable: world.taskLayout.description.map { [$0] })
     }
 
     /// The writer of the monitor's reports: the sharing's, when monitors share one (the first to
@@ -49,7 +51,7 @@ extension MonitorAssembly {
     /// The heartbeat file the host agent reads, when one is configured and can be made (else a
     /// warning: the agent cannot tell whether this watchdog is alive).
     static func heartbeatPublisher(
-        _ configuration: HangMonitor.Configuration, owner: Owner, store: ReportStore, latch: ActivityLatch, signal: Int32
+        _ configuration: HangMonitor.Configuration, owner: Owner, world: MonitorWorld, store: ReportStore, latch: ActivityLatch, signal: Int32
     ) -> HeartbeatPublisher? {
         guard configuration.heartbeatInterval != .zero else { return nil }
         do {
@@ -58,7 +60,7 @@ extension MonitorAssembly {
                 thresholdMicroseconds: owner.control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
                 poolDelays: { [id = owner.id] in
                     PoolWatchRegistry.activeOwner() == id ? PoolProbeHistogram.shared.snapshot : nil
-                }, dumpSignal: signal)
+                }, dumpSignal: signal, taskLayoutUnrecognised: world.taskLayout.description != nil)
         } catch {
             owner.logger.warning(
                 "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",

@@ -315,6 +315,11 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
         hw_heartbeat_capture_signal(page, UInt64(max(0, signal)))
     }
 
+    /// Publishes that the Swift runtime's task layout is not recognised (`SwiftTaskLayout`).
+    func taskLayoutUnrecognised(_ unrecognised: Bool) {
+        hw_heartbeat_flags(page, unrecognised ? UInt64(HW_HEARTBEAT_FLAG_TASK_LAYOUT_UNRECOGNISED) : 0)
+    }
+
     /// Publishes the pool probe's start delays (nil: this monitor does not run the pool watch).
     func pool(counts: [UInt64]?, totalNanoseconds: UInt64, starvations: UInt64) {
         guard let counts, counts.count == Int(HW_LOOP_BUCKETS) else {
@@ -350,6 +355,7 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "hangsSuppressed": MemoryLayout<hw_heartbeat>.offset(of: \.hangs_suppressed)!,
             "captureSignal": MemoryLayout<hw_heartbeat>.offset(of: \.capture_signal)!,
             "watchdogTID": MemoryLayout<hw_heartbeat>.offset(of: \.watchdog_tid)!,
+            "flags": MemoryLayout<hw_heartbeat>.offset(of: \.flags)!,
             "callsCutShort": MemoryLayout<hw_heartbeat>.offset(of: \.calls_cut_short)!,
             "poolBuckets": MemoryLayout<hw_heartbeat>.offset(of: \.pool_buckets)!,
             "poolDelayTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.pool_delay_total_ns)!,
@@ -398,14 +404,18 @@ extension UnsafeCaptureBridge {
     enum DumpRequests {
         /// The tag in the high 16 bits of the signal's value; the nonce is the low 48.
         static let tag: UInt64 = 0x4844 << 48
-        static let nonceMask: UInt64 = (1 << 48) - 1
         /// `semaphore` is posted when one arrives (one registration at a time: the latest).
         static func register(_ semaphore: UnsafeMutableRawPointer) { hw_dump_register(semaphore) }
         static func unregister(_ semaphore: UnsafeMutableRawPointer) { hw_dump_unregister(semaphore) }
-        /// The pending request's nonce, cleared; nil when none.
-        static func take() -> UInt64? {
-            let nonce = hw_dump_take()
-            return nonce == 0 ? nil : nonce
+        /// Every pending request's nonce, in the order of their slots; their slots freed.
+        static func takeAll() -> [UInt64] {
+            var nonces: [UInt64] = []
+            while nonces.count < 64 {
+                let nonce = hw_dump_take()
+                if nonce == 0 { break }
+                nonces.append(nonce)
+            }
+            return nonces
         }
     }
 }

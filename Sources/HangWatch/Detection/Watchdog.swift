@@ -137,7 +137,7 @@ final class Watchdog: @unchecked Sendable {
                 }
             }
             for (lane, _) in parked { lane.unpark() }
-            DumpRegistry.servePending()
+            DumpRegistry.servePending(now: environment.now())
         }
     }
 

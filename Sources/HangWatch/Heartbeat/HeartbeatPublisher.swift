@@ -24,25 +24,20 @@ final class HeartbeatPublisher: @unchecked Sendable {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
     }
 
-    /// Creates (or takes over) the file and maps it. Throws the system call that failed (the
-    /// monitor then runs without a heartbeat).
+    /// Creates the file (or shares the one another monitor of this process made) and maps it.
+    /// Throws the system call that failed (the monitor then runs without a heartbeat).
     init(
         directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64,
         loopHistogram: UnsafeLoopHistogram? = nil, poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)? = nil,
-        dumpSignal: Int32 = 0
+        dumpSignal: Int32 = 0, taskLayoutUnrecognised: Bool = false
     ) throws(SystemCallError) {
         self.poolDelays = poolDelays
         let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
         let mode: mode_t = access == .private ? 0o600 : 0o640
         let size = UnsafeHeartbeatPage.size
-        let fd = try SystemCall.check("open", path: path) { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode) }
+        let fd = try Self.openOwnFile(path, mode: mode)
         defer { close(fd) }
         do {
-            var info = stat()
-            try SystemCall.check("fstat", path: path) { fstat(fd, &info) }
-            guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
-                throw SystemCallError(call: "fstat", path: path, code: EPERM)
-            }
             // Blocks allocated now, not at the first store into the mapping: on a full disk a store
             // into a sparse page is a SIGBUS that would kill the service. Fails with ENOSPC instead.
             let allocated = posix_fallocate(fd, 0, off_t(size))
@@ -56,12 +51,48 @@ final class HeartbeatPublisher: @unchecked Sendable {
                 intervalMilliseconds: UInt64(DurationText.nanoseconds(interval) / 1_000_000),
                 thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
             page.captureSignal(dumpSignal)
+            page.taskLayoutUnrecognised(taskLayoutUnrecognised)
             self.path = path
         } catch {
             // Nothing half-made left behind (on a full disk, an empty file).
             unlink(path)
             throw error as? SystemCallError ?? SystemCallError(call: "mmap", path: path, code: EIO)
         }
+    }
+
+    /// Opens the heartbeat file at `path` for writing, made by this process only: created with
+    /// `O_EXCL` and `O_NOFOLLOW`; an existing file is used only when it is a regular file with one
+    /// link, owned by this user, whose page names this very process (another monitor of it writes
+    /// there too); one an earlier process with this pid left is removed and made anew. Anything else
+    /// (a symlink, a hard link, another user's file, a FIFO) is refused with `EPERM`: a root-run
+    /// reader trusts this file to name the process and its signal.
+    static func openOwnFile(_ path: String, mode: mode_t) throws(SystemCallError) -> Int32 {
+        for _ in 0..<2 {
+            let created = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+            if created >= 0 { return created }
+            guard errno == EEXIST else { throw SystemCallError(call: "open", path: path, code: errno) }
+            let existing = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard existing >= 0 else {
+                if errno == ENOENT { continue }  // removed meanwhile: create it
+                throw SystemCallError(call: "open", path: path, code: errno == ELOOP ? EPERM : errno)
+            }
+            var info = stat()
+            guard fstat(existing, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
+                close(existing)
+                throw SystemCallError(call: "open", path: path, code: EPERM)
+            }
+            var bytes = [UInt8](repeating: 0, count: MonitorHeartbeat.size)
+            let count = bytes.withUnsafeMutableBytes { pread(existing, $0.baseAddress, MonitorHeartbeat.size, 0) }
+            if count >= MonitorHeartbeat.minimumSize, let page = MonitorHeartbeat.decode(Array(bytes.prefix(count))),
+                page.pid == getpid(), page.startTimeTicks == ProcessSnapshot.processStartTimeTicks()
+            {
+                return existing
+            }
+            // An earlier process's (same pid, another start), or a page never written: made anew.
+            close(existing)
+            unlink(path)
+        }
+        throw SystemCallError(call: "open", path: path, code: EEXIST)
     }
 
     func tick(

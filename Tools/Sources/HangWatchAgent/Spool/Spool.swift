@@ -84,6 +84,8 @@ struct Spool: Sendable {
         var heartbeats: [File] = []
         /// Temporary files of interrupted writes (`.hang-*.tmp`).
         var temporaries: [File] = []
+        /// Thread dumps' answers (`.dump-*.json`, `.dump-*.refused`): a reader that died left them.
+        var dumpAnswers: [File] = []
         /// Service directories, and entries named like the agent's files, left alone, with why:
         /// never read, rewritten or deleted.
         var skipped: [(path: String, reason: String)] = []
@@ -121,6 +123,8 @@ struct Spool: Sendable {
                     kind = \.heartbeats
                 } else if name.hasPrefix(ReportStore.temporaryPrefix) && name.hasSuffix(ReportStore.temporarySuffix) {
                     kind = \.temporaries
+                } else if ReportStore.isDumpAnswerName(name) {
+                    kind = \.dumpAnswers
                 } else {
                     continue
                 }
@@ -191,6 +195,7 @@ struct Spool: Sendable {
         let recognised =
             ReportStore.isReportFileName(file.name) || MonitorHeartbeat.pid(fromFileName: file.name) != nil
             || (file.name.hasPrefix(ReportStore.temporaryPrefix) && file.name.hasSuffix(ReportStore.temporarySuffix))
+            || ReportStore.isDumpAnswerName(file.name)
         guard recognised, !file.name.contains("/"), !file.service.contains("/"), file.service != "..", file.service != "." else {
             throw RemovalError.notRecognised(path)
         }

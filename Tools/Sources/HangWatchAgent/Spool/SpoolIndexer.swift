@@ -12,6 +12,9 @@ struct SpoolIndexer {
 
     /// A temporary file this old is a crashed writer's (a write takes milliseconds).
     static let leftoverAge: TimeInterval = 3600
+    /// A thread dump's answer this old was never taken (the CLI takes it within its timeout, and
+    /// the monitor removes one nobody took after 30 s).
+    static let dumpAnswerAge: TimeInterval = 60
 
     /// Indexes the services in `covering` (nil: the whole spool).
     func index(_ covering: Set<String>?, into state: SpoolState, configuration: AgentConfiguration, now: Date) {
@@ -35,7 +38,8 @@ struct SpoolIndexer {
         for service in found.deadlocks { exports.deadlockFound(service: service) }
         // A hang held for names whose report went away first goes out as it is.
         for path in found.vanished { exports.namesSettled(reportPath: path, named: nil) }
-        removeLeftoverTemporaries(scan.temporaries, now: now)
+        removeLeftovers(scan.temporaries, olderThan: Self.leftoverAge, now: now)
+        removeLeftovers(scan.dumpAnswers, olderThan: Self.dumpAnswerAge, now: now)
     }
 
     /// Logs each entry the scan left alone once (again if its reason changes).
@@ -50,8 +54,8 @@ struct SpoolIndexer {
         state.skippedEntries = current
     }
 
-    private func removeLeftoverTemporaries(_ files: [Spool.File], now: Date) {
-        let cutoff = Int64(now.timeIntervalSince1970 - Self.leftoverAge) * 1_000_000_000
+    private func removeLeftovers(_ files: [Spool.File], olderThan age: TimeInterval, now: Date) {
+        let cutoff = Int64(now.timeIntervalSince1970 - age) * 1_000_000_000
         for file in files where file.modifiedNanoseconds < cutoff {
             try? spool.remove(file)
         }

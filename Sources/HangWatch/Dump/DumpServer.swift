@@ -1,0 +1,87 @@
+import Foundation
+@_spi(Internal) import HangWatchReport
+import Logging
+import Synchronization
+
+/// Answers `hangwatch dump PID` for one monitor: on a request, the watchdog takes every thread's
+/// state, stack and waits and writes them as a report (`source` `dump`) to `.dump-<nonce>.json` in
+/// the report directory; a refused request gets `.dump-<nonce>.refused`, one line saying why. Both
+/// are readable by the service's user only (the CLI runs as that user or as root) and removed by
+/// the CLI once read; an answer nobody took within `unclaimedAnswerSeconds` is removed here (at
+/// the watchdog's next turn: the heartbeat wakes it at least once per heartbeat interval).
+final class DumpServer: Sendable {
+    static let unclaimedAnswerSeconds: UInt64 = 30
+
+    private let configuration: HangMonitor.Configuration
+    private let logger: Logger
+    private let store: ReportStore
+    private let builder: ReportBuilder
+    private let images: ImageRegistry
+    private let clock = SystemMonotonicClock()
+    /// Answers written and not yet known to be taken: path, and when written (µs).
+    private let unclaimed = Mutex<[(path: String, writtenAt: UInt64)]>([])
+
+    init(configuration: HangMonitor.Configuration, logger: Logger, store: ReportStore, builder: ReportBuilder, images: ImageRegistry) {
+        self.configuration = configuration
+        self.logger = logger
+        self.store = store
+        self.builder = builder
+        self.images = images
+    }
+
+    /// The file names of the answers to the request with `nonce`.
+    static func answerFileName(nonce: UInt64) -> String { ".dump-\(nonce).json" }
+    static func refusalFileName(nonce: UInt64) -> String { ".dump-\(nonce).refused" }
+
+    /// Takes the dump and writes it.
+    func serve(_ nonce: UInt64) {
+        let started = clock.microseconds()
+        let dump = ProcessDump.take(
+            maxFrames: configuration.maxFrames, timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout),
+            images: images, clock: clock)
+        var dumpBuilder = builder
+        dumpBuilder.source = .dump
+        let report = dumpBuilder.build(dump: dump, id: "dump-\(nonce)", images: images.current)
+        do {
+            write(try report.encoded(), name: Self.answerFileName(nonce: nonce))
+            logger.info(
+                "thread dump written",
+                metadata: [
+                    "hangwatch.path": "\(store.directory)/\(Self.answerFileName(nonce: nonce))", "hangwatch.threads": "\(dump.threads.count)",
+                    "hangwatch.took_us": "\(clock.microseconds() - started)",
+                ])
+        } catch {
+            logger.warning("thread dump not written", metadata: ["hangwatch.error": "\(error)"])
+        }
+    }
+
+    /// Says why the request with `nonce` gets no dump.
+    func refuse(_ nonce: UInt64, reason: String) {
+        logger.notice("thread dump refused", metadata: ["hangwatch.reason": "\(reason)"])
+        write(Data((reason + "\n").utf8), name: Self.refusalFileName(nonce: nonce))
+    }
+
+    private func write(_ data: Data, name: String) {
+        let path = store.directory + "/" + name
+        do {
+            try store.writeAtomically(data, to: path, name: name, mode: 0o600)
+            unclaimed.withLock { $0.append((path, clock.microseconds())) }
+        } catch {
+            logger.warning("thread dump answer not written", metadata: ["hangwatch.path": "\(path)", "hangwatch.error": "\(error)"])
+        }
+    }
+
+    /// Removes the answers nobody took in time. Cheap when there are none (every watchdog turn).
+    func sweep() {
+        guard unclaimed.withLock({ !$0.isEmpty }) else { return }
+        let now = clock.microseconds()
+        let expired = unclaimed.withLock { answers -> [String] in
+            let old = answers.filter { now &- $0.writtenAt >= Self.unclaimedAnswerSeconds * 1_000_000 }
+            answers.removeAll { now &- $0.writtenAt >= Self.unclaimedAnswerSeconds * 1_000_000 }
+            return old.map(\.path)
+        }
+        for path in expired where unlink(path) == 0 {
+            logger.notice("thread dump answer nobody took removed", metadata: ["hangwatch.path": "\(path)"])
+        }
+    }
+}
