@@ -124,6 +124,28 @@ import Testing
         #expect(WaitChain.follow(waiter: 1, holder: 1) { _ in nil }.cycle == [1])
     }
 
+    static func read(_ tid: Int32, heldBy owner: WaitOwner, call: UInt = 202) -> WaitChain.Read {
+        WaitChain.Read(tid: tid, call: [call, UInt(tid) * 16, 128, 2], object: .mutex(address: UInt(tid) * 16), owner: owner)
+    }
+
+    /// A deadlock is written only when a second read of every link finds the same calls and the
+    /// same holders: a lock handed over between the first walk's reads closes no cycle.
+    @Test func aCycleIsProvenOnlyByASecondReadOfEveryLink() {
+        let first = [Self.read(1, heldBy: .thread(2)), Self.read(2, heldBy: .thread(1))]
+        // Nothing moved: proven.
+        #expect(WaitChain.confirms(first) { $0 })
+        // Thread 1's lock was handed over to thread 3 meanwhile: the cycle never existed as one.
+        #expect(!WaitChain.confirms(first) { $0.tid == 1 ? Self.read(1, heldBy: .thread(3)) : $0 })
+        // Thread 2 left its call and entered another lock wait (the same kind, another call).
+        #expect(!WaitChain.confirms(first) { $0.tid == 2 ? Self.read(2, heldBy: .thread(1), call: 98) : $0 })
+        // Free at the second read, or the thread could not be read again.
+        #expect(!WaitChain.confirms(first) { $0.tid == 2 ? Self.read(2, heldBy: .free) : $0 })
+        #expect(!WaitChain.confirms(first) { $0.tid == 2 ? nil : $0 })
+        // A link whose call was never known cannot be proven; nor can an empty cycle.
+        #expect(!WaitChain.confirms([first[0], WaitChain.Read(tid: 2, call: nil, object: .mutex(address: 32), owner: .thread(1))]) { $0 })
+        #expect(!WaitChain.confirms([]) { $0 })
+    }
+
     @Test func aLongChainStopsAtItsBound() {
         let followed = WaitChain.follow(waiter: 1, holder: 2) { tid in Self.link(tid, heldBy: .thread(tid + 1)) }
         #expect(followed.links.count == WaitChain.maxLinks)

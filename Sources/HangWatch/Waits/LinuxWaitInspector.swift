@@ -10,7 +10,8 @@ import Synchronization
 /// A holder blocked in a call is walked from `/proc` without a signal, as the hung thread is; one
 /// on a CPU is not signalled (it was not prepared for a capture, and a signal must never cut a
 /// sleep short): its stack is marked as not taken. The holder's own wait is followed in turn
-/// (`WaitChain`), so a cycle, a deadlock, is named at the first look.
+/// (`WaitChain`), so a cycle, a deadlock, is named at the first look, once a second read of every
+/// link proves it (`WaitChain.confirms`).
 ///
 /// Used by the watchdog's thread only (one lane at a time), while a hang is sampled: nothing here
 /// runs when no hang is.
@@ -39,10 +40,26 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
                 link(of: tid, already: tid == holder ? observation.holder?.sample : nil)
             }
             observation.chain = followed.links
-            observation.cycle = followed.cycle
+            if let cycle = followed.cycle {
+                let reads = [WaitChain.Read(tid: tid, call: sample.blockedKey, object: object, owner: observation.owner)]
+                    + followed.links.filter { cycle.contains($0.tid) }.map { link in
+                        WaitChain.Read(tid: link.tid, call: holders.withLock { $0[link.tid]?.last?.blockedKey }, object: link.object, owner: link.owner)
+                    }
+                observation.cycle = WaitChain.confirms(reads, again: readAgain) ? cycle : nil
+            }
         }
         forgetHoldersGone(keeping: Set([observation.owner.thread].compactMap { $0 } + observation.chain.compactMap(\.owner.thread)))
         return observation
+    }
+
+    /// A cycle's link read anew: the thread's call from its `syscall` file, the object's holder from
+    /// the object (the object as first read: the same call waits on the same object).
+    private func readAgain(_ read: WaitChain.Read) -> WaitChain.Read? {
+        guard case .inSyscall(let number, let arguments, let stackPointer, let programCounter)? = ProcTask(tid: read.tid).syscall() else {
+            return nil
+        }
+        let call = CapturePlan.BlockedCall(number: number, arguments: arguments, stackPointer: stackPointer, programCounter: programCounter)
+        return WaitChain.Read(tid: read.tid, call: call.key, object: read.object, owner: owner(of: read.object).0)
     }
 
     /// What `sample`'s thread waits on: its call and the C library function its stack is in.

@@ -70,6 +70,26 @@ protocol WaitInspecting: Sendable {
 
 /// Following a wait's holder from thread to thread: a pure walk over a lookup, bounded.
 enum WaitChain {
+    /// One link of a cycle as a read found it: the thread, the call it was blocked in (its
+    /// `blockedKey`: number, arguments, stack and program counters), the object and its holder.
+    struct Read: Equatable {
+        var tid: Int32
+        var call: [UInt]?
+        var object: WaitObject
+        var owner: WaitOwner
+    }
+
+    /// Whether a cycle one walk found is proven: a second read of every link (`again`: the thread's
+    /// call and the object's holder read anew; nil when unreadable) finds each thread still blocked
+    /// in the very same call and each object held by the same thread. A lock handed over between
+    /// the first walk's reads can close a cycle that never existed at any one instant; it cannot
+    /// survive a second read of every link while the cycle's threads stay blocked, for none of them
+    /// can release what it holds without leaving its call.
+    static func confirms(_ first: [Read], again: (Read) -> Read?) -> Bool {
+        guard !first.isEmpty else { return false }
+        return first.allSatisfy { read in read.call != nil && again(read) == read }
+    }
+
     /// The most links followed after the first holder.
     static let maxLinks = 8
 
