@@ -89,6 +89,9 @@ extension HangReport {
         /// Schema 1.4: how many captures cut a system call short (`samples[].cutCallShort`); absent
         /// when none did.
         public var callsCutShort: Int?
+        /// What this monitor could not read in this process, and why (e.g. a Swift runtime whose
+        /// task layout it does not recognise: async labels unavailable); absent when nothing.
+        public var unavailable: [String]?
 
         public init(
             signal: Int32, sampleIntervalMs: Double, samplesTaken: Int, samplesDropped: Int, maxFrames: Int,

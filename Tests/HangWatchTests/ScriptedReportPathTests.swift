@@ -128,3 +128,62 @@ import Testing
         #expect(ReportDirectory(path: directory.path).reports().count == 34)
     }
 }
+
+/// A Swift runtime whose task layout the monitor does not read: said once in the log, in the
+/// heartbeat and in every report, never left silently out.
+@Suite struct UnrecognisedTaskLayoutTests {
+    static let layout = SwiftTaskLayout.unrecognised(layoutVersion: 2, taskSize: 240)
+
+    @Test func theLogAndEveryReportSayWhatIsUnavailable() throws {
+        let log = LogRecorder()
+        let h = WatchdogHarness(configure: { $0.repeatWindow = .zero }, logger: log.logger, taskLayout: Self.layout)
+        h.busy(from: 100, for: 600)
+        h.busy(from: 1_000, for: 400)
+        h.run()
+        h.writer.flush()
+        let expected = try #require(Self.layout.description)
+        #expect(expected.hasPrefix("async callers' labels and pool jobs that compute unavailable: Swift runtime layout not recognised"))
+        #expect(expected.contains("concurrency layout version 2, task size 240 bytes"), "\(expected)")
+        let warnings = log.entries("part of the diagnosis is unavailable")
+        #expect(warnings.count == 1 && warnings.first?.metadata["hangwatch.reason"] == .string(expected), "\(log.all)")
+        let reports = ReportDirectory(path: h.directory.path).reports()
+        #expect(reports.count == 2)
+        #expect(reports.allSatisfy { $0.capture.unavailable == [expected] }, "\(reports.map(\.capture.unavailable))")
+    }
+
+    @Test func aRecognisedLayoutSaysNothing() throws {
+        let log = LogRecorder()
+        let h = WatchdogHarness(logger: log.logger)
+        h.busy(from: 100, for: 600)
+        h.run()
+        h.writer.flush()
+        let reports = ReportDirectory(path: h.directory.path).reports()
+        #expect(reports.count == 1 && reports.allSatisfy { $0.capture.unavailable == nil })
+        #expect(log.count("part of the diagnosis is unavailable") == 0)
+    }
+
+    /// The heartbeat's flag, as the agent reads it.
+    @Test func theHeartbeatSaysItForTheAgent() throws {
+        let directory = ReportDirectory()
+        try ReportStore(directory: directory.path).prepare()
+        for unrecognised in [true, false] {
+            let publisher = try HeartbeatPublisher(
+                directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000,
+                taskLayoutUnrecognised: unrecognised)
+            publisher.tick(.watching, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000)
+            let heartbeat = try MonitorHeartbeat.read(path: directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid()))
+            #expect(heartbeat.taskLayoutUnrecognised == unrecognised)
+            publisher.retire()
+        }
+    }
+
+    /// The runtime's two words decide; this machine's runtime is one the offsets were verified with.
+    @Test func theRuntimesWordsDecideAndThisRuntimeIsVerified() {
+        #expect(SwiftTaskLayout.recognise(layoutVersion: 1, taskSize: 208) == .recognised)
+        #expect(SwiftTaskLayout.recognise(layoutVersion: 2, taskSize: 208) == .unrecognised(layoutVersion: 2, taskSize: 208))
+        #expect(SwiftTaskLayout.recognise(layoutVersion: 1, taskSize: 216) == .unrecognised(layoutVersion: 1, taskSize: 216))
+        #expect(SwiftTaskLayout.recognise(layoutVersion: nil, taskSize: nil) == .noRuntime)
+        #expect(SwiftTaskLayout.recognise(layoutVersion: nil, taskSize: nil).description == nil)
+        #expect(SwiftTaskLayout.current == .recognised, "this runtime: \(SwiftTaskLayout.current)")
+    }
+}

@@ -64,7 +64,7 @@ final class MonitorAssembly: Sendable {
         images = ImageRegistry(logger: owner.logger)
         builder = Self.reportBuilder(configuration, world: world, signal: signal, kind: source.kind)
         writer = Self.reportWriter(configuration, owner: owner, world: world, store: store, builder: builder, images: images)
-        heartbeat = Self.heartbeatPublisher(configuration, owner: owner, store: store, latch: latch, signal: signal)
+        heartbeat = Self.heartbeatPublisher(configuration, owner: owner, world: world, store: store, latch: latch, signal: signal)
         let capture = MonitorWorld.Capture(
             signal: signal, maxFrames: configuration.maxFrames,
             timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), images: images)
@@ -84,6 +84,9 @@ final class MonitorAssembly: Sendable {
             world.environment.now() + DurationText.microseconds(configuration.startupGracePeriod), ordering: .releasing)
         source.useCaptureSelector(CaptureSelector(select: { [threadSlot] in threadSlot.select(tid: $0) }, vacate: { [threadSlot] in threadSlot.vacate($0) }))
         try source.start(edges: latch, attach: attachStep())
+        if let unavailable = world.taskLayout.description {
+            owner.logger.warning("part of the diagnosis is unavailable", metadata: ["hangwatch.reason": "\(unavailable)"])
+        }
         let lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
         self.lanes.withLock { $0 = lanes }
         for lane in lanes {

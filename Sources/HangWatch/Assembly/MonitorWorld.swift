@@ -36,6 +36,8 @@ struct MonitorWorld: Sendable {
     var startsThreads = true
     /// Sees each recording before the writer does (tests keep them); nil: the writer alone.
     var tap: (@Sendable (any HangSink) -> any HangSink)?
+    /// The Swift runtime's task layout, as the monitor found it (`SwiftTaskLayout.current`).
+    var taskLayout = SwiftTaskLayout.current
 
     /// The machine: `CLOCK_MONOTONIC`, `/proc`, the signal handler, libunwind.
     static func system() -> MonitorWorld {

@@ -34,9 +34,10 @@ enum UnsafeCurrentTaskSlot {
     }()
 
     /// The address of the calling thread's current-task word, or nil when the thread runs no task,
-    /// the word is not found exactly once, or the runtime's id disagrees with the task's layout.
+    /// the word is not found exactly once, the runtime's layout is not recognised
+    /// (`SwiftTaskLayout`), or the runtime's id disagrees with the task's layout.
     static func locateOnCurrentThread() -> UInt? {
-        guard let runtime, let task = runtime.getCurrent() else { return nil }
+        guard SwiftTaskLayout.current.isReadable, let runtime, let task = runtime.getCurrent() else { return nil }
         let id = runtime.getJobTaskID(task)
         guard id != 0, UInt64(task.load(fromByteOffset: idLowOffset, as: UInt32.self)) == id & 0xffff_ffff,
             UInt64(task.load(fromByteOffset: idHighOffset, as: UInt32.self)) == id >> 32,

@@ -45,6 +45,7 @@ extension ReportBuilder {
             capture: HangReport.CaptureSummary(
                 signal: signal, sampleIntervalMs: 0, samplesTaken: 0, samplesDropped: 0, maxFrames: maxFrames, pauseMedianUs: nil,
                 pauseMaxUs: nil, errors: [], reportsSuppressed: 0))
+        report.capture.unavailable = unavailable
         report.threads = snapshots
         report.waitsFor = cycleWait
         return report

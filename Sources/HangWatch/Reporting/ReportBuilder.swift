@@ -14,6 +14,8 @@ struct ReportBuilder: Sendable {
     var wallClock: @Sendable (UInt64) -> Date
     /// What kind of loop the monitor watches (the report's `source`): `runloop` or `scope`.
     var source = ActivitySourceKind.runLoop
+    /// What the monitor cannot read in this process (`capture.unavailable` of every report).
+    var unavailable: [String]?
 
     func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
         let source = recording.source ?? source
@@ -155,12 +157,14 @@ struct ReportBuilder: Sendable {
         let errors = failures.map { failure, occurrences in
             HangReport.CaptureError(kind: failure.rawValue, count: occurrences.count, message: failure.message)
         }.sorted { $0.kind < $1.kind }
-        return HangReport.CaptureSummary(
+        var summary = HangReport.CaptureSummary(
             signal: signal, sampleIntervalMs: Self.milliseconds(Int64(recording.baseSampleIntervalMicroseconds)),
             samplesTaken: recording.samples.count + recording.samplesDropped, samplesDropped: recording.samplesDropped,
             maxFrames: maxFrames, pauseMedianUs: pauses.isEmpty ? nil : Self.round(Double(pauses[pauses.count / 2]) / 1000),
             pauseMaxUs: pauses.last.map { Self.round(Double($0) / 1000) }, errors: errors, reportsSuppressed: 0,
             callsCutShort: cutShort > 0 ? cutShort : nil)
+        summary.unavailable = unavailable
+        return summary
     }
 
     static func milliseconds(_ microseconds: Int64) -> Double {

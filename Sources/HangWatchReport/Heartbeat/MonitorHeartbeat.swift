@@ -33,6 +33,7 @@ import Glibc
 /// | 392 | probes that had not started within the threshold (a starved pool) |
 /// | 400 | the signal `hangwatch dump` sends to ask the process for a thread dump (0: none, or a monitor that predates it) |
 /// | 408 | the watchdog's thread id, as of its last tick (the thread a dump request is sent to) |
+/// | 416 | flags: bit 0, the Swift runtime's task layout is not recognised (async labels and computing pool jobs unavailable) |
 public struct MonitorHeartbeat: Sendable, Equatable {
     public static let size = 512
     /// The size of a page written before the loop histogram existed.
@@ -47,8 +48,11 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case tickMonotonicNanoseconds = 40, tickUnixMilliseconds = 48, intervalMilliseconds = 56, state = 64
         case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
         case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232, callsCutShort = 240
-        case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392, captureSignal = 400, watchdogTID = 408
+        case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392, captureSignal = 400, watchdogTID = 408, flags = 416
     }
+
+    /// Bit 0 of `flags`.
+    public static let taskLayoutUnrecognisedFlag: UInt64 = 1
 
     public enum State: UInt64, Sendable {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
@@ -78,6 +82,10 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public var captureSignal: Int32 = 0
     /// The watchdog's thread, as of its last tick: where a dump request is sent (0: unknown).
     public var watchdogTID: Int32 = 0
+    /// The monitor could not read the Swift runtime's task layout: the labels of `async` code and
+    /// following pool jobs that compute are unavailable in this process (its log and every report
+    /// say so too).
+    public var taskLayoutUnrecognised = false
     public var thresholdMicroseconds: UInt64
     /// The loop-busy histogram, when the monitor keeps one (`HANGWATCH_LOOP_HISTOGRAM`).
     public var loopBusy: LoopBusyHistogram.Counts?
@@ -87,8 +95,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
         hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0,
         poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0, callsCutShort: UInt64 = 0,
-        captureSignal: Int32 = 0, watchdogTID: Int32 = 0
+        captureSignal: Int32 = 0, watchdogTID: Int32 = 0, taskLayoutUnrecognised: Bool = false
     ) {
+        self.taskLayoutUnrecognised = taskLayoutUnrecognised
         self.captureSignal = captureSignal
         self.watchdogTID = watchdogTID
         self.loopBusy = loopBusy
@@ -181,7 +190,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             poolStarvations: poolStartDelay(bytes) != nil ? field(bytes, Offset.poolStarvations.rawValue) : 0,
             callsCutShort: bytes.count >= Offset.callsCutShort.rawValue + 8 ? field(bytes, Offset.callsCutShort.rawValue) : 0,
             captureSignal: bytes.count >= Offset.captureSignal.rawValue + 8 ? Int32(truncatingIfNeeded: field(bytes, Offset.captureSignal.rawValue)) : 0,
-            watchdogTID: bytes.count >= Offset.watchdogTID.rawValue + 8 ? Int32(truncatingIfNeeded: field(bytes, Offset.watchdogTID.rawValue)) : 0)
+            watchdogTID: bytes.count >= Offset.watchdogTID.rawValue + 8 ? Int32(truncatingIfNeeded: field(bytes, Offset.watchdogTID.rawValue)) : 0,
+            taskLayoutUnrecognised: bytes.count >= Offset.flags.rawValue + 8
+                && field(bytes, Offset.flags.rawValue) & taskLayoutUnrecognisedFlag != 0)
     }
 
     static func poolStartDelay(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
@@ -210,6 +221,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             (Offset.thresholdMicroseconds.rawValue, thresholdMicroseconds), (Offset.hangsSuppressed.rawValue, hangsSuppressed),
             (Offset.callsCutShort.rawValue, callsCutShort), (Offset.captureSignal.rawValue, UInt64(max(0, captureSignal))),
             (Offset.watchdogTID.rawValue, UInt64(max(0, watchdogTID))),
+            (Offset.flags.rawValue, taskLayoutUnrecognised ? Self.taskLayoutUnrecognisedFlag : 0),
         ]
         if let loopBusy {
             values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]

@@ -41,7 +41,8 @@ final class WatchdogHarness {
         thresholdMilliseconds: UInt64 = 250, sampleIntervalMilliseconds: UInt64 = 50, maxSamples: Int = 100,
         clockResolutionMicroseconds: UInt64 = 4_000, busy: Set<Activity> = [.beforeSources, .afterWaiting],
         joining other: WatchdogHarness? = nil, configure: (inout HangMonitor.Configuration) -> Void = { _ in },
-        logger: Logger = Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }),
+        taskLayout: SwiftTaskLayout = .recognised
     ) {
         clock = other?.clock ?? ScriptedClock()
         origin = other?.origin ?? clock.now
@@ -57,12 +58,13 @@ final class WatchdogHarness {
         configuration.heartbeatInterval = .zero
         configuration.watchesConcurrencyPool = false
         configure(&configuration)
-        let world = MonitorWorld.scripted(
+        var world = MonitorWorld.scripted(
             environment: environment, clock: clock, sampler: sampler, clockResolutionMicroseconds: clockResolutionMicroseconds,
             tap: { [sink] writer in
                 sink.forward = writer
                 return sink
             })
+        world.taskLayout = taskLayout
         assembly = try! MonitorAssembly(
             configuration: configuration, source: source, handles: .none, world: world,
             owner: MonitorAssembly.Owner(

@@ -52,6 +52,12 @@ struct MonitorWatch {
             case .healthy, .stopped:
                 if previous?.health.isProblem == true { logger.info("a flagged monitor is healthy again", metadata: metadata) }
             }
+            // Said once per monitor: what it cannot read in its process (its reports say it too).
+            if heartbeat.taskLayoutUnrecognised && previous?.heartbeat?.taskLayoutUnrecognised != true {
+                logger.warning(
+                    "a monitor cannot read its Swift runtime's task layout: async labels and computing pool jobs unavailable",
+                    metadata: metadata)
+            }
             let added = state.heartbeatTotals.count(heartbeat, key: key)
             if let loop = added.loopBusy { state.loopBusy[key.service, default: .zero].add(loop) }
             if let pool = added.poolStartDelay { state.poolStartDelay[key.service, default: .zero].add(pool) }
