@@ -206,15 +206,14 @@ import Testing
         #expect(run.hangs.count == 40)
         #expect(run.interruptions == 0)
         let repeats = reports.reduce(0) { $0 + ($1.repeats?.count ?? 0) }
-        // A hang that ends before a watchdog kept off its CPU wakes at all leaves no trace (the
-        // loop times its idle edges only while a hang is recorded): seen once in twelve runs with
-        // the service pinned to one CPU beside three busy processes of higher priority. The
-        // reports say when the machine did that to the service; then this test cannot judge.
+        // Every hang is reported or counted, on any machine: a lost hang is the product's failure,
+        // a busy machine no excuse. (Known to fail once in twelve runs with the service pinned to
+        // one CPU beside three busy processes: a hang that ended before a watchdog kept off its CPU
+        // woke left no trace. A bug to fix.) The message says whether the reports saw starvation.
         let starvedService = reports.contains { $0.context.verdict == .starved || $0.context.watchdogOversleepMs > 20 }
-        if reports.count + repeats < 40 && starvedService {
-            try Test.cancel("the machine kept the service off its CPUs (a report says starved or a late watchdog): \(reports.count) reports and \(repeats) repeats for 40 hangs")
-        }
-        #expect(reports.count + repeats == 40, "\(reports.count) reports and \(repeats) repeats: every hang is one or the other")
+        #expect(
+            reports.count + repeats == 40,
+            "\(reports.count) reports and \(repeats) repeats: every hang is one or the other (a report says starved or a late watchdog: \(starvedService))")
         let withStacks = reports.filter { $0.heaviestStack != nil }
         let starved = reports.filter { $0.heaviestStack == nil && $0.context.verdict == .starved }
         #expect(withStacks.count == 4, "\(reports.map { $0.heaviestStack?.frames.first?.symbol ?? "none: \($0.context.verdict)" })")

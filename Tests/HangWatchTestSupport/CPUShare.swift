@@ -1,10 +1,8 @@
 import Foundation
-import Testing
 
 /// What a thread got of a CPU over a stretch of a test: its run-queue wait (`schedstat`) against
-/// the wall time. A test whose expectation needs a thread on a CPU whenever it is runnable (a
-/// timing, a count of captures) checks it had that, and cancels itself saying so when the machine
-/// did not give it, instead of failing on a timing it could not keep.
+/// the wall time. For the message of an expectation that depends on it, and for a control's
+/// check (`ControlCheck.cannotRun`): a claim about the product is never excused by it.
 public struct CPUShare {
     public let tid: Int32
     private let started: Date
@@ -23,15 +21,6 @@ public struct CPUShare {
         guard let before = queuedBefore, let now = Self.runQueueNanoseconds(tid) else { return 0 }
         let wall = max(1e-3, Date().timeIntervalSince(started))
         return Double(now &- before) / 1e9 / wall
-    }
-
-    /// Cancels the test, saying why, when the thread waited for a CPU more than `limit` of the
-    /// time (the expectation `what` could not be judged).
-    public func cancelIfStarved(limit: Double = 0.1, _ what: String) throws {
-        let share = waitedShare
-        if share > limit {
-            try Test.cancel("the machine kept the thread off a CPU \(Int(share * 100)) % of the time: \(what) cannot be judged")
-        }
     }
 
     static func runQueueNanoseconds(_ tid: Int32) -> UInt64? {
