@@ -78,11 +78,16 @@ import Testing
         #expect(!latch.wake.tryWait())
     }
 
-    @Test func goingIdleKeepsTheLastTimeUnlessAHangIsBeingRecorded() {
+    @Test func goingIdleFromBusyIsTimedAndIdleToIdleKeepsTheTime() {
         let latch = makeLatch()
         latch.recordForTesting(afterWaiting, units: 100)
         latch.record(beforeWaiting)
-        #expect(latch.snapshot() == ActivitySnapshot(word: 100 << 8 | UInt64(beforeWaiting)))
+        // The end of a busy stretch is timed (a stretch the watchdog did not see is kept for it).
+        let ended = latch.snapshot()
+        #expect(ended.activity == beforeWaiting && ended.word >> 8 > 100)
+        // Idle to idle: no clock read, the time stays.
+        latch.record(HangMonitor.Activity.exit.rawValue)
+        #expect(latch.snapshot().word >> 8 == ended.word >> 8)
         latch.recordForTesting(afterWaiting, units: 100)
         latch.setRecordingHang(true)
         latch.record(beforeWaiting)

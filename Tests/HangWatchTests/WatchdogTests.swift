@@ -376,3 +376,64 @@ import Testing
         #expect(!hang.stopSuspected)
     }
 }
+
+/// A hang the watchdog did not see while it lasted (kept off its CPU from the loop's busy edge
+/// until the loop had moved on) is reported from the loop's own edges, not lost.
+@Suite struct LateStretchTests {
+    @Test func aHangThatEndedBeforeTheWatchdogRanIsReportedWithItsTrueDuration() throws {
+        let h = WatchdogHarness()
+        // The loop hangs from 200 to 600 ms and runs a short stretch at 700; the watchdog, parked,
+        // gets no CPU from the first busy edge until after the last idle one (at 1 s).
+        h.clock.at(h.t(1_000)) { [latch = h.latch, t = h.t] in
+            for (activity, time) in [(HangMonitor.Activity.afterWaiting, 200.0), (.beforeWaiting, 600), (.afterWaiting, 700), (.beforeWaiting, 800)] {
+                latch.record(activity.rawValue, atMicroseconds: t(time))
+            }
+        }
+        h.run()
+        h.writer.flush()
+        let ended = h.sink.ended
+        try #require(ended.count == 1, "\(ended.map(\.recording.id))")
+        let recording = ended[0].recording
+        // (The latch keeps 1024 ns units.)
+        #expect(abs(h.ms(recording.startMicroseconds) - 200) < 0.01, "\(h.ms(recording.startMicroseconds))")
+        #expect(abs(h.ms(recording.endMicroseconds ?? 0) - 600) < 0.01, "\(h.ms(recording.endMicroseconds ?? 0))")
+        #expect(recording.samples.map(\.failure) == [.endedBeforeTheWatchdogRan])
+        let reports = ReportDirectory(path: h.directory.path).reports()
+        let report = try #require(reports.first)
+        #expect(abs(report.durationMs - 400) <= 1, "\(report.durationMs)")
+        #expect(report.detectedAt > report.endedAt!, "detected after it ended")
+        #expect(report.context.watchdogOversleepMs >= 300, "\(report.context.watchdogOversleepMs)")
+        #expect(report.capture.errors.map(\.kind) == ["ended before the watchdog ran"])
+    }
+
+    /// A hang the watchdog recorded as it ended (it began recording just as the loop moved) is
+    /// not reported a second time from the loop's edges.
+    @Test func aStretchTheWatchdogRecordedIsNotReportedAgain() {
+        let h = WatchdogHarness()
+        h.busy(from: 100, for: 600)
+        h.run()
+        h.writer.flush()
+        #expect(h.sink.ended.count == 1)
+        #expect(h.sink.ended.first?.recording.samples.contains { $0.failure == .endedBeforeTheWatchdogRan } == false)
+    }
+
+    /// The loop thread keeps only stretches past the threshold the watchdog set, and only while
+    /// no hang is recorded; taking one clears it.
+    @Test func theLatchKeepsOnlyLongStretchesOutsideARecording() {
+        let latch = ActivityLatch(busyActivities: [.afterWaiting])
+        latch.setLateStretchThreshold(microseconds: 250_000)
+        latch.record(HangMonitor.Activity.afterWaiting.rawValue, atMicroseconds: 1_000_000)
+        latch.record(HangMonitor.Activity.beforeWaiting.rawValue, atMicroseconds: 1_100_000)
+        #expect(latch.takeLateStretch(nowMicroseconds: 2_000_000) == nil)
+        latch.record(HangMonitor.Activity.afterWaiting.rawValue, atMicroseconds: 3_000_000)
+        latch.record(HangMonitor.Activity.beforeWaiting.rawValue, atMicroseconds: 3_400_000)
+        let late = latch.takeLateStretch(nowMicroseconds: 4_000_000)
+        #expect(late.map { abs(Int64($0.start) - 3_000_000) <= 1 && abs(Int64($0.end) - 3_400_000) <= 1 } == true, "\(String(describing: late))")
+        #expect(late?.activity == HangMonitor.Activity.afterWaiting.rawValue)
+        #expect(latch.takeLateStretch(nowMicroseconds: 4_000_000) == nil)
+        latch.setRecordingHang(true)
+        latch.record(HangMonitor.Activity.afterWaiting.rawValue, atMicroseconds: 5_000_000)
+        latch.record(HangMonitor.Activity.beforeWaiting.rawValue, atMicroseconds: 5_600_000)
+        #expect(latch.takeLateStretch(nowMicroseconds: 6_000_000) == nil)
+    }
+}

@@ -83,6 +83,29 @@ final class ActivityLatch: @unchecked Sendable {
         storage.pointee.parked.store(false, ordering: .sequentiallyConsistent)
     }
 
+    /// A busy stretch at least `microseconds` long that ends while no hang is recorded is kept for
+    /// the watchdog (`takeLateStretch`): a hang it did not see while it lasted.
+    func setLateStretchThreshold(microseconds: UInt64) {
+        let units = (microseconds * 1000) >> 10
+        if storage.pointee.lateThresholdUnits.load(ordering: .relaxed) != units {
+            storage.pointee.lateThresholdUnits.store(units, ordering: .relaxed)
+        }
+    }
+
+    /// The last busy stretch past the late-stretch threshold that ended while no hang was
+    /// recorded, taken (nil: none since the last take): its start and end, microseconds of
+    /// `CLOCK_MONOTONIC_COARSE`, the start resolved against `nowMicroseconds`.
+    func takeLateStretch(nowMicroseconds: UInt64) -> (start: UInt64, end: UInt64, activity: UInt8)? {
+        guard storage.pointee.lateStretch.load(ordering: .relaxed) != 0 else { return nil }
+        let packed = storage.pointee.lateStretch.exchange(0, ordering: .acquiring)
+        guard packed != 0 else { return nil }
+        let nowUnits = (nowMicroseconds * 1000) >> 10
+        let startLow = packed >> 32
+        let start = nowUnits &- ((nowUnits &- startLow) & 0xffff_ffff)
+        let end = start &+ (packed & 0xffff_ffff)
+        return ((start << 10) / 1000, (end << 10) / 1000, storage.pointee.lateActivity.load(ordering: .relaxed))
+    }
+
     /// While set, idle activities are timed too (the end of a hang is the loop's next activity).
     func setRecordingHang(_ recording: Bool) {
         storage.pointee.recordingHang.store(recording, ordering: .releasing)
@@ -142,6 +165,15 @@ struct UnsafeLatchStorage: ~Copyable {
     var loopHistogram: UnsafeLoopHistogram?
     /// When the current busy stretch began (`CLOCK_MONOTONIC` ns; 0: idle). Loop thread only.
     var busySince: UInt64 = 0
+    /// A busy stretch at least this long (1024 ns units; the watchdog sets it: the threshold plus
+    /// the clock's resolution) that ends while no hang is recorded is kept in `lateStretch`.
+    let lateThresholdUnits = Atomic<UInt64>(UInt64.max)
+    /// The last such stretch, `start << 32 | duration` (1024 ns units; the start's low 32 bits):
+    /// a hang the watchdog did not see while it lasted (kept off its CPU until it had ended). The
+    /// watchdog takes it (`ActivityLatch.takeLateStretch`). 0: none.
+    let lateStretch = Atomic<UInt64>(0)
+    /// The busy activity that began it (written before `lateStretch`).
+    let lateActivity = Atomic<UInt8>(0)
 
     init(idleMask: UInt8, wake: WatchdogWake) {
         self.idleMask = idleMask
@@ -159,21 +191,30 @@ struct UnsafeLatchStorage: ~Copyable {
     }
 
     /// The same, with the time (in 1024 ns units) from `clock`, read only when it is needed: for a
-    /// busy activity, or an idle one while a hang is recorded (its end).
+    /// busy activity, and for the idle one that ends a busy stretch (its end: the hang's, while one
+    /// is recorded; else a stretch past the threshold the watchdog did not see is kept for it).
     @inline(__always)
     static func record(_ activity: UInt8, in storage: UnsafeMutablePointer<UnsafeLatchStorage>, clock: () -> UInt64) {
         let previousWord = storage.pointee.word.load(ordering: .relaxed)
         let idleMask = storage.pointee.idleMask
         let idle = isIdle(activity, idleMask: idleMask)
+        let wasIdle = isIdle(UInt8(truncatingIfNeeded: previousWord), idleMask: idleMask)
         let value: UInt64
-        if idle && !storage.pointee.recordingHang.load(ordering: .relaxed) {
-            // Going to sleep, no hang being recorded: the time is not needed. One clock read saved
-            // per iteration.
+        if idle && wasIdle {
+            // Idle to idle: the time is not needed.
             value = previousWord & ~0xff | UInt64(activity)
         } else {
-            value = clock() << 8 | UInt64(activity)
+            let now = clock()
+            value = now << 8 | UInt64(activity)
+            if idle && !storage.pointee.recordingHang.load(ordering: .relaxed) {
+                let start = previousWord >> 8
+                let duration = now &- start
+                if duration >= storage.pointee.lateThresholdUnits.load(ordering: .relaxed) && duration < 1 << 32 {
+                    storage.pointee.lateActivity.store(UInt8(truncatingIfNeeded: previousWord), ordering: .relaxed)
+                    storage.pointee.lateStretch.store((start & 0xffff_ffff) << 32 | duration, ordering: .releasing)
+                }
+            }
         }
-        let wasIdle = isIdle(UInt8(truncatingIfNeeded: previousWord), idleMask: idleMask)
         if let histogram = storage.pointee.loopHistogram, wasIdle != idle {
             let now = UnsafeCaptureBridge.monotonicNanoseconds()
             if !idle {

@@ -55,6 +55,7 @@ package struct StackSample: Sendable, Equatable {
         case firstSightingOnCPU = "first sighting on a CPU"
         case endedDuringCapture = "hang ended during the capture"
         case takingTheDump = "the thread taking this dump"
+        case endedBeforeTheWatchdogRan = "ended before the watchdog ran"
 
         package var message: String {
             switch self {
@@ -73,6 +74,8 @@ package struct StackSample: Sendable, Equatable {
                 return "the queue's work runs on a worker no ping has run on (not prepared for captures); the worker that ran the last ping is idle and is not shown"
             case .takingTheDump:
                 return "the monitor's own thread, which took the dump"
+            case .endedBeforeTheWatchdogRan:
+                return "the watchdog was kept off its CPU until the hang had ended: its start and end are the loop's own, and no stack could be taken"
             case .endedDuringCapture:
                 return "the loop moved on while this sample was taken: its stack could show what came after the hang, so none is kept"
             case .firstSightingOnCPU:

@@ -54,6 +54,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// stopped process rather than a starved one.
     private var oversleep: UInt64 = 0
     private var stopSuspected = false
+    /// When the last hang recorded began (its latch word's time): a late stretch that is that
+    /// hang (it ended as the watchdog began to record it) is not reported twice.
+    private var lastRecordedStart: UInt64?
 
     init(
         settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
@@ -133,6 +136,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             case .confirming(let snapshot, let start, let context, let until):
                 if latch.snapshot() != snapshot || control.isStopping {
                     logger.debug("watchdog woke late; the loop caught up", metadata: ["hangwatch.oversleep_ms": "\(oversleep / 1000)"])
+                    // The stretch that just ended is the stopped one, forgiven: not a late hang.
+                    _ = latch.takeLateStretch(nowMicroseconds: environment.now())
                     oversleep = 0
                     phase = .watching
                     continue
@@ -146,6 +151,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             }
             if control.isStopping { return .finished }
             let snapshot = latch.snapshot()
+            reportLateStretch(environment)
             if control.isPaused {
                 tick(.paused, snapshot)
                 oversleep = 0
@@ -186,6 +192,35 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         }
     }
 
+    /// A hang the watchdog did not see while it lasted: kept off its CPU from the loop's busy edge
+    /// until after the loop moved again, it finds the loop idle. The loop's own edges, kept by the
+    /// latch (`takeLateStretch`), say when it began and ended; it is reported with those, and with
+    /// no stack (none could be taken), rather than lost.
+    private func reportLateStretch(_ environment: any WatchdogEnvironment) {
+        let threshold = control.thresholdMicroseconds.load(ordering: .relaxed)
+        latch.setLateStretchThreshold(microseconds: threshold + settings.clockResolutionMicroseconds)
+        let now = environment.now()
+        guard let late = latch.takeLateStretch(nowMicroseconds: now), !control.isPaused, late.start != lastRecordedStart,
+            late.start >= control.countFromMicroseconds.load(ordering: .acquiring)
+        else { return }
+        statistics.hangsDetected.add(1, ordering: .relaxed)
+        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: late.start), serviceName: settings.serviceName)
+        let lateness = now &- min(now, late.start + threshold + settings.clockResolutionMicroseconds)
+        var recording = HangRecording(
+            id: id, startMicroseconds: late.start, detectedMicroseconds: now, activity: late.activity, mode: nil,
+            thresholdMicroseconds: threshold, thread: threadSlot.capture.thread, process: environment.processSnapshot(), baseline: nil,
+            watchdogOversleepMicroseconds: lateness, stopSuspected: false, maxSamples: settings.maxSamples,
+            sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
+        recording.edges = source.edges
+        // Detected after it ended (the report's detectedAt is later than its endedAt: so it was).
+        recording.add(StackSample(microseconds: late.end, frames: [], method: nil, truncated: false, failure: .endedBeforeTheWatchdogRan))
+        recording.endMicroseconds = late.end
+        logger.debug("hang seen late", metadata: ["hangwatch.id": "\(id)", "hangwatch.oversleep_ms": "\(lateness / 1000)"])
+        sink.hangStarted(recording)
+        sink.hangEnded(recording, outcome: .recovered)
+        lastRecordedStart = late.start
+    }
+
     /// Blocks until the loop leaves idle (or a control call wakes the watchdog). With a heartbeat,
     /// at least once per heartbeat interval to publish it.
     private func park(_ snapshot: ActivitySnapshot, _ environment: any WatchdogEnvironment) -> WatchdogWait {
@@ -204,6 +239,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         _ environment: any WatchdogEnvironment
     ) {
         latch.setRecordingHang(true)
+        lastRecordedStart = snapshot.microseconds
         statistics.hangsDetected.add(1, ordering: .relaxed)
         let detected = environment.now()
         let (thread, vacancy) = threadSlot.capture

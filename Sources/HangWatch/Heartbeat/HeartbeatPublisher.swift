@@ -68,13 +68,17 @@ final class HeartbeatPublisher: @unchecked Sendable {
     /// reader trusts this file to name the process and its signal.
     static func openOwnFile(_ path: String, mode: mode_t) throws(SystemCallError) -> Int32 {
         for _ in 0..<2 {
-            let created = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-            if created >= 0 { return created }
-            guard errno == EEXIST else { throw SystemCallError(call: "open", path: path, code: errno) }
-            let existing = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            guard existing >= 0 else {
-                if errno == ENOENT { continue }  // removed meanwhile: create it
-                throw SystemCallError(call: "open", path: path, code: errno == ELOOP ? EPERM : errno)
+            let created = SystemCall.result("open", path: path) { open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+            switch created {
+            case .success(let fd): return fd
+            case .failure(let error) where error.code != EEXIST: throw error
+            case .failure: break
+            }
+            let existing: Int32
+            switch SystemCall.result("open", path: path, { open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }) {
+            case .success(let fd): existing = fd
+            case .failure(let error) where error.code == ENOENT: continue  // removed meanwhile: create it
+            case .failure(let error): throw SystemCallError(call: "open", path: path, code: error.code == ELOOP ? EPERM : error.code)
             }
             var info = stat()
             guard fstat(existing, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
