@@ -192,7 +192,8 @@ let package = Package(
         .testTarget(
             name: "hangwatchTests",
             dependencies: [
-                "ToolsTestSupport", .product(name: "HangWatchReport", package: "HangWatch"),
+                // The CLI's pure decisions (`@testable import hangwatch`: HeartbeatTrust) besides its runs.
+                "hangwatch", "ToolsTestSupport", .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
         ),

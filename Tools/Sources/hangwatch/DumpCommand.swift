@@ -1,5 +1,4 @@
 import ArgumentParser
-import CThreadSignal
 import Foundation
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
@@ -19,6 +18,19 @@ struct DumpCommand: ParsableCommand {
             reports. Asking takes permission to signal the process (its user, or root) and to \
             read its reports.
 
+            Nothing read is trusted (this is often run as root): a heartbeat is believed only if \
+            it is a regular file (not a symlink) with one name, owned by the process's user or \
+            root and writable by no one else, in a real directory of the same owner that others \
+            cannot write; if it was written by this very process (its pid and start time); and \
+            if it names a real-time signal and a thread of the process other than its main \
+            thread. Otherwise it says which file and which fact failed, signals nothing and exits \
+            3; heartbeats of one process that name different signals or threads are an error \
+            naming both (exit 3). The answer is checked the same way before it is read.
+
+            The monitor may refuse (busy with another dump, or over its rate limit): then this \
+            prints "hangwatch: process PID refused the dump: REASON" and exits 1. --service takes \
+            a service's name, never a path.
+
             Examples:
               hangwatch dump 4242
               hangwatch dump 4242 --service billing
@@ -31,7 +43,7 @@ struct DumpCommand: ParsableCommand {
     @OptionGroup var directory: DirectoryOptions
     @OptionGroup var reading: ReadingOptions
 
-    @Option(help: "Only this service's directory of the spool.")
+    @Option(help: "Only this service's directory of the spool (its name, never a path).")
     var service: String?
 
     @Option(help: ArgumentHelp("How long to wait for the answer: 5s, 500ms.", valueName: "duration"))
@@ -45,8 +57,22 @@ struct DumpCommand: ParsableCommand {
 
     func validate() throws {
         if pid <= 0 { throw ValidationError("the pid must be positive") }
+        if let service, let problem = Self.serviceNameProblem(service) {
+            throw ValidationError(
+                "--service takes a service's name, never a path: \(service.debugDescription) \(problem) (give the name of a subdirectory of the report directory, like --service billing)")
+        }
         if timeout.seconds <= 0 || timeout.seconds > 600 { throw ValidationError("--timeout must be between 1ms and 10m") }
         if frames < 1 { throw ValidationError("--frames must be at least 1") }
+    }
+
+    /// What makes `name` no service's name (a directory in the report directory, never a path),
+    /// or nil: empty, `.`, `..`, or holding `/` or NUL.
+    static func serviceNameProblem(_ name: String) -> String? {
+        if name.isEmpty { return "is empty" }
+        if name == "." || name == ".." { return "is \(name)" }
+        if name.contains("/") { return "holds a /" }
+        if name.contains("\0") { return "holds a NUL" }
+        return nil
     }
 
     func run() throws {
@@ -54,97 +80,31 @@ struct DumpCommand: ParsableCommand {
         try library.checkDirectory()
         let found = try DumpRequest.findMonitor(pid: pid, in: library.directory, service: service)
         let nonce = try DumpRequest.ask(pid: pid, watchdog: found.watchdog, signal: found.signal)
-        let path = try DumpRequest.awaitAnswer(nonce: nonce, in: found.directories, pid: pid, timeout: timeout.seconds)
-        defer { unlink(path) }
-        let dump = try library.load(path)
+        let dump: HangReport
+        switch try DumpRequest.awaitAnswer(nonce: nonce, from: found, timeout: timeout.seconds) {
+        case .refused(let reason):
+            throw CommandFailure(message: "process \(pid) refused the dump: \(reason)", exitCode: Exit.nothingMatched)
+        case .dump(let data, let path):
+            dump = try Self.decode(data, path: path, library: library)
+        }
         if json {
             print(String(decoding: try dump.encoded(), as: UTF8.self))
             return
         }
         print(ReportDetail(terminal: library.terminal, maxFrames: frames).renderDump(dump))
     }
-}
 
-/// Finding a process's monitor, asking it, and waiting for its answer.
-enum DumpRequest {
-    /// The directories that hold a live heartbeat of `pid` (where its monitors write), and the
-    /// signal they answer a dump request on.
-    static func findMonitor(pid: Int32, in root: String, service: String?) throws -> (directories: [String], signal: Int32, watchdog: Int32) {
-        guard access("/proc/\(pid)", F_OK) == 0 else {
-            throw CommandFailure(message: "no process \(pid) is running", exitCode: Exit.nothingMatched)
+    /// The dump in an answer's bytes, symbolicated as `library` reads reports.
+    static func decode(_ data: Data, path: String, library: ReportLibrary) throws -> HangReport {
+        var dump: HangReport
+        do {
+            dump = try HangReport.decode(data)
+        } catch {
+            throw CommandFailure(message: "\(path): \(ErrorText.message(for: error))", exitCode: Exit.badInput)
         }
-        let candidates = service.map { [root + "/" + $0] }
-            ?? [root] + ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().map { root + "/" + $0 }
-        let name = MonitorHeartbeat.fileName(pid: pid)
-        let startTicks = ProcessStat.startTicks(pid)
-        var directories: [String] = []
-        var signal: Int32 = 0
-        var watchdog: Int32 = 0
-        var stale = false
-        for directory in candidates {
-            guard let heartbeat = try? MonitorHeartbeat.read(path: directory + "/" + name), heartbeat.pid == pid else { continue }
-            guard heartbeat.startTimeTicks == startTicks, heartbeat.state != .stopped else {
-                stale = true
-                continue
-            }
-            directories.append(directory)
-            if heartbeat.captureSignal > 0 && heartbeat.watchdogTID > 0 {
-                (signal, watchdog) = (heartbeat.captureSignal, heartbeat.watchdogTID)
-            }
+        if let symbolicator = library.symbolicator, dump.frames.contains(where: { $0.symbol == nil }) {
+            symbolicator.symbolicate(&dump)
         }
-        guard !directories.isEmpty else {
-            let why = stale
-                ? "its heartbeat there is from a monitor that stopped, or from an earlier process with that pid"
-                : "no \(name) in \(service.map { root + "/" + $0 } ?? root + " or its service directories")"
-            throw CommandFailure(
-                message: "process \(pid) has no running HangWatch monitor writing to \(root): \(why) (is HangWatch embedded, with heartbeats on, and is this its report directory?)",
-                exitCode: Exit.nothingMatched)
-        }
-        guard signal > 0, access("/proc/\(pid)/task/\(watchdog)", F_OK) == 0 else {
-            throw CommandFailure(
-                message: "the monitor of process \(pid) does not answer thread dumps (it predates them, or its watchdog has not ticked yet)",
-                exitCode: Exit.nothingMatched)
-        }
-        return (directories, signal, watchdog)
-    }
-
-    /// Queues the request to the monitor's watchdog thread (no other thread of the service is
-    /// interrupted): the capture signal, its value the dump tag and a fresh nonce.
-    static func ask(pid: Int32, watchdog: Int32, signal: Int32) throws -> UInt64 {
-        let nonce = UInt64.random(in: 1..<(1 << 48))
-        let value = (UInt64(0x4844) << 48) | nonce
-        let sent = SystemCall.result("rt_tgsigqueueinfo") { hw_thread_sigqueue(pid, watchdog, signal, value) }
-        if case .failure(let error) = sent {
-            let hint = error.code == EPERM ? " (ask as the process's user, or as root)" : ""
-            throw CommandFailure(message: "cannot signal process \(pid): \(error.reason.lowercased())\(hint)", exitCode: Exit.badInput)
-        }
-        return nonce
-    }
-
-    /// The path of the answer once it is written in one of `directories`.
-    static func awaitAnswer(nonce: UInt64, in directories: [String], pid: Int32, timeout: Double) throws -> String {
-        let deadline = Date().addingTimeInterval(timeout)
-        let name = ".dump-\(nonce).json"
-        while Date() < deadline {
-            for directory in directories where access(directory + "/" + name, F_OK) == 0 {
-                return directory + "/" + name
-            }
-            usleep(20_000)
-        }
-        throw CommandFailure(
-            message: "process \(pid) did not answer within \(Text.duration(timeout * 1000)) (its watchdog may be stuck, or busy with a hang's samples; try again, or a longer --timeout)",
-            exitCode: Exit.badInput)
-    }
-}
-
-/// What `/proc/<pid>/stat` says of a process.
-enum ProcessStat {
-    /// Field 22: the process's start time, clock ticks after boot.
-    static func startTicks(_ pid: Int32) -> UInt64? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat"), let text = String(data: data, encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        return fields.count > 19 ? UInt64(fields[19]) : nil
+        return dump
     }
 }

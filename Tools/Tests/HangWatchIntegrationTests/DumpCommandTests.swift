@@ -68,4 +68,121 @@ import Testing
         let gone = try ExecutableRun.run(Self.cli, ["dump", "999999", "--dir", directory.path], timeout: 30)
         #expect(gone.status == 1 && gone.errors.contains("no process 999999 is running"), "\(gone.errors)")
     }
+
+    // A forged heartbeat must not make root's `hangwatch dump` signal anything: whoever can write a
+    // service's spool directory could otherwise name any process, SIGKILL, and its pid as the
+    // watchdog. Each victim is a `/bin/sleep` (no handler: any signal but a real-time one kills it,
+    // and so would a real-time one); it must outlive the dump.
+
+    /// A victim, and the root of a fresh report directory (0755, root's).
+    static func victimAndRoot(_ name: String = #function) throws -> (victim: RunningExecutable, root: String) {
+        let victim = try RunningExecutable("/bin/sleep", ["60"])
+        let root = ReportDirectory(name).path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        return (victim, root)
+    }
+
+    /// Writes a heartbeat for `pid` (its real start time, a fresh tick) naming `signal` and
+    /// `watchdog`, owned by `owner`, mode 0600, in `directory` (created 0700, owned by `owner`).
+    static func writeHeartbeat(pid: Int32, signal: Int32, watchdog: Int32, in directory: String, owner: uid_t) throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let ticks = try #require(Self.startTicks(pid))
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let heartbeat = MonitorHeartbeat(
+            pid: pid, startTimeTicks: ticks, startedUnixMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000) - 1000,
+            tickMonotonicNanoseconds: UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec),
+            tickUnixMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000), intervalMilliseconds: 100, state: .watching, activityWord: 0,
+            hangsDetected: 0, thresholdMicroseconds: 250_000, captureSignal: signal, watchdogTID: watchdog)
+        let path = directory + "/" + MonitorHeartbeat.fileName(pid: pid)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(heartbeat.encoded()), attributes: [.posixPermissions: 0o600]))
+        #expect(chown(path, owner, owner) == 0 && chown(directory, owner, owner) == 0)
+        return path
+    }
+
+    /// `/proc/<pid>/stat` field 22: the process's start, clock ticks after boot.
+    static func startTicks(_ pid: Int32) -> UInt64? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        return fields.count > 19 ? UInt64(fields[19]) : nil
+    }
+
+    /// Runs `hangwatch dump` on the victim; it must fail without a signal sent.
+    static func dumpRefused(_ victim: RunningExecutable, root: String, _ extra: [String] = []) throws -> CommandResult {
+        let result = try ExecutableRun.run(cli, ["dump", String(victim.pid), "--dir", root, "--timeout", "2s"] + extra, timeout: 30)
+        #expect(result.status != 0, "\(result.output)")
+        // Had a signal been sent, it would have been delivered by now.
+        usleep(200_000)
+        #expect(victim.process.isRunning, "the victim died: \(result.errors)")
+        return result
+    }
+
+    @Test func rootRefusesAHeartbeatForgedByNobodyNamingSIGKILLAndTheVictimLives() throws {
+        try #require(getuid() == 0, "run as root: the forger is nobody, the victim root's")
+        let (victim, root) = try Self.victimAndRoot()
+        defer {
+            victim.signal(SIGKILL)
+            _ = victim.finish(within: 5)
+        }
+        let path = try Self.writeHeartbeat(pid: victim.pid, signal: SIGKILL, watchdog: victim.pid, in: root + "/forged", owner: 65534)
+        let result = try Self.dumpRefused(victim, root: root)
+        #expect(result.status == 3, "\(result.status)")
+        #expect(result.errors.contains("refusing \(path): owned by uid 65534, but process \(victim.pid) runs as uid 0"), "\(result.errors)")
+        #expect(result.errors.contains("process \(victim.pid) was not signalled"), "\(result.errors)")
+    }
+
+    @Test func aHeartbeatThatIsASymlinkIsNotFollowedEvenToAGoodLookingOne() throws {
+        try #require(getuid() == 0)
+        let (victim, root) = try Self.victimAndRoot()
+        defer {
+            victim.signal(SIGKILL)
+            _ = victim.finish(within: 5)
+        }
+        // Root's, well-formed, in a directory the tool never looks in; a link to it in a service's.
+        let target = try Self.writeHeartbeat(pid: victim.pid, signal: SIGKILL, watchdog: victim.pid, in: root + "-elsewhere", owner: 0)
+        defer { try? FileManager.default.removeItem(atPath: root + "-elsewhere") }
+        let service = root + "/billing"
+        try FileManager.default.createDirectory(atPath: service, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let link = service + "/" + MonitorHeartbeat.fileName(pid: victim.pid)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        for extra in [[], ["--service", "billing"]] {
+            let result = try Self.dumpRefused(victim, root: root, extra)
+            #expect(result.status == 3, "\(result.status)")
+            #expect(result.errors.contains("refusing \(link): a symbolic link (never followed), not a regular file"), "\(result.errors)")
+        }
+    }
+
+    @Test func aHeartbeatOwnedRightThatNamesSIGTERMIsRefusedForItsSignal() throws {
+        try #require(getuid() == 0)
+        let (victim, root) = try Self.victimAndRoot()
+        defer {
+            victim.signal(SIGKILL)
+            _ = victim.finish(within: 5)
+        }
+        // Everything else believable: root's file in root's directory, for root's process.
+        let path = try Self.writeHeartbeat(pid: victim.pid, signal: SIGTERM, watchdog: victim.pid, in: root + "/billing", owner: 0)
+        let result = try Self.dumpRefused(victim, root: root)
+        #expect(result.status == 3, "\(result.status)")
+        #expect(result.errors.contains("refusing \(path): it names signal 15, not a real-time signal"), "\(result.errors)")
+        // A real-time signal to the main thread: refused too (the watchdog is never the main thread).
+        _ = try Self.writeHeartbeat(pid: victim.pid, signal: Self.realTimeSignalMinimum(), watchdog: victim.pid, in: root + "/billing", owner: 0)
+        let main = try Self.dumpRefused(victim, root: root)
+        #expect(main.status == 3 && main.errors.contains("refusing \(path): it names the main thread (\(victim.pid)) as the watchdog"), "\(main.errors)")
+    }
+
+    @Test func serviceTakesANameNeverAPath() throws {
+        let (victim, root) = try Self.victimAndRoot()
+        defer {
+            victim.signal(SIGKILL)
+            _ = victim.finish(within: 5)
+        }
+        for service in ["../x", "/etc", ".", "..", ""] {
+            let result = try Self.dumpRefused(victim, root: root, ["--service", service])
+            #expect(result.status == 2, "\(service): \(result.status) \(result.errors)")
+            #expect(result.errors.contains("--service takes a service's name, never a path"), "\(result.errors)")
+        }
+    }
+
+    /// SIGRTMIN, as the C library says at run time.
+    static func realTimeSignalMinimum() -> Int32 { __libc_current_sigrtmin() }
 }
