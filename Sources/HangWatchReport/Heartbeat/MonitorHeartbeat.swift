@@ -164,7 +164,25 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     /// and checked; `path` names it in errors): the writer's seqlock, an odd sequence or one that
     /// changed during the read, is read again.
     public static func read(descriptor fd: Int32, path: String) throws -> MonitorHeartbeat {
-        for _ in 0..<1000 {    /// The heartbeat in a page's bytes; nil if they are not one.
+        for _ in 0..<1000 {
+            var bytes = [UInt8](repeating: 0, count: size)
+            let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, size, 0) }
+            guard count >= minimumSize else { throw ReadError.malformed(path: path, reason: "\(max(count, 0)) of \(size) bytes") }
+            bytes.removeLast(size - count)
+            var again: UInt64 = 0
+            guard pread(fd, &again, 8, 8) == 8 else { throw ReadError.malformed(path: path, reason: "short read") }
+            let sequence = field(bytes, Offset.sequence.rawValue)
+            if sequence & 1 == 1 || UInt64(littleEndian: again) != sequence {
+                sched_yield()
+                continue
+            }
+            guard let heartbeat = decode(bytes) else { throw ReadError.malformed(path: path, reason: "bad magic or state") }
+            return heartbeat
+        }
+        throw ReadError.busy(path: path)
+    }
+
+    /// The heartbeat in a page's bytes; nil if they are not one.
     public static func decode(_ bytes: [UInt8]) -> MonitorHeartbeat? {
         guard bytes.count >= minimumSize, field(bytes, Offset.magic.rawValue) == magic, let state = State(rawValue: field(bytes, Offset.state.rawValue)),
             let pid = Int32(exactly: field(bytes, Offset.pid.rawValue))
