@@ -99,10 +99,13 @@ final class ActivityLatch: @unchecked Sendable {
         guard storage.pointee.lateStretch.load(ordering: .relaxed) != 0 else { return nil }
         let packed = storage.pointee.lateStretch.exchange(0, ordering: .acquiring)
         guard packed != 0 else { return nil }
-        let nowUnits = (nowMicroseconds * 1000) >> 10
-        let startLow = packed >> 32
-        let start = nowUnits &- ((nowUnits &- startLow) & 0xffff_ffff)
-        let end = start &+ (packed & 0xffff_ffff)
+        let nowUnits = Int64((nowMicroseconds * 1000) >> 10)
+        // The start's low 32 bits, resolved to the instant nearest `now` (it may be a little after
+        // the caller read `now`: the loop may publish meanwhile).
+        let behind = Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: UInt64(nowUnits) &- (packed >> 32))))
+        guard nowUnits - behind >= 0 else { return nil }
+        let start = UInt64(nowUnits - behind)
+        let end = start + (packed & 0xffff_ffff)
         return ((start << 10) / 1000, (end << 10) / 1000, storage.pointee.lateActivity.load(ordering: .relaxed))
     }
 
