@@ -231,19 +231,39 @@ struct DetectionDelayFigure {
     /// Whether the cooperative pool is starved, again and again, while the loop hangs: the pool
     /// watch's captures of every pool thread run on the watchdog thread, between the loop's steps.
     var starvingPool = false
+    /// Thread dumps asked for meanwhile (`hangwatch dump`'s request, 4 at a time), spread over the
+    /// run: each is served or refused on the watchdog thread, between the loop's steps.
+    var dumps = 0
+    /// Whether to wait (up to a minute) for the monitor to remove the answers nobody took.
+    var awaitLeftovers = true
 
-    /// The delays past the threshold, ms, and how many pool starvations were reported meanwhile.
-    func measure() throws -> (delays: [Double], poolStarvations: Int) {
+    /// What the dump requests came to: answered with a dump, refused (with a reason), unanswered.
+    struct DumpAnswers {
+        var served = 0
+        var refused = 0
+        var unanswered = 0
+        var leftAfterAMinute: Int?
+    }
+
+    /// The delays past the threshold, ms, how many pool starvations were reported meanwhile, and
+    /// what the dump requests came to.
+    func measure() throws -> (delays: [Double], poolStarvations: Int, dumps: DumpAnswers) {
         let loop = BenchLoop()
         defer { loop.stop() }
-        let variant = try HangWatchVariant(threshold: threshold, name: starvingPool ? "detection-starved" : "detection")
+        let variant = try HangWatchVariant(
+            threshold: threshold, name: starvingPool ? "detection-starved" : dumps > 0 ? "detection-dumps" : "detection")
         defer { variant.removeReports() }
         variant.attach(to: loop)
         let starver = starvingPool ? PoolStarver() : nil
         defer { starver?.stop() }
         final class Starts: @unchecked Sendable { var values: [Date] = [] }
         let starts = Starts()
-        for _ in 0..<hangs {
+        var nonces: [UInt64] = []
+        let batches = (dumps + 3) / 4
+        for hang in 0..<hangs {
+            if batches > 0, hang % max(1, hangs / batches) == 0, nonces.count < dumps {
+                nonces += try DumpAsker.ask(min(4, dumps - nonces.count), directory: variant.directory)
+            }
             loop.sync {
                 starts.values.append(Date())
                 benchWork(nanoseconds: UInt64(hangMilliseconds) * 1_000_000)
@@ -251,6 +271,16 @@ struct DetectionDelayFigure {
             usleep(30_000)
         }
         starver?.stop()
+        var answers = DumpAnswers()
+        if !nonces.isEmpty {
+            answers = DumpAsker.collect(nonces, directory: variant.directory)
+        }
+        if !nonces.isEmpty && awaitLeftovers {
+            // Answers are the CLI's to remove; here nobody takes them: the monitor removes them.
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline, DumpAsker.leftovers(variant.directory) > 0 { usleep(200_000) }
+            answers.leftAfterAMinute = DumpAsker.leftovers(variant.directory)
+        }
         variant.detach()
         if let starver, starver.episodes == 0 { throw BenchError.setup("the pool starver never blocked the pool") }
         let thresholdSeconds = Double(threshold.components.seconds) + Double(threshold.components.attoseconds) / 1e18
@@ -262,7 +292,45 @@ struct DetectionDelayFigure {
             guard let start = starts.values.last(where: { $0 <= report.detectedAt }) else { continue }
             delays.append((report.detectedAt.timeIntervalSince(start) - thresholdSeconds) * 1000)
         }
-        return (delays, all.filter { $0.source == "concurrency-pool" }.count)
+        return (delays, all.filter { $0.source == "concurrency-pool" }.count, answers)
+    }
+}
+
+/// Asks this process's monitor for thread dumps as `hangwatch dump` does (the capture signal, its
+/// value the dump tag and a nonce; here queued to the process, not to the watchdog's thread), and
+/// reads what it answered.
+enum DumpAsker {
+    static func ask(_ count: Int, directory: String) throws -> [UInt64] {
+        let heartbeat = try MonitorHeartbeat.read(path: directory + "/" + MonitorHeartbeat.fileName(pid: getpid()))
+        guard heartbeat.captureSignal > 0 else { throw BenchError.setup("the monitor answers no dumps") }
+        return (0..<count).map { _ in
+            let nonce = UInt64.random(in: 1..<(1 << 48))
+            var value = sigval()
+            value.sival_ptr = UnsafeMutableRawPointer(bitPattern: UInt((0x4844 as UInt64) << 48 | nonce))
+            sigqueue(getpid(), heartbeat.captureSignal, value)
+            return nonce
+        }
+    }
+
+    /// Waits (up to 10 s) for every request's answer or refusal.
+    static func collect(_ nonces: [UInt64], directory: String) -> DetectionDelayFigure.DumpAnswers {
+        var answers = DetectionDelayFigure.DumpAnswers()
+        let deadline = Date().addingTimeInterval(10)
+        var pending = nonces
+        while !pending.isEmpty && Date() < deadline {
+            pending.removeAll { nonce in
+                if access(directory + "/.dump-\(nonce).json", F_OK) == 0 { answers.served += 1; return true }
+                if access(directory + "/.dump-\(nonce).refused", F_OK) == 0 { answers.refused += 1; return true }
+                return false
+            }
+            usleep(20_000)
+        }
+        answers.unanswered = pending.count
+        return answers
+    }
+
+    static func leftovers(_ directory: String) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix(".dump-") }.count
     }
 }
 

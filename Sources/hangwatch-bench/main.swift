@@ -136,10 +136,22 @@ if wanted("6") {
     // every pool thread on the watchdog thread, between the loop's steps.
     var starved = DetectionDelayFigure(hangs: quick ? 20 : 200)
     starved.starvingPool = true
-    let (starvedDelays, starvations) = try starved.measure()
+    let (starvedDelays, starvations, _) = try starved.measure()
     add("6", "  the pool starved meanwhile (\(starvations) times), p50 / p99 (\(starvedDelays.count) hangs)",
         "\(format(Statistics.percentile(starvedDelays, 0.5), 1)) / \(format(Statistics.percentile(starvedDelays, 0.99), 1)) ms",
         "p99 <= 10 ms", Statistics.percentile(starvedDelays, 0.99) <= 10)
+    // The same, asked for 50 thread dumps meanwhile, 4 at a time (each served or refused on the
+    // watchdog thread): every request answered, detection unchanged, no answer left behind.
+    var asked = DetectionDelayFigure(hangs: quick ? 20 : 200)
+    asked.dumps = 50
+    asked.awaitLeftovers = !quick
+    let (askedDelays, _, dumps) = try asked.measure()
+    add("6", "  50 thread dumps asked 4 at a time meanwhile (\(dumps.served) served, \(dumps.refused) refused, \(dumps.unanswered) unanswered), p50 / p99 (\(askedDelays.count) hangs)",
+        "\(format(Statistics.percentile(askedDelays, 0.5), 1)) / \(format(Statistics.percentile(askedDelays, 0.99), 1)) ms",
+        "p99 <= 10 ms, all answered", Statistics.percentile(askedDelays, 0.99) <= 10 && dumps.unanswered == 0)
+    if let left = dumps.leftAfterAMinute {
+        add("6", "  dump answers left a minute later (nobody took them)", "\(left)", "0", left == 0)
+    }
 }
 
 // 7: symbolication.

@@ -24,8 +24,11 @@ import Testing
         #expect(text.contains("detection delay past the threshold"))
         let table = try String(contentsOfFile: markdown, encoding: .utf8)
         #expect(table.hasPrefix("| # | figure | measured | goal |"))
-        // The header, its rule, figure 3 and figure 6's two lines (the second with the pool starved).
-        #expect(table.split(separator: "\n").count == 5)
+        // The header, its rule, figure 3 and figure 6's three lines (the second with the pool
+        // starved, the third asked for thread dumps: every request answered, served or refused).
+        #expect(table.split(separator: "\n").count == 6)
         #expect(text.contains("the pool starved meanwhile"))
+        let dumps = try #require(text.split(separator: "\n").first { $0.contains("thread dumps asked") }, "\(text)")
+        #expect(dumps.contains(" 0 unanswered"), "\(dumps)")
     }
 }

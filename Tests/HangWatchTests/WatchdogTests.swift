@@ -404,6 +404,8 @@ import Testing
         #expect(report.detectedAt > report.endedAt!, "detected after it ended")
         #expect(report.context.watchdogOversleepMs >= 300, "\(report.context.watchdogOversleepMs)")
         #expect(report.capture.errors.map(\.kind) == ["ended before the watchdog ran"])
+        // Nothing saw the thread: no verdict is made up.
+        #expect(report.context.verdict == .unknown, "\(String(describing: report.context.verdict))")
     }
 
     /// A hang the watchdog recorded as it ended (it began recording just as the loop moved) is

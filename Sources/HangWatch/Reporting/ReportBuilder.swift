@@ -136,11 +136,13 @@ struct ReportBuilder: Sendable {
             } else {
                 verdict = .blocked
             }
-        } else if samples.isEmpty {
+        } else if samples.allSatisfy({ $0.state == nil }) {
+            // No sample saw the thread (none taken, or none that could read its state).
             verdict = .unknown
         } else {
             // A single sample: judge by its scheduler state.
-            verdict = running * 2 >= samples.count ? .computing : .blocked
+            let seen = samples.filter { $0.state != nil }.count
+            verdict = running * 2 >= seen ? .computing : .blocked
         }
         return HangReport.Context(
             verdict: verdict, onCpuRatio: onCPU, runQueueRatio: runQueue,

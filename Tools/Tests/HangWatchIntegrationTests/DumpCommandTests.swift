@@ -50,6 +50,37 @@ import Testing
         #expect(left.allSatisfy { $0.hasPrefix("hang-") || $0.hasPrefix(".heartbeat-") }, "\(left)")
     }
 
+    /// 50 dumps asked in a row, 4 at a time, of a deadlocked service: every call is answered with
+    /// the dump or refused with a reason (busy, or the rate limit), none goes unanswered, and no
+    /// answer is left behind.
+    @Test func fiftyDumpsFourAtATimeAreEachAnsweredOrRefusedWithAReason() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.waits), "build it: swift build -c release --product hangwatch-waits")
+        let directory = ReportDirectory("dump-fifty")
+        let service = try RunningExecutable(Self.waits, ["deadlock", "--reports", directory.path])
+        defer {
+            service.signal(SIGKILL)
+            _ = service.finish(within: 10)
+        }
+        #expect(Eventually.holds(timeout: 20) { directory.reports().contains { $0.context.verdict == .deadlocked } })
+        _ = Eventually.value(timeout: 10, { service.output }, until: { $0.contains("holderTid") })
+        let pid = String(service.process.processIdentifier)
+        var results: [CommandResult] = []
+        for _ in 0..<13 {
+            let batch = try (0..<min(4, 50 - results.count)).map { _ in
+                try RunningExecutable(Self.cli, ["dump", pid, "--dir", directory.path, "--color", "never", "--timeout", "10s"])
+            }
+            results += batch.map { $0.finish(within: 30) }
+        }
+        #expect(results.count == 50)
+        let served = results.filter { $0.status == 0 && $0.output.contains("DEADLOCK") }
+        let refused = results.filter { $0.status == 1 && $0.errors.contains("refused the dump: ") }
+        #expect(served.count + refused.count == 50, "\(results.filter { $0.status != 0 && !$0.errors.contains("refused") }.map(\.errors))")
+        #expect(served.count >= 3, "\(served.count) served")
+        #expect(refused.allSatisfy { $0.errors.contains("busy: ") || $0.errors.contains("rate limit: ") }, "\(refused.map(\.errors))")
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".dump-") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
     /// A process without HangWatch is never signalled (the default action would kill it): a clear
     /// error, non-zero, and it lives on.
     @Test func aProcessWithoutHangWatchGetsAClearErrorAndIsLeftAlone() throws {
