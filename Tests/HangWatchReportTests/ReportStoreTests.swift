@@ -163,6 +163,23 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: fresh))
     }
 
+    /// Thread dumps' answers nobody took go once stale; reports, heartbeats and fresh answers stay.
+    @Test func removesOnlyStaleDumpAnswers() throws {
+        let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
+        try store.prepare()
+        let old = Date().addingTimeInterval(-120)
+        for name in [".dump-1.json", ".dump-2.refused", ".dump-3.json", ".heartbeat-7", ".dump-4.txt"] {
+            _ = FileManager.default.createFile(atPath: store.directory + "/" + name, contents: Data("x".utf8))
+            if name != ".dump-3.json" {
+                try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: store.directory + "/" + name)
+            }
+        }
+        #expect(try store.removeStaleDumpAnswers(olderThan: 60) == 2)
+        let left = try FileManager.default.contentsOfDirectory(atPath: store.directory).sorted()
+        #expect(left == [".dump-3.json", ".dump-4.txt", ".heartbeat-7"], "\(left)")
+        #expect(ReportStore.isDumpAnswerName(".dump-9.refused") && !ReportStore.isDumpAnswerName(".dump-9.tmp"))
+    }
+
     @Test func aFullDiskIsReportedAsOutOfSpace() {
         let error = ReportStoreError.writeFailed(path: "/x", errno: ENOSPC, reason: "No space left on device")
         #expect(error.isOutOfSpace)
