@@ -146,9 +146,11 @@ if wanted("6") {
     asked.dumps = 50
     asked.awaitLeftovers = !quick
     let (askedDelays, _, dumps) = try asked.measure()
-    add("6", "  50 thread dumps asked 4 at a time meanwhile (\(dumps.served) served, \(dumps.refused) refused, \(dumps.unanswered) unanswered), p50 / p99 (\(askedDelays.count) hangs)",
+    add("6", "  50 thread dumps asked meanwhile, 4 at a time, p50 / p99 (\(askedDelays.count) hangs)",
         "\(format(Statistics.percentile(askedDelays, 0.5), 1)) / \(format(Statistics.percentile(askedDelays, 0.99), 1)) ms",
-        "p99 <= 10 ms, all answered", Statistics.percentile(askedDelays, 0.99) <= 10 && dumps.unanswered == 0)
+        "p99 <= 10 ms", Statistics.percentile(askedDelays, 0.99) <= 10)
+    add("6", "  those dumps: served, refused (busy, rate limit), unanswered", "\(dumps.served), \(dumps.refused), \(dumps.unanswered)",
+        "0 unanswered", dumps.unanswered == 0)
     if let left = dumps.leftAfterAMinute {
         add("6", "  dump answers left a minute later (nobody took them)", "\(left)", "0", left == 0)
     }

@@ -24,11 +24,14 @@ import Testing
         #expect(text.contains("detection delay past the threshold"))
         let table = try String(contentsOfFile: markdown, encoding: .utf8)
         #expect(table.hasPrefix("| # | figure | measured | goal |"))
-        // The header, its rule, figure 3 and figure 6's three lines (the second with the pool
-        // starved, the third asked for thread dumps: every request answered, served or refused).
-        #expect(table.split(separator: "\n").count == 6)
+        // The header, its rule, figure 3 and figure 6's four lines (the second with the pool
+        // starved, the third asked for thread dumps, the fourth what they came to: every request
+        // answered, served or refused).
+        #expect(table.split(separator: "\n").count == 7)
         #expect(text.contains("the pool starved meanwhile"))
-        let dumps = try #require(text.split(separator: "\n").first { $0.contains("thread dumps asked") }, "\(text)")
-        #expect(dumps.contains(" 0 unanswered"), "\(dumps)")
+        let dumps = try #require(table.split(separator: "\n").first { $0.contains("those dumps: served, refused") }, "\(table)")
+        let counts = dumps.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+        let values = counts.count > 2 ? counts[2].split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } : []
+        #expect(values.count == 3 && values.reduce(0, +) == 50 && values[2] == 0, "\(dumps)")
     }
 }
