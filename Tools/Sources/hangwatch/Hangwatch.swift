@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HangWatchRendering
+import HangWatchReport
 
 /// `hangwatch`: read, group, explain and export HangWatch reports.
 @main
@@ -21,7 +22,7 @@ struct Hangwatch: ParsableCommand {
             Shell completions:
               hangwatch --generate-completion-script bash|zsh|fish
             """,
-        version: "0.1.0",
+        version: MonitorVersion.versionLine(),
         subcommands: [
             ListCommand.self, ShowCommand.self, TopCommand.self, ExportCommand.self, FlamegraphCommand.self,
             SymbolicateCommand.self, WatchCommand.self, DumpCommand.self, ValidateCommand.self,
