@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One hang of a monitored loop: when it started, how long it lasted, the stacks sampled while it
 /// lasted, and the context that explains it. Written as one JSON file by the monitor; read by the

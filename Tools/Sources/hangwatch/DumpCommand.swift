@@ -1,6 +1,13 @@
 import ArgumentParser
 import CThreadSignal
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
