@@ -64,36 +64,41 @@ build: deps
 
 # Release binaries of the CLI and the agent, where `make install` and `make deb` look for them:
 # the Swift runtime, Foundation and libdispatch linked in, so they run on a host without Swift
-# (they link Debian's libc6, libstdc++6, libunwind8, libdw1, zlib1g; docs/packaging.md).
-RELEASE_BIN ?= $(TOOLS)/.build/release
-STATIC := --static-swift-stdlib
+# (they link Debian's libc6, libstdc++6, libunwind8, libdw1, zlib1g; docs/packaging.md). In a
+# scratch path of their own: SwiftPM compiles every module differently for a static link, and the
+# tools' other release builds (`make bench`, the Vapor service `make test` builds) are not static.
+STATIC_SCRATCH ?= $(TOOLS)/.build-static
+RELEASE_BIN ?= $(STATIC_SCRATCH)/release
+STATIC := -c release --static-swift-stdlib --package-path $(TOOLS) --scratch-path $(STATIC_SCRATCH)
 release: deps
 	@scripts/stamp-version >/dev/null
-	$(SWIFT) build -c release $(STATIC) --package-path $(TOOLS) --product hangwatch
-	$(SWIFT) build -c release $(STATIC) --package-path $(TOOLS) --product hangwatchd
+	$(SWIFT) build $(STATIC) --product hangwatch
+	$(SWIFT) build $(STATIC) --product hangwatchd
 
 # The Debian package, hangwatch_<version>_amd64.deb in $(DEB_DIR), built with dpkg-deb
-# (scripts/build-deb; docs/packaging.md). The man pages come from the commands' definitions
-# (swift-argument-parser's generate-manual plugin, which builds each product itself, linked
-# against the toolchain: so it runs first, and the static link after it replaces that binary).
+# (scripts/build-deb; docs/packaging.md). The man pages come from the commands' definitions:
+# swift-argument-parser's generate-manual tool (what its generate-manual plugin runs; the plugin
+# itself would first build every product of Tools/ in release, the test servers too) reads each
+# release binary's `--experimental-dump-help`. Blank lines become paragraph breaks (mdoc's own).
 DEB_DIR ?= .build-deb
-deb: deps
-	@scripts/stamp-version >/dev/null
+GENERATE_MANUAL = $(DEB_DIR)/generate-manual/debug/generate-manual
+deb: release
+	$(SWIFT) build --package-path $(STATIC_SCRATCH)/checkouts/swift-argument-parser \
+		--scratch-path "$(DEB_DIR)/generate-manual" --product generate-manual
 	mkdir -p "$(DEB_DIR)/man"
-	$(SWIFT) package --package-path $(TOOLS) plugin --allow-writing-to-directory "$(DEB_DIR)/man" \
-		generate-manual --product hangwatch --configuration release --output-directory "$(DEB_DIR)/man"
-	$(SWIFT) package --package-path $(TOOLS) plugin --allow-writing-to-directory "$(DEB_DIR)/man" \
-		generate-manual --product hangwatchd --configuration release --section 8 --output-directory "$(DEB_DIR)/man"
-	$(MAKE) -s release
+	date=$$(git log -1 --format=%cs 2>/dev/null || date +%F); \
+	"$(GENERATE_MANUAL)" "$(RELEASE_BIN)/hangwatch" --date "$$date" --output-directory "$(DEB_DIR)/man" && \
+	"$(GENERATE_MANUAL)" "$(RELEASE_BIN)/hangwatchd" --section 8 --date "$$date" --output-directory "$(DEB_DIR)/man"
+	sed -i 's/^$$/.Pp/' "$(DEB_DIR)/man/hangwatch.1" "$(DEB_DIR)/man/hangwatchd.8"
 	scripts/build-deb --bin-dir "$(RELEASE_BIN)" --man-dir "$(DEB_DIR)/man" --out "$(DEB_DIR)" | tee "$(DEB_DIR)/package"
 
 # The package's test (as root; scripts/test-deb): `make deb`, then the same binaries packed again
-# as an earlier version (0.0.1~test) for the upgrade, installed, run without the toolchain,
+# as an earlier version (0.0.1~test-1) for the upgrade, installed, run without the toolchain,
 # removed and purged.
 test-deb: deb
 	rm -rf "$(DEB_DIR)/earlier"
 	package=$$(cat "$(DEB_DIR)/package") && \
-	earlier=$$(scripts/build-deb --bin-dir "$(RELEASE_BIN)" --man-dir "$(DEB_DIR)/man" --out "$(DEB_DIR)/earlier" --version 0.0.1~test | tail -1) && \
+	earlier=$$(scripts/build-deb --bin-dir "$(RELEASE_BIN)" --man-dir "$(DEB_DIR)/man" --out "$(DEB_DIR)/earlier" --version 0.0.1~test-1 | tail -1) && \
 	scripts/test-deb "$$package" "$$earlier"
 
 # The demo service hangs five ways under the monitor; then the CLI reads what it wrote, and says
@@ -172,7 +177,7 @@ install:
 
 # Removes the build, and the demo's reports from a directory the demo made (nothing else).
 clean:
-	rm -rf .build $(TOOLS)/.build $(DEB_DIR)
+	rm -rf .build $(TOOLS)/.build $(STATIC_SCRATCH) $(DEB_DIR)
 	@if [ -f "$(REPORTS)/.hangwatch-demo" ]; then \
 		rm -f "$(REPORTS)"/hang-*-demo-*.json "$(REPORTS)/.hangwatch-demo"; \
 		rmdir "$(REPORTS)" 2>/dev/null || echo "kept $(REPORTS): it holds files the demo did not write"; \
