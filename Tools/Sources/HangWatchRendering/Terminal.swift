@@ -6,10 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-
-#if canImport(Glibc)
-import Glibc
-#endif
+@_spi(Internal) import HangWatchReport
 
 /// What the terminal can do: colour (only on a TTY, never with NO_COLOR or TERM=dumb), its width,
 /// and progress lines on standard error (only when it is a TTY).
@@ -63,12 +60,12 @@ package struct Terminal {
     }
 
     /// Writes all of `bytes` to a file descriptor now, past stdio's buffer (as `FileHandle`'s
-    /// `write` did), retrying short writes and EINTR; any other failure (a closed pipe) ends it.
+    /// `write` did), retrying short writes (and, through `SystemCall`, EINTR); any other failure
+    /// (a closed pipe) ends it.
     package static func write(_ bytes: [UInt8], to descriptor: Int32) {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
+            let written = (try? SystemCall.check("write") { bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } }) ?? 0
             guard written > 0 else { return }
             offset += written
         }

@@ -9,7 +9,7 @@ import Glibc
 #endif
 import HangWatchReading
 import HangWatchRendering
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// `hangwatch watch`: new hangs as they land.
 struct WatchCommand: ParsableCommand {
@@ -80,7 +80,12 @@ struct WatchCommand: ParsableCommand {
             }
             var pause = timespec(tv_sec: Int(interval.seconds), tv_nsec: Int((interval.seconds - interval.seconds.rounded(.down)) * 1e9))
             var left = timespec()
-            while nanosleep(&pause, &left) != 0 && errno == EINTR { pause = left }
+            // A signal cuts the sleep short: SystemCall sleeps again for what was left.
+            _ = try? SystemCall.check("nanosleep") {
+                let result = nanosleep(&pause, &left)
+                pause = left
+                return result
+            }
         }
     }
 }
