@@ -10,7 +10,7 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 REPORTS ?= ./hangwatch-reports
 
-.PHONY: all deps test-deps build release demo test bench install clean
+.PHONY: all deps test-deps build release demo test bench install clean deb test-deb
 
 # `make` (as yourself): the debug build and the release binaries `sudo make install` copies.
 all: build release
@@ -22,6 +22,7 @@ deps:
 	pkg-config --exists libunwind 2>/dev/null || missing="$$missing libunwind-dev"; \
 	pkg-config --exists libdw 2>/dev/null || missing="$$missing libdw-dev"; \
 	[ -f /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
+	command -v dpkg-shlibdeps >/dev/null 2>&1 || missing="$$missing dpkg-dev"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
@@ -38,6 +39,9 @@ test-deps:
 	[ -x /usr/bin/wrk ] || missing="$$missing wrk"; \
 	[ -x /usr/bin/go ] || missing="$$missing golang-go"; \
 	{ [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing="$$missing chromium chromium-driver"; \
+	[ -x /usr/bin/lintian ] || missing="$$missing lintian"; \
+	{ [ -x /usr/bin/man ] && [ -x /usr/bin/col ]; } || missing="$$missing man-db bsdextrautils"; \
+	{ [ -x /usr/bin/systemd-analyze ] && [ -x /usr/bin/deb-systemd-helper ]; } || missing="$$missing systemd init-system-helpers"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
@@ -52,15 +56,50 @@ test-deps:
 		python3 -m pip install --quiet selenium 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages selenium; }
 
-# The tools (and with them the library).
+# The tools (and with them the library). Each build made by make is stamped with the version
+# (scripts/stamp-version: git describe, or the VERSION file); a plain `swift build` says 0.0.0-dev.
 build: deps
+	@scripts/stamp-version >/dev/null
 	$(SWIFT) build --package-path $(TOOLS)
 
-# Release binaries of the CLI and the agent, where `make install` looks for them.
-RELEASE_BIN ?= $(TOOLS)/.build/release
+# Release binaries of the CLI and the agent, where `make install` and `make deb` look for them:
+# the Swift runtime, Foundation and libdispatch linked in, so they run on a host without Swift
+# (they link Debian's libc6, libstdc++6, libunwind8, libdw1, zlib1g; docs/packaging.md). In a
+# scratch path of their own: SwiftPM compiles every module differently for a static link, and the
+# tools' other release builds (`make bench`, the Vapor service `make test` builds) are not static.
+STATIC_SCRATCH ?= $(TOOLS)/.build-static
+RELEASE_BIN ?= $(STATIC_SCRATCH)/release
+STATIC := -c release --static-swift-stdlib --package-path $(TOOLS) --scratch-path $(STATIC_SCRATCH)
 release: deps
-	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch
-	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatchd
+	@scripts/stamp-version >/dev/null
+	$(SWIFT) build $(STATIC) --product hangwatch
+	$(SWIFT) build $(STATIC) --product hangwatchd
+
+# The Debian package, hangwatch_<version>_amd64.deb in $(DEB_DIR), built with dpkg-deb
+# (scripts/build-deb; docs/packaging.md). The man pages come from the commands' definitions:
+# swift-argument-parser's generate-manual tool (what its generate-manual plugin runs; the plugin
+# itself would first build every product of Tools/ in release, the test servers too) reads each
+# release binary's `--experimental-dump-help`. Blank lines become paragraph breaks (mdoc's own).
+DEB_DIR ?= .build-deb
+GENERATE_MANUAL = $(DEB_DIR)/generate-manual/debug/generate-manual
+deb: release
+	$(SWIFT) build --package-path $(STATIC_SCRATCH)/checkouts/swift-argument-parser \
+		--scratch-path "$(DEB_DIR)/generate-manual" --product generate-manual
+	mkdir -p "$(DEB_DIR)/man"
+	date=$$(git log -1 --format=%cs 2>/dev/null || date +%F); \
+	"$(GENERATE_MANUAL)" "$(RELEASE_BIN)/hangwatch" --date "$$date" --output-directory "$(DEB_DIR)/man" && \
+	"$(GENERATE_MANUAL)" "$(RELEASE_BIN)/hangwatchd" --section 8 --date "$$date" --output-directory "$(DEB_DIR)/man"
+	sed -i 's/^$$/.Pp/' "$(DEB_DIR)/man/hangwatch.1" "$(DEB_DIR)/man/hangwatchd.8"
+	scripts/build-deb --bin-dir "$(RELEASE_BIN)" --man-dir "$(DEB_DIR)/man" --out "$(DEB_DIR)" | tee "$(DEB_DIR)/package"
+
+# The package's test (as root; scripts/test-deb): `make deb`, then the same binaries packed again
+# as an earlier version (0.0.1~test-1) for the upgrade, installed, run without the toolchain,
+# removed and purged.
+test-deb: deb
+	rm -rf "$(DEB_DIR)/earlier"
+	package=$$(cat "$(DEB_DIR)/package") && \
+	earlier=$$(scripts/build-deb --bin-dir "$(RELEASE_BIN)" --man-dir "$(DEB_DIR)/man" --out "$(DEB_DIR)/earlier" --version 0.0.1~test-1 | tail -1) && \
+	scripts/test-deb "$$package" "$$earlier"
 
 # The demo service hangs five ways under the monitor; then the CLI reads what it wrote, and says
 # how to run it yourself.
@@ -118,9 +157,12 @@ install:
 			exit 1; }; \
 	done
 	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
+	install -d "$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions" "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d"
 	install -m 0755 "$(RELEASE_BIN)/hangwatch" "$(DESTDIR)$(PREFIX)/bin/hangwatch"
 	install -m 0755 "$(RELEASE_BIN)/hangwatchd" "$(DESTDIR)$(PREFIX)/bin/hangwatchd"
 	"$(DESTDIR)$(PREFIX)/bin/hangwatch" --generate-completion-script bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/hangwatch"
+	"$(DESTDIR)$(PREFIX)/bin/hangwatch" --generate-completion-script zsh > "$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_hangwatch"
+	"$(DESTDIR)$(PREFIX)/bin/hangwatch" --generate-completion-script fish > "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/hangwatch.fish"
 	install -d "$(DESTDIR)$(SYSCONFDIR)/hangwatch"
 	install -m 0644 config/hangwatch.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatch.env"
 	install -m 0644 config/hangwatchd.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatchd.env"
@@ -135,7 +177,7 @@ install:
 
 # Removes the build, and the demo's reports from a directory the demo made (nothing else).
 clean:
-	rm -rf .build $(TOOLS)/.build
+	rm -rf .build $(TOOLS)/.build $(STATIC_SCRATCH) $(DEB_DIR)
 	@if [ -f "$(REPORTS)/.hangwatch-demo" ]; then \
 		rm -f "$(REPORTS)"/hang-*-demo-*.json "$(REPORTS)/.hangwatch-demo"; \
 		rmdir "$(REPORTS)" 2>/dev/null || echo "kept $(REPORTS): it holds files the demo did not write"; \

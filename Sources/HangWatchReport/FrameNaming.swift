@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Names for frames as people read them: the short symbol when symbolicated, else the image file
 /// name and offset.
@@ -37,14 +44,14 @@ public enum FrameNaming {
         }
         var shorter = name
         if let open = shorter.firstIndex(of: "("), shorter.hasSuffix(")") {
-            shorter = String(shorter[..<open]).trimmingCharacters(in: .whitespaces)
+            shorter = String(shorter[..<open]).trimmingWhitespace()
             if shorter.count <= width { return shorter }
         }
         if !shorter.contains(" "), let dot = shorter.lastIndex(of: ".") {
             shorter = String(shorter[shorter.index(after: dot)...])
             if shorter.count <= width { return shorter }
         }
-        return width <= 1 ? String(shorter.prefix(width)) : String(shorter.prefix(width - 1)).trimmingCharacters(in: .whitespaces) + "…"
+        return width <= 1 ? String(shorter.prefix(width)) : String(shorter.prefix(width - 1)).trimmingWhitespace() + "…"
     }
 
     /// The heaviest stack's first app frame (the service's own code), else its first frame.

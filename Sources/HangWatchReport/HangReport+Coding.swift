@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension HangReport {
     /// The encoder every writer uses: sorted keys, pretty printed, RFC 3339 millisecond dates.
@@ -91,7 +98,7 @@ extension HangReport {
         case .keyNotFound(let key, let context):
             return "\(path(context.codingPath + [key])): missing field"
         case .dataCorrupted(let context):
-            let underlying = (context.underlyingError as NSError?)?.localizedDescription
+            let underlying = context.underlyingError.map { String(describing: $0) }
             return "\(path(context.codingPath)): \(context.debugDescription)\(underlying.map { " (\($0))" } ?? "")"
         @unknown default:
             return "\(decodingError)"

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension HangReport {
     /// What a blocked thread waited for, and who held it (schema 1.5): `waitsFor` of a report whose

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One hang of a monitored loop: when it started, how long it lasted, the stacks sampled while it
 /// lasted, and the context that explains it. Written as one JSON file by the monitor; read by the
@@ -85,6 +92,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// Schema 1.5: how many labels in effect were left out of `labels` (more than
     /// `HangLabels.maxCount`); absent when none were.
     public var labelsOmitted: Int?
+    /// Which HangWatch wrote the report (`MonitorVersion.current` of the monitor's build): its
+    /// version and commit. Optional and additive within schema 1.5 (readers ignore it); absent in
+    /// reports of monitors built before it, and in dumps.
+    public var monitor: MonitorVersion?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A short human summary of a report: what hung, for how long, why, and the heaviest stack.
 /// Lines fit an 80-column terminal.
@@ -93,7 +100,7 @@ public struct HangReportSummary: Sendable {
     }
 
     static func frameLine(index: Int, frame: HangReport.Frame, images: [HangReport.Image]) -> String {
-        let number = "#\(index)".padding(toLength: 4, withPad: " ", startingAt: 0)
+        let number = { $0.count >= 4 ? String($0.prefix(4)) : $0 + String(repeating: " ", count: 4 - $0.count) }("#\(index)")
         var text: String
         if let symbol = frame.symbol {
             text = SymbolName.short(symbol)
@@ -114,11 +121,11 @@ public struct HangReportSummary: Sendable {
     // A report is read from a file: its numbers may be anything JSON allows (1e308, -1e308), and
     // converting those to Int would trap.
     static func milliseconds(_ value: Double) -> String {
-        value.magnitude >= 10_000 ? String(format: "%.1f s", value / 1000) : "\(Int(value.rounded())) ms"
+        value.magnitude >= 10_000 ? String(printf: "%.1f s", value / 1000) : "\(Int(value.rounded())) ms"
     }
 
     static func percent(_ ratio: Double) -> String {
         let value = (ratio * 100).rounded()
-        return value.magnitude < 1_000_000 ? "\(Int(value))%" : String(format: "%.3g%%", value)
+        return value.magnitude < 1_000_000 ? "\(Int(value))%" : String(printf: "%.3g%%", value)
     }
 }

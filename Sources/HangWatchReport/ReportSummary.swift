@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the list and grouping views need of one report: a few hundred bytes, kept in the index
 /// so a directory of ten thousand reports is listed without re-reading them.

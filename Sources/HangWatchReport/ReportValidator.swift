@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Checks a report file against the schema: it decodes (with the path of the first field that does
 /// not), and its parts agree with each other (indices in range, times in order).

@@ -61,10 +61,10 @@ public enum SignatureName {
     /// `app.T.f(x: Swift.Int) -> ()`; nil when `name` is no witness.
     static func witnessTarget(_ name: Substring) -> String? {
         let prefix = "protocol witness for "
-        guard name.hasPrefix(prefix), let conformance = name.range(of: " in conformance ") else { return nil }
+        guard name.hasPrefix(prefix), let conformance = name.firstRange(of: " in conformance ") else { return nil }
         let requirement = name[name.index(name.startIndex, offsetBy: prefix.count)..<conformance.lowerBound]
         let rest = name[conformance.upperBound...]
-        guard let colon = rest.range(of: " : ") else { return nil }
+        guard let colon = rest.firstRange(of: " : ") else { return nil }
         let type = rest[..<colon.lowerBound]
         // The requirement's own name: after the last dot before its argument list.
         let head = requirement.firstIndex(of: "(").map { requirement[..<$0] } ?? requirement

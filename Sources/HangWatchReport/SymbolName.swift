@@ -28,7 +28,7 @@ public enum SymbolName {
         // `(1) suspend resume partial function for f`, `(2) await resume partial function for f`: a
         // part of async function f (the part number says nothing to a reader): `f (async)`.
         var suffix = ""
-        if let partial = text.range(of: "resume partial function for "),
+        if let partial = text.firstRange(of: "resume partial function for "),
             text[..<partial.lowerBound].hasSuffix("suspend ") || text[..<partial.lowerBound].hasSuffix("await ")
         {
             text = text[partial.upperBound...]
@@ -119,7 +119,7 @@ public enum SymbolName {
                 var cursor = text.index(index, offsetBy: 9)
                 while cursor < text.endIndex, text[cursor].isNumber { cursor = text.index(after: cursor) }
                 output += text[index..<cursor]
-                if let inRange = text[cursor...].range(of: " in ") {
+                if let inRange = text[cursor...].firstRange(of: " in ") {
                     output += " in "
                     index = inRange.upperBound
                     // `closure #1 in static app.T.f()`: the closure's function, named as any other.
@@ -137,7 +137,7 @@ public enum SymbolName {
 
     /// `name in _9A0B1C2D` (a private declaration and its file discriminator): the name.
     private static func privateName(_ text: Substring) -> Substring? {
-        guard let range = text.range(of: " in _"), !text[..<range.lowerBound].isEmpty,
+        guard let range = text.firstRange(of: " in _"), !text[..<range.lowerBound].isEmpty,
             text[..<range.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }),
             text[range.upperBound...].allSatisfy({ $0.isHexDigit }), !text[range.upperBound...].isEmpty
         else { return nil }

@@ -1,5 +1,12 @@
 import CLibdw
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 @_spi(Internal) import HangWatchReport
 
 /// The symbols and line tables of one ELF image, through elfutils' libdwfl.
@@ -91,7 +98,7 @@ package final class ImageSymbols {
         var vaddr: GElf_Addr = 0
         let length = dwfl_module_build_id(module, &bits, &vaddr)
         if length > 0, let bits {
-            buildID = (0..<Int(length)).map { String(format: "%02x", bits[$0]) }.joined()
+            buildID = (0..<Int(length)).map { String(printf: "%02x", bits[$0]) }.joined()
         } else {
             buildID = nil
         }

@@ -74,6 +74,7 @@ struct ReportBuilder: Sendable {
         let labels = HangLabels.bounded(recording.labels ?? [])
         report.labels = labels.labels
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil
+        report.monitor = .current
         return report
     }
 

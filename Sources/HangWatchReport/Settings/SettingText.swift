@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Parses and prints the durations used in configuration: `250ms`, `1.5s`, `2m`, `500us`, `1h`, `30d`.
 /// A bare number is milliseconds.
@@ -8,7 +15,7 @@ public enum DurationText {
     /// `1h 30min`). Units: `us`/`µs`, `ms`, `s`/`sec`, `m`/`min`, `h`/`hr`, `d`, `w`. Nil for
     /// anything else, a negative or non-finite value, or more than 10⁹ seconds.
     public static func parse(_ text: String) -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let trimmed = text.trimmingWhitespace().lowercased()
         guard !trimmed.isEmpty else { return nil }
         // A bare number: milliseconds.
         if let value = Double(trimmed) {
@@ -63,13 +70,13 @@ public enum DurationText {
 /// Parses byte sizes: `65536`, `64KiB`, `10MiB`, `1GiB`, `10MB`, `512K`.
 public enum ByteCountText {
     public static func parse(_ text: String) -> UInt64? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         let units: [(String, Double)] = [
             ("KiB", 1024), ("MiB", 1_048_576), ("GiB", 1_073_741_824), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9),
             ("K", 1024), ("M", 1_048_576), ("G", 1_073_741_824), ("B", 1),
         ]
         for (suffix, scale) in units where trimmed.hasSuffix(suffix) {
-            guard let value = Double(trimmed.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)),
+            guard let value = Double(trimmed.dropLast(suffix.count).trimmingWhitespace()),
                 value.isFinite, value >= 0, value * scale < 1.8e19
             else { return nil }
             return UInt64(value * scale)
@@ -81,7 +88,7 @@ public enum ByteCountText {
 /// Parses the yes/no values of settings: `1 true yes on`, `0 false no off`.
 public enum SettingText {
     public static func boolean(_ text: String) -> Bool? {
-        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+        switch text.trimmingWhitespace().lowercased() {
         case "1", "true", "yes", "on": return true
         case "0", "false", "no", "off": return false
         default: return nil

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A settings file in the format of a systemd `EnvironmentFile`: `KEY=VALUE` lines, `#` and `;`
 /// comments, an optional `export `, optional matching quotes around the value. The same file can be
@@ -31,7 +38,7 @@ public enum SettingsFile {
         } catch ReportReadError.notFound {
             throw ReadError(path: path, reason: "no such file")
         } catch let error as ReportReadError {
-            throw ReadError(path: path, reason: "\(error)".replacingOccurrences(of: path + ": ", with: ""))
+            throw ReadError(path: path, reason: "\(error)".replacing(path + ": ", with: ""))
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ReadError(path: path, reason: "not UTF-8 text")
@@ -42,14 +49,14 @@ public enum SettingsFile {
     public static func parse(_ text: String, path: String) throws -> [Setting] {
         var settings: [Setting] = []
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let line = rawLine.trimmingWhitespace()
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             guard let equals = line.firstIndex(of: "=") else {
                 throw ReadError(path: path, reason: "line \(index + 1): expected KEY=VALUE, found \"\(line.prefix(80))\"")
             }
-            var key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            if key.hasPrefix("export ") { key = String(key.dropFirst(7)).trimmingCharacters(in: .whitespaces) }
-            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            var key = line[..<equals].trimmingWhitespace()
+            if key.hasPrefix("export ") { key = String(key.dropFirst(7)).trimmingWhitespace() }
+            var value = line[line.index(after: equals)...].trimmingWhitespace()
             if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
                 value = String(value.dropFirst().dropLast())
             }

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchReport
 
 /// A self-contained SVG flame graph: the root at the bottom, each frame as wide as the sampled time
@@ -67,7 +74,7 @@ public enum FlameGraphSVG {
             guard w >= 0.3 else { return }
             let y = height - margin - 16 - Double(level + 1) * frameHeight
             let share = node.weight / total * 100
-            let label = "\(node.name) (\(format(node.weight)) ms, \(String(format: "%.1f", share))%)"
+            let label = "\(node.name) (\(format(node.weight)) ms, \(String(printf: "%.1f", share))%)"
             let fits = Int((w - 6) / 7)
             var text = ""
             if fits >= 3 {
@@ -194,12 +201,12 @@ public enum FlameGraphSVG {
     static func format(_ value: Double) -> String {
         // Weights come from report files: 1e308 is a valid one, and has no Int.
         if value == value.rounded(), let whole = Int(exactly: value) { return String(whole) }
-        return String(format: "%.2f", value)
+        return String(printf: "%.2f", value)
     }
 
     /// A fraction of the drawing's width, precise enough to lay a zoomed frame out again.
     static func fraction(_ value: Double) -> String {
-        String(format: "%.8f", value)
+        String(printf: "%.8f", value)
     }
 
     static func escape(_ text: String) -> String {

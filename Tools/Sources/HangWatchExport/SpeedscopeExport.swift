@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchReport
 
 /// speedscope's file format (https://www.speedscope.app/file-format-schema.json): one sampled
@@ -65,6 +72,6 @@ public enum SpeedscopeExport {
 
     /// A report file's duration may be any JSON number, 1e308 included, which has no Int.
     static func wholeMilliseconds(_ value: Double) -> String {
-        Int(exactly: value.rounded()).map(String.init) ?? String(format: "%.0f", value)
+        Int(exactly: value.rounded()).map(String.init) ?? String(printf: "%.0f", value)
     }
 }

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchReport
 
 /// Hangs that share a signature: the same culprit. The "what do I fix first" view. Or, grouped by

@@ -1,4 +1,12 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 @_spi(Internal) import HangWatchReport
 import Synchronization
 
@@ -141,7 +149,7 @@ public struct ReportCatalog: Sendable {
                     record.summary = ReportSummary(report: report, path: entry.path)
                 } catch {
                     let reason = (error as? ReportReadError).map { "\($0)" } ?? "\(error)"
-                    record.problem = reason.replacingOccurrences(of: entry.path + ": ", with: "")
+                    record.problem = reason.replacing(entry.path + ": ", with: "")
                     if case .unreadable(_, let code, _)? = error as? ReportReadError, code == EACCES || code == EPERM {
                         record.permissionDenied = true
                     }

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchReport
 
 #if canImport(Glibc)
@@ -69,7 +76,7 @@ public struct ReportFilter: Sendable, Equatable {
     /// (midnight, local time), a date (`2026-11-20`, midnight), a date and time (`2026-11-20 10:00`,
     /// `2026-11-20 10:00:30`, local time), or an RFC 3339 time (`2026-11-20T10:00:00Z`).
     public static func parseTime(_ text: String, now: Date = Date(), calendar: Calendar = .current) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         let lowered = trimmed.lowercased()
         if let date = ReportTimestamp.parse(trimmed) { return date }
         let midnight = calendar.startOfDay(for: now)

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchReport
 
 /// The catalog's index as stored: one array per field (ten thousand summaries decode as a few

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchReport
 
 /// The text of `hangwatch show`.
@@ -123,8 +130,8 @@ package struct ReportDetail {
         let context = report.context
         var contextParts: [String] = []
         if let rss = context.rssBytes { contextParts.append("RSS \(rss >> 20) MiB") }
-        if let load = context.loadAverage { contextParts.append("load " + load.map { String(format: "%.2f", $0) }.joined(separator: " ") + " (\(context.cpuCount) CPUs)") }
-        contextParts.append("watchdog late by \(String(format: "%.1f", context.watchdogOversleepMs)) ms")
+        if let load = context.loadAverage { contextParts.append("load " + load.map { String(printf: "%.2f", $0) }.joined(separator: " ") + " (\(context.cpuCount) CPUs)") }
+        contextParts.append("watchdog late by \(String(printf: "%.1f", context.watchdogOversleepMs)) ms")
         if context.debuggerAttached { contextParts.append("debugger attached") }
         if context.processStopped { contextParts.append("process stopped") }
         field("context", contextParts.joined(separator: ", "))
@@ -149,7 +156,7 @@ package struct ReportDetail {
             field("names", text)
         }
         field("file", path, whole: true)
-        return lines.map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }.joined(separator: "\n")
+        return lines.map { String($0.reversed().drop(while: \.isWhitespace).reversed()) }.joined(separator: "\n")
     }
 
     /// `1a2b3c4d5e6f7a8b by names (addresses: 0011223344556677)`: the group's signature and kind.

@@ -1,8 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
+@_spi(Internal) import HangWatchReport
 
 /// What the terminal can do: colour (only on a TTY, never with NO_COLOR or TERM=dumb), its width,
 /// and progress lines on standard error (only when it is a TTY).
@@ -52,7 +56,19 @@ package struct Terminal {
 
     /// A line on standard error.
     package static func warn(_ message: String) {
-        FileHandle.standardError.write(Data((message + "\n").utf8))
+        write(Array((message + "\n").utf8), to: STDERR_FILENO)
+    }
+
+    /// Writes all of `bytes` to a file descriptor now, past stdio's buffer (as `FileHandle`'s
+    /// `write` did), retrying short writes (and, through `SystemCall`, EINTR); any other failure
+    /// (a closed pipe) ends it.
+    package static func write(_ bytes: [UInt8], to descriptor: Int32) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = (try? SystemCall.check("write") { bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } }) ?? 0
+            guard written > 0 else { return }
+            offset += written
+        }
     }
 
     /// Reports progress on standard error when it is a terminal and the work takes a while.
@@ -71,11 +87,11 @@ package struct Terminal {
         package func update(_ done: Int, _ total: Int) {
             guard visible, Date().timeIntervalSince(started) > 0.3, done % 25 == 0 || done == total else { return }
             shown = true
-            FileHandle.standardError.write(Data("\r\(label) \(done)/\(total)\u{1b}[K".utf8))
+            Terminal.write(Array("\r\(label) \(done)/\(total)\u{1b}[K".utf8), to: STDERR_FILENO)
         }
 
         package func finish() {
-            if shown { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+            if shown { Terminal.write(Array("\r\u{1b}[K".utf8), to: STDERR_FILENO) }
         }
     }
 }

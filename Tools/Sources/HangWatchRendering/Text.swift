@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -15,11 +22,11 @@ package enum Text {
     }
 
     package static func duration(_ milliseconds: Double) -> String {
-        if milliseconds >= 60_000 { return String(format: "%.1fm", milliseconds / 60_000) }
-        if milliseconds >= 10_000 { return String(format: "%.0fs", milliseconds / 1000) }
-        if milliseconds >= 1000 { return String(format: "%.1fs", milliseconds / 1000) }
+        if milliseconds >= 60_000 { return String(printf: "%.1fm", milliseconds / 60_000) }
+        if milliseconds >= 10_000 { return String(printf: "%.0fs", milliseconds / 1000) }
+        if milliseconds >= 1000 { return String(printf: "%.1fs", milliseconds / 1000) }
         // Report files may hold any JSON number: a huge negative one has no Int.
-        if milliseconds <= -1000 { return String(format: "%.3gms", milliseconds) }
+        if milliseconds <= -1000 { return String(printf: "%.3gms", milliseconds) }
         return "\(Int(milliseconds.rounded()))ms"
     }
 
@@ -29,7 +36,7 @@ package enum Text {
 
     /// `value` rounded, as an integer when it has one (a report's 1e308 has none).
     package static func whole(_ value: Double) -> String {
-        Int(exactly: value.rounded()).map(String.init) ?? String(format: "%.3g", value)
+        Int(exactly: value.rounded()).map(String.init) ?? String(printf: "%.3g", value)
     }
 
     /// Times are shown in UTC (`--utc`) instead of local time. Set once, before any output.

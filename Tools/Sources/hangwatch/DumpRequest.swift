@@ -1,5 +1,12 @@
 import CThreadSignal
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
@@ -224,7 +231,7 @@ enum DumpRequest {
     static func refusalReason(_ data: Data) -> String {
         let line = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).first ?? ""
         let printable = String(line.unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : Character($0) })
-        let trimmed = printable.trimmingCharacters(in: .whitespaces)
+        let trimmed = String(printable.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
         return trimmed.isEmpty ? "no reason given" : trimmed
     }
 }

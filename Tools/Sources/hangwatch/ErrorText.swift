@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 @_spi(Internal) import HangWatchReport
 
 #if canImport(Glibc)
@@ -61,7 +68,7 @@ enum ErrorText {
         case let error as CocoaError:
             // Foundation's file errors: its path and the system's reason, never its sentence.
             let path = error.filePath ?? error.url?.path ?? "a file"
-            let code = (error.userInfo[NSUnderlyingErrorKey] as? POSIXError)?.code.rawValue ?? EIO
+            let code = (error.userInfo["NSUnderlyingError"] as? POSIXError)?.code.rawValue ?? EIO
             return cannot(error.code.rawValue >= CocoaError.fileWriteUnknown.rawValue ? .write : .read, path, code: code)
         default:
             // This package's errors describe themselves in plain words; anyone else's text is not

@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchExport
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
@@ -43,7 +50,7 @@ struct SelectionOptions: ParsableArguments {
 enum Output {
     static func write(_ data: Data, to path: String?, option: String = "-o") throws {
         guard let path, path != "-" else {
-            FileHandle.standardOutput.write(data)
+            Terminal.write(Array(data), to: STDOUT_FILENO)
             return
         }
         let folder = PathText.parent(of: path)

@@ -1,6 +1,14 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchRendering
+import HangWatchReport
 
 /// `hangwatch`: read, group, explain and export HangWatch reports.
 @main
@@ -21,7 +29,7 @@ struct Hangwatch: ParsableCommand {
             Shell completions:
               hangwatch --generate-completion-script bash|zsh|fish
             """,
-        version: "0.1.0",
+        version: MonitorVersion.versionLine(),
         subcommands: [
             ListCommand.self, ShowCommand.self, TopCommand.self, ExportCommand.self, FlamegraphCommand.self,
             SymbolicateCommand.self, WatchCommand.self, DumpCommand.self, ValidateCommand.self,
@@ -32,7 +40,7 @@ struct Hangwatch: ParsableCommand {
     static func main() {
         if let word = CommandLine.arguments.dropFirst().first, let message = unknownSubcommand(word) {
             Terminal.warn("hangwatch: \(message)")
-            Foundation.exit(Exit.usage.rawValue)
+            Glibc.exit(Exit.usage.rawValue)
         }
         var command: any ParsableCommand
         do {
@@ -44,14 +52,14 @@ struct Hangwatch: ParsableCommand {
             try command.run()
         } catch let failure as CommandFailure {
             Terminal.warn("hangwatch: \(failure.message)")
-            Foundation.exit(failure.exitCode.rawValue)
+            Glibc.exit(failure.exitCode.rawValue)
         } catch let error where error is ExitCode || error is CleanExit || error is ValidationError || !isOurs(command) {
             // The parser's answers: help (its own help command), a usage error, an exit code.
             exitForParsing(error)
         } catch {
             // Anything else a command let go, in plain words (never Foundation's or a decoder's).
             Terminal.warn("hangwatch: \(ErrorText.message(for: error))")
-            Foundation.exit(Exit.badInput.rawValue)
+            Glibc.exit(Exit.badInput.rawValue)
         }
     }
 
@@ -65,7 +73,7 @@ struct Hangwatch: ParsableCommand {
     static func exitForParsing(_ error: any Error) -> Never {
         if exitCode(for: error) == .validationFailure {
             Terminal.warn(fullMessage(for: error))
-            Foundation.exit(Exit.usage.rawValue)
+            Glibc.exit(Exit.usage.rawValue)
         }
         exit(withError: error)
     }

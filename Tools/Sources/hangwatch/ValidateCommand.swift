@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchReading
 import HangWatchRendering
 import HangWatchReport
@@ -34,8 +41,7 @@ struct ValidateCommand: ParsableCommand {
         var files: [String] = []
         var unlisted = 0
         for path in paths {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            if DirectoryOptions.isDirectory(path) {
                 // A directory that cannot be listed is said so, not taken for an empty one.
                 if let code = ReportLibrary.listingError(path) {
                     unlisted += 1

@@ -1,8 +1,15 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HangWatchReading
 import HangWatchRendering
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// `hangwatch watch`: new hangs as they land.
 struct WatchCommand: ParsableCommand {
@@ -39,7 +46,7 @@ struct WatchCommand: ParsableCommand {
 
     /// A line, written at once (not held in a buffer while stdout is a pipe).
     private func emit(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        Terminal.write(Array((line + "\n").utf8), to: STDOUT_FILENO)
     }
 
     func run() throws {
@@ -71,7 +78,14 @@ struct WatchCommand: ParsableCommand {
                 let line = ListCommand.table([summary], terminal: library.terminal, streaming: true)
                 emit(line + (report.outcome == .ongoing ? "  (ongoing)" : ""))
             }
-            Thread.sleep(forTimeInterval: interval.seconds)
+            var pause = timespec(tv_sec: Int(interval.seconds), tv_nsec: Int((interval.seconds - interval.seconds.rounded(.down)) * 1e9))
+            var left = timespec()
+            // A signal cuts the sleep short: SystemCall sleeps again for what was left.
+            _ = try? SystemCall.check("nanosleep") {
+                let result = nanosleep(&pause, &left)
+                pause = left
+                return result
+            }
         }
     }
 }

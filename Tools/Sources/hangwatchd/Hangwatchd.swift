@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HangWatchAgent
+import HangWatchReport
 import Logging
 import ServiceLifecycle
 
@@ -27,7 +28,7 @@ struct Hangwatchd: ParsableCommand {
               hangwatchd --check-config
               hangwatchd --report-root /tmp/reports --set HANGWATCHD_MAX_USE=64MiB
             """,
-        version: "0.1.0")
+        version: MonitorVersion.versionLine())
 
     @Option(name: .customLong("config"), help: ArgumentHelp("The configuration file.", valueName: "path"))
     var configFile: String?

@@ -66,6 +66,7 @@ final class Agent: @unchecked Sendable {
                 "hangwatch.keep_free": "\(AgentConfiguration.sizeText(configuration.keepFree))",
                 "hangwatch.max_age": "\(DurationText.format(configuration.maxAge))",
                 "hangwatch.per_service": "\(configuration.maxReportsPerService)", "hangwatch.enrich": "\(configuration.enrich)",
+                "hangwatch.version": "\(MonitorVersion.current.version)", "hangwatch.commit": "\(MonitorVersion.current.commit ?? "unknown")",
             ])
         if let ignored = SystemdNotifier.watchdogSettingsIgnored(environment: context.environment, pid: context.pid) {
             let value = context.environment["WATCHDOG_USEC"]?.prefix(40) ?? ""

@@ -1,3 +1,4 @@
+import HangWatchReport
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -8,7 +9,7 @@ import Synchronization
 /// command line, reads the configuration and bootstraps logging.
 public final class AgentDaemon: Sendable {
     /// The agent's version (`hangwatch_agent_build_info{version}`).
-    public static let version = "0.1.0"
+    public static let version = MonitorVersion.current.version
 
     private let group: ServiceGroup
 

@@ -1,5 +1,12 @@
 import CZlib
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// gzip (RFC 1952) through zlib: pprof profiles are stored compressed.
 enum Gzip {

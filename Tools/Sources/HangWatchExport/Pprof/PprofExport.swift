@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 @_spi(Internal) import HangWatchReport
 
 /// pprof's profile format (profile.proto, gzip-compressed), for `go tool pprof`, Grafana
