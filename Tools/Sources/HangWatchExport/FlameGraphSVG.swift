@@ -6,7 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// A self-contained SVG flame graph: the root at the bottom, each frame as wide as the sampled time
 /// spent in it and its callees. Colours say what the time was: the service's own code in reds and

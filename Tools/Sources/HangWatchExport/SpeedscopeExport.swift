@@ -6,7 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// speedscope's file format (https://www.speedscope.app/file-format-schema.json): one sampled
 /// profile per hang, weights in milliseconds of sampled time.

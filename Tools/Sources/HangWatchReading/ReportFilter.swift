@@ -6,7 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 #if canImport(Glibc)
 import Glibc

@@ -6,10 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-
-#if canImport(Glibc)
-import Glibc
-#endif
+@_spi(Internal) import HangWatchReport
 
 /// Fixed-width text for 80-column tables.
 package enum Text {
