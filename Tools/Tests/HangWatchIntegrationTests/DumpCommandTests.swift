@@ -105,12 +105,17 @@ import Testing
     // watchdog. Each victim is a `/bin/sleep` (no handler: any signal but a real-time one kills it,
     // and so would a real-time one); it must outlive the dump.
 
-    /// A victim, and the root of a fresh report directory (0755, root's).
-    static func victimAndRoot(_ name: String = #function) throws -> (victim: RunningExecutable, root: String) {
+    /// Runs `body` with a victim and the root of a fresh report directory (0755, root's); the
+    /// victim is killed afterwards, whatever `body` did.
+    static func withVictim(_ name: String = #function, _ body: (RunningExecutable, String) throws -> Void) throws {
         let victim = try RunningExecutable("/bin/sleep", ["60"])
+        defer {
+            victim.signal(SIGKILL)
+            _ = victim.finish(within: 5)
+        }
         let root = ReportDirectory(name).path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        return (victim, root)
+        try body(victim, root)
     }
 
     /// Writes a heartbeat for `pid` (its real start time, a fresh tick) naming `signal` and
@@ -150,67 +155,55 @@ import Testing
 
     @Test func rootRefusesAHeartbeatForgedByNobodyNamingSIGKILLAndTheVictimLives() throws {
         try #require(getuid() == 0, "run as root: the forger is nobody, the victim root's")
-        let (victim, root) = try Self.victimAndRoot()
-        defer {
-            victim.signal(SIGKILL)
-            _ = victim.finish(within: 5)
+        try Self.withVictim { victim, root in
+            let path = try Self.writeHeartbeat(pid: victim.pid, signal: SIGKILL, watchdog: victim.pid, in: root + "/forged", owner: 65534)
+            let result = try Self.dumpRefused(victim, root: root)
+            #expect(result.status == 3, "\(result.status)")
+            #expect(result.errors.contains("refusing \(path): owned by uid 65534, but process \(victim.pid) runs as uid 0"), "\(result.errors)")
+            #expect(result.errors.contains("process \(victim.pid) was not signalled"), "\(result.errors)")
         }
-        let path = try Self.writeHeartbeat(pid: victim.pid, signal: SIGKILL, watchdog: victim.pid, in: root + "/forged", owner: 65534)
-        let result = try Self.dumpRefused(victim, root: root)
-        #expect(result.status == 3, "\(result.status)")
-        #expect(result.errors.contains("refusing \(path): owned by uid 65534, but process \(victim.pid) runs as uid 0"), "\(result.errors)")
-        #expect(result.errors.contains("process \(victim.pid) was not signalled"), "\(result.errors)")
     }
 
     @Test func aHeartbeatThatIsASymlinkIsNotFollowedEvenToAGoodLookingOne() throws {
         try #require(getuid() == 0)
-        let (victim, root) = try Self.victimAndRoot()
-        defer {
-            victim.signal(SIGKILL)
-            _ = victim.finish(within: 5)
-        }
-        // Root's, well-formed, in a directory the tool never looks in; a link to it in a service's.
-        let target = try Self.writeHeartbeat(pid: victim.pid, signal: SIGKILL, watchdog: victim.pid, in: root + "-elsewhere", owner: 0)
-        defer { try? FileManager.default.removeItem(atPath: root + "-elsewhere") }
-        let service = root + "/billing"
-        try FileManager.default.createDirectory(atPath: service, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let link = service + "/" + MonitorHeartbeat.fileName(pid: victim.pid)
-        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
-        for extra in [[], ["--service", "billing"]] {
-            let result = try Self.dumpRefused(victim, root: root, extra)
-            #expect(result.status == 3, "\(result.status)")
-            #expect(result.errors.contains("refusing \(link): a symbolic link (never followed), not a regular file"), "\(result.errors)")
+        try Self.withVictim { victim, root in
+            // Root's, well-formed, in a directory the tool never looks in; a link to it in a service's.
+            let target = try Self.writeHeartbeat(pid: victim.pid, signal: SIGKILL, watchdog: victim.pid, in: root + "-elsewhere", owner: 0)
+            defer { try? FileManager.default.removeItem(atPath: root + "-elsewhere") }
+            let service = root + "/billing"
+            try FileManager.default.createDirectory(atPath: service, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let link = service + "/" + MonitorHeartbeat.fileName(pid: victim.pid)
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+            for extra in [[], ["--service", "billing"]] {
+                let result = try Self.dumpRefused(victim, root: root, extra)
+                #expect(result.status == 3, "\(result.status)")
+                #expect(result.errors.contains("refusing \(link): a symbolic link (never followed), not a regular file"), "\(result.errors)")
+            }
         }
     }
 
     @Test func aHeartbeatOwnedRightThatNamesSIGTERMIsRefusedForItsSignal() throws {
         try #require(getuid() == 0)
-        let (victim, root) = try Self.victimAndRoot()
-        defer {
-            victim.signal(SIGKILL)
-            _ = victim.finish(within: 5)
+        try Self.withVictim { victim, root in
+            // Everything else believable: root's file in root's directory, for root's process.
+            let path = try Self.writeHeartbeat(pid: victim.pid, signal: SIGTERM, watchdog: victim.pid, in: root + "/billing", owner: 0)
+            let result = try Self.dumpRefused(victim, root: root)
+            #expect(result.status == 3, "\(result.status)")
+            #expect(result.errors.contains("refusing \(path): it names signal 15, not a real-time signal"), "\(result.errors)")
+            // A real-time signal to the main thread: refused too (the watchdog is never the main thread).
+            _ = try Self.writeHeartbeat(pid: victim.pid, signal: Self.realTimeSignalMinimum(), watchdog: victim.pid, in: root + "/billing", owner: 0)
+            let main = try Self.dumpRefused(victim, root: root)
+            #expect(main.status == 3 && main.errors.contains("refusing \(path): it names the main thread (\(victim.pid)) as the watchdog"), "\(main.errors)")
         }
-        // Everything else believable: root's file in root's directory, for root's process.
-        let path = try Self.writeHeartbeat(pid: victim.pid, signal: SIGTERM, watchdog: victim.pid, in: root + "/billing", owner: 0)
-        let result = try Self.dumpRefused(victim, root: root)
-        #expect(result.status == 3, "\(result.status)")
-        #expect(result.errors.contains("refusing \(path): it names signal 15, not a real-time signal"), "\(result.errors)")
-        // A real-time signal to the main thread: refused too (the watchdog is never the main thread).
-        _ = try Self.writeHeartbeat(pid: victim.pid, signal: Self.realTimeSignalMinimum(), watchdog: victim.pid, in: root + "/billing", owner: 0)
-        let main = try Self.dumpRefused(victim, root: root)
-        #expect(main.status == 3 && main.errors.contains("refusing \(path): it names the main thread (\(victim.pid)) as the watchdog"), "\(main.errors)")
     }
 
     @Test func serviceTakesANameNeverAPath() throws {
-        let (victim, root) = try Self.victimAndRoot()
-        defer {
-            victim.signal(SIGKILL)
-            _ = victim.finish(within: 5)
-        }
-        for service in ["../x", "/etc", ".", "..", ""] {
-            let result = try Self.dumpRefused(victim, root: root, ["--service", service])
-            #expect(result.status == 2, "\(service): \(result.status) \(result.errors)")
-            #expect(result.errors.contains("--service takes a service's name, never a path"), "\(result.errors)")
+        try Self.withVictim { victim, root in
+            for service in ["../x", "/etc", ".", "..", ""] {
+                let result = try Self.dumpRefused(victim, root: root, ["--service", service])
+                #expect(result.status == 2, "\(service): \(result.status) \(result.errors)")
+                #expect(result.errors.contains("--service takes a service's name, never a path"), "\(result.errors)")
+            }
         }
     }
 
