@@ -52,7 +52,10 @@ import ToolsTestSupport
         let file = root.path + ".not-a-socket"
         #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
         defer { unlink(file) }
-        for value in [nil, "@hangwatch-nobody-listens-\(getpid())", root.path + ".missing.sock", file, "garbage", "@"] as [String?] {
+        for value in [
+            nil, "@hangwatch-nobody-listens-\(getpid())", root.path + ".missing.sock", file, "garbage", "@",
+            "/run/" + String(repeating: "n", count: 120),  // longer than a socket address holds
+        ] as [String?] {
             let agent = try AgentProcess(
                 root: root.path, arguments: ["--set", "HANGWATCHD_SELF_THRESHOLD=0"], environment: ["NOTIFY_SOCKET": value])
             #expect(Eventually.holds(timeout: 20, interval: 0.02) { agent.log.contains("<6>hangwatchd ready") }, "\(value ?? "unset"): \(agent.log)")

@@ -14,7 +14,14 @@ final class SystemdNotifier: SystemdNotifying {
 
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         let path = environment["NOTIFY_SOCKET"] ?? ""
-        socketPath = (path.hasPrefix("/") || path.hasPrefix("@")) && path.utf8.count < 108 ? path : nil
+        socketPath = path.hasPrefix("/") || path.hasPrefix("@") ? path : nil
+    }
+
+    /// The most bytes of a socket's name `sockaddr_un` holds: a path ends with a NUL, an abstract
+    /// name (`@…`, its `@` sent as a NUL) does not.
+    static func fits(_ socketPath: String) -> Bool {
+        let capacity = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
+        return socketPath.hasPrefix("@") ? socketPath.utf8.count <= capacity : socketPath.utf8.count < capacity
     }
 
     deinit {
@@ -25,7 +32,8 @@ final class SystemdNotifier: SystemdNotifying {
 
     @discardableResult
     func notify(_ message: String) -> Bool {
-        guard let socketPath else { return false }
+        // A name too long for the address is a socket nobody can reach: false, so the caller warns.
+        guard let socketPath, Self.fits(socketPath) else { return false }
         return descriptor.withLock { fd in
             if fd < 0 { fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
             guard fd >= 0 else { return false }
