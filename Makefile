@@ -143,8 +143,10 @@ bench: deps test-deps
 
 # The embedded library is a Swift package dependency. What a host gets: the `hangwatch` CLI (and
 # its bash completion), the `hangwatchd` agent with its unit, tmpfiles and sysusers entries, the
-# configuration files, and the example drop-in for a monitored service. Honours PREFIX and DESTDIR;
-# the unit's paths follow PREFIX. Then: systemd-sysusers, systemd-tmpfiles --create, enable --now.
+# configuration files, Prometheus rules for its metrics (share/hangwatch/prometheus/, for a
+# prometheus.yml's rule_files), and the example drop-in for a monitored service. Honours PREFIX
+# and DESTDIR; the unit's paths follow PREFIX. Then: systemd-sysusers, systemd-tmpfiles --create,
+# enable --now.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
@@ -166,6 +168,8 @@ install:
 	install -d "$(DESTDIR)$(SYSCONFDIR)/hangwatch"
 	install -m 0644 config/hangwatch.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatch.env"
 	install -m 0644 config/hangwatchd.env "$(DESTDIR)$(SYSCONFDIR)/hangwatch/hangwatchd.env"
+	install -d "$(DESTDIR)$(PREFIX)/share/hangwatch/prometheus"
+	install -m 0644 config/prometheus/hangwatch.rules.yml "$(DESTDIR)$(PREFIX)/share/hangwatch/prometheus/"
 	install -d "$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(TMPFILESDIR)" "$(DESTDIR)$(SYSUSERSDIR)"
 	sed -e 's#/usr/local/bin/#$(PREFIX)/bin/#' -e 's#/etc/hangwatch/#$(SYSCONFDIR)/hangwatch/#' systemd/hangwatchd.service > "$(DESTDIR)$(UNITDIR)/hangwatchd.service"
 	chmod 0644 "$(DESTDIR)$(UNITDIR)/hangwatchd.service"

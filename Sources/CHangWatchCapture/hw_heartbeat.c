@@ -15,6 +15,8 @@ _Static_assert(offsetof(struct hw_heartbeat, hangs_suppressed) == 232, "heartbea
 _Static_assert(offsetof(struct hw_heartbeat, calls_cut_short) == 240, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, pool_counts) == 272, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, pool_starvations) == 392, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, flags) == 416, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, service_version) == 448, "heartbeat layout is part of the file format");
 
 static uint64_t clock_ns(clockid_t clock) {
     struct timespec now;
@@ -110,5 +112,20 @@ void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo) {
 void hw_heartbeat_flags(struct hw_heartbeat *page, uint64_t flags) {
     begin(page);
     store(&page->flags, flags);
+    end(page);
+}
+
+void hw_heartbeat_service_version(struct hw_heartbeat *page, const uint8_t *bytes, size_t count) {
+    begin(page);
+    for (size_t word = 0; word < 8; word++) {
+        uint64_t value = 0;
+        for (size_t byte = 0; byte < 8; byte++) {
+            size_t index = word * 8 + byte;
+            if (index < count) {
+                value |= (uint64_t)bytes[index] << (8 * byte);
+            }
+        }
+        store(&page->service_version[word], value);
+    }
     end(page);
 }

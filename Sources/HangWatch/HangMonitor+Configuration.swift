@@ -9,6 +9,11 @@ extension HangMonitor {
         /// Names the service in reports and report ids: 1-64 of `A-Z a-z 0-9 . _ -`, not starting
         /// with a dot, without `..`.
         public var serviceName: String
+        /// The service's release, written into every report (`serviceVersion`) and published to the
+        /// agent (its metrics' `version` label). Nil: `HANGWATCH_SERVICE_VERSION` in the process's
+        /// environment, else `service.version` in `OTEL_RESOURCE_ATTRIBUTES`, else `build-` and the
+        /// executable's build-id (`ServiceVersion`). At most 64 bytes are kept.
+        public var serviceVersion: String? = nil
         /// A loop that stays busy this long is hung. 10 ms ... 1 h. Default 250 ms.
         public var threshold: Duration
         /// Where reports are written (created with mode 0700 if missing).

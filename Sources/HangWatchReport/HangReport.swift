@@ -96,6 +96,11 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// version and commit. Optional and additive within schema 1.5 (readers ignore it); absent in
     /// reports of monitors built before it, and in dumps.
     public var monitor: MonitorVersion?
+    /// Which release of the service wrote the report, and where the monitor found its version
+    /// (`ServiceVersion`: the configuration, `HANGWATCH_SERVICE_VERSION`, `OTEL_RESOURCE_ATTRIBUTES`,
+    /// or the executable's build-id). Optional and additive within schema 1.5; absent in reports of
+    /// monitors built before it, and in dumps.
+    public var serviceVersion: ServiceVersion?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,

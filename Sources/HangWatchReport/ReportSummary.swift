@@ -30,6 +30,9 @@ public struct ReportSummary: Codable, Sendable, Equatable {
     public var signatureKind: HangReport.SignatureKind = .addresses
     /// The labels in effect when the hang was seen (`HangReport.labels`); empty when none were.
     public var labels: [String: String] = [:]
+    /// The release of the service that hung (`HangReport.serviceVersion?.version`, bounded as the
+    /// monitor bounds it); nil when the report has none (monitors before it, dumps).
+    public var serviceVersion: String?
     /// The heaviest stack's first app frame, for display.
     public var topFrame: String?
     /// The heaviest stack's first frames, for display (innermost first, at most 12).
@@ -52,10 +55,11 @@ public struct ReportSummary: Codable, Sendable, Equatable {
         durationMs: Double, thresholdMs: Double, outcome: HangReport.Outcome, verdict: HangReport.Verdict,
         onCpuRatio: Double?, blockedIn: String?, signature: String, topFrame: String?, stack: [String], repeats: Int,
         repeatsTotalMs: Double = 0, repeatsMaxMs: Double = 0, lastSeen: Date? = nil,
-        signatureKind: HangReport.SignatureKind = .addresses, labels: [String: String] = [:]
+        signatureKind: HangReport.SignatureKind = .addresses, labels: [String: String] = [:], serviceVersion: String? = nil
     ) {
         self.signatureKind = signatureKind
         self.labels = labels
+        self.serviceVersion = serviceVersion
         self.path = path
         self.id = id
         self.service = service
@@ -96,6 +100,9 @@ public struct ReportSummary: Codable, Sendable, Equatable {
         signature = grouping.signature
         signatureKind = grouping.kind
         labels = report.labels ?? [:]
+        // A file may say anything: control characters, a megabyte, nothing. What the monitor would
+        // have written of it, and an empty version is none.
+        serviceVersion = report.serviceVersion.map { ServiceVersion.bounded($0.version) }.flatMap { $0.isEmpty ? nil : $0 }
         topFrame = FrameNaming.topAppFrame(report).map { FrameNaming.displayName($0, images: report.images) }
         stack = (report.heaviestStack?.frames ?? []).prefix(12).map { FrameNaming.displayName($0, images: report.images) }
         repeats = report.repeats?.count ?? 0

@@ -187,3 +187,32 @@ import Testing
         #expect(SwiftTaskLayout.current == .recognised, "this runtime: \(SwiftTaskLayout.current)")
     }
 }
+
+/// Every report says which release of the service wrote it, found where the configuration, the
+/// process's environment or OpenTelemetry's variable says.
+@Suite struct ServiceVersionReportTests {
+    @Test(arguments: [
+        ("4.2.0", [:], ServiceVersion(version: "4.2.0", source: .configuration)),
+        (nil, ["HANGWATCH_SERVICE_VERSION": "4.1.0", "OTEL_RESOURCE_ATTRIBUTES": "service.version=1.0"],
+            ServiceVersion(version: "4.1.0", source: .environment)),
+        (nil, ["OTEL_RESOURCE_ATTRIBUTES": "service.name=shop,service.version=1.1.0"], ServiceVersion(version: "1.1.0", source: .openTelemetry)),
+        (nil, [:], nil),
+    ] as [(String?, [String: String], ServiceVersion?)])
+    func everyReportNamesItsRelease(configured: String?, environment: [String: String], expected: ServiceVersion?) throws {
+        let h = WatchdogHarness(configure: { $0.serviceVersion = configured; $0.repeatWindow = .zero }, processEnvironment: environment)
+        h.busy(from: 100, for: 600)
+        h.busy(from: 1_000, for: 400)
+        h.run()
+        h.writer.flush()
+        let reports = ReportDirectory(path: h.directory.path).reports()
+        #expect(reports.count == 2)
+        #expect(reports.allSatisfy { $0.serviceVersion == expected }, "\(reports.map(\.serviceVersion))")
+    }
+
+    @Test func theSettingNamesItToo() throws {
+        let configuration = try HangMonitor.Configuration.load(
+            serviceName: "shop", environment: ["HANGWATCH_SERVICE_VERSION": "5.0.0-beta.2"])
+        #expect(configuration.serviceVersion == "5.0.0-beta.2")
+        #expect(try HangMonitor.Configuration.load(serviceName: "shop", environment: [:]).serviceVersion == nil)
+    }
+}

@@ -272,7 +272,8 @@ struct hw_heartbeat {
     uint64_t capture_signal;      /* 400: the signal `hangwatch dump` queues to ask for a dump; 0: none */
     uint64_t watchdog_tid;        /* 408: the thread that ticks (the one a dump request is sent to) */
     uint64_t flags;               /* 416: HW_HEARTBEAT_FLAG_* */
-    uint64_t reserved_pool[11];   /* 424 */
+    uint64_t reserved_pool[3];    /* 424 */
+    uint64_t service_version[8];  /* 448: the service's version, UTF-8, NUL-padded (64 bytes) */
 };
 
 /** The heartbeat's flags: the Swift runtime's task layout is not one the monitor reads (async
@@ -301,6 +302,10 @@ void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo);
 
 /** Publishes the page's flags (HW_HEARTBEAT_FLAG_*). */
 void hw_heartbeat_flags(struct hw_heartbeat *page, uint64_t flags);
+
+/** Publishes the service's version: `count` bytes of UTF-8 (at most 64 are kept; the rest of the
+ * field is zeroed). */
+void hw_heartbeat_service_version(struct hw_heartbeat *page, const uint8_t *bytes, size_t count);
 
 /*
  * The watchdog's wake-up (hw_wake.c): a POSIX semaphore, `hw_wake_size()` bytes the caller owns,

@@ -26,7 +26,8 @@ extension MonitorAssembly {
         return ReportBuilder(
             service: configuration.serviceName, host: world.host, pid: world.pid, process: world.process,
             signal: signal, maxFrames: configuration.maxFrames,
-            wallClock: { environment.date(ofMicroseconds: $0) }, source: kind, unavailable: world.taskLayout.description.map { [$0] })
+            wallClock: { environment.date(ofMicroseconds: $0) }, source: kind, unavailable: world.taskLayout.description.map { [$0] },
+            serviceVersion: world.serviceVersion(configuration.serviceVersion))
     }
 
     /// The writer of the monitor's reports: the sharing's, when monitors share one (the first to
@@ -60,7 +61,8 @@ extension MonitorAssembly {
                 thresholdMicroseconds: owner.control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
                 poolDelays: { [id = owner.id] in
                     PoolWatchRegistry.activeOwner() == id ? PoolProbeHistogram.shared.snapshot : nil
-                }, dumpSignal: signal, taskLayoutUnrecognised: world.taskLayout.description != nil)
+                }, dumpSignal: signal, taskLayoutUnrecognised: world.taskLayout.description != nil,
+                serviceVersion: world.serviceVersion(configuration.serviceVersion))
         } catch {
             owner.logger.warning(
                 "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",

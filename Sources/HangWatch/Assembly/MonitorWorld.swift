@@ -38,6 +38,9 @@ struct MonitorWorld: Sendable {
     var tap: (@Sendable (any HangSink) -> any HangSink)?
     /// The Swift runtime's task layout, as the monitor found it (`SwiftTaskLayout.current`).
     var taskLayout = SwiftTaskLayout.current
+    /// The service's version from the configured one (`ServiceVersion.resolve`: then this
+    /// process's environment, then its executable's build-id).
+    var serviceVersion: @Sendable (_ configured: String?) -> ServiceVersion? = { ServiceVersion.ofThisProcess(configured: $0) }
 
     /// The machine: `CLOCK_MONOTONIC`, `/proc`, the signal handler, libunwind.
     static func system() -> MonitorWorld {

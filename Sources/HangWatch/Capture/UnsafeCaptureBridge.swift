@@ -320,6 +320,12 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
         hw_heartbeat_flags(page, unrecognised ? UInt64(HW_HEARTBEAT_FLAG_TASK_LAYOUT_UNRECOGNISED) : 0)
     }
 
+    /// Publishes the service's version (`ServiceVersion`; empty: none).
+    func serviceVersion(_ version: String) {
+        let bytes = Array(version.utf8.prefix(64))
+        bytes.withUnsafeBufferPointer { hw_heartbeat_service_version(page, $0.baseAddress, $0.count) }
+    }
+
     /// Publishes the pool probe's start delays (nil: this monitor does not run the pool watch).
     func pool(counts: [UInt64]?, totalNanoseconds: UInt64, starvations: UInt64) {
         guard let counts, counts.count == Int(HW_LOOP_BUCKETS) else {
@@ -361,6 +367,7 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "poolDelayTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.pool_delay_total_ns)!,
             "poolCounts": MemoryLayout<hw_heartbeat>.offset(of: \.pool_counts)!,
             "poolStarvations": MemoryLayout<hw_heartbeat>.offset(of: \.pool_starvations)!,
+            "serviceVersion": MemoryLayout<hw_heartbeat>.offset(of: \.service_version)!,
         ]
     }
 

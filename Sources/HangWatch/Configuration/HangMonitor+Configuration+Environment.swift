@@ -40,6 +40,7 @@ extension HangMonitor.Configuration {
         case configFile = "HANGWATCH_CONFIG"
         case enabled = "HANGWATCH_ENABLED"
         case service = "HANGWATCH_SERVICE"
+        case serviceVersion = "HANGWATCH_SERVICE_VERSION"
         case threshold = "HANGWATCH_THRESHOLD"
         case reportDirectory = "HANGWATCH_REPORT_DIR"
         case sampleInterval = "HANGWATCH_SAMPLE_INTERVAL"
@@ -98,6 +99,7 @@ extension HangMonitor.Configuration {
         case .queueLooks: looksAtQueueThreads = try value.flag()
         case .ioUring: usesIoUring = try value.flag()
         case .service: serviceName = value.text
+        case .serviceVersion: serviceVersion = value.text.isEmpty ? nil : value.text
         case .threshold: threshold = try value.duration()
         case .reportDirectory: reportDirectory = value.text
         case .sampleInterval: sampleInterval = try value.duration()

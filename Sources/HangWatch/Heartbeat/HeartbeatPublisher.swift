@@ -29,7 +29,7 @@ final class HeartbeatPublisher: @unchecked Sendable {
     init(
         directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64,
         loopHistogram: UnsafeLoopHistogram? = nil, poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)? = nil,
-        dumpSignal: Int32 = 0, taskLayoutUnrecognised: Bool = false
+        dumpSignal: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: ServiceVersion? = nil
     ) throws(SystemCallError) {
         self.poolDelays = poolDelays
         let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
@@ -52,6 +52,7 @@ final class HeartbeatPublisher: @unchecked Sendable {
                 thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
             page.captureSignal(dumpSignal)
             page.taskLayoutUnrecognised(taskLayoutUnrecognised)
+            page.serviceVersion(serviceVersion?.version ?? "")
             self.path = path
         } catch {
             // Nothing half-made left behind (on a full disk, an empty file).

@@ -16,6 +16,8 @@ struct ReportBuilder: Sendable {
     var source = ActivitySourceKind.runLoop
     /// What the monitor cannot read in this process (`capture.unavailable` of every report).
     var unavailable: [String]?
+    /// The service's release (every report's `serviceVersion`).
+    var serviceVersion: ServiceVersion?
 
     func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
         let source = recording.source ?? source
@@ -75,6 +77,7 @@ struct ReportBuilder: Sendable {
         report.labels = labels.labels
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil
         report.monitor = .current
+        report.serviceVersion = serviceVersion
         return report
     }
 

@@ -41,6 +41,7 @@ import Glibc
 /// | 400 | the signal `hangwatch dump` sends to ask the process for a thread dump (0: none, or a monitor that predates it) |
 /// | 408 | the watchdog's thread id, as of its last tick (the thread a dump request is sent to) |
 /// | 416 | flags: bit 0, the Swift runtime's task layout is not recognised (async labels and computing pool jobs unavailable) |
+/// | 448 | the service's version (`ServiceVersion`), UTF-8, NUL-padded, 64 bytes (all NUL: none, or a monitor that predates it) |
 public struct MonitorHeartbeat: Sendable, Equatable {
     public static let size = 512
     /// The size of a page written before the loop histogram existed.
@@ -56,6 +57,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
         case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232, callsCutShort = 240
         case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392, captureSignal = 400, watchdogTID = 408, flags = 416
+        case serviceVersion = 448
     }
 
     /// Bit 0 of `flags`.
@@ -93,6 +95,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     /// following pool jobs that compute are unavailable in this process (its log and every report
     /// say so too).
     public var taskLayoutUnrecognised = false
+    /// The service's version the monitor found (`ServiceVersion.version`); nil when it published
+    /// none (or predates versions).
+    public var serviceVersion: String?
     public var thresholdMicroseconds: UInt64
     /// The loop-busy histogram, when the monitor keeps one (`HANGWATCH_LOOP_HISTOGRAM`).
     public var loopBusy: LoopBusyHistogram.Counts?
@@ -102,8 +107,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
         hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0,
         poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0, callsCutShort: UInt64 = 0,
-        captureSignal: Int32 = 0, watchdogTID: Int32 = 0, taskLayoutUnrecognised: Bool = false
+        captureSignal: Int32 = 0, watchdogTID: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: String? = nil
     ) {
+        self.serviceVersion = serviceVersion
         self.taskLayoutUnrecognised = taskLayoutUnrecognised
         self.captureSignal = captureSignal
         self.watchdogTID = watchdogTID
@@ -206,7 +212,17 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             captureSignal: bytes.count >= Offset.captureSignal.rawValue + 8 ? Int32(truncatingIfNeeded: field(bytes, Offset.captureSignal.rawValue)) : 0,
             watchdogTID: bytes.count >= Offset.watchdogTID.rawValue + 8 ? Int32(truncatingIfNeeded: field(bytes, Offset.watchdogTID.rawValue)) : 0,
             taskLayoutUnrecognised: bytes.count >= Offset.flags.rawValue + 8
-                && field(bytes, Offset.flags.rawValue) & taskLayoutUnrecognisedFlag != 0)
+                && field(bytes, Offset.flags.rawValue) & taskLayoutUnrecognisedFlag != 0,
+            serviceVersion: serviceVersion(bytes))
+    }
+
+    /// The version field's text, up to its first NUL; nil when empty, absent or not UTF-8.
+    static func serviceVersion(_ bytes: [UInt8]) -> String? {
+        let start = Offset.serviceVersion.rawValue
+        guard bytes.count >= start + ServiceVersion.maxBytes else { return nil }
+        let field = bytes[start..<(start + ServiceVersion.maxBytes)].prefix { $0 != 0 }
+        guard !field.isEmpty, let text = String(validating: field, as: UTF8.self) else { return nil }
+        return text
     }
 
     static func poolStartDelay(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
@@ -250,6 +266,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         }
         for (offset, value) in values {
             for byte in 0..<8 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+        }
+        for (index, byte) in (serviceVersion ?? "").utf8.prefix(ServiceVersion.maxBytes).enumerated() {
+            bytes[Offset.serviceVersion.rawValue + index] = byte
         }
         return bytes
     }

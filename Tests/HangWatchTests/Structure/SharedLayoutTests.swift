@@ -33,6 +33,24 @@ import Testing
         #expect((UInt64(cutBefore)...UInt64(cutAfter)).contains(heartbeat.callsCutShort), "\(heartbeat.callsCutShort)")
     }
 
+    /// The service's version, written once by the C writer, read back whole; none reads as nil.
+    @Test func theServiceVersionReadsBackThroughTheAgentsReader() throws {
+        let directory = ReportDirectory()
+        try ReportStore(directory: directory.path).prepare()
+        let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let version = ServiceVersion(version: "2.4.0-rc.1+" + String(repeating: "é", count: 40), source: .configuration)
+        let publisher = try HeartbeatPublisher(
+            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1, serviceVersion: version)
+        publisher.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1)
+        #expect(try MonitorHeartbeat.read(path: path).serviceVersion == version.version)
+        #expect(version.version.utf8.count == 63)  // the whole field but one byte: no character cut
+        publisher.retire()
+        let unversioned = try HeartbeatPublisher(directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1)
+        unversioned.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1)
+        #expect(try MonitorHeartbeat.read(path: path).serviceVersion == nil)
+        unversioned.retire()
+    }
+
     /// The pool probe's delays, published by the monitor that runs the pool watch, read back.
     @Test func thePoolSectionReadsBackThroughTheAgentsReader() throws {
         let directory = ReportDirectory()

@@ -42,7 +42,7 @@ final class WatchdogHarness {
         clockResolutionMicroseconds: UInt64 = 4_000, busy: Set<Activity> = [.beforeSources, .afterWaiting],
         joining other: WatchdogHarness? = nil, configure: (inout HangMonitor.Configuration) -> Void = { _ in },
         logger: Logger = Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }),
-        taskLayout: SwiftTaskLayout = .recognised
+        taskLayout: SwiftTaskLayout = .recognised, processEnvironment: [String: String] = [:]
     ) {
         clock = other?.clock ?? ScriptedClock()
         origin = other?.origin ?? clock.now
@@ -65,6 +65,8 @@ final class WatchdogHarness {
                 return sink
             })
         world.taskLayout = taskLayout
+        // The process's environment is the script's; its executable has no build-id.
+        world.serviceVersion = { ServiceVersion.resolve(configured: $0, environment: processEnvironment, buildID: { nil }) }
         assembly = try! MonitorAssembly(
             configuration: configuration, source: source, handles: .none, world: world,
             owner: MonitorAssembly.Owner(

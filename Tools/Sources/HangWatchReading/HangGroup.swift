@@ -9,7 +9,8 @@ import Glibc
 import HangWatchReport
 
 /// Hangs that share a signature: the same culprit. The "what do I fix first" view. Or, grouped by
-/// a label (`group(_:byLabel:)`), hangs of the same request route, tenant, ...
+/// a label (`group(_:byLabel:)`), hangs of the same request route, tenant, ...; or by the service's
+/// release (`groupByServiceVersion(_:)`).
 public struct HangGroup: Sendable, Equatable {
     /// The signature the members share; empty for a group by label.
     public var signature: String
@@ -20,6 +21,10 @@ public struct HangGroup: Sendable, Equatable {
     public var labelKey: String?
     /// For a group by label: the value its members carry (nil: they do not carry the label).
     public var labelValue: String?
+    /// Whether the group is by service version (`groupByServiceVersion(_:)`).
+    public var byServiceVersion = false
+    /// For a group by service version: the members' version (nil: their reports have none).
+    public var serviceVersion: String?
     /// Hangs in the group, repeats folded into reports included.
     public var count: Int
     public var totalMs: Double
@@ -56,9 +61,24 @@ public struct HangGroup: Sendable, Equatable {
         }.sorted(by: order)
     }
 
-    /// Most total time first; then by signature, then by label value.
+    /// Groups `summaries` by their service version (hangs of reports without one: one group, whose
+    /// version is nil), most total time first.
+    public static func groupByServiceVersion(_ summaries: [ReportSummary]) -> [HangGroup] {
+        // (Keyed "=version", and "" for none, as by label.)
+        let byVersion = Dictionary(grouping: summaries) { $0.serviceVersion.map { "=" + $0 } ?? "" }
+        return groups(byVersion).map { group in
+            var group = group
+            group.byServiceVersion = true
+            group.serviceVersion = group.signature.isEmpty ? nil : String(group.signature.dropFirst())
+            group.signature = ""
+            return group
+        }.sorted(by: order)
+    }
+
+    /// Most total time first; then by signature, then by label value, then by version.
     private static func order(_ a: HangGroup, _ b: HangGroup) -> Bool {
-        (a.totalMs, b.signature, b.labelValue ?? "") > (b.totalMs, a.signature, a.labelValue ?? "")
+        (a.totalMs, b.signature, b.labelValue ?? "", b.serviceVersion ?? "")
+            > (b.totalMs, a.signature, a.labelValue ?? "", a.serviceVersion ?? "")
     }
 
     private static func groups(_ byKey: [String: [ReportSummary]]) -> [HangGroup] {

@@ -60,15 +60,21 @@ public struct ReportCatalog: Sendable {
         public var inode: UInt64
     }
 
-    /// Report files under the directory (not following symlinks), oldest name first.
-    public func files() throws -> [Entry] {
-        var entries: [Entry] = []
+    /// The directory, then its service directories (subdirectories one level down, not symlinks,
+    /// not hidden), in the order the system lists them.
+    public func directories() throws -> [String] {
         var directories = [directory]
         for name in try DirectoryEntries.names(in: directory) where !name.hasPrefix(".") {
             let path = directory + "/" + name
             if DirectoryEntries.status(of: path, ifType: S_IFDIR) != nil { directories.append(path) }
         }
-        for folder in directories {
+        return directories
+    }
+
+    /// Report files under the directory (not following symlinks), oldest name first.
+    public func files() throws -> [Entry] {
+        var entries: [Entry] = []
+        for folder in try directories() {
             // A service directory that vanished or cannot be read since: the others still count.
             guard let names = try? DirectoryEntries.names(in: folder) else { continue }
             for name in names where ReportStore.isReportFileName(name) {
@@ -176,8 +182,8 @@ public struct ReportCatalog: Sendable {
         var permissionDenied = false
     }
 
-    /// 5: each summary's signature kind and labels (schema 1.5).
-    static let indexVersion = 5
+    /// 5: each summary's signature kind and labels (schema 1.5). 6: its service version.
+    static let indexVersion = 6
 
     func loadIndex() -> [String: IndexEntry] {
         guard let indexPath, let data = try? ReportReader(maxBytes: 256 << 20, refusesHardLinks: false).readData(path: indexPath),

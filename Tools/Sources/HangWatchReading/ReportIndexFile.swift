@@ -56,6 +56,8 @@ struct ReportIndexFile: Codable {
     var labelStart: [Int] = []
     var labelKeys: [Int] = []
     var labelValues: [Int] = []
+    /// The service's version (a string), or -1 (`ReportSummary.serviceVersion`).
+    var serviceVersion: [Int] = []
 
     init(version: Int, directory: String, entries: [String: ReportCatalog.IndexEntry]) {
         self.version = version
@@ -105,6 +107,7 @@ struct ReportIndexFile: Codable {
                 labelKeys.append(intern(key))
                 labelValues.append(intern(value))
             }
+            serviceVersion.append(intern(summary.serviceVersion))
         }
     }
 
@@ -117,6 +120,7 @@ struct ReportIndexFile: Codable {
         summaryColumns += [durationMs.count, thresholdMs.count, outcome.count, verdict.count, onCpuRatio.count]
         summaryColumns += [blockedIn.count, signature.count, topFrame.count, stackStart.count, repeats.count]
         summaryColumns += [repeatsTotalMs.count, repeatsMaxMs.count, lastSeen.count, signatureKind.count, labelStart.count]
+        summaryColumns += [serviceVersion.count]
         guard fileColumns.allSatisfy({ $0 == files }), summaryColumns.allSatisfy({ $0 == rows }), labelKeys.count == labelValues.count
         else { return nil }
         func string(_ index: Int) -> String? { index >= 0 && index < strings.count ? strings[index] : nil }
@@ -159,7 +163,7 @@ struct ReportIndexFile: Codable {
                     signature: signatureText, topFrame: string(topFrame[index]), stack: stack, repeats: repeats[index],
                     repeatsTotalMs: repeatsTotalMs[index], repeatsMaxMs: repeatsMaxMs[index],
                     lastSeen: Date(timeIntervalSince1970: lastSeen[index]), signatureKind: signatureKind[index] == 0 ? .names : .addresses,
-                    labels: labels)
+                    labels: labels, serviceVersion: string(serviceVersion[index]))
             } else if entry.problem == nil {
                 return nil
             }

@@ -6,7 +6,8 @@ import HangWatch
 //   at each of its sites (Sites.swift), one hang after the other: two computing call paths to one
 //   function, a sleep, a lock wait, and an async handler blocking a pool thread. The second hang
 //   at a site folds into the first one's report as a repeat. Exits 0 once every report is written.
-//   Built twice by RebuildGroupingTests: the second build adds code before the sites.
+//   Built twice by RebuildGroupingTests: the second build adds code before the sites, and one
+//   site of its own (Coupons.swift). The service's version comes from OTEL_RESOURCE_ATTRIBUTES.
 
 guard CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--reports" else {
     FileHandle.standardError.write(Data("usage: hangwatch-rebuild-shop --reports DIR\n".utf8))
@@ -38,12 +39,15 @@ func settle(hangs count: Int) {
 for _ in 0..<8 { Task.detached { _ = spin(milliseconds: 2) } }
 RunLoop.main.run(until: Date().addingTimeInterval(0.8))
 
-let onLoop: [@Sendable () -> Void] = [
+var onLoop: [@Sendable () -> Void] = [
     { sink &+= Quotes.refresh() },
     { sink &+= Checkout.total() },
     { Audit.flush() },
     { Cache.waitForLock() },
 ]
+#if REBUILD_VARIANT_2
+onLoop.append { sink &+= Coupons.apply() }
+#endif
 var hangs = 0
 for round in 0..<2 {
     for site in onLoop {

@@ -31,7 +31,7 @@ struct Hangwatch: ParsableCommand {
             """,
         version: MonitorVersion.versionLine(),
         subcommands: [
-            ListCommand.self, ShowCommand.self, TopCommand.self, ExportCommand.self, FlamegraphCommand.self,
+            ListCommand.self, ShowCommand.self, TopCommand.self, DiffCommand.self, ExportCommand.self, FlamegraphCommand.self,
             SymbolicateCommand.self, WatchCommand.self, DumpCommand.self, ValidateCommand.self,
         ],
         defaultSubcommand: ListCommand.self)

@@ -27,10 +27,18 @@ struct TopCommand: ParsableCommand {
             changes; each group says which: (names) or (addresses). --by KEY groups by the value \
             of a label instead (HangMonitor.withLabels): which routes, tenants, ... hang most.
 
+            --by version groups by the service's release (the version in its reports; hangs of \
+            monitors that wrote none are one group, version: none), with hangs per monitored hour \
+            where the agent counted the time each version was watched (.monitored-time.json in the \
+            service directories; not with --since or --until, as that time is a running total). \
+            version is a reserved word: --by label:version groups by a label named version (and \
+            label:KEY by any label).
+
             Examples:
               hangwatch top --since 1d
               hangwatch top --service billing --limit 5
               hangwatch top --by route
+              hangwatch top --by version --service billing
               hangwatch export --signature 1a2b3c4d --format folded > billing.folded
             """)
 
@@ -44,8 +52,27 @@ struct TopCommand: ParsableCommand {
     @Option(help: "Frames of each representative stack to show.")
     var frames: Int = 4
 
-    @Option(name: .customLong("by"), help: ArgumentHelp("Group by the value of this label instead of by signature.", valueName: "label"))
-    var byLabel: String?
+    @Option(
+        name: .customLong("by"),
+        help: ArgumentHelp(
+            "Group by the value of this label instead of by signature; version: by the service's version; label:KEY: by the label KEY (label:version for a label named version).",
+            valueName: "label|version|label:KEY"))
+    var by: String?
+
+    /// What `--by` asks for.
+    enum Grouping: Equatable {
+        case signature
+        case label(String)
+        case serviceVersion
+    }
+
+    /// `version` is reserved; `label:KEY` is always a label; any other word is a label's key.
+    static func grouping(_ by: String?) -> Grouping {
+        guard let by else { return .signature }
+        if by == "version" { return .serviceVersion }
+        if by.hasPrefix("label:") { return .label(String(by.dropFirst("label:".count))) }
+        return .label(by)
+    }
 
     @Flag(help: "Print JSON instead of text.")
     var json = false
@@ -53,7 +80,9 @@ struct TopCommand: ParsableCommand {
     func validate() throws {
         if limit < 1 { throw ValidationError("--limit must be at least 1") }
         if frames < 1 { throw ValidationError("--frames must be at least 1") }
-        if let byLabel, byLabel.isEmpty { throw ValidationError("--by takes a label's key, such as route") }
+        if case .label(let key) = Self.grouping(by), key.isEmpty {
+            throw ValidationError("--by takes a label's key, such as route, label:KEY, or version")
+        }
     }
 
     struct GroupJSON: Encodable {
@@ -64,6 +93,11 @@ struct TopCommand: ParsableCommand {
         /// For `--by`: the label and the members' value (absent: they do not carry it).
         var label: String?
         var value: String?
+        /// For `--by version`: the members' version (absent: their reports have none), its monitored
+        /// time over the services in view and the group's hangs per monitored hour (absent: unknown).
+        var version: String?
+        var monitoredSeconds: Double?
+        var perMonitoredHour: Double?
         var count: Int
         var totalMs, p50Ms, p95Ms, maxMs: Double
         var firstSeen, lastSeen: Date
@@ -75,19 +109,32 @@ struct TopCommand: ParsableCommand {
     func run() throws {
         let library = ReportLibrary(directory: directory, reading: reading)
         let summaries = try library.summaries(filters.filter())
-        let all = byLabel.map { HangGroup.group(summaries, byLabel: $0) } ?? HangGroup.group(summaries)
+        let all: [HangGroup]
+        switch Self.grouping(by) {
+        case .signature: all = HangGroup.group(summaries)
+        case .label(let key): all = HangGroup.group(summaries, byLabel: key)
+        case .serviceVersion: all = HangGroup.groupByServiceVersion(summaries)
+        }
         let groups = Array(all.prefix(limit))
+        // Monitored time, for the rates of groups by version.
+        var seconds: [String?: Double] = [:]
+        if !groups.isEmpty, Self.grouping(by) == .serviceVersion {
+            let hours = MonitoredHours(library: library, filters: filters, summaries: summaries)
+            for group in groups { seconds[group.serviceVersion] = hours.seconds(of: group.serviceVersion) }
+        }
         if json {
             let rows = groups.map {
                 GroupJSON(
                     signature: $0.signature, signatureKind: $0.signatureKind, label: $0.labelKey, value: $0.labelValue,
+                    version: $0.serviceVersion, monitoredSeconds: seconds[$0.serviceVersion],
+                    perMonitoredHour: MonitoredTimeFiles.perHour($0.count, seconds: seconds[$0.serviceVersion]),
                     count: $0.count, totalMs: $0.totalMs, p50Ms: $0.p50Ms, p95Ms: $0.p95Ms,
                     maxMs: $0.maxMs, firstSeen: $0.firstSeen, lastSeen: $0.lastSeen, services: $0.services,
                     representative: $0.representative.id, stack: $0.representative.stack)
             }
             print(String(decoding: try HangReport.makeEncoder().encode(rows), as: UTF8.self))
         } else if !groups.isEmpty {
-            print(render(groups, terminal: library.terminal))
+            print(render(groups, perHour: { MonitoredTimeFiles.perHour($0.count, seconds: seconds[$0.serviceVersion]) }, terminal: library.terminal))
         }
         if groups.isEmpty {
             Terminal.warn("hangwatch: no hangs match")
@@ -95,8 +142,12 @@ struct TopCommand: ParsableCommand {
         }
     }
 
-    /// What the group is: `sig 1a2b3c4d (names)`, or `route=GET /checkout` (`route: none`).
+    /// What the group is: `sig 1a2b3c4d (names)`, `route=GET /checkout` (`route: none`), or
+    /// `version=1.5.0` (`version: none`).
     static func key(_ group: HangGroup) -> String {
+        if group.byServiceVersion {
+            return Text.clip(group.serviceVersion.map { "version=\($0)" } ?? "version: none", 60)
+        }
         if let key = group.labelKey {
             return Text.clip(group.labelValue.map { "\(key)=\($0)" } ?? "\(key): none", 60)
         }
@@ -104,8 +155,8 @@ struct TopCommand: ParsableCommand {
     }
 
     /// Each column as wide as its widest entry; the terminal's width only cuts the services and
-    /// the frames.
-    func render(_ groups: [HangGroup], terminal: Terminal) -> String {
+    /// the frames. `perHour`: a group's hangs per monitored hour, when known.
+    func render(_ groups: [HangGroup], perHour: (HangGroup) -> Double? = { _ in nil }, terminal: Terminal) -> String {
         let width = terminal.width
         let heads = groups.map { "\($0.count) hang\($0.count == 1 ? "" : "s"), \(Text.duration($0.totalMs)) in all" }
         let ranks = groups.indices.map { "#\($0 + 1)" }
@@ -117,7 +168,8 @@ struct TopCommand: ParsableCommand {
         var lines: [String] = []
         for (index, group) in groups.enumerated() {
             let head = Text.fit(ranks[index], rankWidth) + "  " + Text.fit(heads[index], headWidth)
-            lines.append(terminal.paint(head, .bold) + "  " + Text.fit(stats[index], statsWidth) + "  " + Self.key(group))
+            let rate = perHour(group).map { " (\(MonitoredHours.rateText($0)) per monitored hour)" } ?? ""
+            lines.append(terminal.paint(head, .bold) + "  " + Text.fit(stats[index], statsWidth) + "  " + Self.key(group) + rate)
             let seen = "first " + Text.time(group.firstSeen) + "  last " + Text.time(group.lastSeen) + " " + Text.zone(group.lastSeen)
             let servicesWidth = min(services.map(\.count).max() ?? 0, max(10, width - 4 - 2 - seen.count))
             lines.append("    " + Text.fit(services[index], servicesWidth) + "  " + seen)

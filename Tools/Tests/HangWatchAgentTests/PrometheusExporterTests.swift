@@ -30,6 +30,33 @@ import Testing
         }
     }
 
+    /// The denominator: monitored seconds per release, brought up to each pass's running totals
+    /// (only rises count); a service's versions are bounded like services.
+    @Test func monitoredSecondsCountPerReleaseAndVersionsAreBounded() throws {
+        let exporter = try Self.exporter()
+        let v1 = ServiceRelease(service: "billing", version: "1.0.0")
+        let v2 = ServiceRelease(service: "billing", version: "1.1.0")
+        exporter.publish(SpoolGauges(monitoredSeconds: [v1: 30]))
+        exporter.publish(SpoolGauges(monitoredSeconds: [v1: 45.5, v2: 10]))
+        exporter.publish(SpoolGauges(monitoredSeconds: [v1: 45.5, v2: 10]))
+        var text = Self.text(exporter)
+        #expect(text.contains(#"hangwatch_monitored_seconds_total{service="billing",version="1.0.0"} 45.5"#), "\(text)")
+        #expect(text.contains(#"hangwatch_monitored_seconds_total{service="billing",version="1.1.0"} 10.0"#))
+        #expect(text.contains("# HELP \(AgentMetrics.monitoredSeconds) "))
+        var hang = try #require(FinishedHangTests.hang(FinishedHangTests.report(durationMs: 300)))
+        hang.service = "billing"
+        hang.version = "1.1.0"
+        exporter.hangFinished(hang)
+        let many = (0..<(AgentMetrics.maxVersionsPerService + 3)).map { ServiceRelease(service: "cart", version: "v\($0)") }
+        exporter.publish(SpoolGauges(monitoredSeconds: Dictionary(uniqueKeysWithValues: many.map { ($0, 1.0) })))
+        text = Self.text(exporter)
+        #expect(text.contains(#"hangwatch_hangs_total{service="billing",version="1.1.0",severity="moderate"} 1"#))
+        #expect(text.contains(#"hangwatch_hangs_total{service="billing",version="1.0.0",severity="moderate"} 0"#))
+        #expect(text.contains(#"hangwatch_monitored_seconds_total{service="cart",version="_other"} 3.0"#), "\(text)")
+        let cartVersions = Set(text.split(separator: "\n").filter { $0.hasPrefix(#"hangwatch_monitored_seconds_total{service="cart""#) })
+        #expect(cartVersions.count == AgentMetrics.maxVersionsPerService + 1)
+    }
+
     @Test func hangsDropsAndGaugesAreExposedWithBoundedLabels() throws {
         let exporter = try Self.exporter()
         #expect(!exporter.waitsForNames)
@@ -39,14 +66,18 @@ import Testing
         exporter.publish(
             SpoolGauges(
                 reports: 7, bytes: 4096, monitors: [.alive: 2, .processStopped: 1], services: services,
-                loopBusy: ["s": Self.loop([3, 1], nanoseconds: 500_000), "quiet": Self.loop([], nanoseconds: 0)]))
+                loopBusy: ["s": Self.loop([3, 1], nanoseconds: 500_000), "quiet": Self.loop([], nanoseconds: 0)],
+                monitoredSeconds: Dictionary(uniqueKeysWithValues: services.map { (ServiceRelease(service: $0, version: "1.0"), 60.0) })))
         let text = Self.text(exporter)
         for name in [AgentMetrics.hangsTotal, AgentMetrics.hangDuration, AgentMetrics.loopBusy] {
             #expect(text.contains("# HELP \(name) "), "\(name)")
             #expect(text.contains("# TYPE \(name) "), "\(name)")
         }
-        #expect(text.contains(#"hangwatch_hangs_total{service="s",severity="moderate"} 1"#))
-        #expect(text.contains(#"hangwatch_hangs_total{service="service-0",severity="fatal"} 0"#))
+        #expect(text.contains(#"hangwatch_hangs_total{service="s",version="unversioned",severity="moderate"} 1"#))
+        // A release seen watching has its series from the start, at 0.
+        #expect(text.contains(#"hangwatch_hangs_total{service="service-0",version="1.0",severity="fatal"} 0"#))
+        #expect(text.contains(#"hangwatch_deadlocks_total{service="service-0",version="1.0"} 0"#))
+        #expect(text.contains(#"hangwatch_monitored_seconds_total{service="service-0",version="1.0"} 60.0"#))
         #expect(text.contains(#"service="_other""#))
         #expect(!text.contains(#"service="service-\#(AgentMetrics.maxServices + 4)""#))
         #expect(text.contains(#"hangwatch_reports_dropped_total{reason="retention"} 3"#))

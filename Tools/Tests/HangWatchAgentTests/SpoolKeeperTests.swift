@@ -395,3 +395,131 @@ import Testing
         #expect(gauges.poolStartDelay["api"]?.iterations == 10)
     }
 }
+
+/// The denominator of a hang rate: the time live monitors watched, per service and version, from
+/// the heartbeats; kept across agent restarts in each service's `.monitored-time.json`.
+@Suite struct SpoolKeeperMonitoredTimeTests {
+    let harness: KeeperHarness
+    let pid: Int32 = 6262
+
+    init() throws {
+        harness = try KeeperHarness()
+        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 9)
+        try FileManager.default.createDirectory(atPath: harness.fixture.path("billing"), withIntermediateDirectories: true)
+    }
+
+    /// The monitor's page as its watchdog just ticked.
+    func beat(_ state: MonitorHeartbeat.State = .watching, version: String? = "1.1.0", startTimeTicks: UInt64 = 9) throws {
+        let heartbeat = MonitorHeartbeat(
+            pid: pid, startTimeTicks: startTimeTicks, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: harness.clock.monotonicNanoseconds,
+            tickUnixMilliseconds: 0, intervalMilliseconds: 10_000, state: state, activityWord: 0, hangsDetected: 0,
+            thresholdMicroseconds: 250_000, serviceVersion: version)
+        try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitorHeartbeat.fileName(pid: pid))))
+    }
+
+    func seconds(_ version: String) -> Double {
+        harness.counter.lastGauges?.monitoredSeconds[ServiceRelease(service: "billing", version: version)] ?? 0
+    }
+
+    var file: MonitoredTime? {
+        FileManager.default.contents(atPath: harness.fixture.path("billing/" + MonitoredTime.fileName)).flatMap(MonitoredTime.decode)
+    }
+
+    /// Between two looks that find it watching, the time counts; a paused or stopped monitor, a
+    /// silent watchdog and a stopped process count nothing, and the next look starts over.
+    @Test func onlyTimeBetweenTwoLooksAtAWatchingMonitorCounts() throws {
+        try beat()
+        harness.run(.full)
+        #expect(seconds("1.1.0") == 0, "one look is no interval")
+        harness.clock.advance(by: .seconds(5))
+        try beat(.idle)
+        harness.run(.liveness)
+        #expect(seconds("1.1.0") == 5)
+        harness.clock.advance(by: .seconds(5))
+        try beat(.paused)  // a debugger's pause
+        harness.run(.liveness)
+        harness.clock.advance(by: .seconds(5))
+        try beat(.watching)
+        harness.run(.liveness)
+        #expect(seconds("1.1.0") == 5, "the pause and the look after it count nothing")
+        harness.clock.advance(by: .seconds(7))
+        try beat(.recording)
+        harness.run(.liveness)
+        #expect(seconds("1.1.0") == 12)
+        // The watchdog stops ticking: once the grace has passed, nothing more counts.
+        harness.clock.advance(by: .seconds(120))
+        harness.run(.liveness)
+        #expect(seconds("1.1.0") == 12)
+        // The process stopped (SIGSTOP), then running again with a live watchdog.
+        try beat()
+        harness.processes[pid] = ProcessStatus(state: "T", startTimeTicks: 9)
+        harness.run(.liveness)
+        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 9)
+        harness.clock.advance(by: .seconds(3))
+        try beat()
+        harness.run(.liveness)
+        harness.clock.advance(by: .seconds(4))
+        try beat()
+        harness.run(.liveness)
+        #expect(seconds("1.1.0") == 16)
+    }
+
+    /// Each version counts apart; a monitor without one counts as `unversioned`; a new process
+    /// under the same pid starts over.
+    @Test func eachVersionCountsApart() throws {
+        try beat(version: "1.0.0")
+        harness.run(.full)
+        harness.clock.advance(by: .seconds(10))
+        try beat(version: "1.0.0")
+        harness.run(.liveness)
+        // A deploy: the same pid, another process, another version.
+        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 50)
+        harness.clock.advance(by: .seconds(10))
+        try beat(version: "1.1.0", startTimeTicks: 50)
+        harness.run(.liveness)
+        harness.clock.advance(by: .seconds(4))
+        try beat(version: nil, startTimeTicks: 50)
+        harness.run(.liveness)
+        #expect(seconds("1.0.0") == 10 && seconds("1.1.0") == 0 && seconds(MonitoredTime.unversioned) == 4)
+    }
+
+    /// The file gets the time at once the first time, then at most once a minute, and what is
+    /// left when the agent stops; a restarted agent adds to it; a damaged file is replaced.
+    @Test func theFileKeepsTheTimeAcrossRestarts() throws {
+        try beat()
+        harness.run(.full)
+        harness.clock.advance(by: .seconds(5))
+        try beat()
+        harness.run(.liveness)
+        #expect(file?.seconds(of: "1.1.0") == 5)
+        harness.clock.advance(by: .seconds(5))
+        try beat()
+        harness.run(.liveness)
+        #expect(file?.seconds(of: "1.1.0") == 5, "within the minute: not written yet")
+        harness.keeper.flushMonitoredTime()
+        #expect(file?.seconds(of: "1.1.0") == 10)
+        harness.keeper.flushMonitoredTime()
+        #expect(file?.seconds(of: "1.1.0") == 10, "nothing written twice")
+
+        // Another agent (a restart) on the same spool adds its own time to the file's.
+        let restarted = try KeeperHarness(fixture: harness.fixture, processes: harness.processes)
+        try beat()
+        restarted.run(.full)
+        restarted.clock.advance(by: .seconds(20))
+        let heartbeat = MonitorHeartbeat(
+            pid: pid, startTimeTicks: 9, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: restarted.clock.monotonicNanoseconds,
+            tickUnixMilliseconds: 0, intervalMilliseconds: 10_000, state: .watching, activityWord: 0, hangsDetected: 0,
+            thresholdMicroseconds: 250_000, serviceVersion: "1.1.0")
+        try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitorHeartbeat.fileName(pid: pid))))
+        restarted.run(.liveness)
+        #expect(file?.seconds(of: "1.1.0") == 30)
+
+        try Data("{\"schema\": 7}".utf8).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitoredTime.fileName)))
+        restarted.clock.advance(by: .seconds(2))
+        try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitorHeartbeat.fileName(pid: pid))))
+        restarted.run(.liveness)
+        restarted.keeper.flushMonitoredTime()
+        #expect(file?.seconds(of: "1.1.0") == 2)
+        #expect(restarted.log.count("a monitored-time file is replaced: the time it held is lost") == 1)
+    }
+}

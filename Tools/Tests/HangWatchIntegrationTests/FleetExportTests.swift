@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HangWatchReport
 import HangWatchTestSupport
 import Testing
@@ -281,6 +282,129 @@ import FoundationNetworking
         #expect(Eventually.holds(timeout: 60, interval: 0.02) { receiver.logs.count == queue }, "\(receiver.logs.count); \(agent.log)")
         // Each record once: that retries never deliver twice is HangLogOutboxTests' (on scripted time).
         #expect(Self.value(Self.scrape(port), "hangwatch_reports_dropped_total", dropped) == Double(produced - queue))
+    }
+
+    /// The shipped rules (config/prometheus/hangwatch.rules.yml), loaded by a real Prometheus that
+    /// scrapes a live agent, with their windows shortened by the sed the file documents (5m, 30m,
+    /// 1h, 6h: 6s, 12s, 24s, 48s) and an SLO target of 360 hangs per monitored hour: a canary
+    /// service monitored by a live process (this one: its heartbeat ticks) hangs once a second, a
+    /// burn rate of 10, and the page does not fire; then twice a second, a burn rate of 20, and the
+    /// page fires within a minute, naming the canary's service and version.
+    @Test func theBurnRateAlertFiresWhenACanarysHangRateDoubles() throws {
+        let root = try SpoolRoot()
+        let canary = root.path + "/canary"
+        try FileManager.default.createDirectory(atPath: canary, withIntermediateDirectories: true)
+        let agent = try AgentProcess(
+            root: root.path, arguments: ["--set", "HANGWATCHD_ENRICH=no", "--set", "HANGWATCHD_CHECK_INTERVAL=500ms"])
+        try agent.waitUntilReady()
+        let agentPort = try #require(agent.metricsPort, "\(agent.log)")
+
+        // A live monitor of version 2.4.0: this process's heartbeat, ticking twice a second.
+        let startTicks = try #require(ProcessStatus.read(pid: getpid())?.startTimeTicks)
+        let heartbeatPath = canary + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        // Rewritten in place, as a monitor's mapped page is (never a new file: the agent follows
+        // the file it found).
+        let heartbeatFile = open(heartbeatPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(heartbeatFile >= 0)
+        let ticking = Mutex(true)
+        let ticker = Thread {
+            while ticking.withLock({ $0 }) {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let page = MonitorHeartbeat(
+                    pid: getpid(), startTimeTicks: startTicks, startedUnixMilliseconds: 0,
+                    tickMonotonicNanoseconds: UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec),
+                    tickUnixMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000), intervalMilliseconds: 500, state: .idle,
+                    activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000, serviceVersion: "2.4.0")
+                _ = page.encoded().withUnsafeBytes { pwrite(heartbeatFile, $0.baseAddress, $0.count, 0) }
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+        }
+        ticker.start()
+        defer {
+            ticking.withLock { $0 = false }
+            Thread.sleep(forTimeInterval: 0.6)
+            close(heartbeatFile)
+        }
+
+        // The shipped rules, as the file says to shorten them.
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../config/prometheus/hangwatch.rules.yml").path
+        let rules = root.path + ".rules.yml"
+        let sed = try ExecutableRun.run(
+            "/bin/sed", ["-e", #"s/6h\b/48s/g; s/1h\b/24s/g; s/30m\b/12s/g; s/5m\b/6s/g"#, "-e", "s/vector(1)/vector(360)/", shipped], timeout: 10)
+        try #require(sed.status == 0 && sed.output.contains("vector(360)"), "\(sed.errors)")
+        try sed.output.write(toFile: rules, atomically: true, encoding: .utf8)
+        let prometheusPort = try Self.freePort()
+        let configuration = root.path + ".prometheus.yml"
+        try """
+            global:
+              scrape_interval: 1s
+              evaluation_interval: 1s
+            rule_files: ['\(rules)']
+            scrape_configs:
+              - job_name: hangwatchd
+                static_configs:
+                  - targets: ['127.0.0.1:\(agentPort)']
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let prometheus = Process()
+        prometheus.executableURL = URL(fileURLWithPath: try Self.tool("prometheus"))
+        prometheus.arguments = [
+            "--config.file=\(configuration)", "--storage.tsdb.path=\(root.path).tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)",
+        ]
+        prometheus.standardOutput = FileHandle.nullDevice
+        prometheus.standardError = FileHandle.nullDevice
+        try prometheus.run()
+        defer {
+            if prometheus.isRunning { kill(prometheus.processIdentifier, SIGKILL) }
+            prometheus.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: root.path + ".tsdb")
+            try? FileManager.default.removeItem(atPath: configuration)
+            try? FileManager.default.removeItem(atPath: rules)
+        }
+        /// The page alert's state for the canary ("pending", "firing"), nil while it is inactive.
+        func page() -> (state: String, labels: [String: String])? {
+            guard let url = URL(string: "http://127.0.0.1:\(prometheusPort)/api/v1/alerts"), let data = try? Data(contentsOf: url),
+                let body = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let alerts = (body["data"] as? [String: Any])?["alerts"] as? [[String: Any]]
+            else { return nil }
+            for alert in alerts {
+                let labels = alert["labels"] as? [String: String] ?? [:]
+                if labels["alertname"] == "HangWatchHangRateFastBurn" { return (alert["state"] as? String ?? "?", labels) }
+            }
+            return nil
+        }
+
+        // Hangs of the canary's version 2.4.0, `perSecond` a second, for `seconds`.
+        var written = 0
+        func hang(perSecond: Int, for seconds: Double, until stop: () -> Bool = { false }) throws {
+            let store = ReportStore(directory: canary)
+            let end = Date().addingTimeInterval(seconds)
+            var next = Date()
+            while Date() < end && !stop() {
+                written += 1
+                var report = ReportFixtures.report(id: "20261128T120000000Z-canary-\(getpid())-\(written)", service: "canary")
+                report.serviceVersion = ServiceVersion(version: "2.4.0", source: .openTelemetry)
+                _ = try store.write(report)
+                next = next.addingTimeInterval(1 / Double(perSecond))
+                Thread.sleep(until: next)
+            }
+        }
+        // The baseline, a burn rate of 10: past the long window, and the page never fires.
+        var firedEarly = false
+        try hang(perSecond: 1, for: 30) {
+            firedEarly = firedEarly || page()?.state == "firing"
+            return firedEarly
+        }
+        #expect(!firedEarly, "the page fired at the baseline's burn rate of 10")
+        let baseline = Self.value(Self.scrape(agentPort), "hangwatch_monitored_seconds_total", #"version="2.4.0""#) ?? 0
+        #expect(baseline >= 20, "monitored seconds: \(baseline); \(agent.log)")
+        // Doubled: fires (the long window needs about half its length of the new rate).
+        let doubled = Date()
+        try hang(perSecond: 2, for: 60) { page()?.state == "firing" }
+        let fired = try #require(page(), "the page never became active after the rate doubled; \(written) hangs")
+        #expect(fired.state == "firing")
+        #expect(fired.labels["service"] == "canary" && fired.labels["version"] == "2.4.0" && fired.labels["severity"] == "page", "\(fired.labels)")
+        print("[alert] the page fired \(Int(Date().timeIntervalSince(doubled))) s after the canary's hang rate doubled (\(written) hangs)")
     }
 
     /// docs/fleet.md's scrape config and alert rules, as written, pass promtool.

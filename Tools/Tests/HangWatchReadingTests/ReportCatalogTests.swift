@@ -89,15 +89,46 @@ import Testing
         named.frames[0].symbol = "read"
         named.frames[2].symbol = "billing.g() -> ()"
         named.heaviestStack?.frames = named.frames
+        named.serviceVersion = ServiceVersion(version: "1.5.0", source: .openTelemetry)
         var namedEntry = ReportCatalog.IndexEntry(size: 11, modified: 21, inode: 31)
         namedEntry.summary = ReportSummary(report: named, path: "/r/c.json")
         #expect(namedEntry.summary?.signatureKind == .names && entry.summary?.signatureKind == .addresses)
+        #expect(namedEntry.summary?.serviceVersion == "1.5.0" && entry.summary?.serviceVersion == nil)
         var skipped = ReportCatalog.IndexEntry(size: 1, modified: 2, inode: 3)
         skipped.problem = "not a valid hang report: top level"
         let entries = ["/r/a.json": entry, "/r/b.json": skipped, "/r/c.json": namedEntry]
         let file = ReportIndexFile(version: 3, directory: "/r", entries: entries)
         let decoded = try JSONDecoder().decode(ReportIndexFile.self, from: JSONEncoder().encode(file))
         #expect(decoded.entries() == entries)
+        #expect(decoded.entries()?["/r/c.json"]?.summary?.serviceVersion == "1.5.0")
+    }
+
+    /// An index written before summaries had a service version is not read as one without it: it
+    /// is rebuilt.
+    @Test func anIndexOfAnEarlierVersionIsRebuilt() throws {
+        let (reports, index) = try directory(reports: 1)
+        defer { try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: reports).deletingLastPathComponent().path) }
+        let catalog = ReportCatalog(directory: reports, indexPath: index)
+        _ = try catalog.summaries()
+        let indexFile = try #require(catalog.indexPath)
+        #expect(catalog.loadIndex().count == 1)
+        var old = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: indexFile))) as? [String: Any])
+        old["version"] = ReportCatalog.indexVersion - 1
+        old["serviceVersion"] = nil
+        try JSONSerialization.data(withJSONObject: old).write(to: URL(fileURLWithPath: indexFile))
+        #expect(catalog.loadIndex().isEmpty)
+    }
+
+    /// A report file may say anything: its version is bounded as the monitor bounds it, and an
+    /// empty one is none.
+    @Test func aSummarysServiceVersionIsBounded() throws {
+        var report = ReportFixtures.report()
+        report.serviceVersion = ServiceVersion(version: "x", source: .configuration)
+        report.serviceVersion?.version = "  1.5.0\u{1b}[31m" + String(repeating: "9", count: 100)
+        let summary = ReportSummary(report: report, path: "/r/a.json")
+        #expect(summary.serviceVersion == "1.5.0[31m" + String(repeating: "9", count: ServiceVersion.maxBytes - 9))
+        report.serviceVersion?.version = " \t"
+        #expect(ReportSummary(report: report, path: "/r/a.json").serviceVersion == nil)
     }
 
     @Test func ongoingReportsAreListedButNotRemembered() throws {

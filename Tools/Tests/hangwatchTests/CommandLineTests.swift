@@ -5,7 +5,7 @@ import Testing
 import ToolsTestSupport
 
 @Suite(.serialized) struct CommandLineTests {
-    static let subcommands = ["list", "show", "top", "export", "flamegraph", "symbolicate", "watch", "validate"]
+    static let subcommands = ["list", "show", "top", "diff", "export", "flamegraph", "symbolicate", "watch", "validate"]
 
     @Test func everyCommandHasHelpWithAnExample() throws {
         let fixture = try Fixture(withDemoReports: false)
@@ -101,7 +101,7 @@ import ToolsTestSupport
         #expect(typo.errors.contains("unknown command 'lsit'. Did you mean 'list'?"), "\(typo.errors)")
         let far = try fixture.hangwatch(["frobnicate"])
         #expect(far.status == 2)
-        #expect(far.errors.contains("the commands are list, show, top, export, flamegraph, symbolicate, watch, dump, validate"), "\(far.errors)")
+        #expect(far.errors.contains("the commands are list, show, top, diff, export, flamegraph, symbolicate, watch, dump, validate"), "\(far.errors)")
         let option = try fixture.hangwatch(["list", "--sinse", "1h"])
         #expect(option.status == 2)
         #expect(option.errors.contains("Did you mean '--since'?"), "\(option.errors)")

@@ -10,6 +10,9 @@ import ToolsTestSupport
         var signatureKind: HangReport.SignatureKind?
         var label: String?
         var value: String?
+        var version: String?
+        var monitoredSeconds: Double?
+        var perMonitoredHour: Double?
         var count: Int
         var totalMs, p50Ms, p95Ms, maxMs: Double
         var firstSeen, lastSeen: Date
@@ -88,6 +91,50 @@ import ToolsTestSupport
         #expect(text.lines.filter { $0.hasPrefix("#") }.allSatisfy { $0.hasSuffix("route=GET /checkout") || $0.hasSuffix("route=GET /cart") || $0.hasSuffix("route: none") }, "\(text.output)")
         let empty = try fixture.hangwatch("top", "--by", "")
         #expect(empty.status == 2)
+    }
+
+    /// `--by version`: a group per release and one for the reports without a version, with hangs
+    /// per monitored hour where the agent counted the time; `label:version` is the label.
+    @Test func groupsByServiceVersionWithRatesPerMonitoredHour() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let billing = fixture.directory + "/billing"
+        var number = try Releases.write(2, at: "steady", version: "1.0", into: billing, from: 0)
+        number = try Releases.write(3, at: "steady", version: "2.0", into: billing, from: number)
+        number = try Releases.write(1, at: "other", version: "2.0", into: billing, from: number)
+        number = try Releases.write(1, at: "steady", version: nil, into: billing, from: number)
+        // 2.0 ran 4 hours in billing; monitors without a version 2; 1.0's time is not known.
+        try Releases.writeMonitoredTime(["2.0": 4, MonitoredTime.unversioned: 2], into: billing)
+        // Twice: the second run reads the summaries (and their versions) from the index.
+        for _ in 0..<2 {
+            let result = try fixture.hangwatch("top", "--by", "version", "--json", "--no-symbolicate")
+            #expect(result.status == 0, "\(result.errors)")
+            let groups = try HangReport.makeDecoder().decode([Group].self, from: Data(result.output.utf8))
+            #expect(groups.map(\.version) == ["2.0", "1.0", nil])
+            #expect(groups.map(\.count) == [4, 2, 1])
+            #expect(groups.allSatisfy { $0.label == nil && $0.signatureKind == nil && $0.signature.isEmpty })
+            #expect(groups[0].monitoredSeconds == 14_400 && groups[0].perMonitoredHour == 1)
+            #expect(groups[1].monitoredSeconds == nil && groups[1].perMonitoredHour == nil)
+            #expect(groups[2].monitoredSeconds == 7200 && groups[2].perMonitoredHour == 0.5)
+        }
+        let text = try fixture.hangwatch("top", "--by", "version", "--no-symbolicate")
+        let heads = text.lines.filter { $0.hasPrefix("#") }
+        #expect(heads.count == 3)
+        #expect(heads[0].hasSuffix("version=2.0 (1.0 per monitored hour)"), "\(text.output)")
+        #expect(heads[1].hasSuffix("version=1.0"), "\(text.output)")
+        #expect(heads[2].hasSuffix("version: none (0.5 per monitored hour)"), "\(text.output)")
+        // A time window has no monitored time to divide by.
+        let windowed = try fixture.hangwatch("top", "--by", "version", "--since", "2000-01-01", "--json", "--no-symbolicate")
+        #expect(windowed.status == 0 && !windowed.output.contains("perMonitoredHour"), "\(windowed.output)")
+
+        // A label named version: label:version.
+        var labelled = Releases.report(site: "steady", version: "2.0", number: number)
+        labelled.labels = ["version": "blue"]
+        _ = try ReportStore(directory: billing).write(labelled)
+        let byLabel = try fixture.hangwatch("top", "--by", "label:version", "--json", "--no-symbolicate")
+        let labelGroups = try HangReport.makeDecoder().decode([Group].self, from: Data(byLabel.output.utf8))
+        #expect(labelGroups.allSatisfy { $0.label == "version" && $0.version == nil }, "\(byLabel.output)")
+        #expect(Set(labelGroups.map(\.value)) == ["blue", nil] && labelGroups.first { $0.value == "blue" }?.count == 1)
+        #expect(try fixture.hangwatch("top", "--by", "label:").status == 2)
     }
 
     @Test func textFitsEightyColumnsAndNamesTheCulprits() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import ToolsTestSupport
 
@@ -12,6 +13,30 @@ import ToolsTestSupport
         #expect(notifier.isEnabled)
         #expect(notifier.notify(["READY": "1", "STATUS": "3 services,\nfine"]))
         #expect(socket.receive(timeout: 2) == "READY=1\nSTATUS=3 services, fine")
+        #expect(notifier.notify("WATCHDOG=1"))
+        #expect(socket.receive(timeout: 2) == "WATCHDOG=1")
+    }
+
+    /// A service manager that does not read its socket (busy, or stuck) never stops the agent: a
+    /// full queue drops the message (`false`, so READY is warned about) instead of blocking the
+    /// pass that sends it; once the queue drains, messages go through again.
+    @Test func aSocketNobodyReadsDropsMessagesInsteadOfBlocking() throws {
+        let socket = try NotifySocket(abstract: false)
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.address])
+        let done = DispatchSemaphore(value: 0)
+        let results = Mutex<[Bool]>([])
+        Thread.detachNewThread {
+            for index in 0..<5_000 {
+                let sent = notifier.notify(["STATUS": "pass \(index): " + String(repeating: "x", count: 100)])
+                results.withLock { $0.append(sent) }
+            }
+            done.signal()
+        }
+        // A generous bound: 5,000 non-blocking sends take milliseconds; a blocking one never returns.
+        #expect(done.wait(timeout: .now() + 60) == .success, "a send blocked on the full queue")
+        let sent = results.withLock { $0 }
+        #expect(sent.first == true && sent.contains(false), "\(sent.filter { $0 }.count) of \(sent.count) sent")
+        while socket.receive(timeout: 0.1) != nil {}
         #expect(notifier.notify("WATCHDOG=1"))
         #expect(socket.receive(timeout: 2) == "WATCHDOG=1")
     }

@@ -117,7 +117,10 @@ final class Agent: @unchecked Sendable {
         }
         let drained = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let done = DispatchSemaphore(value: 0)
-            worker.async { done.signal() }
+            worker.async {
+                self.keeper.flushMonitoredTime()
+                done.signal()
+            }
             let timeout = DurationText.nanoseconds(configuration.shutdownTimeout)
             DispatchQueue.global().async {
                 continuation.resume(returning: done.wait(timeout: .now() + .nanoseconds(Int(timeout))) == .success)

@@ -19,6 +19,7 @@ final class SpoolKeeper: @unchecked Sendable {
     private let monitors: MonitorWatch
     private let retention: RetentionKeeper
     private let namer: ReportNamer
+    private let monitoredTime: MonitoredTimeKeeper
     private let exports: ExportHub
     private let status: StatusReporter
     private let clock: any AgentClock
@@ -47,6 +48,7 @@ final class SpoolKeeper: @unchecked Sendable {
         deadHangs = DeadHangSweep(spool: spool, processes: processes, exports: exports, logger: logger, isStopping: isStopping)
         monitors = MonitorWatch(spool: spool, processes: processes, clock: clock, exports: exports, logger: logger)
         retention = RetentionKeeper(spool: spool, processes: processes, exports: exports, logger: logger)
+        monitoredTime = MonitoredTimeKeeper(spool: spool, logger: logger)
         namer = ReportNamer(spool: spool, symbolicator: symbolicator, clock: clock, exports: exports, logger: logger, isStopping: isStopping)
     }
 
@@ -65,6 +67,7 @@ final class SpoolKeeper: @unchecked Sendable {
         }
         deadHangs.sweep(state, configuration: configuration, now: now)
         monitors.check(state, configuration: configuration)
+        monitoredTime.flush(state.monitoredSeconds, nowMonotonic: clock.monotonicNanoseconds, now: now)
         retention.apply(state, configuration: configuration, now: now)
         if enrich && configuration.enrich && !namer.nameDue(state, configuration: configuration, now: now) {
             requestPass(.liveness)
@@ -73,12 +76,18 @@ final class SpoolKeeper: @unchecked Sendable {
         exports.publish(gauges)
     }
 
+    /// Writes the monitored time not yet in the services' files (the agent is stopping).
+    func flushMonitoredTime() {
+        guard rootIsSafe() else { return }
+        monitoredTime.flush(state.monitoredSeconds, nowMonotonic: clock.monotonicNanoseconds, now: clock.now, force: true)
+    }
+
     /// The spool as the exporters see it.
     var gauges: SpoolGauges {
         SpoolGauges(
             reports: state.reports.count, bytes: state.totalBytes, monitors: state.monitorStates, services: state.services,
             loopBusy: state.loopBusy, poolStartDelay: state.poolStartDelay, poolStarvations: state.poolStarvations,
-            callsCutShort: state.callsCutShort)
+            callsCutShort: state.callsCutShort, monitoredSeconds: state.monitoredSeconds)
     }
 
     /// Checks the root again before a pass (as at start): a root replaced by a symlink, or made

@@ -1,4 +1,5 @@
 import CoreMetrics
+import HangWatchReport
 import Synchronization
 
 /// The agent's metrics (names and labels: docs/fleet.md), recorded through swift-metrics into one
@@ -6,8 +7,9 @@ import Synchronization
 /// `MetricsSystem`, so an embedding program keeps its own.
 ///
 /// Labels stay bounded: `service` is a spool directory (at most `maxServices` distinct values,
-/// the rest are `_other`), `severity`, `reason` and `state` are fixed sets. Never a pid, stack
-/// or report id.
+/// the rest are `_other`), `version` the service's release (at most `maxVersionsPerService` a
+/// service, `maxReleases` in all; the rest are `_other`), `severity`, `reason` and `state` are
+/// fixed sets. Never a pid, stack or report id.
 final class AgentMetrics: Sendable {
     static let hangsTotal = "hangwatch_hangs_total"
     static let hangDuration = "hangwatch_hang_duration_seconds"
@@ -22,6 +24,7 @@ final class AgentMetrics: Sendable {
     static let callsCutShort = "hangwatch_capture_calls_cut_short_total"
     static let deadlocks = "hangwatch_deadlocks_total"
     static let buildInfo = "hangwatch_agent_build_info"
+    static let monitoredSeconds = "hangwatch_monitored_seconds_total"
 
     /// Hang durations: from a quarter second (the default threshold) to five minutes.
     static let durationBuckets: [Duration] = [
@@ -31,14 +34,21 @@ final class AgentMetrics: Sendable {
     static let ratioBuckets: [Double] = [0.1, 0.25, 0.5, 0.75, 0.9, 1]
 
     static let maxServices = 256
+    static let maxVersionsPerService = 32
+    static let maxReleases = 1024
 
     private let factory: any MetricsFactory
     private let state = Mutex(State())
 
     private struct State {
         var services: Set<String> = []
-        /// Services whose hang series exist (at 0 until their first hang).
-        var seen: Set<String> = []
+        /// The versions labelled so far, by service label.
+        var versions: [String: Set<String>] = [:]
+        var releaseCount = 0
+        /// Releases whose hang series exist (at 0 until their first hang).
+        var seen: Set<ServiceRelease> = []
+        /// The monitored seconds counters were last brought up to, by release.
+        var monitoredSeconds: [ServiceRelease: Double] = [:]
         var monitorGauges: [MonitorState: CoreMetrics.Gauge] = [:]
         /// The running totals counters were last brought up to, by metric and `service` label.
         var totals: [String: [String: UInt64]] = [:]
@@ -70,25 +80,42 @@ final class AgentMetrics: Sendable {
         }
     }
 
-    /// Makes a service's hang series exist (at 0) as soon as its directory appears.
-    func serviceSeen(_ service: String) {
-        guard state.withLock({ $0.seen.insert(service).inserted }) else { return }
-        let label = serviceLabel(service)
-        for severity in FinishedHang.Severity.allCases {
-            CoreMetrics.Counter(label: Self.hangsTotal, dimensions: [("service", label), ("severity", severity.rawValue)], factory: factory)
-                .increment(by: 0)
+    /// The `service` and `version` labels of `release`: bounded, never empty.
+    func labels(_ release: ServiceRelease) -> [(String, String)] {
+        let service = serviceLabel(release.service)
+        let version = release.version.isEmpty ? MonitoredTime.unversioned : release.version
+        let label = state.withLock { state -> String in
+            if state.versions[service]?.contains(version) == true { return version }
+            guard state.versions[service, default: []].count < Self.maxVersionsPerService, state.releaseCount < Self.maxReleases
+            else { return "_other" }
+            state.versions[service, default: []].insert(version)
+            state.releaseCount += 1
+            return version
         }
-        CoreMetrics.Counter(label: Self.deadlocks, dimensions: [("service", label)], factory: factory).increment(by: 0)
+        return [("service", service), ("version", label)]
     }
 
-    /// A report of `service` newly says a thread is deadlocked (`hangwatch_deadlocks_total`).
-    func deadlock(service: String) {
-        CoreMetrics.Counter(label: Self.deadlocks, dimensions: [("service", serviceLabel(service))], factory: factory).increment(by: 1)
+    /// Makes a release's hang and deadlock series exist (at 0) as soon as a monitor of it is seen
+    /// watching, so rate() and alerts see a 0 before its first hang.
+    func releaseSeen(_ release: ServiceRelease) {
+        guard state.withLock({ $0.seen.insert(release).inserted }) else { return }
+        let labels = labels(release)
+        for severity in FinishedHang.Severity.allCases {
+            CoreMetrics.Counter(label: Self.hangsTotal, dimensions: labels + [("severity", severity.rawValue)], factory: factory)
+                .increment(by: 0)
+        }
+        CoreMetrics.Counter(label: Self.deadlocks, dimensions: labels, factory: factory).increment(by: 0)
+    }
+
+    /// A report of `release` newly says a thread is deadlocked (`hangwatch_deadlocks_total`).
+    func deadlock(_ release: ServiceRelease) {
+        CoreMetrics.Counter(label: Self.deadlocks, dimensions: labels(release), factory: factory).increment(by: 1)
     }
 
     func record(_ hang: FinishedHang) {
         let service = serviceLabel(hang.service)
-        CoreMetrics.Counter(label: Self.hangsTotal, dimensions: [("service", service), ("severity", hang.severity.rawValue)], factory: factory)
+        let release = labels(ServiceRelease(service: hang.service, version: hang.version))
+        CoreMetrics.Counter(label: Self.hangsTotal, dimensions: release + [("severity", hang.severity.rawValue)], factory: factory)
             .increment(by: hang.count)
         let duration = CoreMetrics.Timer(label: Self.hangDuration, dimensions: [("service", service)], factory: factory)
         let ratio = hang.onCpuRatio.map { _ in CoreMetrics.Recorder(label: Self.onCpuRatio, dimensions: [("service", service)], factory: factory) }
@@ -115,11 +142,28 @@ final class AgentMetrics: Sendable {
 
     /// Everything a pass's gauges say, but the loop histograms (Prometheus only).
     func publish(_ gauges: SpoolGauges) {
-        for service in gauges.services { serviceSeen(service) }
+        for service in gauges.services { _ = serviceLabel(service) }
+        for release in gauges.monitoredSeconds.keys.sorted() { releaseSeen(release) }
+        countSeconds(upTo: gauges.monitoredSeconds)
         spool(reports: gauges.reports, bytes: gauges.bytes)
         monitors(gauges.monitors)
         count(Self.poolStarvations, upTo: gauges.poolStarvations)
         count(Self.callsCutShort, upTo: gauges.callsCutShort)
+    }
+
+    /// Brings `hangwatch_monitored_seconds_total` of each release up to its running total.
+    private func countSeconds(upTo totals: [ServiceRelease: Double]) {
+        for (release, total) in totals.sorted(by: { $0.key < $1.key }) {
+            let added = state.withLock { state -> Double? in
+                let previous = state.monitoredSeconds[release]
+                guard previous.map({ total > $0 }) ?? true else { return nil }
+                state.monitoredSeconds[release] = total
+                return total - (previous ?? 0)
+            }
+            guard let added else { continue }
+            CoreMetrics.FloatingPointCounter(label: Self.monitoredSeconds, dimensions: labels(release), factory: factory)
+                .increment(by: added)
+        }
     }
 
     /// Brings the counter `label` of each service up to its running total (a series appears, at

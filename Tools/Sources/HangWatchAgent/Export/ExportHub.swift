@@ -33,8 +33,8 @@ final class ExportHub: Sendable {
 
     /// The report at `path` was named (`report`: as named), will not be, or is gone (nil): a
     /// hang held for it goes out, with the new names when there are some.
-    func deadlockFound(service: String) {
-        for exporter in exporters { exporter.deadlockFound(service: service) }
+    func deadlockFound(_ release: ServiceRelease) {
+        for exporter in exporters { exporter.deadlockFound(release) }
     }
 
     func namesSettled(reportPath path: String, named report: HangReport?) {

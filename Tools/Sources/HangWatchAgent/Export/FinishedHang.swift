@@ -18,6 +18,9 @@ struct FinishedHang: Sendable, Equatable {
     var service: String
     /// The service name the monitor wrote into the report (the log record's `service.name`).
     var reportedService: String
+    /// The service's release the report names (`serviceVersion`), or `unversioned`: the metrics'
+    /// `version` label, the log record's `service.version`.
+    var version: String = MonitoredTime.unversioned
     var severity: Severity
     /// How many hangs this stands for: 1, or the repeats a monitor folded into the report since
     /// the agent last looked.
@@ -76,7 +79,8 @@ struct FinishedHang: Sendable, Equatable {
             report.outcome == .processExited ? .fatal : (durationMs * 1e6 >= Double(severe) ? .severe : .moderate)
         let summary = ReportSummary(report: report, path: path)
         return FinishedHang(
-            service: service, reportedService: report.service, severity: severity, count: added, durationSeconds: durationMs / 1000,
+            service: service, reportedService: report.service, version: report.serviceVersion?.version ?? MonitoredTime.unversioned,
+            severity: severity, count: added, durationSeconds: durationMs / 1000,
             onCpuRatio: report.context.onCpuRatio, verdict: HangReportSummary.verdictLine(report), signature: summary.signature,
             signatureKind: summary.signatureKind, labels: summary.labels, topFrames: Array(summary.stack.prefix(5)), culprit: summary.topFrame, reportPath: path, reportID: report.id, pid: report.pid,
             thresholdMs: report.thresholdMs, startedAt: report.startedAt)

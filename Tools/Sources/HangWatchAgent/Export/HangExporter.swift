@@ -20,9 +20,9 @@ protocol HangExporter: Sendable {
     /// Whether hangs should reach this exporter only once their frames have names.
     var waitsForNames: Bool { get }
     func hangFinished(_ hang: FinishedHang)
-    /// A report of `service` (a spool directory) newly says a thread is deadlocked: once per
-    /// report, as soon as its first (provisional) version says so.
-    func deadlockFound(service: String)
+    /// A report of `release` (a spool directory and the version the report names) newly says a
+    /// thread is deadlocked: once per report, as soon as its first (provisional) version says so.
+    func deadlockFound(_ release: ServiceRelease)
     /// `count` reports were lost for `reason`.
     func reportsDropped(_ reason: DropReason, count: Int)
     func publish(_ gauges: SpoolGauges)
@@ -64,8 +64,20 @@ struct SpoolGauges: Sendable, Equatable {
     var poolStarvations: [String: UInt64] = [:]
     /// System calls the monitors' captures cut short, by service directory, since the agent started.
     var callsCutShort: [String: UInt64] = [:]
+    /// Seconds live monitors watched, by service directory and version, since the agent started.
+    var monitoredSeconds: [ServiceRelease: Double] = [:]
+}
+
+/// A service directory and one version of the service in it: what the metrics' `service` and
+/// `version` labels name.
+struct ServiceRelease: Hashable, Sendable, Comparable {
+    var service: String
+    /// `ServiceVersion.version`, or `MonitoredTime.unversioned`.
+    var version: String
+
+    static func < (a: ServiceRelease, b: ServiceRelease) -> Bool { (a.service, a.version) < (b.service, b.version) }
 }
 
 extension HangExporter {
-    func deadlockFound(service: String) {}
+    func deadlockFound(_ release: ServiceRelease) {}
 }

@@ -25,6 +25,7 @@ enum HangLogRecord {
     static func attributes(of hang: FinishedHang) -> Logger.Metadata {
         var attributes: Logger.Metadata = [
             "service.name": "\(hang.reportedService)",
+            "service.version": "\(hang.version)",
             "hangwatch.spool.service": "\(hang.service)",
             "hangwatch.hang.duration_ms": "\(FinishedHang.whole(hang.durationSeconds * 1000))",
             "hangwatch.hang.threshold_ms": "\(FinishedHang.whole(hang.thresholdMs))",

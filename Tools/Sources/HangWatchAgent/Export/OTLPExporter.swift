@@ -83,7 +83,7 @@ final class OTLPExporter: HangExporter {
 
     func hangFinished(_ hang: FinishedHang) { metrics.record(hang) }
 
-    func deadlockFound(service: String) { metrics.deadlock(service: service) }
+    func deadlockFound(_ release: ServiceRelease) { metrics.deadlock(release) }
 
     func reportsDropped(_ reason: DropReason, count: Int) { metrics.dropped(reason, count: count) }
 

@@ -18,7 +18,9 @@ final class PrometheusExporter: HangExporter {
     }
 
     static let catalog: [String: PrometheusMetricsCatalog.Entry] = [
-        AgentMetrics.hangsTotal: .init(help: "Hangs of monitored loops, by service and severity (moderate, severe, fatal)."),
+        AgentMetrics.hangsTotal: .init(help: "Hangs of monitored loops, by service, version (its release) and severity (moderate, severe, fatal)."),
+        AgentMetrics.monitoredSeconds: .init(
+            help: "Seconds a live monitor watched the service's loop, by service and version: hangs per monitored hour is rate(hangwatch_hangs_total) / rate(this) * 3600."),
         AgentMetrics.hangDuration: .init(help: "How long each hang kept its loop stuck.", durationBuckets: AgentMetrics.durationBuckets),
         AgentMetrics.onCpuRatio: .init(
             help: "Share of each hang the stuck thread spent on a CPU (1: computing, 0: blocked).", valueBuckets: AgentMetrics.ratioBuckets),
@@ -58,7 +60,7 @@ final class PrometheusExporter: HangExporter {
 
     func hangFinished(_ hang: FinishedHang) { metrics.record(hang) }
 
-    func deadlockFound(service: String) { metrics.deadlock(service: service) }
+    func deadlockFound(_ release: ServiceRelease) { metrics.deadlock(release) }
 
     func reportsDropped(_ reason: DropReason, count: Int) { metrics.dropped(reason, count: count) }
 

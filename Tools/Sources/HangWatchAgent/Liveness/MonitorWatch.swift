@@ -22,6 +22,7 @@ struct MonitorWatch {
                 heartbeat = try MonitorHeartbeat.read(path: spool.path(of: file))
             } catch {
                 state.monitors[key] = nil
+                state.lastWatched[key] = nil
                 continue
             }
             let health = MonitorHealth.assess(
@@ -41,6 +42,7 @@ struct MonitorWatch {
                 }
                 state.heartbeatFiles[key] = nil
                 state.monitors[key] = nil
+                state.lastWatched[key] = nil
                 state.heartbeatTotals.forget(key)
                 continue
             case .processStopped, .watchdogSilent:
@@ -65,8 +67,30 @@ struct MonitorWatch {
             if heartbeat.poolStartDelay != nil { state.poolStarvations[key.service, default: 0] += added.poolStarvations }
             state.callsCutShort[key.service, default: 0] += added.callsCutShort
             if added.hangsSuppressed > 0 { exports.reportsDropped(.rateLimit, count: Int(clamping: added.hangsSuppressed)) }
+            countMonitoredTime(heartbeat, health: health, key: key, now: now, in: state)
             state.monitors[key] = (heartbeat, health)
         }
         state.heartbeatTotals.keepProcesses(withPIDs: Set(state.heartbeatFiles.keys.compactMap { MonitorHeartbeat.pid(fromFileName: $0.name) }))
+    }
+
+    /// Adds the time since the last look to the monitor's service and version when this look and
+    /// the last both found it watching: healthy (its watchdog ticking, its process running) and
+    /// idle, watching or recording (not stopped or paused by a debugger). A look that finds it
+    /// otherwise counts nothing and starts over; so does one of another process under the name.
+    private func countMonitoredTime(
+        _ heartbeat: MonitorHeartbeat, health: MonitorHealth, key: SpoolState.Key, now: UInt64, in state: SpoolState
+    ) {
+        let watching = health == .healthy && [.idle, .watching, .recording].contains(heartbeat.state)
+        guard watching else {
+            state.lastWatched[key] = nil
+            return
+        }
+        if let last = state.lastWatched[key], last.pid == heartbeat.pid, last.startTimeTicks == heartbeat.startTimeTicks,
+            now > last.atNanoseconds
+        {
+            let release = ServiceRelease(service: key.service, version: heartbeat.serviceVersion ?? MonitoredTime.unversioned)
+            state.monitoredSeconds[release, default: 0] += Double(now - last.atNanoseconds) / 1e9
+        }
+        state.lastWatched[key] = (heartbeat.pid, heartbeat.startTimeTicks, now)
     }
 }

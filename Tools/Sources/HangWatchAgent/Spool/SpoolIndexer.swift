@@ -35,7 +35,7 @@ struct SpoolIndexer {
             let key = SpoolState.Key(service: hang.service, name: PathText.lastComponent(of: hang.reportPath))
             exports.hangFinished(hang, namesPending: configuration.enrich && state.reports[key]?.needsNames == true)
         }
-        for service in found.deadlocks { exports.deadlockFound(service: service) }
+        for release in found.deadlocks { exports.deadlockFound(release) }
         // A hang held for names whose report went away first goes out as it is.
         for path in found.vanished { exports.namesSettled(reportPath: path, named: nil) }
         removeLeftovers(scan.temporaries, olderThan: Self.leftoverAge, now: now)

@@ -50,6 +50,12 @@ final class SpoolState {
     var poolStarvations: [String: UInt64] = [:]
     /// System calls the monitored processes' captures cut short, by service, since the agent started.
     var callsCutShort: [String: UInt64] = [:]
+    /// Seconds live monitors watched, by service directory and version, since the agent started
+    /// (`MonitorWatch`; `hangwatch_monitored_seconds_total`).
+    var monitoredSeconds: [ServiceRelease: Double] = [:]
+    /// Each heartbeat file's monitor when it was last seen watching: its process, and the agent's
+    /// monotonic time of that look. The time to the next look that finds it watching too counts.
+    var lastWatched: [Key: (pid: Int32, startTimeTicks: UInt64, atNanoseconds: UInt64)] = [:]
 
     var totalBytes: UInt64 { reports.values.reduce(0) { $0 + $1.file.size } }
 
@@ -62,7 +68,7 @@ final class SpoolState {
         /// Paths of reports that are gone.
         var vanished: [String] = []
         /// Services of reports that newly say a thread is deadlocked (each report once).
-        var deadlocks: [String] = []
+        var deadlocks: [ServiceRelease] = []
     }
 
     /// Brings the index up to date with `scan` (which covered `services`, nil: all): reads new
@@ -100,7 +106,10 @@ final class SpoolState {
                 // A deadlock is counted while it lasts: at the first version of its report that says so.
                 var countedDeadlock = reports[key]?.countedDeadlock ?? false
                 if report.context.verdict == .deadlocked && !countedDeadlock {
-                    if !baseline { result.deadlocks.append(file.service) }
+                    if !baseline {
+                        result.deadlocks.append(
+                            ServiceRelease(service: file.service, version: report.serviceVersion?.version ?? MonitoredTime.unversioned))
+                    }
                     countedDeadlock = true
                 }
                 reports[key] = Report(
@@ -134,6 +143,7 @@ final class SpoolState {
         for key in Array(heartbeatFiles.keys) where covered(key.service) && !beats.contains(key) {
             heartbeatFiles[key] = nil
             monitors[key] = nil
+            lastWatched[key] = nil
             heartbeatTotals.forget(key)
         }
         return result

@@ -12,7 +12,7 @@ import Logging
 final class KeeperHarness {
     let fixture: SpoolFixture
     let clock: ManualClock
-    let processes = ScriptedProcesses()
+    let processes: ScriptedProcesses
     let notifier = RecordingNotifier()
     /// Counts at once (like the metrics).
     let counter = RecordingExporter()
@@ -22,18 +22,23 @@ final class KeeperHarness {
     let keeper: SpoolKeeper
     var configuration: AgentConfiguration
 
-    init(_ name: String = #function, clock: ManualClock = ManualClock(), configure: (inout AgentConfiguration) -> Void = { _ in }) throws {
-        fixture = try SpoolFixture(name)
+    /// `fixture`, `processes`: another harness's (an agent restarted on the same spool and host).
+    init(
+        _ name: String = #function, clock: ManualClock = ManualClock(), fixture: SpoolFixture? = nil, processes: ScriptedProcesses? = nil,
+        configure: (inout AgentConfiguration) -> Void = { _ in }
+    ) throws {
+        self.fixture = try fixture ?? SpoolFixture(name)
+        self.processes = processes ?? ScriptedProcesses()
         self.clock = clock
         var configuration = AgentConfiguration()
-        configuration.reportRoot = fixture.root
+        configuration.reportRoot = self.fixture.root
         configuration.metricsListen = nil
         configuration.selfThreshold = .zero
         configure(&configuration)
         self.configuration = configuration
         keeper = SpoolKeeper(
-            spool: fixture.spool, symbolicator: Symbolicator(debugDirectories: configuration.debugDirectories),
-            exports: ExportHub([counter, records]), notifier: notifier, clock: clock, processes: processes, logger: log.logger)
+            spool: self.fixture.spool, symbolicator: Symbolicator(debugDirectories: configuration.debugDirectories),
+            exports: ExportHub([counter, records]), notifier: notifier, clock: clock, processes: self.processes, logger: log.logger)
         keeper.requestPass = { [requests] pass in requests.add(pass) }
     }
 
