@@ -6,5 +6,8 @@ enum Coupons {
     /// Computes (a new call path to `spin`).
     @inline(never)
     static func apply() -> UInt64 { spin(milliseconds: Sites.hangMilliseconds) }
+
+    /// The site as main.swift runs it (on the loop, from a timer).
+    static let site: @Sendable () -> Void = { sink &+= apply() }
 }
 #endif

@@ -18,7 +18,7 @@ import Testing
 
     @Test func everySeriesExistsFromTheStartWithHelpAndType() throws {
         let text = Self.text(try Self.exporter())
-        #expect(text.contains(#"hangwatch_agent_build_info{version="test"} 1"#))
+        #expect(text.contains(#"hangwatch_build_info{version="test"} 1"#))
         for reason in ["export", "retention", "unreadable"] {
             #expect(text.contains(#"hangwatch_reports_dropped_total{reason="\#(reason)"} 0"#), "\(reason)")
         }

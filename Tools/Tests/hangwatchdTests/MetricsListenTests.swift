@@ -43,7 +43,7 @@ import FoundationNetworking
         let port = try #require(agent.metricsPort)
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/metrics"))
         let text = String(decoding: try Data(contentsOf: url), as: UTF8.self)
-        #expect(text.contains("hangwatch_agent_build_info"))
+        #expect(text.contains("hangwatch_build_info"))
         // Stopped once it said READY: its SIGTERM handling is in place by then (the endpoint listens
         // before the service group that handles the signal runs; a SIGTERM in between ends the
         // agent by the default action, 15, seen once in a clean-clone run).

@@ -8,7 +8,7 @@ import Synchronization
 /// `ServiceGroup` whose graceful shutdown is SIGTERM or SIGINT. The executable only parses its
 /// command line, reads the configuration and bootstraps logging.
 public final class AgentDaemon: Sendable {
-    /// The agent's version (`hangwatch_agent_build_info{version}`).
+    /// The agent's version (`hangwatch_build_info{version}`).
     public static let version = MonitorVersion.current.version
 
     private let group: ServiceGroup

@@ -23,7 +23,7 @@ final class AgentMetrics: Sendable {
     static let poolStarvations = "hangwatch_pool_starvations_total"
     static let callsCutShort = "hangwatch_capture_calls_cut_short_total"
     static let deadlocks = "hangwatch_deadlocks_total"
-    static let buildInfo = "hangwatch_agent_build_info"
+    static let buildInfo = "hangwatch_build_info"
     static let monitoredSeconds = "hangwatch_monitored_seconds_total"
 
     /// Hang durations: from a quarter second (the default threshold) to five minutes.
