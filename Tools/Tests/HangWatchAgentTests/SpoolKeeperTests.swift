@@ -522,4 +522,22 @@ import Testing
         #expect(file?.seconds(of: "1.1.0") == 2)
         #expect(restarted.log.count("a monitored-time file is replaced: the time it held is lost") == 1)
     }
+
+    /// A service's user may plant a symlink in its own directory: the agent neither reads nor
+    /// writes through it (it replaces the link itself).
+    @Test func aPlantedSymlinkIsNeitherReadNorWrittenThrough() throws {
+        let target = harness.fixture.path("outside.json")
+        let original = #"{"schema":"hangwatch.monitored-time/1","versions":{"1.1.0":{"seconds":1000,"lastSeen":"2027-01-15T08:00:00.000Z"}}}"#
+        try Data(original.utf8).write(to: URL(fileURLWithPath: target))
+        let link = harness.fixture.path("billing/" + MonitoredTime.fileName)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        try beat()
+        harness.run(.full)
+        harness.clock.advance(by: .seconds(3))
+        try beat()
+        harness.run(.liveness)
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == original)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "the link is replaced by a file")
+        #expect(file?.seconds(of: "1.1.0") == 3, "the target's 1000 s were not read")
+    }
 }

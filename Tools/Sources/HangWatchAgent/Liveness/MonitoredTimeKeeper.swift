@@ -62,9 +62,11 @@ final class MonitoredTimeKeeper {
     /// The service's file as it is; nil when there is none or it is not one (then said once).
     func stored(_ service: String) -> MonitoredTime? {
         let path = spool.directory(of: service) + "/" + MonitoredTime.fileName
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if errno != ENOENT { refused(path, "cannot open it: \(String(cString: strerror(errno)))") }
+        let descriptor: Int32
+        switch SystemCall.result("open", path: path, { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }) {
+        case .success(let opened): descriptor = opened
+        case .failure(let error):
+            if error.code != ENOENT { refused(path, "cannot open it: \(error)") }
             return nil
         }
         defer { close(descriptor) }
