@@ -10,7 +10,7 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 REPORTS ?= ./hangwatch-reports
 
-.PHONY: all deps test-deps build release demo test bench install clean deb test-deb
+.PHONY: all deps test-deps build release demo test bench install clean deb pack test-deb test-package
 
 # `make` (as yourself): the debug build and the release binaries `sudo make install` copies.
 all: build release
@@ -83,14 +83,17 @@ release: deps
 DEB_DIR ?= .build-deb
 GENERATE_MANUAL = $(DEB_DIR)/generate-manual/debug/generate-manual
 deb: release
-	$(SWIFT) build --package-path $(STATIC_SCRATCH)/checkouts/swift-argument-parser \
-		--scratch-path "$(DEB_DIR)/generate-manual" --product generate-manual
-	mkdir -p "$(DEB_DIR)/man"
+	$(MAKE) --no-print-directory pack PACK_BIN="$(RELEASE_BIN)" PACK_DIR="$(DEB_DIR)" PARSER="$(STATIC_SCRATCH)/checkouts/swift-argument-parser"
+
+# Packs the binaries in $(PACK_BIN) into $(PACK_DIR) (`deb` and `test-package` call it).
+pack:
+	$(SWIFT) build --package-path "$(PARSER)" --scratch-path "$(PACK_DIR)/generate-manual" --product generate-manual
+	mkdir -p "$(PACK_DIR)/man"
 	date=$$(git log -1 --format=%cs 2>/dev/null || date +%F); \
-	"$(GENERATE_MANUAL)" "$(RELEASE_BIN)/hangwatch" --date "$$date" --output-directory "$(DEB_DIR)/man" && \
-	"$(GENERATE_MANUAL)" "$(RELEASE_BIN)/hangwatchd" --section 8 --date "$$date" --output-directory "$(DEB_DIR)/man"
-	sed -i 's/^$$/.Pp/' "$(DEB_DIR)/man/hangwatch.1" "$(DEB_DIR)/man/hangwatchd.8"
-	scripts/build-deb --bin-dir "$(RELEASE_BIN)" --man-dir "$(DEB_DIR)/man" --out "$(DEB_DIR)" | tee "$(DEB_DIR)/package"
+	"$(PACK_DIR)/generate-manual/debug/generate-manual" "$(PACK_BIN)/hangwatch" --date "$$date" --output-directory "$(PACK_DIR)/man" && \
+	"$(PACK_DIR)/generate-manual/debug/generate-manual" "$(PACK_BIN)/hangwatchd" --section 8 --date "$$date" --output-directory "$(PACK_DIR)/man"
+	sed -i 's/^$$/.Pp/' "$(PACK_DIR)/man/hangwatch.1" "$(PACK_DIR)/man/hangwatchd.8"
+	scripts/build-deb --bin-dir "$(PACK_BIN)" --man-dir "$(PACK_DIR)/man" --out "$(PACK_DIR)" | tee "$(PACK_DIR)/package"
 
 # The package's test (as root; scripts/test-deb): `make deb`, then the same binaries packed again
 # as an earlier version (0.0.1~test-1) for the upgrade, installed, run without the toolchain,
@@ -99,6 +102,31 @@ test-deb: deb
 	rm -rf "$(DEB_DIR)/earlier"
 	package=$$(cat "$(DEB_DIR)/package") && \
 	earlier=$$(scripts/build-deb --bin-dir "$(RELEASE_BIN)" --man-dir "$(DEB_DIR)/man" --out "$(DEB_DIR)/earlier" --version 0.0.1~test-1 | tail -1) && \
+	scripts/test-deb "$$package" "$$earlier"
+
+# The package's test in `make test` (scripts/test-all; as root): the same packing and the same
+# scripts/test-deb, of the binaries `make test` compiled anyway (the tools' debug build), linked
+# again with the Swift runtime, Foundation and libdispatch inside. A relink takes a minute or two;
+# the release build of `make deb` compiles every dependency once more (about half an hour on 2
+# CPUs), so `make test-deb` checks the release package itself, on demand. What both prove is the
+# package's: its files and maintainer scripts, lintian, the binaries running without a toolchain,
+# ldd, the man pages, the upgrade and the purge. The objects were compiled for a dynamic link, so
+# the static libraries their modules autolink are named here (a static build names them itself).
+# The unstamped debug build says 0.0.0-dev, packed as 0.0.0+dev-1: the earlier package is 0.0.0~test-1.
+DEBUG_BIN_DIR = $$($(SWIFT) build --package-path $(TOOLS) --show-bin-path)
+STATIC_LIBRARIES = Foundation FoundationEssentials FoundationInternationalization _FoundationCShims _FoundationCollections \
+	_FoundationICU CoreFoundation swiftDispatch dispatch BlocksRuntime swiftSynchronization swift_Concurrency \
+	swift_StringProcessing swift_RegexParser swiftGlibc swiftCore
+DEBUG_STATIC := --package-path $(TOOLS) --static-swift-stdlib -Xlinker --start-group \
+	$(foreach library,$(STATIC_LIBRARIES),-Xlinker -l$(library)) -Xlinker --end-group
+TEST_DEB_DIR ?= .build-deb-test
+test-package: deps
+	$(SWIFT) build $(DEBUG_STATIC) --product hangwatch
+	$(SWIFT) build $(DEBUG_STATIC) --product hangwatchd
+	rm -rf "$(TEST_DEB_DIR)"
+	$(MAKE) --no-print-directory pack PACK_BIN="$(DEBUG_BIN_DIR)" PACK_DIR="$(TEST_DEB_DIR)" PARSER="$(TOOLS)/.build/checkouts/swift-argument-parser"
+	package=$$(cat "$(TEST_DEB_DIR)/package") && \
+	earlier=$$(scripts/build-deb --bin-dir "$(DEBUG_BIN_DIR)" --man-dir "$(TEST_DEB_DIR)/man" --out "$(TEST_DEB_DIR)/earlier" --version 0.0.0~test-1 | tail -1) && \
 	scripts/test-deb "$$package" "$$earlier"
 
 # The demo service hangs five ways under the monitor; then the CLI reads what it wrote, and says

@@ -16,6 +16,7 @@ final class WaitScenario: @unchecked Sendable {
     private let lock = NSLock()
     private let mutex = Mutex(0)
     private var rwlock = pthread_rwlock_t()
+    private var timedMutex = pthread_mutex_t()
     private var holderTid: Int32 = 0
     private var holderPid: pid_t = 0
 
@@ -23,6 +24,7 @@ final class WaitScenario: @unchecked Sendable {
         self.waitCase = waitCase
         self.holdMicroseconds = holdMicroseconds
         pthread_rwlock_init(&rwlock, nil)
+        pthread_mutex_init(&timedMutex, nil)
     }
 
     /// Runs on the main thread, inside a timer's callback: the hang.
@@ -32,6 +34,19 @@ final class WaitScenario: @unchecked Sendable {
             startHolder("cache-refresh") { [self] in lock.lock(); held.signal(); refreshCache(); lock.unlock() }
             announce()
             waitForCacheLock()
+        case "timed-mutex":
+            startHolder("cache-refresh") { [self] in
+                pthread_mutex_lock(&timedMutex)
+                held.signal()
+                refreshCache()
+                pthread_mutex_unlock(&timedMutex)
+            }
+            announce()
+            waitForTimedLock()
+        case "nslock-before":
+            startHolder("cache-refresh") { [self] in lock.lock(); held.signal(); refreshCache(); lock.unlock() }
+            announce()
+            waitForCacheLockBeforeADeadline()
         case "swift-mutex":
             startHolder("cache-refresh") { [self] in mutex.withLock { _ in held.signal(); refreshCache() } }
             announce()
@@ -171,6 +186,20 @@ final class WaitScenario: @unchecked Sendable {
     @inline(never) func waitForCacheLock() {
         lock.lock()
         lock.unlock()
+    }
+
+    /// `pthread_mutex_timedlock`, with a deadline far past the hold: the wait every lock with a
+    /// timeout makes.
+    @inline(never) func waitForTimedLock() {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_sec += 60
+        if pthread_mutex_timedlock(&timedMutex, &deadline) == 0 { pthread_mutex_unlock(&timedMutex) }
+    }
+
+    /// `NSLock.lock(before:)`.
+    @inline(never) func waitForCacheLockBeforeADeadline() {
+        if lock.lock(before: Date().addingTimeInterval(60)) { lock.unlock() }
     }
 
     @inline(never) func waitForSwiftMutex() {

@@ -8,7 +8,9 @@ import Synchronization
 //
 //   hangwatch-waits CASE --reports DIR [--threshold-ms 250] [--hold-ms 1500]
 //
-// CASE: mutex (an NSLock held by thread "cache-refresh"), swift-mutex (a Synchronization.Mutex),
+// CASE: mutex (an NSLock held by thread "cache-refresh"), timed-mutex (pthread_mutex_timedlock of
+// a mutex thread "cache-refresh" holds), nslock-before (NSLock.lock(before:) of the held NSLock),
+// swift-mutex (a Synchronization.Mutex),
 // rwlock (write-held), join (pthread_join of thread "cruncher"), child (waitpid of a child
 // process), file-lock (flock of a file another process holds), semaphore (a DispatchSemaphore
 // nobody signals in time: no owner), deadlock (the main thread and thread "deadlock-peer" take
