@@ -121,6 +121,9 @@ DEBUG_STATIC := --package-path $(TOOLS) --static-swift-stdlib -Xlinker --start-g
 	$(foreach library,$(STATIC_LIBRARIES),-Xlinker -l$(library)) -Xlinker --end-group
 TEST_DEB_DIR ?= .build-deb-test
 test-package: deps
+	@# Everything compiled for the dynamic link first: a module compiled during a static build
+	@# would autolink the static libraries, and a later dynamic build would keep it and fail to link.
+	$(SWIFT) build --package-path $(TOOLS) --build-tests
 	$(SWIFT) build $(DEBUG_STATIC) --product hangwatch
 	$(SWIFT) build $(DEBUG_STATIC) --product hangwatchd
 	rm -rf "$(TEST_DEB_DIR)"

@@ -52,6 +52,9 @@ import Testing
         text = Self.text(exporter)
         #expect(text.contains(#"hangwatch_hangs_total{service="billing",version="1.1.0",severity="moderate"} 1"#))
         #expect(text.contains(#"hangwatch_hangs_total{service="billing",version="1.0.0",severity="moderate"} 0"#))
+        // A service directory's own series, from its first sight.
+        exporter.publish(SpoolGauges(services: ["quiet"]))
+        #expect(Self.text(exporter).contains(#"hangwatch_hangs_total{service="quiet",version="unversioned",severity="fatal"} 0"#))
         #expect(text.contains(#"hangwatch_monitored_seconds_total{service="cart",version="_other"} 3.0"#), "\(text)")
         let cartVersions = Set(text.split(separator: "\n").filter { $0.hasPrefix(#"hangwatch_monitored_seconds_total{service="cart""#) })
         #expect(cartVersions.count == AgentMetrics.maxVersionsPerService + 1)

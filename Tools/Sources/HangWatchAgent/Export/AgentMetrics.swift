@@ -142,7 +142,9 @@ final class AgentMetrics: Sendable {
 
     /// Everything a pass's gauges say, but the loop histograms (Prometheus only).
     func publish(_ gauges: SpoolGauges) {
-        for service in gauges.services { _ = serviceLabel(service) }
+        // A service's series exist from its directory's first sight (for hangs of reports that name
+        // no version), each release's from its monitors' (`releaseSeen`).
+        for service in gauges.services { releaseSeen(ServiceRelease(service: service, version: MonitoredTime.unversioned)) }
         for release in gauges.monitoredSeconds.keys.sorted() { releaseSeen(release) }
         countSeconds(upTo: gauges.monitoredSeconds)
         spool(reports: gauges.reports, bytes: gauges.bytes)
