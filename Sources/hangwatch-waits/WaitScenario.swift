@@ -87,6 +87,8 @@ final class WaitScenario: @unchecked Sendable {
             waitForSemaphore()
         case "deadlock":
             deadlock()
+        case "timed-deadlock":
+            deadlock(timed: true)
         case "pool-mutex":
             startHolder("cache-refresh") { [self] in lock.lock(); held.signal(); refreshCache(); lock.unlock() }
             announce()
@@ -243,23 +245,29 @@ final class WaitScenario: @unchecked Sendable {
     }
 
     /// The main thread takes lock A then wants B; "deadlock-peer" takes B then wants A. Never ends.
-    private func deadlock() {
+    /// `timed`: the second lock is taken with `lock(before:)`, a deadline an hour away (a timed
+    /// wait is a deadlock while it lasts).
+    private func deadlock(timed: Bool = false) {
         let lockA = NSLock(), lockB = NSLock()
         let mainHasA = DispatchSemaphore(value: 0)
         startHolder("deadlock-peer") { [self] in
             lockB.lock()
             held.signal()
             mainHasA.wait()
-            takeSecondLock(lockA)
+            takeSecondLock(lockA, timed: timed)
         }
         lockA.lock()
         mainHasA.signal()
         announce()
-        takeSecondLock(lockB)
+        takeSecondLock(lockB, timed: timed)
     }
 
-    @inline(never) func takeSecondLock(_ lock: NSLock) {
-        lock.lock()
+    @inline(never) func takeSecondLock(_ lock: NSLock, timed: Bool) {
+        if timed {
+            _ = lock.lock(before: Date().addingTimeInterval(3600))
+        } else {
+            lock.lock()
+        }
         after &+= 1
     }
 }

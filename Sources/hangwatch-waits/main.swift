@@ -14,7 +14,8 @@ import Synchronization
 // rwlock (write-held), join (pthread_join of thread "cruncher"), child (waitpid of a child
 // process), file-lock (flock of a file another process holds), semaphore (a DispatchSemaphore
 // nobody signals in time: no owner), deadlock (the main thread and thread "deadlock-peer" take
-// two locks in opposite orders: it never ends; the test kills it), pool-mutex (a Task on the
+// two locks in opposite orders: it never ends; the test kills it), timed-deadlock (the same, the
+// second locks taken with NSLock.lock(before:) an hour away), pool-mutex (a Task on the
 // cooperative pool waits for an NSLock held by thread "cache-refresh": a pool-job report).
 //
 // Prints one JSON line once the holder holds: {"holderTid": …, "holderPid": …, "waiterTid": …},

@@ -58,6 +58,9 @@ import Testing
     @Test(arguments: [
         ("mutex", "mutex", "refreshCache"), ("swift-mutex", "swift-mutex", "refreshCache"), ("rwlock", "rwlock", "refreshCache"),
         ("join", "thread-join", "crunchNumbers"),
+        // Timed forms: the same kind and the same holder (glibc's timed lock tail-calls the
+        // function that waits, which no symbol names).
+        ("timed-mutex", "mutex", "refreshCache"), ("nslock-before", "mutex", "refreshCache"),
     ])
     func aThreadHoldingWhatTheMainThreadWaitsForIsNamedWithItsStack(_ waitCase: String, _ kind: String, _ holding: String) throws {
         let run = try Self.run(waitCase)
@@ -96,8 +99,9 @@ import Testing
 
     /// Reported while it lasts: the first, provisional report says deadlocked, with both threads
     /// and both stacks, each at the lock it waits for.
-    @Test func aLockOrderDeadlockIsCalledOneInItsFirstReport() throws {
-        let run = try Self.run("deadlock", untilReport: true)
+    @Test(arguments: ["deadlock", "timed-deadlock"])
+    func aLockOrderDeadlockIsCalledOneInItsFirstReport(_ waitCase: String) throws {
+        let run = try Self.run(waitCase, untilReport: true)
         let report = try Self.mainReport(run)
         #expect(report.outcome == .ongoing)
         #expect(report.context.verdict == .deadlocked)

@@ -1,3 +1,4 @@
+import Foundation
 @testable import HangWatch
 import Testing
 
@@ -189,5 +190,30 @@ import Testing
         // Another holder's look replaces it, stack or not.
         record.add(look(.thread(6), at: 250, stack: false))
         #expect(record.latest.owner == .thread(6) && record.latest.holder?.sample == nil)
+    }
+}
+
+/// Timed waits whose exported function only tail-calls the one that waits.
+@Suite struct LibcTailJumpTests {
+    /// glibc 2.36's `___pthread_mutex_timedlock64` at 0x8d210: `mov %rsi,%rdx; xor %esi,%esi;
+    /// jmp __pthread_mutex_clocklock_common` (0x8c840), and `pthread_timedjoin_np`'s jump back.
+    @Test func theTargetOfTheFirstJumpIsFound() {
+        #expect(LibcWaitFunctions.tailJumpTarget(in: [0x48, 0x89, 0xf2, 0x31, 0xf6, 0xe9, 0x26, 0xf6, 0xff, 0xff], at: 0x8d210) == 0x8c840)
+        #expect(
+            LibcWaitFunctions.tailJumpTarget(
+                in: [0x48, 0x89, 0xd1, 0x41, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x31, 0xd2, 0xe9, 0x90, 0xab, 0xff, 0xff], at: 0x90010) == 0x8abb0)
+        #expect(LibcWaitFunctions.tailJumpTarget(in: [0x55, 0x48, 0x89, 0xe5, 0xc3], at: 0x1000) == nil)
+        // A jump whose displacement would lie past the bytes read is not guessed at.
+        #expect(LibcWaitFunctions.tailJumpTarget(in: [0x90, 0xe9, 0x00, 0x10], at: 0x1000) == nil)
+    }
+
+    /// In this process's C library: the timed and clock forms of a mutex lock jump to one
+    /// function, which counts as a mutex lock.
+    @Test func thisCLibrarysTimedMutexLockIsAMutexLock() throws {
+        let timed = try #require(dlsym(nil, "pthread_mutex_timedlock").map { UInt(bitPattern: $0) })
+        let clock = try #require(dlsym(nil, "pthread_mutex_clocklock").map { UInt(bitPattern: $0) })
+        let target = try #require(LibcWaitFunctions.tailJumpTarget(of: timed), "glibc's timedlock no longer tail-calls: check the wait's stack")
+        #expect(LibcWaitFunctions.tailJumpTarget(of: clock) == target)
+        #expect(LibcWaitFunctions.byStart[target] == .mutexLock)
     }
 }

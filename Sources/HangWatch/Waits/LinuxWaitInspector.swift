@@ -211,18 +211,52 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     }
 }
 
-/// The C library's waiting functions, by where each starts in this process (`dlsym`).
+/// The C library's waiting functions, by where each starts in this process (`dlsym`), and the
+/// internal functions some of them tail-call.
+///
+/// A timed form often only sets its clock and jumps: glibc 2.36's `pthread_mutex_timedlock` is
+/// `mov; xor; jmp __pthread_mutex_clocklock_common`, so its own frame is never on the waiting
+/// stack, only the internal function's, which no symbol names. The jump's target (the first
+/// `jmp rel32` in the exported function's first bytes, x86_64) is that function's start, and
+/// counts as the same kind of wait. A stray `0xe9` byte read as a jump gives an address that is
+/// never the start of a function on a waiting stack (frames are matched by the starts the unwind
+/// tables give), so it matches nothing.
 enum LibcWaitFunctions {
     static let byStart: [UInt: WaitFunction] = {
         var table: [UInt: WaitFunction] = [:]
         let anyImage: UnsafeMutableRawPointer? = nil  // glibc's RTLD_DEFAULT
         for function in WaitFunction.allCases {
             for symbol in function.symbols {
-                if let address = dlsym(anyImage, symbol) { table[UInt(bitPattern: address)] = function }
+                guard let address = dlsym(anyImage, symbol).map({ UInt(bitPattern: $0) }) else { continue }
+                table[address] = function
+                if let target = tailJumpTarget(of: address), table[target] == nil { table[target] = function }
             }
         }
         return table
     }()
+
+    /// How far into an exported function a tail jump is looked for.
+    static let tailJumpWindow = 24
+
+    /// The target of the first `jmp rel32` (`e9`) among the first `tailJumpWindow` bytes at
+    /// `address`; nil where there is none (or off x86_64).
+    static func tailJumpTarget(of address: UInt) -> UInt? {
+        #if arch(x86_64)
+        guard let code = UnsafeProcessMemory.copyArray(UInt8.self, at: address, count: tailJumpWindow + 4) else { return nil }
+        return tailJumpTarget(in: code, at: address)
+        #else
+        return nil
+        #endif
+    }
+
+    /// `tailJumpTarget(of:)` on `code`, the bytes at `address`.
+    static func tailJumpTarget(in code: [UInt8], at address: UInt) -> UInt? {
+        for offset in 0..<min(tailJumpWindow, max(0, code.count - 4)) where code[offset] == 0xe9 {
+            let displacement = Int32(bitPattern: (0..<4).reduce(UInt32(0)) { $0 | UInt32(code[offset + 1 + $1]) << (8 * UInt32($1)) })
+            return UInt(bitPattern: Int(bitPattern: address) &+ offset &+ 5 &+ Int(displacement))
+        }
+        return nil
+    }
 }
 
 /// glibc's thread descriptors (`struct pthread`, what `pthread_t` points to): where in one the

@@ -11,11 +11,14 @@ import Testing
     static var cli: String { BuiltExecutable.path("hangwatch") }
 
     /// A deadlocked service, asked twice (the request and its answer leave nothing behind): both
-    /// threads of the cycle, their stacks at the lock each waits for, the cycle first, exit 0.
-    @Test func aLiveTwoThreadDeadlockIsDumpedWithBothThreadsTheirStacksAndTheCycle() throws {
+    /// threads of the cycle, their stacks at the lock each waits for, the cycle first, exit 0. The
+    /// same when both wait with a deadline (`NSLock.lock(before:)`: a timed wait is a deadlock
+    /// while it lasts).
+    @Test(arguments: ["deadlock", "timed-deadlock"])
+    func aLiveTwoThreadDeadlockIsDumpedWithBothThreadsTheirStacksAndTheCycle(_ waitCase: String) throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.waits), "build it: swift build -c release --product hangwatch-waits")
-        let directory = ReportDirectory("dump-deadlock")
-        let service = try RunningExecutable(Self.waits, ["deadlock", "--reports", directory.path])
+        let directory = ReportDirectory("dump-\(waitCase)")
+        let service = try RunningExecutable(Self.waits, [waitCase, "--reports", directory.path])
         defer {
             service.signal(SIGKILL)
             _ = service.finish(within: 10)
