@@ -166,6 +166,13 @@ import Testing
                 if sample.cutCallShort { flagged += 1 }
                 previous = sample
             }
+            // The sleeper counts a cut-short sleep once it runs again after the handler: wait for
+            // it to count what the handler flagged (a second at most; a descheduled sleeper may
+            // take a while), then a moment for any more.
+            let deadline = UnsafeCaptureBridge.monotonicNanoseconds() + 1_000_000_000
+            while cutShort.load(ordering: .relaxed) - before < flagged && UnsafeCaptureBridge.monotonicNanoseconds() < deadline {
+                usleep(1_000)
+            }
             usleep(2_000)
             return (cutShort.load(ordering: .relaxed) - before, flagged)
         }
