@@ -32,6 +32,9 @@ package struct ReportDetail {
         if let name = report.thread.name, let role = ThreadNaming.role(of: name) {
             field("thread", role)
         }
+        if let release = report.serviceVersion {
+            field("release", "\(release.version) (from \(release.source.rawValue))")
+        }
         let timing = "\(Text.timestamp(report.startedAt)), lasted \(Text.duration(report.durationMs))"
             + (report.outcome == .ongoing ? " so far" : "") + " (threshold \(Text.duration(report.thresholdMs)))"
         field("started", timing)

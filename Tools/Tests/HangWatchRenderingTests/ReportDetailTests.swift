@@ -19,6 +19,13 @@ import Testing
         #expect(lines.contains("service   billing (pid 42, host host-1), thread billing, tid 42, main"), "\(lines)")
         #expect(lines.contains("started   2026-11-18 11:06:40.123 UTC, lasted 713ms (threshold 250ms)"), "\(lines)")
         #expect(lines.contains("outcome   recovered"), "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("release") }, "a report that names no release shows none")
+    }
+
+    @Test func theReleaseSaysWhereItCameFrom() {
+        var report = ReportFixtures.report()
+        report.serviceVersion = ServiceVersion(version: "1.1.0", source: .openTelemetry)
+        #expect(Self.render(report).contains("release   1.1.0 (from OTEL_RESOURCE_ATTRIBUTES)"))
     }
 
     @Test func theHeaviestStackNamesItsFramesInnermostFirst() throws {
