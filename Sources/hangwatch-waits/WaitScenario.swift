@@ -60,6 +60,15 @@ final class WaitScenario: @unchecked Sendable {
             }
             announce()
             waitForReadLock()
+        case "timed-rwlock":
+            startHolder("cache-refresh") { [self] in
+                pthread_rwlock_wrlock(&rwlock)
+                held.signal()
+                refreshCache()
+                pthread_rwlock_unlock(&rwlock)
+            }
+            announce()
+            waitForReadLockBeforeADeadline()
         case "join":
             let thread = startJoinable("cruncher") { [self] in held.signal(); crunchNumbers() }
             announce()
@@ -197,6 +206,14 @@ final class WaitScenario: @unchecked Sendable {
         clock_gettime(CLOCK_REALTIME, &deadline)
         deadline.tv_sec += 60
         if pthread_mutex_timedlock(&timedMutex, &deadline) == 0 { pthread_mutex_unlock(&timedMutex) }
+    }
+
+    /// `pthread_rwlock_timedrdlock`, a deadline far past the hold.
+    @inline(never) func waitForReadLockBeforeADeadline() {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_sec += 60
+        if pthread_rwlock_timedrdlock(&rwlock, &deadline) == 0 { pthread_rwlock_unlock(&rwlock) }
     }
 
     /// `NSLock.lock(before:)`.

@@ -61,6 +61,7 @@ import Testing
         // Timed forms: the same kind and the same holder (glibc's timed lock tail-calls the
         // function that waits, which no symbol names).
         ("timed-mutex", "mutex", "refreshCache"), ("nslock-before", "mutex", "refreshCache"),
+        ("timed-rwlock", "rwlock", "refreshCache"),
     ])
     func aThreadHoldingWhatTheMainThreadWaitsForIsNamedWithItsStack(_ waitCase: String, _ kind: String, _ holding: String) throws {
         let run = try Self.run(waitCase)
