@@ -50,26 +50,30 @@ public struct HangGroup: Sendable, Equatable {
     /// Groups `summaries` by the value of their label `key` (hangs without it: one group, whose
     /// value is nil), most total time first.
     public static func group(_ summaries: [ReportSummary], byLabel key: String) -> [HangGroup] {
-        // (Keyed "=value", and "" for none: a label's value may itself be empty.)
-        let byValue = Dictionary(grouping: summaries) { $0.labels[key].map { "=" + $0 } ?? "" }
-        return groups(byValue).map { group in
-            var group = group
+        group(summaries, byValue: { $0.labels[key] }) { group, value in
             group.labelKey = key
-            group.labelValue = group.signature.isEmpty ? nil : String(group.signature.dropFirst())
-            group.signature = ""
-            return group
-        }.sorted(by: order)
+            group.labelValue = value
+        }
     }
 
     /// Groups `summaries` by their service version (hangs of reports without one: one group, whose
     /// version is nil), most total time first.
     public static func groupByServiceVersion(_ summaries: [ReportSummary]) -> [HangGroup] {
-        // (Keyed "=version", and "" for none, as by label.)
-        let byVersion = Dictionary(grouping: summaries) { $0.serviceVersion.map { "=" + $0 } ?? "" }
-        return groups(byVersion).map { group in
-            var group = group
+        group(summaries, byValue: \.serviceVersion) { group, value in
             group.byServiceVersion = true
-            group.serviceVersion = group.signature.isEmpty ? nil : String(group.signature.dropFirst())
+            group.serviceVersion = value
+        }
+    }
+
+    /// Groups by `value` (nil: one group of its own), `name`s each group with its value.
+    private static func group(
+        _ summaries: [ReportSummary], byValue value: (ReportSummary) -> String?, name: (inout HangGroup, String?) -> Void
+    ) -> [HangGroup] {
+        // (Keyed "=value", and "" for none: a value may itself be empty.)
+        let byValue = Dictionary(grouping: summaries) { value($0).map { "=" + $0 } ?? "" }
+        return groups(byValue).map { group in
+            var group = group
+            name(&group, group.signature.isEmpty ? nil : String(group.signature.dropFirst()))
             group.signature = ""
             return group
         }.sorted(by: order)

@@ -408,10 +408,14 @@ import Testing
         try FileManager.default.createDirectory(atPath: harness.fixture.path("billing"), withIntermediateDirectories: true)
     }
 
-    /// The monitor's page as its watchdog just ticked.
-    func beat(_ state: MonitorHeartbeat.State = .watching, version: String? = "1.1.0", startTimeTicks: UInt64 = 9) throws {
+    /// The monitor's page as its watchdog just ticked (by `clock`: the harness's, or a restarted
+    /// agent's).
+    func beat(
+        _ state: MonitorHeartbeat.State = .watching, version: String? = "1.1.0", startTimeTicks: UInt64 = 9, clock: ManualClock? = nil
+    ) throws {
         let heartbeat = MonitorHeartbeat(
-            pid: pid, startTimeTicks: startTimeTicks, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: harness.clock.monotonicNanoseconds,
+            pid: pid, startTimeTicks: startTimeTicks, startedUnixMilliseconds: 0,
+            tickMonotonicNanoseconds: (clock ?? harness.clock).monotonicNanoseconds,
             tickUnixMilliseconds: 0, intervalMilliseconds: 10_000, state: state, activityWord: 0, hangsDetected: 0,
             thresholdMicroseconds: 250_000, serviceVersion: version)
         try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitorHeartbeat.fileName(pid: pid))))
@@ -506,17 +510,13 @@ import Testing
         try beat()
         restarted.run(.full)
         restarted.clock.advance(by: .seconds(20))
-        let heartbeat = MonitorHeartbeat(
-            pid: pid, startTimeTicks: 9, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: restarted.clock.monotonicNanoseconds,
-            tickUnixMilliseconds: 0, intervalMilliseconds: 10_000, state: .watching, activityWord: 0, hangsDetected: 0,
-            thresholdMicroseconds: 250_000, serviceVersion: "1.1.0")
-        try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitorHeartbeat.fileName(pid: pid))))
+        try beat(clock: restarted.clock)
         restarted.run(.liveness)
         #expect(file?.seconds(of: "1.1.0") == 30)
 
         try Data("{\"schema\": 7}".utf8).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitoredTime.fileName)))
         restarted.clock.advance(by: .seconds(2))
-        try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitorHeartbeat.fileName(pid: pid))))
+        try beat(clock: restarted.clock)
         restarted.run(.liveness)
         restarted.keeper.flushMonitoredTime()
         #expect(file?.seconds(of: "1.1.0") == 2)

@@ -104,46 +104,70 @@ import FoundationNetworking
         try agent.waitUntilReady()
         let agentPort = try #require(agent.metricsPort, "\(agent.log)")
 
-        let prometheusPort = try Self.freePort()
-        let configuration = root.path + ".prometheus.yml"
-        try """
-            global:
-              scrape_interval: 1s
-            scrape_configs:
-              - job_name: hangwatchd
-                static_configs:
-                  - targets: ['127.0.0.1:\(agentPort)']
-            """.write(toFile: configuration, atomically: true, encoding: .utf8)
-        let prometheus = Process()
-        prometheus.executableURL = URL(fileURLWithPath: try Self.tool("prometheus"))
-        prometheus.arguments = [
-            "--config.file=\(configuration)", "--storage.tsdb.path=\(root.path).tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)",
-        ]
-        prometheus.standardOutput = FileHandle.nullDevice
-        prometheus.standardError = FileHandle.nullDevice
-        try prometheus.run()
-        defer {
-            if prometheus.isRunning { kill(prometheus.processIdentifier, SIGKILL) }
-            prometheus.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: root.path + ".tsdb")
-            try? FileManager.default.removeItem(atPath: configuration)
-        }
-        func query(_ expression: String) -> Double? {
-            var components = URLComponents(string: "http://127.0.0.1:\(prometheusPort)/api/v1/query")
-            components?.queryItems = [URLQueryItem(name: "query", value: expression)]
-            guard let url = components?.url, let data = try? Data(contentsOf: url),
-                let body = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                let result = (body["data"] as? [String: Any])?["result"] as? [[String: Any]], let first = result.first,
-                let sample = first["value"] as? [Any], let text = sample.last as? String
-            else { return nil }
-            return Double(text)
-        }
+        let prometheus = try LivePrometheus(root: root.path, agentPort: agentPort)
+        let query = prometheus.query
         let expression = #"sum(hangwatch_hangs_total{service="billing"})"#
         #expect(Eventually.holds(timeout: 30, interval: 0.02) { query(expression) == 0 }, "Prometheus never scraped the agent's zero")
         let before = try #require(query(expression))
         try DemoReports.copy(into: root.path, service: "billing")
         let produced = Double(try Self.demoHangs())
         #expect(Eventually.holds(timeout: 30, interval: 0.02) { query(expression) == before + produced }, "\(query(expression) ?? -1)")
+    }
+
+    /// Debian's Prometheus, scraping the agent at `agentPort` every second (and evaluating
+    /// `rules`, when given, as often), its files beside `root`; killed and removed when released.
+    final class LivePrometheus {
+        let process = Process()
+        let port: Int
+        let files: [String]
+
+        init(root: String, agentPort: Int, rules: String? = nil) throws {
+            port = try FleetExportTests.freePort()
+            let configuration = root + ".prometheus.yml"
+            files = [configuration, root + ".tsdb"]
+            try """
+                global:
+                  scrape_interval: 1s
+                  evaluation_interval: 1s
+                rule_files: [\(rules.map { "'\($0)'" } ?? "")]
+                scrape_configs:
+                  - job_name: hangwatchd
+                    static_configs:
+                      - targets: ['127.0.0.1:\(agentPort)']
+                """.write(toFile: configuration, atomically: true, encoding: .utf8)
+            process.executableURL = URL(fileURLWithPath: try FleetExportTests.tool("prometheus"))
+            process.arguments = ["--config.file=\(configuration)", "--storage.tsdb.path=\(root).tsdb", "--web.listen-address=127.0.0.1:\(port)"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+
+        deinit {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            for file in files { try? FileManager.default.removeItem(atPath: file) }
+        }
+
+        /// The `data` of a query API answer at `path` (with `query`), nil until it answers.
+        private func data(_ path: String, query: String? = nil) -> [String: Any]? {
+            var components = URLComponents(string: "http://127.0.0.1:\(port)\(path)")
+            if let query { components?.queryItems = [URLQueryItem(name: "query", value: query)] }
+            guard let url = components?.url, let data = try? Data(contentsOf: url),
+                let body = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { return nil }
+            return body["data"] as? [String: Any]
+        }
+
+        /// The first sample's value of an instant query.
+        func query(_ expression: String) -> Double? {
+            guard let result = data("/api/v1/query", query: expression)?["result"] as? [[String: Any]], let first = result.first,
+                let sample = first["value"] as? [Any], let text = sample.last as? String
+            else { return nil }
+            return Double(text)
+        }
+
+        /// The alerts pending or firing.
+        func alerts() -> [[String: Any]]? { data("/api/v1/alerts")?["alerts"] as? [[String: Any]] }
     }
 
     /// The OTLP receiver (Fixtures/otlp_receiver.py): its records, as JSON objects.
@@ -334,39 +358,11 @@ import FoundationNetworking
             "/bin/sed", ["-e", #"s/6h\b/48s/g; s/1h\b/24s/g; s/30m\b/12s/g; s/5m\b/6s/g"#, "-e", "s/vector(1)/vector(360)/", shipped], timeout: 10)
         try #require(sed.status == 0 && sed.output.contains("vector(360)"), "\(sed.errors)")
         try sed.output.write(toFile: rules, atomically: true, encoding: .utf8)
-        let prometheusPort = try Self.freePort()
-        let configuration = root.path + ".prometheus.yml"
-        try """
-            global:
-              scrape_interval: 1s
-              evaluation_interval: 1s
-            rule_files: ['\(rules)']
-            scrape_configs:
-              - job_name: hangwatchd
-                static_configs:
-                  - targets: ['127.0.0.1:\(agentPort)']
-            """.write(toFile: configuration, atomically: true, encoding: .utf8)
-        let prometheus = Process()
-        prometheus.executableURL = URL(fileURLWithPath: try Self.tool("prometheus"))
-        prometheus.arguments = [
-            "--config.file=\(configuration)", "--storage.tsdb.path=\(root.path).tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)",
-        ]
-        prometheus.standardOutput = FileHandle.nullDevice
-        prometheus.standardError = FileHandle.nullDevice
-        try prometheus.run()
-        defer {
-            if prometheus.isRunning { kill(prometheus.processIdentifier, SIGKILL) }
-            prometheus.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: root.path + ".tsdb")
-            try? FileManager.default.removeItem(atPath: configuration)
-            try? FileManager.default.removeItem(atPath: rules)
-        }
+        let prometheus = try LivePrometheus(root: root.path, agentPort: agentPort, rules: rules)
+        defer { try? FileManager.default.removeItem(atPath: rules) }
         /// The page alert's state for the canary ("pending", "firing"), nil while it is inactive.
         func page() -> (state: String, labels: [String: String])? {
-            guard let url = URL(string: "http://127.0.0.1:\(prometheusPort)/api/v1/alerts"), let data = try? Data(contentsOf: url),
-                let body = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                let alerts = (body["data"] as? [String: Any])?["alerts"] as? [[String: Any]]
-            else { return nil }
+            guard let alerts = prometheus.alerts() else { return nil }
             for alert in alerts {
                 let labels = alert["labels"] as? [String: String] ?? [:]
                 if labels["alertname"] == "HangWatchHangRateFastBurn" { return (alert["state"] as? String ?? "?", labels) }
