@@ -52,7 +52,8 @@ extension MonitorAssembly {
     /// The heartbeat file the host agent reads, when one is configured and can be made (else a
     /// warning: the agent cannot tell whether this watchdog is alive).
     static func heartbeatPublisher(
-        _ configuration: HangMonitor.Configuration, owner: Owner, world: MonitorWorld, store: ReportStore, latch: ActivityLatch, signal: Int32
+        _ configuration: HangMonitor.Configuration, owner: Owner, world: MonitorWorld, store: ReportStore, latch: ActivityLatch, signal: Int32,
+        serviceVersion: ServiceVersion?
     ) -> HeartbeatPublisher? {
         guard configuration.heartbeatInterval != .zero else { return nil }
         do {
@@ -62,7 +63,7 @@ extension MonitorAssembly {
                 poolDelays: { [id = owner.id] in
                     PoolWatchRegistry.activeOwner() == id ? PoolProbeHistogram.shared.snapshot : nil
                 }, dumpSignal: signal, taskLayoutUnrecognised: world.taskLayout.description != nil,
-                serviceVersion: world.serviceVersion(configuration.serviceVersion))
+                serviceVersion: serviceVersion)
         } catch {
             owner.logger.warning(
                 "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",

@@ -64,7 +64,9 @@ final class MonitorAssembly: Sendable {
         images = ImageRegistry(logger: owner.logger)
         builder = Self.reportBuilder(configuration, world: world, signal: signal, kind: source.kind)
         writer = Self.reportWriter(configuration, owner: owner, world: world, store: store, builder: builder, images: images)
-        heartbeat = Self.heartbeatPublisher(configuration, owner: owner, world: world, store: store, latch: latch, signal: signal)
+        // The version found once for the reports, published as it is.
+        heartbeat = Self.heartbeatPublisher(
+            configuration, owner: owner, world: world, store: store, latch: latch, signal: signal, serviceVersion: builder.serviceVersion)
         let capture = MonitorWorld.Capture(
             signal: signal, maxFrames: configuration.maxFrames,
             timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), images: images)
