@@ -87,6 +87,23 @@ func poolJobRoute(seconds: Double) async -> [(start: Double, end: Double)] {
     return [slept, computed]
 }
 
+/// Waits until the pool watch, awake, has just sent a probe, and returns when it saw it
+/// (milliseconds of CLOCK_MONOTONIC): the next probe goes a threshold later. First the watch is let
+/// rest (the pool has been idle since the warm-up) and woken by a job, so its next rest is a second
+/// or more away; then the next probe count (each probe is counted at its deadline, as the next one
+/// is sent).
+func awaitFreshProbe(_ monitor: HangMonitor) -> Double {
+    func pool() -> HangMonitor.PoolProbeDelays { monitor.statistics.concurrencyPool }
+    let rests = pool().rests
+    var deadline = monotonicMilliseconds() + 3000
+    while pool().rests == rests && monotonicMilliseconds() < deadline { usleep(1000) }
+    Task.detached(priority: .medium) {}
+    let probes = pool().probes
+    deadline = monotonicMilliseconds() + 3000
+    while pool().probes == probes && monotonicMilliseconds() < deadline { usleep(500) }
+    return monotonicMilliseconds()
+}
+
 @inline(never)
 func blockInRead(_ descriptor: Int32) {
     var byte: UInt8 = 0
@@ -130,8 +147,8 @@ func runPool(_ options: Options, mode: String) -> Never {
         exit(0)
     }
     let log = TaskLog()
-    let spawned = monotonicMilliseconds()
-    let spawnedUnix = Date().timeIntervalSince1970 * 1000
+    var spawned = monotonicMilliseconds()
+    var spawnedUnix = Date().timeIntervalSince1970 * 1000
     let group = DispatchGroup()
     if mode == "hold" {
         let holds = Mutex<[(start: Double, end: Double)]>([])
@@ -156,9 +173,16 @@ func runPool(_ options: Options, mode: String) -> Never {
                 + "\"hangsDetected\":\(monitor.statistics.hangsDetected),\"starvations\":\(monitor.statistics.concurrencyPool.starvations)}")
         exit(0)
     }
+    var spawnWindow = 0.0
     if mode == "block" {
         let count = options.count > 1 ? options.count : 2 * ProcessInfo.processInfo.activeProcessorCount
         let microseconds = UInt32(options.seconds * 1e6)
+        // The tasks are spawned one by one: a probe enqueued between two of them would run as
+        // soon as the first ones end and cut the starvation in two (and prove the pool had room,
+        // making the first ones held jobs). So they are spawned the moment a probe was just sent
+        // by a watch that is awake: the next is a threshold away.
+        let fresh = awaitFreshProbe(monitor)
+        (spawned, spawnedUnix) = (monotonicMilliseconds(), Date().timeIntervalSince1970 * 1000)
         for index in 0..<count {
             group.enter()
             if index % 2 == 0 {
@@ -189,6 +213,7 @@ func runPool(_ options: Options, mode: String) -> Never {
                 }
             }
         }
+        spawnWindow = monotonicMilliseconds() - fresh
         // Midway through the first tasks: the threads named like the pool's (the pool's workers, and
         // the writers started from its jobs), which the report must hold (all but the writers).
         usleep(microseconds / 2)
@@ -230,7 +255,7 @@ func runPool(_ options: Options, mode: String) -> Never {
     let statistics = monitor.statistics
     let tids = log.threadIDs.sorted().map(String.init).joined(separator: ",")
     print(
-        "{\"threadIDs\":[\(tids)],\"spawnedMs\":\(spawned),\"spawnedUnixMs\":\(spawnedUnix),\"lastEndMs\":\(log.lastEnd),\"firstEndMs\":\(log.ends.min() ?? 0),\"poolThreadIDs\":\(log.poolThreads),\"writerThreadIDs\":\(log.writers.sorted()),"
+        "{\"threadIDs\":[\(tids)],\"spawnedMs\":\(spawned),\"spawnWindowMs\":\(spawnWindow),\"spawnedUnixMs\":\(spawnedUnix),\"lastEndMs\":\(log.lastEnd),\"firstEndMs\":\(log.ends.min() ?? 0),\"poolThreadIDs\":\(log.poolThreads),\"writerThreadIDs\":\(log.writers.sorted()),"
             + "\"reportsWritten\":\(statistics.reportsWritten),\"hangsDetected\":\(statistics.hangsDetected),"
             + "\"probes\":\(statistics.concurrencyPool.probes),\"starvations\":\(statistics.concurrencyPool.starvations)}")
     exit(0)

@@ -51,10 +51,15 @@ import Testing
         #expect(outcome.status == 0, "\(storm): the child deadlocked or failed: \(outcome.standardError.suffix(2000))")
         let hang = try #require(report, "\(storm): no report")
         #expect(hang.capture.samplesTaken >= Self.manySamples, "\(storm): \(hang.capture.samplesTaken) samples")
-        // At worst a capture timed out, or landed while the runtime had signals blocked for a moment.
+        // At worst a few captures found the thread with signals blocked for a moment, asleep on the
+        // loader's lock (the watchdog's own symbol lookups take it), or late to answer on a busy
+        // machine (and the capture after a late one busy): what a handler stuck in the loader
+        // would cause by the hundred. Never a failed unwind or send.
+        let harmless: Set = ["timeout", "capture busy", "signal blocked", "thread slept at the capture"]
+        let errors = hang.capture.errors.reduce(0) { $0 + $1.count }
         #expect(
-            hang.capture.errors.allSatisfy { ["timeout", "signal blocked"].contains($0.kind) && $0.count <= 5 },
-            "\(hang.capture.errors)")
+            hang.capture.errors.allSatisfy { harmless.contains($0.kind) } && errors <= max(5, hang.capture.samplesTaken / 20),
+            "\(storm): \(errors) of \(hang.capture.samplesTaken) captures failed: \(hang.capture.errors)")
         #expect(hang.heaviestStackContains(storm.rawValue), "\(storm): \(hang.heaviestSymbols)")
         // Samples caught it inside the loader (or the unwinder it drives), holding the lock.
         let inside = hang.sampledSymbols.filter { $0.first { $0.contains("dl_iterate_phdr") || $0.contains("Unwind") } != nil }
