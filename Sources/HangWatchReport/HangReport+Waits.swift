@@ -46,11 +46,18 @@ extension HangReport {
         /// The threads of a wait cycle, in order, when the chain comes back to a thread already in
         /// it: a deadlock, which `context.verdict` then says (`deadlocked`).
         public var deadlock: [Int32]?
+        /// An I/O wait's descriptors (additive within schema 1.5): the one a `read`, `write`, `connect`, `accept`
+        /// or `fsync` is on, or the first 16 of a `poll`, `select` or `epoll_wait`, each named.
+        public var endpoints: [Endpoint]?
+        /// How many descriptors a multiplexed wait (`kind` `poll`) waits on in all.
+        public var descriptors: Int?
+        /// A sleep's time (`kind` `sleep`).
+        public var sleep: Sleep?
 
         public init(
             kind: String, address: String? = nil, file: String? = nil, syscall: String? = nil, owner: String,
             reason: String? = nil, holder: Holder? = nil, holders: [HolderSpan]? = nil, chain: [ChainLink]? = nil,
-            deadlock: [Int32]? = nil
+            deadlock: [Int32]? = nil, endpoints: [Endpoint]? = nil, descriptors: Int? = nil, sleep: Sleep? = nil
         ) {
             self.kind = kind
             self.address = address
@@ -62,6 +69,68 @@ extension HangReport {
             self.holders = holders
             self.chain = chain
             self.deadlock = deadlock
+            self.endpoints = endpoints
+            self.descriptors = descriptors
+            self.sleep = sleep
+        }
+    }
+
+    /// One descriptor an I/O wait is on, named from `/proc` (and `sock_diag` for a UNIX socket's
+    /// peer): what it is and, where it is on this host, who holds the other end.
+    public struct Endpoint: Codable, Sendable, Equatable {
+        public var descriptor: Int32
+        /// `tcp`, `udp`, `unix`, `socket` (another family), `pipe`, `fifo`, `file`, `eventfd`,
+        /// `epoll`, `timerfd`, `signalfd`, `other`.
+        public var type: String
+        /// What a multiplexed wait asks for on it: `in`, `out`, `in,out`.
+        public var events: String?
+        /// A socket's own address (`10.0.0.2:41234`, `[::1]:8080`, a UNIX socket's path or
+        /// `@abstract` name).
+        public var local: String?
+        /// The address of the other end.
+        public var remote: String?
+        /// A TCP socket's state as `ss` names it (`ESTABLISHED`, `SYN-SENT`, `LISTEN`, ...), a UDP
+        /// socket's `ESTABLISHED` or `UNCONN`.
+        public var state: String?
+        /// Bytes queued to read and to send (`/proc/net`'s `rx_queue`, `tx_queue`).
+        public var receiveQueue: Int?
+        public var sendQueue: Int?
+        /// A file's or FIFO's path (or what `/proc/self/fd` says of an anonymous one).
+        public var path: String?
+        /// A file's file system type (`ext4`, `nfs4`, `fuse.sshfs`, ...), its device (`major:minor`)
+        /// and where it is mounted.
+        public var filesystem: String?
+        public var device: String?
+        public var mountPoint: String?
+        /// Who holds the other end: processes (`pid`), or the thread of this process in a call on
+        /// it (`tid`, with its stack), each with its name, state and system call.
+        public var peers: [Holder]?
+        /// Why no one is named at the other end (`not on this host`, `a listening socket`, ...).
+        public var peerNote: String?
+
+        public init(descriptor: Int32, type: String) {
+            self.descriptor = descriptor
+            self.type = type
+        }
+    }
+
+    /// The time a sleeping thread asked for.
+    public struct Sleep: Codable, Sendable, Equatable {
+        /// `monotonic`, `realtime`, `boottime`, ...
+        public var clock: String
+        /// Whether it sleeps until a time (`TIMER_ABSTIME`) rather than for a duration.
+        public var absolute: Bool
+        /// A relative sleep's duration, milliseconds.
+        public var requestedMs: Double?
+        /// Left at the last look, milliseconds: exact for an absolute time; for a relative one, at
+        /// most this (counted from the first look that found the thread in this very call).
+        public var leftMs: Double?
+
+        public init(clock: String, absolute: Bool, requestedMs: Double? = nil, leftMs: Double? = nil) {
+            self.clock = clock
+            self.absolute = absolute
+            self.requestedMs = requestedMs
+            self.leftMs = leftMs
         }
     }
 

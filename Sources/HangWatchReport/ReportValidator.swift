@@ -73,7 +73,7 @@ public struct ReportValidator: Sendable {
         for (place, wait) in waits {
             check(["held", "none", "unknown", "free"].contains(wait.owner), "\(place).owner: \"\(wait.owner.prefix(40))\" is not held, none, unknown or free")
             check(wait.owner != "held" || wait.holder != nil, "\(place): held, but no holder")
-            let holders = [wait.holder] + (wait.chain ?? []).map(\.holder)
+            let holders = [wait.holder] + (wait.chain ?? []).map(\.holder) + (wait.endpoints ?? []).flatMap { $0.peers ?? [] }.map { $0 }
             for holder in holders.compactMap({ $0 }) {
                 if let stack = holder.stack {
                     check(stack >= 0 && stack < report.stacks.count, "\(place): a holder's stack \(stack) is not an index into stacks")

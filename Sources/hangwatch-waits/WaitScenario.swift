@@ -12,13 +12,13 @@ import Glibc
 final class WaitScenario: @unchecked Sendable {
     let waitCase: String
     let holdMicroseconds: UInt32
-    private let held = DispatchSemaphore(value: 0)
+    let held = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private let mutex = Mutex(0)
     private var rwlock = pthread_rwlock_t()
     private var timedMutex = pthread_mutex_t()
-    private var holderTid: Int32 = 0
-    private var holderPid: pid_t = 0
+    var holderTid: Int32 = 0
+    var holderPid: pid_t = 0
 
     init(case waitCase: String, holdMicroseconds: UInt32) {
         self.waitCase = waitCase
@@ -121,21 +121,23 @@ final class WaitScenario: @unchecked Sendable {
                 }
             }
             group.wait()
+        case "tcp-process", "unix-thread", "pipe", "sleep", "poll":
+            runIO()
         default:
             fail("unknown case \(waitCase)")
         }
     }
 
     /// Prints who holds the object, once it is held.
-    private func announce() {
-        if holderPid == 0 && waitCase != "semaphore" { held.wait() }
+    func announce() {
+        if holderPid == 0 && !["semaphore", "sleep"].contains(waitCase) { held.wait() }
         var fields = ["\"waiterTid\": \(currentTID())"]
         if holderTid != 0 { fields.append("\"holderTid\": \(holderTid)") }
         if holderPid != 0 { fields.append("\"holderPid\": \(holderPid)") }
         FileHandle.standardOutput.write(Data(("{" + fields.joined(separator: ", ") + "}\n").utf8))
     }
 
-    private func startHolder(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    func startHolder(_ name: String, _ body: @escaping @Sendable () -> Void) {
         let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             nameThread(name)
@@ -182,7 +184,7 @@ final class WaitScenario: @unchecked Sendable {
 
     /// Counts what the waits did after their call, so that no call is the function's last (a
     /// release build would make it a jump, and the function would leave no frame on the stack).
-    private(set) var after = 0
+    var after = 0
 
     @inline(never) func refreshCache() {
         usleep(holdMicroseconds)

@@ -62,6 +62,13 @@ import Testing
         let blocking = ["usleep", "nanosleep", "clock_nanosleep", "read"]
         for thread in blocked {
             #expect(child.threadIDs.contains(thread.tid))
+            // Each names what it waits on: the pipe (whose write end this process holds) or the
+            // sleep of 0.9 s.
+            if thread.syscall == "read" {
+                #expect(thread.waitsFor?.kind == "pipe" && thread.waitsFor?.endpoints?.first?.peers?.first?.pid != nil, "\(thread)")
+            } else if thread.syscall == "clock_nanosleep" {
+                #expect(thread.waitsFor?.kind == "sleep" && thread.waitsFor?.sleep?.requestedMs == 900, "\(thread)")
+            }
             let symbols = thread.stack.flatMap(report.stack(at:)).map { report.frames(of: $0).compactMap(\.symbol) } ?? []
             #expect(symbols.contains { symbol in blocking.contains { symbol.contains($0) } }, "tid \(thread.tid): \(symbols)")
         }

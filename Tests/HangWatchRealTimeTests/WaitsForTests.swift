@@ -140,4 +140,75 @@ import Testing
         #expect(stacks.count == 1)
         #expect(stacks.first.map { Self.symbols(pool, $0).contains { $0.contains("refreshCache") } } == true)
     }
+
+    // MARK: I/O
+
+    /// A read of a TCP connection (127.0.0.1) whose other end a `sleep` child holds: both
+    /// addresses, the state and queues, and that process named as the holder.
+    @Test func aSocketReadNamesBothAddressesAndTheProcessAtTheOtherEnd() throws {
+        let run = try Self.run("tcp-process")
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "no waitsFor")
+        #expect(waits.kind == "socket" && waits.syscall == "read" && waits.owner == "held", "\(waits)")
+        let endpoint = try #require(waits.endpoints?.first)
+        #expect(waits.endpoints?.count == 1)
+        #expect(endpoint.type == "tcp" && endpoint.state == "ESTABLISHED" && endpoint.receiveQueue == 0, "\(endpoint)")
+        #expect(endpoint.local?.hasPrefix("127.0.0.1:") == true && endpoint.remote?.hasPrefix("127.0.0.1:") == true, "\(endpoint)")
+        #expect(endpoint.local != endpoint.remote)
+        let pid = try #require(run.announced["holderPid"])
+        #expect(endpoint.peers?.map(\.pid) == [pid], "\(endpoint.peers ?? [])")
+        #expect(waits.holder?.pid == pid && waits.holder?.name == "sleep", "\(waits.holder.map { "\($0)" } ?? "no holder")")
+        #expect(Self.symbols(report, report.heaviestStack?.stack).contains { $0.contains("waitForReply") })
+    }
+
+    /// A UNIX socket pair whose other end a thread of this process reads too (each waits for the
+    /// other to speak): that thread is the holder, with its stack.
+    @Test func aUnixSocketWhoseOtherEndAThreadOfThisProcessReadsNamesThatThreadWithItsStack() throws {
+        let run = try Self.run("unix-thread")
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "no waitsFor")
+        #expect(waits.kind == "socket" && waits.endpoints?.first?.type == "unix", "\(waits)")
+        let tid = try #require(run.announced["holderTid"])
+        #expect(waits.owner == "held" && waits.holder?.tid == tid && waits.holder?.name == "cache-refresh", "\(waits)")
+        #expect(waits.holder?.syscall == "read" && waits.holder?.verdict == "blocked")
+        #expect(Self.symbols(report, waits.holder?.stack).contains { $0.contains("awaitRequest") }, "\(Self.symbols(report, waits.holder?.stack))")
+        #expect(waits.endpoints?.first?.peers?.first?.tid == tid)
+    }
+
+    /// A read of a pipe: the process holding the write end.
+    @Test func aPipeReadNamesTheProcessHoldingTheWriteEnd() throws {
+        let run = try Self.run("pipe")
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "no waitsFor")
+        let pid = try #require(run.announced["holderPid"])
+        #expect(waits.kind == "pipe" && waits.owner == "held" && waits.holder?.pid == pid && waits.holder?.name == "sleep", "\(waits)")
+        #expect(waits.endpoints?.first?.peers?.map(\.pid) == [pid])
+    }
+
+    /// A `poll` of a pipe and a socket: both named, with what it waits for on each; no single holder.
+    @Test func aPollNamesEachDescriptorItWaitsOn() throws {
+        let run = try Self.run("poll")
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "no waitsFor")
+        #expect(waits.kind == "poll" && waits.syscall == "poll" && waits.descriptors == 2, "\(waits)")
+        #expect(waits.owner == "unknown" && waits.holder == nil)
+        let endpoints = waits.endpoints ?? []
+        #expect(endpoints.map(\.type) == ["pipe", "tcp"] && endpoints.allSatisfy { $0.events == "in" }, "\(endpoints)")
+        let pid = try #require(run.announced["holderPid"])
+        #expect(endpoints.allSatisfy { $0.peers?.map(\.pid) == [pid] }, "\(endpoints)")
+    }
+
+    /// A sleep: no owner, the time asked for, and what was left (at most the time asked, less
+    /// the time it was seen sleeping).
+    @Test func aSleepSaysTheTimeAskedForAndWhatWasLeft() throws {
+        let run = try Self.run("sleep")
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "no waitsFor")
+        #expect(waits.kind == "sleep" && waits.owner == "none" && waits.holder == nil, "\(waits)")
+        let sleep = try #require(waits.sleep)
+        #expect(sleep.requestedMs == 1500 && !sleep.absolute && sleep.clock == "realtime", "\(sleep)")
+        let left = try #require(sleep.leftMs)
+        // Seen sleeping from about a threshold (250 ms) in to near its end.
+        #expect(left > 0 && left < 1500 - 500, "\(left) ms left")
+    }
 }

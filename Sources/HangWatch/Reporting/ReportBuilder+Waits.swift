@@ -20,7 +20,7 @@ extension ReportBuilder {
     /// One look at a wait as the report writes it (also a starved pool's threads').
     static func waitsFor(_ observation: WaitObservation, table: inout ReportStackTable) -> HangReport.WaitsFor {
         var waits = HangReport.WaitsFor(
-            kind: observation.object.kind, address: observation.object.address.map(Hex.format), file: observation.file,
+            kind: observation.kind, address: observation.object.address.map(Hex.format), file: observation.file,
             syscall: SyscallNames.name(observation.syscall), owner: ownerWord(observation.owner), reason: reason(observation.owner),
             holder: observation.holder.map { holder($0, table: &table) })
         if !observation.chain.isEmpty {
@@ -31,7 +31,33 @@ extension ReportBuilder {
             }
         }
         waits.deadlock = observation.cycle
+        if !observation.endpoints.isEmpty {
+            waits.endpoints = observation.endpoints.map { endpoint($0, table: &table) }
+        }
+        if case .io(.descriptor) = observation.object {} else { waits.descriptors = observation.descriptorCount }
+        waits.sleep = observation.sleep.map { sleep in
+            HangReport.Sleep(
+                clock: sleep.clock, absolute: sleep.absolute, requestedMs: sleep.requestedMicroseconds.map { Double($0) / 1000 },
+                leftMs: sleep.leftMicroseconds.map { Double($0) / 1000 })
+        }
         return waits
+    }
+
+    private static func endpoint(_ look: EndpointLook, table: inout ReportStackTable) -> HangReport.Endpoint {
+        var endpoint = HangReport.Endpoint(descriptor: look.descriptor, type: look.type)
+        endpoint.events = look.events.flatMap { $0.isEmpty ? nil : $0 }
+        endpoint.local = look.local
+        endpoint.remote = look.remote
+        endpoint.state = look.state
+        endpoint.receiveQueue = look.receiveQueue
+        endpoint.sendQueue = look.sendQueue
+        endpoint.path = look.path
+        endpoint.filesystem = look.filesystem
+        endpoint.device = look.device
+        endpoint.mountPoint = look.mountPoint
+        if !look.peerLooks.isEmpty { endpoint.peers = look.peerLooks.map { holder($0, table: &table) } }
+        endpoint.peerNote = look.peerNote
+        return endpoint
     }
 
     private static func holder(_ look: HolderLook, table: inout ReportStackTable) -> HangReport.Holder {

@@ -22,6 +22,10 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     /// The holders' samplers (each keeps its thread's proc files open) and last samples, by tid:
     /// a holder still blocked in the same call is not walked again.
     private let holders = Mutex<[Int32: (sampler: LinuxStackSampler, thread: MonitoredThread, last: StackSample?)]>([:])
+    /// Names an I/O wait's descriptors (its host-wide scans kept a second).
+    private let naming = DescriptorNaming(now: { SystemMonotonicClock().microseconds() })
+    /// When each thread was first found in the sleep it is in (its call's key).
+    private let sleepsSeen = Mutex<[Int32: (key: [UInt], microseconds: UInt64)]>([:])
 
     init(images: ImageRegistry?, maxFrames: Int, timeoutNanoseconds: Int64) {
         self.images = images
@@ -30,10 +34,16 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     }
 
     func inspect(tid: Int32, sample: StackSample) -> WaitObservation? {
-        guard let object = Self.object(of: sample, images: images?.current) else { return nil }
-        var observation = WaitObservation(
-            microseconds: sample.microseconds, object: object, syscall: sample.syscall ?? 0, file: nil, owner: .free)
-        (observation.owner, observation.file) = owner(of: object)
+        var observation: WaitObservation
+        if let object = Self.object(of: sample, images: images?.current) {
+            observation = WaitObservation(
+                microseconds: sample.microseconds, object: object, syscall: sample.syscall ?? 0, file: nil, owner: .free)
+            (observation.owner, observation.file) = owner(of: object)
+        } else if let io = inspectIO(tid: tid, sample: sample) {
+            observation = io
+        } else {
+            return nil
+        }
         observation.holder = look(at: observation.owner)
         if let holder = observation.owner.thread {
             let followed = WaitChain.follow(waiter: tid, holder: holder) { tid in
@@ -41,7 +51,7 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             }
             observation.chain = followed.links
             if let cycle = followed.cycle {
-                let reads = [WaitChain.Read(tid: tid, call: sample.blockedKey, object: object, owner: observation.owner)]
+                let reads = [WaitChain.Read(tid: tid, call: sample.blockedKey, object: observation.object, owner: observation.owner)]
                     + followed.links.filter { cycle.contains($0.tid) }.map { link in
                         WaitChain.Read(tid: link.tid, call: holders.withLock { $0[link.tid]?.last?.blockedKey }, object: link.object, owner: link.owner)
                     }
@@ -119,7 +129,100 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             return Self.fileLockOwner(descriptor)
         case .semaphore, .condition, .barrier, .dispatch, .futex:
             return (.none(object.noOwnerReason ?? "no owner"), nil)
+        case .io:
+            // Read anew for a cycle's proof only: a wait on I/O never closes a proven cycle.
+            return (.unknown("an I/O wait is not read again"), nil)
         }
+    }
+
+    // MARK: I/O
+
+    /// An I/O wait or a sleep: its descriptors named, the other end's holder where exactly one
+    /// process (or thread of this one) holds it.
+    private func inspectIO(tid: Int32, sample: StackSample) -> WaitObservation? {
+        guard let number = sample.syscall, let key = sample.blockedKey, key.count >= 7,
+            let call = IOCall.classify(syscall: number, arguments: Array(key[1...6]))
+        else { return nil }
+        var observation = WaitObservation(microseconds: sample.microseconds, object: .io(call), syscall: number, file: nil, owner: .free)
+        var described: [(Int32, String?)] = []
+        var direction: IOCall.IODirection?
+        switch call {
+        case .descriptor(let descriptor, let way):
+            described = [(descriptor, nil)]
+            direction = way
+        case .pollArray(let address, let count):
+            let entries = UnsafeProcessMemory.copyArray(pollfd.self, at: address, count: min(count, 256)) ?? []
+            let all = IOCall.pollDescriptors(entries.map { ($0.fd, $0.events) })
+            observation.descriptorCount = count <= 256 ? all.count : count
+            described = all.map { ($0.0, $0.1) }
+        case .select(let count, let read, let write, _):
+            let words = (count + 63) / 64
+            let reads = read == 0 ? [] : IOCall.selectDescriptors(UnsafeProcessMemory.copyArray(UInt64.self, at: read, count: words) ?? [], count: count)
+            let writes = write == 0 ? [] : IOCall.selectDescriptors(UnsafeProcessMemory.copyArray(UInt64.self, at: write, count: words) ?? [], count: count)
+            described = reads.map { ($0, writes.contains($0) ? "in,out" : "in") } + writes.filter { !reads.contains($0) }.map { ($0, "out") }
+            observation.descriptorCount = described.count
+        case .epoll(let descriptor):
+            let set = IOCall.epollDescriptors(fdinfo: SmallFile.text("/proc/self/fdinfo/\(descriptor)", limit: 1 << 20) ?? "")
+            observation.descriptorCount = set.count
+            described = set.map { ($0.0, $0.1) }
+        case .sleep(let clock, let absolute, let request):
+            observation.sleep = sleepLook(tid: tid, key: key, clock: clock, absolute: absolute, request: request)
+            observation.owner = .none("a sleep has no owner: it ends when its time is up")
+            return observation
+        }
+        observation.endpoints = described.prefix(IOCall.maxDescriptors).map { descriptor, events in
+            var endpoint = naming.name(descriptor, waiter: tid, direction: direction ?? Self.direction(events))
+            endpoint.events = events
+            endpoint.peerLooks = endpoint.peers.prefix(4).compactMap { look(at: $0) }
+            return endpoint
+        }
+        observation.owner = Self.ioOwner(observation.endpoints, count: observation.descriptorCount)
+        return observation
+    }
+
+    /// What a multiplexed wait's events make it wait for.
+    static func direction(_ events: String?) -> IOCall.IODirection? {
+        guard let events else { return nil }
+        return events.contains("in") ? .read : events.contains("out") ? .write : nil
+    }
+
+    /// The holder of an I/O wait: the one process or thread at the other end of its one descriptor.
+    static func ioOwner(_ endpoints: [EndpointLook], count: Int?) -> WaitOwner {
+        if endpoints.count > 1 || (count ?? 1) > 1 {
+            return .unknown("a wait on \(count ?? endpoints.count) descriptors: each is named in endpoints")
+        }
+        guard let endpoint = endpoints.first else { return .unknown("no descriptor could be read") }
+        if endpoint.peers.count == 1 { return endpoint.peers[0] }
+        if endpoint.peers.count > 1 { return .unknown("\(endpoint.peers.count) hold the other end: see endpoints") }
+        let note = endpoint.peerNote ?? "the other end could not be named"
+        return ["file", "eventfd", "timerfd", "signalfd", "epoll"].contains(endpoint.type) ? .none(note) : .unknown(note)
+    }
+
+    /// A sleep's asked time, from the `timespec` the call was given (this process's memory), and
+    /// what is left: exact for an absolute time, at most for a relative one (from the first look
+    /// that found the thread in this very call).
+    private func sleepLook(tid: Int32, key: [UInt], clock: Int32, absolute: Bool, request: UInt) -> SleepLook {
+        let names: [Int32: String] = [0: "realtime", 1: "monotonic", 7: "boottime", 8: "realtime-alarm", 9: "boottime-alarm", 11: "tai"]
+        var look = SleepLook(clock: names[clock] ?? "clock \(clock)", absolute: absolute)
+        guard let time = UnsafeProcessMemory.copy(timespec.self, at: request), time.tv_sec >= 0, time.tv_nsec >= 0 else { return look }
+        let asked = UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec) / 1000
+        let now = SystemMonotonicClock().microseconds()
+        if absolute {
+            var current = timespec()
+            clock_gettime(clock, &current)
+            let at = UInt64(max(0, current.tv_sec)) * 1_000_000 + UInt64(max(0, current.tv_nsec)) / 1000
+            look.leftMicroseconds = asked > at ? asked - at : 0
+            return look
+        }
+        look.requestedMicroseconds = asked
+        let first = sleepsSeen.withLock { seen -> UInt64 in
+            if let known = seen[tid], known.key == key { return known.microseconds }
+            seen[tid] = (key, now)
+            return now
+        }
+        let elapsed = now - min(now, first)
+        look.leftMicroseconds = asked > elapsed ? asked - elapsed : 0
+        return look
     }
 
     /// The child process a `wait4`/`waitid` waits for.

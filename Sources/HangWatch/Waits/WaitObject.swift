@@ -31,6 +31,8 @@ enum WaitObject: Equatable, Sendable {
     /// A futex wait no C library function on the stack explains (a `DispatchGroup`, a runtime's
     /// own futex): an address, no owner known.
     case futex(address: UInt)
+    /// An I/O call or a sleep (`IOCall`): named by what its descriptors are (`EndpointLook`).
+    case io(IOCall)
 
     /// The futex word's address, for the kinds that have one.
     var address: UInt? {
@@ -39,7 +41,7 @@ enum WaitObject: Equatable, Sendable {
             .condition(let address), .barrier(let address), .dispatch(let address), .futex(let address):
             return address
         case .rwlock(let futex): return futex
-        case .childProcess, .fileLock: return nil
+        case .childProcess, .fileLock, .io: return nil
         }
     }
 
@@ -57,14 +59,9 @@ enum WaitObject: Equatable, Sendable {
         case .barrier: return "barrier"
         case .dispatch: return "dispatch"
         case .futex: return "futex"
-        }
-    }
-
-    /// Whether this kind of object can have an owner at all.
-    var hasOwner: Bool {
-        switch self {
-        case .mutex, .priorityInheritanceMutex, .rwlock, .threadJoin, .childProcess, .fileLock: return true
-        case .semaphore, .condition, .barrier, .dispatch, .futex: return false
+        case .io(.sleep): return "sleep"
+        case .io(.pollArray), .io(.select), .io(.epoll): return "poll"
+        case .io(.descriptor): return "descriptor"
         }
     }
 

@@ -58,6 +58,34 @@ struct WaitObservation: Equatable, Sendable {
     var chain: [WaitLink] = []
     /// The threads of a cycle, starting with the waiter, when the chain came back to one of them.
     var cycle: [Int32]?
+    /// An I/O wait's descriptors, named (at most `IOCall.maxDescriptors`), and how many a
+    /// multiplexed wait had in all.
+    var endpoints: [EndpointLook] = []
+    var descriptorCount: Int?
+    /// A sleep's time.
+    var sleep: SleepLook?
+
+    /// The report's kind: an I/O wait on one descriptor is named by what it is (`socket`, `pipe`,
+    /// `fifo`, `file`, ...), the others by their object.
+    var kind: String {
+        guard case .io(.descriptor) = object, let endpoint = endpoints.first else { return object.kind }
+        switch endpoint.type {
+        case "tcp", "udp", "unix": return "socket"
+        default: return endpoint.type
+        }
+    }
+}
+
+/// A sleep a thread is in: the time it asked for and what was left at the look.
+struct SleepLook: Equatable, Sendable {
+    /// `monotonic`, `realtime`, `boottime`, ... (`clock_nanosleep`'s clock; `nanosleep`'s is monotonic).
+    var clock: String
+    var absolute: Bool
+    /// A relative sleep's duration; an absolute one's time left when first seen.
+    var requestedMicroseconds: UInt64?
+    /// Left at the look: exact for an absolute time; for a relative one, at most this (counted from
+    /// the first look that found the thread in this very call).
+    var leftMicroseconds: UInt64?
 }
 
 /// Looks at what a blocked thread waits on. The watchdog asks at each sample of a hang whose

@@ -34,7 +34,7 @@ extension ReportDetail {
                 terminal.paint("\"\(thread.name ?? "?")\" tid \(thread.tid)\(main)", .bold) + "  " + what + terminal.paint(role, .dim))
             if let waits = thread.waitsFor {
                 lines.append(
-                    "    waits for " + Self.sentence(kind: waits.kind, address: waits.address, file: waits.file) + " "
+                    "    waits for " + (Self.ioSentence(waits) ?? Self.sentence(kind: waits.kind, address: waits.address, file: waits.file)) + " "
                         + Self.ownerWords(waits.owner, holder: waits.holder, reason: waits.reason))
             }
             guard let stack = thread.stack.flatMap(dump.stack(at:)) else {

@@ -14,7 +14,7 @@ extension ReportDetail {
             lines.append(terminal.paint(Text.clip(header, width), thread.verdict == HangReport.ThreadVerdict.idle.rawValue ? .dim : .bold))
             if let waits = thread.waitsFor {
                 lines.append(
-                    "    waits for " + Self.sentence(kind: waits.kind, address: waits.address, file: waits.file) + " "
+                    "    waits for " + (Self.ioSentence(waits) ?? Self.sentence(kind: waits.kind, address: waits.address, file: waits.file)) + " "
                         + Self.ownerWords(waits.owner, holder: waits.holder, reason: waits.reason))
             }
             guard let stack = thread.stack.flatMap(report.stack(at:)) else {

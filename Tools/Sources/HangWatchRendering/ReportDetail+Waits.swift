@@ -16,9 +16,24 @@ extension ReportDetail {
             lines.append(
                 terminal.paint("DEADLOCK", .red) + "  threads \(path): each waits for what the next holds; none can go on by itself")
         }
-        lines.append(terminal.paint("waits for", .bold) + " " + Self.sentence(kind: waits.kind, address: waits.address, file: waits.file)
-            + " " + Self.ownerWords(waits.owner, holder: waits.holder, reason: waits.reason))
+        let object = Self.ioSentence(waits) ?? Self.sentence(kind: waits.kind, address: waits.address, file: waits.file)
+        var owner = Self.ownerWords(waits.owner, holder: waits.holder, reason: waits.reason)
+        // A socket or a pipe is not held: its other end is.
+        if waits.owner == "held", ["socket", "pipe", "fifo"].contains(waits.kind) { owner = "whose other end is " + owner }
+        lines.append(terminal.paint("waits for", .bold) + " " + object + " " + owner)
         if let holder = waits.holder { lines.append(contentsOf: holderStack(report, holder, indent: "  ")) }
+        if waits.kind == "poll" {
+            for endpoint in waits.endpoints ?? [] {
+                let peers = (endpoint.peers ?? []).map { Self.ownerWords("held", holder: $0, reason: nil) }.joined(separator: ", ")
+                lines.append("  fd \(endpoint.descriptor)" + (endpoint.events.map { " (\($0))" } ?? "") + ": " + Self.endpointWords(endpoint)
+                    + (peers.isEmpty ? endpoint.peerNote.map { " (\($0))" } ?? "" : " " + peers))
+            }
+            if let count = waits.descriptors, count > (waits.endpoints?.count ?? 0) {
+                lines.append("  … \(count - (waits.endpoints?.count ?? 0)) more descriptors")
+            }
+        } else if waits.holder == nil, let endpoint = waits.endpoints?.first, let peers = endpoint.peers, peers.count > 1 {
+            lines.append("  the other end: " + peers.map { Self.ownerWords("held", holder: $0, reason: nil) }.joined(separator: ", "))
+        }
         for link in waits.chain ?? [] {
             let who = "thread \(link.tid)" + (link.name.map { " \"\($0)\"" } ?? "")
             lines.append(
@@ -39,6 +54,48 @@ extension ReportDetail {
             }.joined(separator: ", then "))
         }
         return lines
+    }
+
+    /// An I/O wait or a sleep in words: `a tcp socket 127.0.0.1:50010 → 127.0.0.1:5432
+    /// (ESTABLISHED)`, `a pipe (fd 7)`, `2 descriptors (poll)`, `a sleep of 1.50 s (realtime), at
+    /// most 300 ms left`; nil for the other kinds.
+    static func ioSentence(_ waits: HangReport.WaitsFor) -> String? {
+        if waits.kind == "sleep" {
+            guard let sleep = waits.sleep else { return "a sleep" }
+            var text = sleep.absolute ? "a sleep until a time" : "a sleep" + (sleep.requestedMs.map { " of \(Text.duration($0))" } ?? "")
+            text += " (\(sleep.clock))"
+            if let left = sleep.leftMs { text += ", " + (sleep.absolute ? "" : "at most ") + "\(Text.duration(left)) left" }
+            return text
+        }
+        if waits.kind == "poll" {
+            let count = waits.descriptors ?? waits.endpoints?.count ?? 0
+            return "\(count) descriptor\(count == 1 ? "" : "s") (\(waits.syscall ?? "poll"))"
+        }
+        guard let endpoint = waits.endpoints?.first else { return nil }
+        return endpointWords(endpoint)
+    }
+
+    /// One descriptor in words: what it is, its addresses and state, a file's file system.
+    static func endpointWords(_ endpoint: HangReport.Endpoint) -> String {
+        var text: String
+        switch endpoint.type {
+        case "tcp", "udp", "unix":
+            text = "a \(endpoint.type) socket"
+            let ends = [endpoint.local, endpoint.remote].compactMap { $0 }
+            if !ends.isEmpty { text += " " + (endpoint.local ?? "?") + (endpoint.remote.map { " → " + $0 } ?? "") }
+            var details = [endpoint.state].compactMap { $0 }
+            if let queued = endpoint.receiveQueue, queued > 0 { details.append("\(queued) B to read") }
+            if let queued = endpoint.sendQueue, queued > 0 { details.append("\(queued) B unsent") }
+            if !details.isEmpty { text += " (" + details.joined(separator: ", ") + ")" }
+        case "file", "fifo":
+            text = "a \(endpoint.type) " + (endpoint.path ?? "(fd \(endpoint.descriptor))")
+            if let filesystem = endpoint.filesystem {
+                text += " on \(filesystem)" + (endpoint.device.map { " \($0)" } ?? "") + (endpoint.mountPoint.map { ", mounted at \($0)" } ?? "")
+            }
+        default:
+            text = "a \(endpoint.type) (fd \(endpoint.descriptor))"
+        }
+        return text
     }
 
     /// `mutex 0x7f3a00001040`, `file lock on 08:01:1234`, `child process`.

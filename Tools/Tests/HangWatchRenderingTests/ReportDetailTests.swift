@@ -65,4 +65,55 @@ import Testing
         #expect(!Self.render(ReportFixtures.report()).joined().contains("\u{1b}["))
         #expect(Self.render(ReportFixtures.report(), colors: true).first == "\u{1b}[1mhang 20261122T010203123Z-billing-42-1\u{1b}[0m")
     }
+
+    // MARK: I/O waits
+
+    @Test func aSocketWaitNamesBothAddressesAndTheProcessAtTheOtherEnd() {
+        var report = ReportFixtures.report()
+        var endpoint = HangReport.Endpoint(descriptor: 24, type: "tcp")
+        endpoint.local = "10.0.0.2:50010"
+        endpoint.remote = "10.0.0.9:5432"
+        endpoint.state = "ESTABLISHED"
+        endpoint.sendQueue = 0
+        endpoint.receiveQueue = 0
+        let holder = HangReport.Holder(pid: 812, name: "postgres", state: "S", syscall: "epoll_wait", verdict: "blocked", stackError: "another process: its stack is not read")
+        endpoint.peers = [holder]
+        report.waitsFor = HangReport.WaitsFor(kind: "socket", syscall: "read", owner: "held", holder: holder, endpoints: [endpoint])
+        let lines = Self.render(report, width: 200)
+        #expect(
+            lines.contains("waits for a tcp socket 10.0.0.2:50010 → 10.0.0.9:5432 (ESTABLISHED) whose other end is held by process 812 \"postgres\" (blocked in epoll_wait)"),
+            "\(lines)")
+    }
+
+    @Test func aPollListsEachDescriptorAndASleepItsTime() {
+        var report = ReportFixtures.report()
+        var pipe = HangReport.Endpoint(descriptor: 7, type: "pipe")
+        pipe.events = "in"
+        pipe.peers = [HangReport.Holder(pid: 90, name: "worker", state: "R", verdict: "computing")]
+        var file = HangReport.Endpoint(descriptor: 9, type: "file")
+        file.events = "in"
+        file.path = "/mnt/share/ledger.db"
+        file.filesystem = "nfs4"
+        file.device = "0:52"
+        file.mountPoint = "/mnt/share"
+        file.peerNote = "a file has no other end: the file system must finish the call"
+        report.waitsFor = HangReport.WaitsFor(
+            kind: "poll", syscall: "ppoll", owner: "unknown", reason: "a wait on 20 descriptors: each is named in endpoints",
+            endpoints: [pipe, file], descriptors: 20)
+        let lines = Self.render(report, width: 200)
+        #expect(lines.contains("waits for 20 descriptors (ppoll) (owner unknown: a wait on 20 descriptors: each is named in endpoints)"), "\(lines)")
+        #expect(lines.contains("  fd 7 (in): a pipe (fd 7) held by process 90 \"worker\" (computing)"), "\(lines)")
+        #expect(
+            lines.contains("  fd 9 (in): a file /mnt/share/ledger.db on nfs4 0:52, mounted at /mnt/share (a file has no other end: the file system must finish the call)"),
+            "\(lines)")
+        #expect(lines.contains("  … 18 more descriptors"), "\(lines)")
+
+        report.waitsFor = HangReport.WaitsFor(
+            kind: "sleep", syscall: "clock_nanosleep", owner: "none", reason: "a sleep has no owner: it ends when its time is up",
+            sleep: HangReport.Sleep(clock: "monotonic", absolute: false, requestedMs: 2000, leftMs: 750))
+        #expect(
+            Self.render(report, width: 200).contains(
+                "waits for a sleep of 2.0s (monotonic), at most 750ms left (no owner: a sleep has no owner: it ends when its time is up)"),
+            "\(Self.render(report, width: 200))")
+    }
 }
