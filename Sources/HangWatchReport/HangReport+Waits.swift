@@ -92,7 +92,7 @@ extension HangReport {
         /// A TCP socket's state as `ss` names it (`ESTABLISHED`, `SYN-SENT`, `LISTEN`, ...), a UDP
         /// socket's `ESTABLISHED` or `UNCONN`.
         public var state: String?
-        /// Bytes queued to read and to send (`/proc/net`'s `rx_queue`, `tx_queue`).
+        /// Bytes queued to read and to send (`SIOCINQ`, `SIOCOUTQ`).
         public var receiveQueue: Int?
         public var sendQueue: Int?
         /// A file's or FIFO's path (or what `/proc/self/fd` says of an anonymous one).

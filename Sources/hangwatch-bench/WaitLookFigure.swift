@@ -17,6 +17,8 @@ struct WaitLookFigure {
     }
 
     func measure() throws -> Outcome {
+        // The unwinder reads the images a monitor publishes when it starts; no monitor runs here.
+        try CaptureProbe.install(signal: CaptureProbe.defaultSignal)
         let lock = NSLock()
         let held = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
@@ -74,4 +76,83 @@ func holdAtDepth(_ depth: Int, until release: DispatchSemaphore) {
 func benchThreadID() -> Int32 {
     let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
     return Int32(target.split(separator: "/").last ?? "") ?? 0
+}
+
+/// Figure 20b: what looking at an I/O wait costs: a thread blocked reading a TCP connection over
+/// 127.0.0.1 whose other end a `sleep` child holds. The first look of an inspector asks the socket
+/// and the kernel (`sock_diag`) and reads every process's descriptors (the host-wide scan, `cold`);
+/// the looks after it within a second reuse that scan (`warm`, as a hang's samples do).
+struct IOWaitLookFigure {
+    var count = 500
+    var coldCount = 20
+
+    struct Outcome {
+        var processes: Int
+        var cold: [Double]
+        var warm: [Double]
+    }
+
+    func measure() throws -> Outcome {
+        try CaptureProbe.install(signal: CaptureProbe.defaultSignal)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
+        }
+        let server = accept(listener, nil, nil)
+        guard bound, connected, server >= 0 else { throw BenchError.setup("no loopback connection") }
+        close(listener)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_adddup2(&actions, server, 3)
+        var child: pid_t = 0
+        let words = ["/bin/sleep", "120"]
+        let argv = words.map { strdup($0) } + [nil]
+        guard posix_spawn(&child, "/bin/sleep", &actions, nil, argv, environ) == 0 else { throw BenchError.setup("could not start sleep") }
+        argv.forEach { free($0) }
+        posix_spawn_file_actions_destroy(&actions)
+        close(server)
+        defer {
+            kill(child, SIGKILL)
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+            close(client)
+        }
+        nonisolated(unsafe) var waiterTID: Int32 = 0
+        let waiting = DispatchSemaphore(value: 0)
+        Thread {
+            waiterTID = benchThreadID()
+            waiting.signal()
+            var byte: UInt8 = 0
+            _ = read(client, &byte, 1)
+        }.start()
+        waiting.wait()
+        var cold: [Double] = []
+        for _ in 0..<coldCount {
+            usleep(2000)
+            let inspector = CaptureProbe.waitInspector()
+            guard let look = CaptureProbe.timeIOWaitLook(tid: waiterTID, inspector: inspector) else { continue }
+            guard look.peer == child else { throw BenchError.setup("the other end was not found (\(look.peer.map(String.init) ?? "none"))") }
+            cold.append(Double(look.waitNanoseconds) / 1000)
+        }
+        let inspector = CaptureProbe.waitInspector()
+        _ = CaptureProbe.timeIOWaitLook(tid: waiterTID, inspector: inspector)
+        var warm: [Double] = []
+        let began = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<count where DispatchTime.now().uptimeNanoseconds - began < 900_000_000 {
+            guard let look = CaptureProbe.timeIOWaitLook(tid: waiterTID, inspector: inspector) else { continue }
+            warm.append(Double(look.waitNanoseconds) / 1000)
+        }
+        let processes = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { Int($0) != nil }.count
+        return Outcome(processes: processes, cold: cold, warm: warm)
+    }
 }

@@ -344,6 +344,11 @@ if wanted("20") {
     add("20", "  its wait: the lock read, the holder (\(look.holderFrames) frames) walked, its own wait: first / median / p99",
         "\(format(look.first.wait, 1)) / \(format(Statistics.median(look.wait), 1)) / \(format(Statistics.percentile(look.wait, 0.99), 1)) us",
         "(documented)")
+    let io = try IOWaitLookFigure(count: quick ? 100 : 500).measure()
+    add("20b", "an I/O wait (a TCP read, the other end in another process; \(io.processes) processes): first look of a second, median / p99",
+        "\(format(Statistics.median(io.cold), 0)) / \(format(Statistics.percentile(io.cold, 0.99), 0)) us", "(documented)")
+    add("20b", "  the looks after it within the second (scans kept), median / p99",
+        "\(format(Statistics.median(io.warm), 1)) / \(format(Statistics.percentile(io.warm, 0.99), 1)) us", "(documented)")
 }
 
 if wanted("scaling") {

@@ -1,10 +1,11 @@
 import Foundation
 @testable import HangWatch
+import HangWatchTestSupport
 import Testing
 
-/// An I/O wait's call decided from its number and arguments, and its descriptors named from the
-/// tables Linux writes (`/proc/net`, `mountinfo`, `sock_diag`): parsers on lines as the kernel
-/// writes them, then the kernel's own answers for descriptors this test opens (no timing).
+/// An I/O wait's call decided from its number and arguments, and its descriptors named: the texts
+/// (addresses, `mountinfo`) and `sock_diag` messages as the kernel writes them, then the kernel's
+/// own answers for descriptors this test opens (no timing).
 @Suite struct IOWaitTests {
     #if arch(x86_64)
     @Test(arguments: [
@@ -38,51 +39,24 @@ import Testing
         #expect(IOCall.epollDescriptors(fdinfo: fdinfo).map { "\($0.0) \($0.1)" } == ["7 in", "12 out"])
     }
 
-    @Test func procNetTcpRowsGiveAddressesStateQueuesAndInode() {
-        let text = """
-              sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-               0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31337 1 0000000000000000 100 0 0 10 0
-               1: 0100007F:C35A 0100007F:1F90 01 0000000A:00000003 00:00000000 00000000  1000        0 4242 1 0000000000000000 20 4 30 10 -1
-            """
-        let rows = ProcNetTables.inetSockets(text)
-        #expect(rows.count == 2)
-        #expect(rows[0].local == "127.0.0.1:8080" && rows[0].remote == "0.0.0.0:0" && ProcNetTables.tcpState(rows[0].stateCode) == "LISTEN")
-        #expect(rows[1].local == "127.0.0.1:50010" && rows[1].remote == "127.0.0.1:8080" && rows[1].inode == 4242)
-        #expect(rows[1].sendQueue == 10 && rows[1].receiveQueue == 3 && ProcNetTables.tcpState(rows[1].stateCode) == "ESTABLISHED")
-        #expect(ProcNetTables.tcpState(0x02) == "SYN-SENT" && ProcNetTables.udpState(0x07) == "UNCONN")
-    }
-
     @Test(arguments: [
-        ("00000000000000000000000001000000:0050", "[::1]:80"),
-        ("00000000000000000000000000000000:1F90", "[::]:8080"),
-        ("0000000000000000FFFF00000100007F:1F90", "127.0.0.1:8080"),
-        ("B80D0120000000000000000001000000:01BB", "[2001:db8::1]:443"),
-        ("000080FE000000004A5B0FFE2A1F3C4D:0016", "[fe80::fe0f:5b4a:4d3c:1f2a]:22"),
-        ("0A00000A:0016", "10.0.0.10:22"),
-    ])
-    func anAddressIsWrittenAsHostColonPort(_ field: String, _ text: String) {
-        #expect(ProcNetTables.address(field) == text)
+        ([127, 0, 0, 1], 8080, "127.0.0.1:8080"),
+        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 80, "[::1]:80"),
+        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 8080, "[::]:8080"),
+        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1], 8080, "127.0.0.1:8080"),
+        ([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 443, "[2001:db8::1]:443"),
+        ([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0xfe, 0x0f, 0x5b, 0x4a, 0x4d, 0x3c, 0x1f, 0x2a], 22, "[fe80::fe0f:5b4a:4d3c:1f2a]:22"),
+    ] as [([UInt8], UInt16, String)])
+    func anAddressIsWrittenAsHostColonPort(_ bytes: [UInt8], _ port: UInt16, _ text: String) {
+        #expect(SocketDiagnostics.InetAddress(bytes: bytes, port: port).text == text)
     }
 
     @Test func ipv6TextFollowsRFC5952() {
         func bytes(_ groups: [UInt16]) -> [UInt8] { groups.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] } }
-        #expect(ProcNetTables.ipv6Text(bytes([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1])) == "2001:db8::1:0:0:1")
-        #expect(ProcNetTables.ipv6Text(bytes([0x2001, 0xdb8, 0, 1, 1, 1, 1, 1])) == "2001:db8:0:1:1:1:1:1")
-        #expect(ProcNetTables.ipv6Text(bytes([0, 0, 0, 0, 0, 0, 0, 0])) == "::")
-    }
-
-    @Test func procNetUnixRowsGiveTypePathAndListening() {
-        let text = """
-            Num       RefCount Protocol Flags    Type St Inode Path
-            0000000000000000: 00000002 00000000 00010000 0001 01 20123 /run/postgresql/.s.PGSQL.5432
-            0000000000000000: 00000003 00000000 00000000 0001 03 20999
-            0000000000000000: 00000002 00000000 00000000 0002 01 21000 @hangwatch abstract
-            """
-        let rows = ProcNetTables.unixSockets(text)
-        #expect(rows.map(\.inode) == [20123, 20999, 21000])
-        #expect(rows[0].listening && rows[0].path == "/run/postgresql/.s.PGSQL.5432" && rows[0].type == "stream")
-        #expect(!rows[1].listening && rows[1].path == nil)
-        #expect(rows[2].type == "dgram" && rows[2].path == "@hangwatch abstract")
+        #expect(EndpointText.ipv6(bytes([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1])) == "2001:db8::1:0:0:1")
+        #expect(EndpointText.ipv6(bytes([0x2001, 0xdb8, 0, 1, 1, 1, 1, 1])) == "2001:db8:0:1:1:1:1:1")
+        #expect(EndpointText.ipv6(bytes([0, 0, 0, 0, 0, 0, 0, 0])) == "::")
+        #expect(EndpointText.tcpState(0x02) == "SYN-SENT" && EndpointText.tcpState(0x0A) == "LISTEN" && EndpointText.tcpState(0x08) == "CLOSE-WAIT")
     }
 
     @Test func mountinfoGivesTheFileSystemDeviceAndMountPoint() {
@@ -90,11 +64,11 @@ import Testing
             22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
             45 22 0:52 / /mnt/shared\\040data rw,nosuid shared:30 - nfs4 fileserver:/export rw,vers=4.2
             """
-        let mounts = ProcNetTables.mounts(text)
+        let mounts = EndpointText.mounts(text)
         #expect(mounts.count == 2)
-        #expect(mounts[0] == ProcNetTables.Mount(id: 22, device: "8:1", mountPoint: "/", filesystem: "ext4", source: "/dev/sda1"))
+        #expect(mounts[0] == EndpointText.Mount(id: 22, device: "8:1", mountPoint: "/", filesystem: "ext4", source: "/dev/sda1"))
         #expect(mounts[1].mountPoint == "/mnt/shared data" && mounts[1].filesystem == "nfs4" && mounts[1].source == "fileserver:/export")
-        #expect(ProcNetTables.fdinfoField("mnt_id", in: "pos:\t0\nflags:\t0100002\nmnt_id:\t45\n") == "45")
+        #expect(EndpointText.fdinfoField("mnt_id", in: "pos:\t0\nflags:\t0100002\nmnt_id:\t45\n") == "45")
     }
 
     @Test func aUnixDiagAnswerGivesThePeerAndAnAbstractName() {
@@ -105,9 +79,28 @@ import Testing
         append(UInt8(1)); append(UInt8(1)); append(UInt8(1)); append(UInt8(0)); append(UInt32(777)); append(UInt32(0)); append(UInt32(0))
         append(UInt16(8)); append(UInt16(0)); bytes += [0, 0x73, 0x76, 0x63]
         append(UInt16(8)); append(UInt16(2)); append(UInt32(778))
-        #expect(UnixSocketPeers.parse(bytes, inode: 777) == UnixSocketPeers.Answer(peer: 778, name: "@svc"))
-        #expect(UnixSocketPeers.parse(bytes, inode: 999) == nil, "an answer about another socket")
-        #expect(UnixSocketPeers.parse(Array(bytes.prefix(20)), inode: 777) == nil, "a short answer")
+        #expect(SocketDiagnostics.parseUnix(bytes, inode: 777) == SocketDiagnostics.UnixAnswer(peer: 778, name: "@svc", listening: false))
+        #expect(SocketDiagnostics.parseUnix(bytes, inode: 999) == nil, "an answer about another socket")
+        #expect(SocketDiagnostics.parseUnix(Array(bytes.prefix(20)), inode: 777) == nil, "a short answer")
+        bytes[18] = 10
+        #expect(SocketDiagnostics.parseUnix(bytes, inode: 777)?.listening == true)
+    }
+
+    @Test func anInetDiagRequestNamesTheSocketByItsOwnAddressesAndAnErrorIsNoSocket() {
+        let local = SocketDiagnostics.InetAddress(bytes: [127, 0, 0, 1], port: 0x1F90)
+        let remote = SocketDiagnostics.InetAddress(bytes: [10, 0, 0, 9], port: 0xC35A)
+        let request = SocketDiagnostics.inetRequest(from: local, to: remote, protocol: 6)
+        #expect(request.count == 16 + 56 && request[16] == UInt8(AF_INET) && request[17] == 6)
+        // The socket found is the one whose own address is `to` and whose peer is `from`.
+        #expect(Array(request[24..<28]) == [0xC3, 0x5A, 0x1F, 0x90], "sport (to's), dport (from's), big-endian")
+        #expect(Array(request[28..<32]) == [10, 0, 0, 9] && Array(request[44..<48]) == [127, 0, 0, 1])
+        let mixed = SocketDiagnostics.inetRequest(
+            from: local, to: SocketDiagnostics.InetAddress(bytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], port: 80), protocol: 6)
+        #expect(mixed[16] == UInt8(AF_INET6) && Array(mixed[44..<60]) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1])
+        var error = [UInt8](repeating: 0, count: 36)
+        error[0] = 36
+        error[4] = 2  // NLMSG_ERROR
+        #expect(SocketDiagnostics.parseInet(error) == nil)
     }
 
     // MARK: The kernel's answers, for descriptors this test opens
@@ -122,8 +115,46 @@ import Testing
         var pair: [Int32] = [0, 0]
         try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
         defer { pair.forEach { close($0) } }
-        let answer = try #require(UnixSocketPeers.ask(inode: Self.inode(pair[0])), "sock_diag did not answer")
-        #expect(answer.peer == Self.inode(pair[1]) && answer.name == nil)
+        let answer = try #require(SocketDiagnostics.unix(inode: Self.inode(pair[0])), "sock_diag did not answer")
+        #expect(answer.peer == Self.inode(pair[1]) && answer.name == nil && !answer.listening)
+    }
+
+    /// A TCP connection over 127.0.0.1 inside this test: each end is named by itself (addresses,
+    /// state, queues), and the kernel's exact lookup finds the accepted end; this process holds it.
+    @Test func aLoopbackConnectionsOtherEndIsFoundByTheKernelsExactLookup() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        try #require(bound)
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
+        }
+        let server = accept(listener, nil, nil)
+        defer { [listener, client, server].forEach { close($0) } }
+        try #require(connected && server >= 0)
+        var byte: UInt8 = 7
+        #expect(write(server, &byte, 1) == 1)
+        let naming = DescriptorNaming(now: { 0 })
+        let named = naming.name(client, waiter: 0, direction: .read)
+        let port = UInt16(bigEndian: address.sin_port)
+        #expect(named.type == "tcp" && named.state == "ESTABLISHED" && named.remote == "127.0.0.1:\(port)", "\(named)")
+        #expect(named.local?.hasPrefix("127.0.0.1:") == true && named.local != named.remote)
+        #expect(Eventually.holds(timeout: 5) { naming.name(client, waiter: 0, direction: .read).receiveQueue == 1 }, "the byte sent is queued")
+        #expect(named.peers == [.process(getpid())], "\(named)")
+        let local = try #require(DescriptorNaming.inetAddress(client, getsockname))
+        let remote = try #require(DescriptorNaming.inetAddress(client, getpeername))
+        #expect(SocketDiagnostics.inetSocket(from: local, to: remote, protocol: 6)?.inode == Self.inode(server))
+        // The listener: named as one, with no other end.
+        let listening = naming.name(listener, waiter: 0, direction: .accept)
+        #expect(listening.state == "LISTEN" && listening.peers.isEmpty && listening.peerNote?.contains("listening") == true, "\(listening)")
     }
 
     @Test func aFileIsNamedWithItsFileSystemAndAPipeWithThisProcessAtTheOtherEnd() throws {
@@ -134,7 +165,7 @@ import Testing
         defer { close(file); unlink(path) }
         let named = naming.name(file, waiter: 0, direction: .read)
         #expect(named.type == "file" && named.path == path, "\(named)")
-        let mount = ProcNetTables.mounts(try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8))
+        let mount = EndpointText.mounts(try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8))
             .filter { path.hasPrefix($0.mountPoint) }.max { $0.mountPoint.count < $1.mountPoint.count }
         #expect(named.filesystem != nil && named.filesystem == mount?.filesystem && named.device == mount?.device, "\(named) vs \(String(describing: mount))")
         #expect(named.peers.isEmpty && named.peerNote?.contains("no other end") == true)

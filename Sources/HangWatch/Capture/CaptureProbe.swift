@@ -164,6 +164,24 @@ extension CaptureProbe {
         return (Int64(sampled - began), Int64(looked - sampled), observation.owner.thread, observation.holder?.sample?.frames.count ?? 0)
     }
 
+    /// One look at an I/O wait of blocked thread `tid`, timed: the waiter's sample, then the wait
+    /// (its descriptors named, the other end found); with the process found at the other end.
+    package static func timeIOWaitLook(tid: Int32, inspector: LinuxWaitInspector) -> (waitNanoseconds: Int64, peer: Int32?)? {
+        let task = ProcTask(tid: tid)
+        guard let start = task.stat()?.startTimeTicks else { return nil }
+        var thread = MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: nil, isMain: false)
+        var mappings: [StackMapping]?
+        StackMapping.boundBlockedThread(&thread, mappings: &mappings)
+        let clock = SystemMonotonicClock()
+        let sample = LinuxStackSampler(signal: 0, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0, clock: clock)
+            .sample(thread, previous: nil, signalAllowed: false)
+        let began = clock.nanoseconds()
+        guard let observation = inspector.inspect(tid: tid, sample: sample), !observation.endpoints.isEmpty else { return nil }
+        let looked = clock.nanoseconds()
+        guard case .process(let pid) = observation.owner else { return (Int64(looked - began), nil) }
+        return (Int64(looked - began), pid)
+    }
+
     /// An inspector like the monitor's (the images read now).
     package static func waitInspector() -> LinuxWaitInspector {
         LinuxWaitInspector(images: ImageRegistry(logger: Logger(label: "bench")), maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0)

@@ -1,4 +1,5 @@
 import Foundation
+import HangWatchReport
 
 #if canImport(Glibc)
 import Glibc
@@ -31,25 +32,22 @@ struct EndpointLook: Equatable, Sendable {
     var peerNote: String?
 }
 
-/// Names descriptors of this process from `/proc`: `/proc/self/fd` (what it is), `/proc/net` (a
-/// socket's addresses, state and queues, and the socket at the other end when it is on this
-/// host), `sock_diag` (a UNIX socket's peer), `/proc/*/fd` (which processes hold the other end,
-/// those this process may look at), `/proc/self/mountinfo` (a file's file system). Nothing is
-/// stopped or signalled.
+/// Names descriptors of this process: `/proc/self/fd` says what each is; a socket is asked
+/// itself (its addresses, state and queues) and the kernel finds the socket at the other end
+/// (`SocketDiagnostics`: an exact lookup, no table walked); `/proc/*/fd` says which processes hold
+/// that end or a pipe's (those this process may look at); `/proc/self/mountinfo` a file's file
+/// system. Nothing is stopped or signalled.
 ///
-/// The host-wide scans (`/proc/net`, every process's descriptors) are bounded, and their results
-/// kept for a second: a hang is sampled every few milliseconds, the other end rarely changes.
-/// Used by the watchdog's thread only.
+/// The scan of every process's descriptors is bounded, and its answer kept for a second: a hang is
+/// sampled every few milliseconds, and the other end rarely changes. Used by the watchdog's thread
+/// only.
 final class DescriptorNaming {
     /// How many processes the owner scan reads, and how many holders it keeps.
     static let maxProcesses = 4096, maxHolders = 8
-    /// The most of a `/proc/net` table read.
-    static let tableLimit = 16 << 20
     /// How long a scan's answer is kept, microseconds.
     static let keepMicroseconds: UInt64 = 1_000_000
 
     private var holdersKept: [String: (microseconds: UInt64, holders: [(pid: Int32, descriptor: Int32, flags: Int)])] = [:]
-    private var tablesKept: [String: (microseconds: UInt64, text: String)] = [:]
     private let now: () -> UInt64
 
     init(now: @escaping () -> UInt64) {
@@ -60,7 +58,7 @@ final class DescriptorNaming {
     /// its own other end), `direction` which way it waits (a read wants a writer).
     func name(_ descriptor: Int32, waiter: Int32, direction: IOCall.IODirection?) -> EndpointLook {
         var look = EndpointLook(descriptor: descriptor, type: "other")
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)") else {
+        guard let target = Self.link("/proc/self/fd/\(descriptor)") else {
             look.peerNote = "the descriptor is closed"
             return look
         }
@@ -91,64 +89,131 @@ final class DescriptorNaming {
 
     // MARK: Sockets
 
+    /// A socket of this process: what it is, its addresses, state and queues are asked of the
+    /// descriptor itself (`getsockname`, `getpeername`, `TCP_INFO`, `SIOCINQ`/`SIOCOUTQ`); the
+    /// other end of the kernel (`SocketDiagnostics`).
     private func nameSocket(_ inode: UInt64, into look: inout EndpointLook, waiter: Int32) {
-        for (table, type) in [("tcp", "tcp"), ("tcp6", "tcp"), ("udp", "udp"), ("udp6", "udp")] {
-            let rows = ProcNetTables.inetSockets(self.table(table))
-            guard let row = rows.first(where: { $0.inode == inode }) else { continue }
-            look.type = type
-            look.local = row.local
-            look.state = type == "tcp" ? ProcNetTables.tcpState(row.stateCode) : ProcNetTables.udpState(row.stateCode)
-            look.receiveQueue = row.receiveQueue
-            look.sendQueue = row.sendQueue
-            let unconnected = row.remote.hasSuffix(":0") && (row.remote.hasPrefix("0.0.0.0") || row.remote.hasPrefix("[::]"))
-            if !unconnected { look.remote = row.remote }
-            if row.stateCode == 0x0A || unconnected {
-                look.peerNote = type == "tcp" ? "a listening socket: the other end is any client" : "not connected: any sender"
+        let descriptor = look.descriptor
+        let family = Self.option(descriptor, SOL_SOCKET, SO_DOMAIN)
+        let proto = Self.option(descriptor, SOL_SOCKET, SO_PROTOCOL)
+        switch family {
+        case AF_INET, AF_INET6:
+            guard proto == Int32(IPPROTO_TCP) || proto == Int32(IPPROTO_UDP) else {
+                look.type = "socket"
+                look.peerNote = "an IP socket of protocol \(proto ?? -1)"
                 return
             }
-            // On this host when a socket of the same namespace has the two addresses swapped; a
-            // connect still waiting meets the listener instead.
-            let everyRow = [table, table.hasSuffix("6") ? String(table.dropLast()) : table + "6"].flatMap { ProcNetTables.inetSockets(self.table($0)) }
-            let peer = everyRow.first { $0.local == row.remote && $0.remote == row.local && $0.inode != 0 }
-                ?? everyRow.first { $0.stateCode == 0x0A && $0.localPort == Self.port(row.remote) && Self.listens($0.local, for: row.remote) }
-            guard let peer else {
-                look.peerNote = "the other end, \(row.remote), is not on this host"
-                return
+            let tcp = proto == Int32(IPPROTO_TCP)
+            look.type = tcp ? "tcp" : "udp"
+            let local = Self.inetAddress(descriptor, getsockname)
+            let remote = Self.inetAddress(descriptor, getpeername)
+            look.local = local?.text
+            look.remote = remote?.text
+            look.receiveQueue = Self.queued(descriptor, request: 0x541B)  // SIOCINQ
+            look.sendQueue = Self.queued(descriptor, request: 0x5411)  // SIOCOUTQ
+            var state: UInt8?
+            if tcp {
+                var info = [UInt8](repeating: 0, count: 8)
+                var length = socklen_t(info.count)
+                if getsockopt(descriptor, Int32(IPPROTO_TCP), 11 /* TCP_INFO */, &info, &length) == 0, length >= 1 { state = info[0] }
+                look.state = state.map(EndpointText.tcpState)
+            } else {
+                look.state = remote == nil ? "UNCONN" : "ESTABLISHED"
             }
-            look.peers = holders(of: "socket:[\(peer.inode)]", waiter: waiter, ownDescriptor: look.descriptor)
-            if look.peers.isEmpty { look.peerNote = "on this host, held by a process this one may not look at" }
-            return
-        }
-        let unix = ProcNetTables.unixSockets(table("unix"))
-        if let row = unix.first(where: { $0.inode == inode }) {
-            look.type = "unix"
-            look.state = row.listening ? "LISTEN" : nil
-            let answer = UnixSocketPeers.ask(inode: inode)
-            look.local = row.path ?? answer?.name
-            guard !row.listening else {
+            if state == SocketDiagnostics.listenState {
                 look.peerNote = "a listening socket: the other end is any client"
                 return
             }
-            guard let peer = answer?.peer, peer != 0 else {
-                look.peerNote = answer == nil ? "the kernel did not name the peer (sock_diag)" : "not connected"
+            guard let local, let remote else {
+                look.peerNote = tcp ? "not connected" : "not connected: any sender"
                 return
             }
-            look.remote = unix.first { $0.inode == peer }?.path
-            look.peers = holders(of: "socket:[\(peer)]", waiter: waiter, ownDescriptor: look.descriptor)
+            // The socket a packet from here to the remote address reaches: the other end, when it
+            // is on this host (or the listener a connect waits for).
+            guard let peer = SocketDiagnostics.inetSocket(from: local, to: remote, protocol: tcp ? 6 : 17), peer.inode != 0,
+                peer.inode != inode
+            else {
+                look.peerNote = "the other end, \(remote.text), is not on this host"
+                return
+            }
+            look.peers = holders(of: "socket:[\(peer.inode)]", waiter: waiter)
+            if look.peers.isEmpty { look.peerNote = "on this host, held by a process this one may not look at" }
+        case AF_UNIX:
+            look.type = "unix"
+            look.local = Self.unixPath(descriptor, getsockname)
+            look.remote = Self.unixPath(descriptor, getpeername)
+            guard let answer = SocketDiagnostics.unix(inode: inode) else {
+                look.peerNote = "the kernel did not name the peer (sock_diag)"
+                return
+            }
+            if answer.listening {
+                look.state = "LISTEN"
+                look.peerNote = "a listening socket: the other end is any client"
+                return
+            }
+            guard answer.peer != 0 else {
+                look.peerNote = "not connected"
+                return
+            }
+            look.peers = holders(of: "socket:[\(answer.peer)]", waiter: waiter)
             if look.peers.isEmpty { look.peerNote = "held by a process this one may not look at" }
-            return
+        default:
+            look.type = "socket"
+            look.peerNote = "a socket of another family (netlink, packet, ...)"
         }
-        look.type = "socket"
-        look.peerNote = "a socket of another family (netlink, packet, ...)"
     }
 
-    static func port(_ address: String) -> String? { address.split(separator: ":").last.map(String.init) }
+    /// An integer socket option, nil when it cannot be read.
+    static func option(_ descriptor: Int32, _ level: Int32, _ name: Int32) -> Int32? {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(descriptor, level, name, &value, &length) == 0 ? value : nil
+    }
 
-    /// Whether a listener bound to `local` takes connections to `address` (same address, or a
-    /// wildcard one).
-    static func listens(_ local: String, for address: String) -> Bool {
-        let host = { (text: String) in String(text[..<(text.lastIndex(of: ":") ?? text.endIndex)]) }
-        return ["0.0.0.0", "[::]"].contains(host(local)) || host(local) == host(address)
+    /// Bytes queued on a socket (`SIOCINQ`, `SIOCOUTQ`); nil where it does not apply (a listener).
+    static func queued(_ descriptor: Int32, request: UInt) -> Int? {
+        var count: Int32 = 0
+        return ioctl(descriptor, request, &count) == 0 ? Int(count) : nil
+    }
+
+    typealias NameCall = (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?) -> Int32
+
+    /// A socket's own (`getsockname`) or peer (`getpeername`) IP address; nil when it has none.
+    static func inetAddress(_ descriptor: Int32, _ call: NameCall) -> SocketDiagnostics.InetAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let done = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(descriptor, $0, &length) } }
+        guard done == 0 else { return nil }
+        let family = Int32(storage.ss_family)
+        return withUnsafeBytes(of: &storage) { raw -> SocketDiagnostics.InetAddress? in
+            switch family {
+            case AF_INET:
+                let address = raw.loadUnaligned(as: sockaddr_in.self)
+                let port = UInt16(bigEndian: address.sin_port)
+                let bytes = withUnsafeBytes(of: address.sin_addr) { Array($0) }
+                return bytes == [0, 0, 0, 0] && port == 0 ? nil : .init(bytes: bytes, port: port)
+            case AF_INET6:
+                let address = raw.loadUnaligned(as: sockaddr_in6.self)
+                let port = UInt16(bigEndian: address.sin6_port)
+                let bytes = withUnsafeBytes(of: address.sin6_addr) { Array($0) }
+                return bytes.allSatisfy { $0 == 0 } && port == 0 ? nil : .init(bytes: bytes, port: port)
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// A UNIX socket's own or peer path (`@name` for an abstract one); nil when unbound.
+    static func unixPath(_ descriptor: Int32, _ call: NameCall) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let done = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(descriptor, $0, &length) } }
+        let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)!
+        guard done == 0, Int(length) > pathOffset else { return nil }
+        let bytes = withUnsafeBytes(of: address.sun_path) { Array($0.prefix(Int(length) - pathOffset)) }
+        guard let first = bytes.first else { return nil }
+        if first == 0 { return "@" + String(decoding: bytes.dropFirst().prefix { $0 != 0 }, as: UTF8.self) }
+        return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
     }
 
     // MARK: Pipes and files
@@ -163,8 +228,8 @@ final class DescriptorNaming {
             return
         }
         look.type = "file"
-        if let fdinfo = SmallFile.text("/proc/self/fdinfo/\(descriptor)"), let id = ProcNetTables.fdinfoField("mnt_id", in: fdinfo).flatMap({ Int($0) }),
-            let mount = ProcNetTables.mounts(SmallFile.text("/proc/self/mountinfo", limit: 4 << 20) ?? "").first(where: { $0.id == id })
+        if let fdinfo = SmallFile.text("/proc/self/fdinfo/\(descriptor)"), let id = EndpointText.fdinfoField("mnt_id", in: fdinfo).flatMap({ Int($0) }),
+            let mount = EndpointText.mounts(SmallFile.text("/proc/self/mountinfo", limit: 4 << 20) ?? "").first(where: { $0.id == id })
         {
             look.filesystem = mount.filesystem
             look.device = mount.device
@@ -186,7 +251,7 @@ final class DescriptorNaming {
     }
 
     /// The holders of a socket (the peer's): any descriptor naming it.
-    private func holders(of target: String, waiter: Int32, ownDescriptor: Int32) -> [WaitOwner] {
+    private func holders(of target: String, waiter: Int32) -> [WaitOwner] {
         owners(scan(target), waiter: waiter)
     }
 
@@ -224,15 +289,13 @@ final class DescriptorNaming {
         if let kept = holdersKept[target], time - min(time, kept.microseconds) < Self.keepMicroseconds { return kept.holders }
         var found: [(pid: Int32, descriptor: Int32, flags: Int)] = []
         let own = getpid()
-        let others = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }.filter { $0 != own }
+        let others = ((try? DirectoryEntries.names(in: "/proc")) ?? []).compactMap { Int32($0) }.filter { $0 != own }
         for pid in [own] + others.sorted().prefix(Self.maxProcesses) {
             let directory = "/proc/\(pid)/fd"
-            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
+            guard let entries = try? DirectoryEntries.names(in: directory) else { continue }
             for entry in entries {
-                guard let descriptor = Int32(entry),
-                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(entry)")) == target
-                else { continue }
-                let flags = SmallFile.text("/proc/\(pid)/fdinfo/\(descriptor)").flatMap { ProcNetTables.fdinfoField("flags", in: $0) }
+                guard let descriptor = Int32(entry), Self.link("\(directory)/\(entry)") == target else { continue }
+                let flags = SmallFile.text("/proc/\(pid)/fdinfo/\(descriptor)").flatMap { EndpointText.fdinfoField("flags", in: $0) }
                     .flatMap { Int($0, radix: 8) } ?? Int(O_RDWR)
                 found.append((pid, descriptor, flags))
             }
@@ -243,12 +306,12 @@ final class DescriptorNaming {
         return found
     }
 
-    /// A `/proc/net` table (this process's network namespace), kept a second.
-    private func table(_ name: String) -> String {
-        let time = now()
-        if let kept = tablesKept[name], time - min(time, kept.microseconds) < Self.keepMicroseconds { return kept.text }
-        let text = SmallFile.text("/proc/self/net/\(name)", limit: Self.tableLimit) ?? ""
-        tablesKept[name] = (time, text)
-        return text
+    /// Where a symbolic link points (`readlink`), nil when it cannot be read.
+    static func link(_ path: String) -> String? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 4096) { buffer -> String? in
+            let count = readlink(path, buffer.baseAddress!, buffer.count)
+            guard count > 0 else { return nil }
+            return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: count), as: UTF8.self)
+        }
     }
 }
