@@ -169,7 +169,7 @@ bench: deps test-deps
 	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-hummingbird-service
 	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-hummingbird-bench
 	"$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch-hummingbird-bench"
-	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-vapor-service
+	$(SWIFT) build -c release --package-path $(TOOLS) --traits Vapor --product hangwatch-vapor-service
 	"$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch-hummingbird-bench" --vapor
 
 # The embedded library is a Swift package dependency. What a host gets: the `hangwatch` CLI (and

@@ -25,6 +25,11 @@ let package = Package(
         .library(name: "HangWatchReading", targets: ["HangWatchReading"]),
         .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
     ],
+    // `Vapor`: the Vapor 4 service is built with Vapor only when asked (`--traits Vapor`: its
+    // release build for its integration test and the bench). Vapor brings some twenty modules
+    // (swift-crypto's BoringSSL among them) that nothing else here needs: the debug build of the
+    // tools and their tests (`make test`) skips them.
+    traits: [.trait(name: "Vapor")],
     dependencies: [
         .package(name: "HangWatch", path: ".."),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -145,7 +150,7 @@ let package = Package(
                 "ServiceWatchToggle",
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
-                .product(name: "Vapor", package: "vapor"),
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
             ]
         ),
         // A service its test builds twice (RebuildGroupingTests): the second build, made with

@@ -15,6 +15,8 @@ final class WaitScenario: @unchecked Sendable {
     let held = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private let mutex = Mutex(0)
+    private let condition = NSCondition()
+    private var signalled = false
     private var rwlock = pthread_rwlock_t()
     private var timedMutex = pthread_mutex_t()
     var holderTid: Int32 = 0
@@ -47,6 +49,21 @@ final class WaitScenario: @unchecked Sendable {
             startHolder("cache-refresh") { [self] in lock.lock(); held.signal(); refreshCache(); lock.unlock() }
             announce()
             waitForCacheLockBeforeADeadline()
+        case "condition-mutex":
+            // NSCondition: the main thread waits on it; thread "cache-refresh" takes its mutex
+            // (once the wait released it), signals, and keeps the mutex: woken, the main thread
+            // waits to take it again.
+            condition.lock()
+            let waiter = currentTID()
+            startHolder("cache-refresh") { [self] in
+                condition.lock()
+                signalled = true
+                condition.signal()
+                FileHandle.standardOutput.write(Data("{\"waiterTid\": \(waiter), \"holderTid\": \(holderTid)}\n".utf8))
+                refreshCache()
+                condition.unlock()
+            }
+            waitForSignalThenLock()
         case "swift-mutex":
             startHolder("cache-refresh") { [self] in mutex.withLock { _ in held.signal(); refreshCache() } }
             announce()
@@ -221,6 +238,13 @@ final class WaitScenario: @unchecked Sendable {
     /// `NSLock.lock(before:)`.
     @inline(never) func waitForCacheLockBeforeADeadline() {
         if lock.lock(before: Date().addingTimeInterval(60)) { lock.unlock() }
+    }
+
+    /// Waits on the condition (its mutex held) until signalled; returns once it has the mutex again.
+    @inline(never) func waitForSignalThenLock() {
+        while !signalled { condition.wait() }
+        condition.unlock()
+        after &+= 6
     }
 
     @inline(never) func waitForSwiftMutex() {

@@ -10,7 +10,9 @@ import Synchronization
 //
 // CASE: mutex (an NSLock held by thread "cache-refresh"), timed-mutex (pthread_mutex_timedlock of
 // a mutex thread "cache-refresh" holds), nslock-before (NSLock.lock(before:) of the held NSLock),
-// timed-rwlock (pthread_rwlock_timedrdlock of the write-held rwlock),
+// timed-rwlock (pthread_rwlock_timedrdlock of the write-held rwlock), condition-mutex (an
+// NSCondition's wait, woken while thread "cache-refresh" keeps its mutex: the re-acquire),
+// I/O: tcp-process, unix-thread, pipe, sleep, poll (IOWaitScenario.swift),
 // swift-mutex (a Synchronization.Mutex),
 // rwlock (write-held), join (pthread_join of thread "cruncher"), child (waitpid of a child
 // process), file-lock (flock of a file another process holds), semaphore (a DispatchSemaphore

@@ -62,6 +62,8 @@ import Testing
         // function that waits, which no symbol names).
         ("timed-mutex", "mutex", "refreshCache"), ("nslock-before", "mutex", "refreshCache"),
         ("timed-rwlock", "rwlock", "refreshCache"),
+        // A condition wait, woken, taking its mutex again: a wait for the mutex, not the condition.
+        ("condition-mutex", "mutex", "refreshCache"),
     ])
     func aThreadHoldingWhatTheMainThreadWaitsForIsNamedWithItsStack(_ waitCase: String, _ kind: String, _ holding: String) throws {
         let run = try Self.run(waitCase)

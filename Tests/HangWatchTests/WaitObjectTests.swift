@@ -16,6 +16,8 @@ import Testing
         (Syscalls.futex, [address, 9 | 128, 0], WaitFunction.rwlockLock, "rwlock"),
         (Syscalls.futex, [address, 9 | 128, 0], WaitFunction.conditionWait, "condition"),
         (Syscalls.futex, [address, 11 | 128, 0], nil, "condition"),
+        // A condition wait taking its mutex again once woken (glibc's lock wait: FUTEX_WAIT for 2).
+        (Syscalls.futex, [address, 0 | 128, 2], WaitFunction.conditionWait, "mutex"),
         (Syscalls.futex, [address, 0, 7], WaitFunction.join, "thread-join"),
         (Syscalls.futex, [address, 9 | 128 | 256, 0], WaitFunction.semaphoreWait, "semaphore"),
         (Syscalls.futex, [address, 0, 0], WaitFunction.dispatchWait, "dispatch"),

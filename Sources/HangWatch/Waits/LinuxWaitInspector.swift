@@ -127,8 +127,11 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             return (Self.child(pid), nil)
         case .fileLock(let descriptor):
             return Self.fileLockOwner(descriptor)
-        case .semaphore, .condition, .barrier, .dispatch, .futex:
+        case .semaphore, .condition, .barrier, .dispatch:
             return (.none(object.noOwnerReason ?? "no owner"), nil)
+        case .futex:
+            // A bare futex may be a lock whose owner nothing records: not ownerless, unknown.
+            return (.unknown(object.noOwnerReason ?? "no owner is recorded"), nil)
         case .io:
             // Read anew for a cycle's proof only: a wait on I/O never closes a proven cycle.
             return (.unknown("an I/O wait is not read again"), nil)

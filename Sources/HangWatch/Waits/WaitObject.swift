@@ -65,14 +65,15 @@ enum WaitObject: Equatable, Sendable {
         }
     }
 
-    /// Why an object of this kind has no owner, in the report's words.
+    /// Why an object of this kind has no owner (or, for a bare futex, none is known), in the
+    /// report's words.
     var noOwnerReason: String? {
         switch self {
         case .semaphore: return "a semaphore has no owner: any thread may post it"
         case .condition: return "a condition variable has no owner: any thread may signal it"
         case .barrier: return "a barrier has no owner: it opens when enough threads arrive"
         case .dispatch: return "a Dispatch semaphore or group has no owner: any thread may signal it"
-        case .futex: return "a futex wait outside the C library's locks (a DispatchGroup, a runtime's own word): no owner is recorded"
+        case .futex: return "a futex wait outside the C library's locks (a DispatchGroup, a runtime's own word): its owner, if it has one, is recorded nowhere"
         default: return nil
         }
     }
@@ -106,7 +107,12 @@ enum WaitObject: Equatable, Sendable {
                 case .rwlockLock?: return .rwlock(futex: address)
                 case .join?: return .threadJoin(address: address)
                 case .semaphoreWait?: return .semaphore(address: address)
-                case .conditionWait?: return .condition(address: address)
+                case .conditionWait?:
+                    // Woken, the condition wait takes its mutex again (`__pthread_mutex_cond_lock`,
+                    // which no symbol names): a plain FUTEX_WAIT for the value 2 is glibc's lock
+                    // wait, on the mutex's word; the condition's own wait is a FUTEX_WAIT_BITSET.
+                    if operation & futexCommandMask == futexWait, argument(2) == 2 { return .mutex(address: address) }
+                    return .condition(address: address)
                 case .barrierWait?: return .barrier(address: address)
                 case .dispatchWait?: return .dispatch(address: address)
                 case nil: return .futex(address: address)

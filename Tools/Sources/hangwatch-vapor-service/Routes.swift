@@ -1,3 +1,4 @@
+#if Vapor
 import Foundation
 import ServiceWatchToggle
 import Vapor
@@ -129,3 +130,4 @@ func routes(_ app: Application, store: Store, served: ServedCount) {
     app.get("cart") { request in store.updateCart(request) }
     app.get("throttle") { request in store.throttle(request) }
 }
+#endif

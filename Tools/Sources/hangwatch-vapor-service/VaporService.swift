@@ -1,3 +1,4 @@
+#if Vapor
 import Foundation
 import HangWatch
 import HangWatchNIO
@@ -112,3 +113,4 @@ struct VaporService {
         try await app.asyncShutdown()
     }
 }
+#endif

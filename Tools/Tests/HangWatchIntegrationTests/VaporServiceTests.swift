@@ -35,7 +35,8 @@ import Testing
 
     static let wrk = "/usr/bin/wrk"
 
-    /// The release build of the service: `make test` builds it (scripts/test-all); when it is
+    /// The release build of the service, with Vapor (the package's `Vapor` trait): `make test`
+    /// builds it (scripts/test-all); when it is
     /// missing (`swift test` alone), it is built here in a scratch path of its own (SwiftPM holds
     /// the main one while the tests run).
     static func releaseService() throws -> String {
@@ -48,7 +49,7 @@ import Testing
         let build = Process()
         build.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         build.arguments = [
-            "swift", "build", "-c", "release", "--product", "hangwatch-vapor-service", "--package-path", tools.path,
+            "swift", "build", "-c", "release", "--traits", "Vapor", "--product", "hangwatch-vapor-service", "--package-path", tools.path,
             "--scratch-path", scratch.path,
         ]
         try build.run()
