@@ -273,7 +273,11 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             if case .inSyscall(let number, _, _, _)? = SmallFile.text("/proc/\(pid)/syscall").flatMap(ProcTask.parseSyscall) {
                 syscall = number
             }
-            return HolderLook(owner: owner, name: name, state: state, syscall: syscall, stackError: "another process: its stack is not read")
+            // This very process at the other end of a pipe or socket, no thread of it in a call on
+            // that end: the end is held, but by no thread in particular.
+            let why = pid == getpid()
+                ? "this process: none of its threads is in a call on the other end" : "another process: its stack is not read"
+            return HolderLook(owner: owner, name: name, state: state, syscall: syscall, stackError: why)
         case .free, .none, .unknown:
             return nil
         }

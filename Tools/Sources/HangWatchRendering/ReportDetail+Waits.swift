@@ -20,19 +20,21 @@ extension ReportDetail {
         var owner = Self.ownerWords(waits.owner, holder: waits.holder, reason: waits.reason)
         // A socket or a pipe is not held: its other end is.
         if waits.owner == "held", ["socket", "pipe", "fifo"].contains(waits.kind) { owner = "whose other end is " + owner }
-        lines.append(terminal.paint("waits for", .bold) + " " + object + " " + owner)
+        // Cut to the terminal, as every line but the file's path (`hangwatch show --json` has it whole).
+        lines.append(terminal.paint("waits for", .bold) + " " + Text.clip(object + " " + owner, max(20, terminal.width - 10)))
         if let holder = waits.holder { lines.append(contentsOf: holderStack(report, holder, indent: "  ")) }
         if waits.kind == "poll" {
             for endpoint in waits.endpoints ?? [] {
                 let peers = (endpoint.peers ?? []).map { Self.ownerWords("held", holder: $0, reason: nil) }.joined(separator: ", ")
-                lines.append("  fd \(endpoint.descriptor)" + (endpoint.events.map { " (\($0))" } ?? "") + ": " + Self.endpointWords(endpoint)
-                    + (peers.isEmpty ? endpoint.peerNote.map { " (\($0))" } ?? "" : " " + peers))
+                let line = "  fd \(endpoint.descriptor)" + (endpoint.events.map { " (\($0))" } ?? "") + ": " + Self.endpointWords(endpoint)
+                    + (peers.isEmpty ? endpoint.peerNote.map { " (\($0))" } ?? "" : " " + peers)
+                lines.append(Text.clip(line, max(20, terminal.width)))
             }
             if let count = waits.descriptors, count > (waits.endpoints?.count ?? 0) {
                 lines.append("  … \(count - (waits.endpoints?.count ?? 0)) more descriptors")
             }
         } else if waits.holder == nil, let endpoint = waits.endpoints?.first, let peers = endpoint.peers, peers.count > 1 {
-            lines.append("  the other end: " + peers.map { Self.ownerWords("held", holder: $0, reason: nil) }.joined(separator: ", "))
+            lines.append(Text.clip("  the other end: " + peers.map { Self.ownerWords("held", holder: $0, reason: nil) }.joined(separator: ", "), max(20, terminal.width)))
         }
         for link in waits.chain ?? [] {
             let who = "thread \(link.tid)" + (link.name.map { " \"\($0)\"" } ?? "")
