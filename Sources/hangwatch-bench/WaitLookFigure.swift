@@ -43,12 +43,12 @@ struct WaitLookFigure {
         waiting.wait()
         defer { release.signal() }
         let inspector = CaptureProbe.waitInspector()
-        var first: (sampleNanoseconds: Int64, waitNanoseconds: Int64, holder: Int32?, holderFrames: Int)?
-        for _ in 0..<500 where first?.holder == nil {
+        var first: CaptureProbe.WaitLookTiming?
+        for _ in 0..<500 where first?.holderThread == nil {
             usleep(2000)
             first = CaptureProbe.timeWaitLook(tid: waiterTID, inspector: inspector)
         }
-        guard let first, first.holder != nil else { throw BenchError.setup("no holder found") }
+        guard let first, first.holderThread != nil else { throw BenchError.setup("no holder found") }
         var samples: [Double] = []
         var waits: [Double] = []
         for _ in 0..<count {
@@ -140,16 +140,18 @@ struct IOWaitLookFigure {
         for _ in 0..<coldCount {
             usleep(2000)
             let inspector = CaptureProbe.waitInspector()
-            guard let look = CaptureProbe.timeIOWaitLook(tid: waiterTID, inspector: inspector) else { continue }
-            guard look.peer == child else { throw BenchError.setup("the other end was not found (\(look.peer.map(String.init) ?? "none"))") }
+            guard let look = CaptureProbe.timeWaitLook(tid: waiterTID, inspector: inspector), look.endpoints == 1 else { continue }
+            guard look.holderProcess == child else {
+                throw BenchError.setup("the other end was not found (\(look.holderProcess.map(String.init) ?? "none"))")
+            }
             cold.append(Double(look.waitNanoseconds) / 1000)
         }
         let inspector = CaptureProbe.waitInspector()
-        _ = CaptureProbe.timeIOWaitLook(tid: waiterTID, inspector: inspector)
+        _ = CaptureProbe.timeWaitLook(tid: waiterTID, inspector: inspector)
         var warm: [Double] = []
         let began = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<count where DispatchTime.now().uptimeNanoseconds - began < 900_000_000 {
-            guard let look = CaptureProbe.timeIOWaitLook(tid: waiterTID, inspector: inspector) else { continue }
+            guard let look = CaptureProbe.timeWaitLook(tid: waiterTID, inspector: inspector), look.endpoints == 1 else { continue }
             warm.append(Double(look.waitNanoseconds) / 1000)
         }
         let processes = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { Int($0) != nil }.count

@@ -142,13 +142,10 @@ extension CaptureProbe {
     }
 
     /// Looks at what thread `tid` (blocked on a lock) waits for, the way the watchdog does at each
-    /// sample of a hang: its sample (the `/proc` walk), then the wait, its holder read from the lock
-    /// and the holder's own stack walked, and the holder's wait in turn. The two durations in
-    /// nanoseconds, the holder found, and how many frames the holder's stack has. Nil when the
-    /// thread is not blocked on an object.
-    package static func timeWaitLook(tid: Int32, inspector: LinuxWaitInspector)
-        -> (sampleNanoseconds: Int64, waitNanoseconds: Int64, holder: Int32?, holderFrames: Int)?
-    {
+    /// sample of a hang: its sample (the `/proc` walk), then the wait (a lock's holder read from the
+    /// lock, its own stack walked and its wait in turn; an I/O wait's descriptors named and the other
+    /// end found). Nil when the thread waits on nothing nameable.
+    package static func timeWaitLook(tid: Int32, inspector: LinuxWaitInspector) -> WaitLookTiming? {
         let task = ProcTask(tid: tid)
         guard let start = task.stat()?.startTimeTicks else { return nil }
         var thread = MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: nil, isMain: false)
@@ -161,25 +158,24 @@ extension CaptureProbe {
         let sampled = clock.nanoseconds()
         guard let observation = inspector.inspect(tid: tid, sample: sample) else { return nil }
         let looked = clock.nanoseconds()
-        return (Int64(sampled - began), Int64(looked - sampled), observation.owner.thread, observation.holder?.sample?.frames.count ?? 0)
+        var process: Int32?
+        if case .process(let pid) = observation.owner { process = pid }
+        return WaitLookTiming(
+            sampleNanoseconds: Int64(sampled - began), waitNanoseconds: Int64(looked - sampled), holderThread: observation.owner.thread,
+            holderProcess: process, holderFrames: observation.holder?.sample?.frames.count ?? 0, endpoints: observation.endpoints.count)
     }
 
-    /// One look at an I/O wait of blocked thread `tid`, timed: the waiter's sample, then the wait
-    /// (its descriptors named, the other end found); with the process found at the other end.
-    package static func timeIOWaitLook(tid: Int32, inspector: LinuxWaitInspector) -> (waitNanoseconds: Int64, peer: Int32?)? {
-        let task = ProcTask(tid: tid)
-        guard let start = task.stat()?.startTimeTicks else { return nil }
-        var thread = MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: nil, isMain: false)
-        var mappings: [StackMapping]?
-        StackMapping.boundBlockedThread(&thread, mappings: &mappings)
-        let clock = SystemMonotonicClock()
-        let sample = LinuxStackSampler(signal: 0, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0, clock: clock)
-            .sample(thread, previous: nil, signalAllowed: false)
-        let began = clock.nanoseconds()
-        guard let observation = inspector.inspect(tid: tid, sample: sample), !observation.endpoints.isEmpty else { return nil }
-        let looked = clock.nanoseconds()
-        guard case .process(let pid) = observation.owner else { return (Int64(looked - began), nil) }
-        return (Int64(looked - began), pid)
+    /// One timed look at a wait (`timeWaitLook`).
+    package struct WaitLookTiming {
+        /// The waiter's sample (the `/proc` walk), then the wait, nanoseconds.
+        package var sampleNanoseconds: Int64
+        package var waitNanoseconds: Int64
+        /// Who holds it: a thread of this process, or another process.
+        package var holderThread: Int32?
+        package var holderProcess: Int32?
+        package var holderFrames: Int
+        /// An I/O wait's descriptors named.
+        package var endpoints: Int
     }
 
     /// An inspector like the monitor's (the images read now).
