@@ -10,7 +10,7 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 REPORTS ?= ./hangwatch-reports
 
-.PHONY: all deps test-deps build release demo test bench install clean deb pack test-deb test-package
+.PHONY: all deps test-deps build release demo test bench install clean deb pack test-deb test-package test-release-vapor
 
 # `make` (as yourself): the debug build and the release binaries `sudo make install` copies.
 all: build release
@@ -113,17 +113,20 @@ test-deb: deb
 # ldd, the man pages, the upgrade and the purge. The objects were compiled for a dynamic link, so
 # the static libraries their modules autolink are named here (a static build names them itself).
 # The unstamped debug build says 0.0.0-dev, packed as 0.0.0+dev-1: the earlier package is 0.0.0~test-1.
-DEBUG_BIN_DIR = $$($(SWIFT) build --package-path $(TOOLS) --show-bin-path)
+DEBUG_BIN_DIR = $$($(SWIFT) build --package-path $(TOOLS) $(TOOLS_TRAITS) --show-bin-path)
 STATIC_LIBRARIES = Foundation FoundationEssentials FoundationInternationalization _FoundationCShims _FoundationCollections \
 	_FoundationICU CoreFoundation swiftDispatch dispatch BlocksRuntime swiftSynchronization swift_Concurrency \
 	swift_StringProcessing swift_RegexParser swiftGlibc swiftCore
-DEBUG_STATIC := --package-path $(TOOLS) --static-swift-stdlib -Xlinker --start-group \
+# The traits of the tools' debug build that test-package relinks (`make test` builds them with
+# `--traits Vapor`; another set would recompile every target of the tools).
+TOOLS_TRAITS ?=
+DEBUG_STATIC := --package-path $(TOOLS) $(TOOLS_TRAITS) --static-swift-stdlib -Xlinker --start-group \
 	$(foreach library,$(STATIC_LIBRARIES),-Xlinker -l$(library)) -Xlinker --end-group
 TEST_DEB_DIR ?= .build-deb-test
 test-package: deps
 	@# Everything compiled for the dynamic link first: a module compiled during a static build
 	@# would autolink the static libraries, and a later dynamic build would keep it and fail to link.
-	$(SWIFT) build --package-path $(TOOLS) --build-tests
+	$(SWIFT) build --package-path $(TOOLS) $(TOOLS_TRAITS) --build-tests
 	$(SWIFT) build $(DEBUG_STATIC) --product hangwatch
 	$(SWIFT) build $(DEBUG_STATIC) --product hangwatchd
 	rm -rf "$(TEST_DEB_DIR)"
@@ -223,11 +226,19 @@ clean:
 # tests under ThreadSanitizer and AddressSanitizer. Bounded (about 15 minutes on 2 CPUs once the
 # sanitizer builds exist, 40 the first time); stops by itself; every part runs, any failure fails.
 .PHONY: stress
+# The Vapor service's integration test on its release build (merged functions, tail calls, llhttp's
+# callbacks through a function pointer): `make test` runs it on the debug build.
+test-release-vapor: deps test-deps
+	$(SWIFT) build --package-path $(TOOLS) --build-tests --traits Vapor
+	$(SWIFT) build -c release --package-path $(TOOLS) --traits Vapor --product hangwatch-vapor-service
+	HANGWATCH_VAPOR_BUILD=release $(SWIFT) test --package-path $(TOOLS) --skip-build --traits Vapor --filter VaporServiceTests
+
 stress: deps test-deps
 	$(SWIFT) build --build-tests
 	@status=0; \
 	HANGWATCH_STRESS_SOAK_SECONDS=60 HANGWATCH_STRESS_KILLS=500 HANGWATCH_STRESS_LIFECYCLE_CYCLES=10000 \
 		$(SWIFT) test --skip-build --no-parallel --filter 'ProcessFaultTests|MonitorFaultTests|CaptureFaultTests|LifecycleTests' || status=1; \
+	$(MAKE) test-release-vapor || status=1; \
 	$(MAKE) stress-fuzz || status=1; \
 	$(MAKE) stress-sanitizers || status=1; \
 	exit $$status

@@ -3,14 +3,15 @@ import HangWatchReport
 import HangWatchSymbolication
 import Testing
 
-/// A real Vapor 4 server (`hangwatch-vapor-service`, release build) watched as a user would
+/// A real Vapor 4 server (`hangwatch-vapor-service`; its release build in `make stress`, its debug
+/// build in `make test`: `service()`) watched as a user would
 /// (`HangMonitor.watch(app.eventLoopGroup, …)`, no `EventLoopTicks`), under `wrk` on loopback:
 /// three synchronous routes block the event loop that runs them for 300 ms (threshold 250 ms) in
 /// `read`, in `pthread_mutex_lock` and in a one-line `usleep` wrapper, while `/hello` keeps the loops
 /// busy. A blocked loop is never signalled: its stack is walked from `/proc`'s stack pointer and
 /// program counter, and must still name the handler and every caller up to NIO's event loop, in
-/// order, in a release build (merged functions, llhttp's callbacks through a function pointer, tail
-/// calls), each hang timed against what the handler measured itself.
+/// order, in a release build too (merged functions, llhttp's callbacks through a function pointer,
+/// tail calls), each hang timed against what the handler measured itself.
 @Suite(.serialized) struct VaporServiceTests {
     /// A measurement the service wrote: one request's blocking step, as the handler timed it.
     struct Measurement: Decodable {
@@ -35,13 +36,19 @@ import Testing
 
     static let wrk = "/usr/bin/wrk"
 
-    /// The release build of the service, with Vapor (the package's `Vapor` trait): `make test`
-    /// builds it (scripts/test-all); when it is
-    /// missing (`swift test` alone), it is built here in a scratch path of its own (SwiftPM holds
-    /// the main one while the tests run).
-    static func releaseService() throws -> String {
+    /// The service, built with Vapor (the package's `Vapor` trait). `HANGWATCH_VAPOR_BUILD=debug`
+    /// (`make test`, whose tools' build has the trait): the debug build beside these tests, whose
+    /// release build alone would take a third of `make test`. Otherwise the release build (`make
+    /// test-release-vapor`, in `make stress`; built here in a scratch path of its own when missing:
+    /// SwiftPM holds the main one while the tests run).
+    static func service() throws -> String {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
         let debug = URL(fileURLWithPath: (executable as NSString).deletingLastPathComponent)  // .build/<triple>/debug
+        if ProcessInfo.processInfo.environment["HANGWATCH_VAPOR_BUILD"] == "debug" {
+            let path = debug.appendingPathComponent("hangwatch-vapor-service").path
+            try #require(FileManager.default.isExecutableFile(atPath: path), "build the tools with --traits Vapor first (\(path))")
+            return path
+        }
         let release = debug.deletingLastPathComponent().appendingPathComponent("release/hangwatch-vapor-service").path
         if FileManager.default.isExecutableFile(atPath: release) { return release }
         let tools = debug.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -82,7 +89,7 @@ import Testing
 
     @Test func everyBlockedRouteNamesItsHandlerAndCallersUpToTheEventLoop() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.wrk), "\(Self.wrk) is missing: apt-get install wrk")
-        let binary = try Self.releaseService()
+        let binary = try Self.service()
         let scratch = FileManager.default.temporaryDirectory.path + "/hangwatch-vapor-\(getpid())-\(UUID().uuidString.prefix(6))"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
