@@ -31,6 +31,16 @@ import Testing
         #expect(IOCall.classify(syscall: 9999, arguments: [0, 0, 0, 0, 0, 0]) == nil)
     }
 
+    /// A sleep's `timespec` is read from the sleeping thread's memory: one "forever" (`Int.max`
+    /// seconds) or not valid at all has no time, never an overflow (a trap on the watchdog).
+    @Test func aSleepsTimeIsReadWithoutOverflow() {
+        #expect(LinuxWaitInspector.microseconds(timespec(tv_sec: 2, tv_nsec: 500_000_000)) == 2_500_000)
+        #expect(LinuxWaitInspector.microseconds(timespec(tv_sec: Int.max, tv_nsec: 999_999_999)) == nil)
+        #expect(LinuxWaitInspector.microseconds(timespec(tv_sec: 1 << 40, tv_nsec: 0)) == nil)
+        #expect(LinuxWaitInspector.microseconds(timespec(tv_sec: -1, tv_nsec: 0)) == nil)
+        #expect(LinuxWaitInspector.microseconds(timespec(tv_sec: 1, tv_nsec: 1_000_000_000)) == nil)
+    }
+
     @Test func pollSelectAndEpollSetsNameTheirDescriptorsAndEvents() {
         #expect(IOCall.pollDescriptors([(3, 1), (-1, 1), (8, 4), (9, 5)]).map { "\($0.0) \($0.1)" } == ["3 in", "8 out", "9 in,out"])
         #expect(IOCall.selectDescriptors([0b1001_0000, 1], count: 70) == [4, 7, 64])

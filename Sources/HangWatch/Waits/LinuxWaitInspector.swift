@@ -207,13 +207,12 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     private func sleepLook(tid: Int32, key: [UInt], clock: Int32, absolute: Bool, request: UInt) -> SleepLook {
         let names: [Int32: String] = [0: "realtime", 1: "monotonic", 7: "boottime", 8: "realtime-alarm", 9: "boottime-alarm", 11: "tai"]
         var look = SleepLook(clock: names[clock] ?? "clock \(clock)", absolute: absolute)
-        guard let time = UnsafeProcessMemory.copy(timespec.self, at: request), time.tv_sec >= 0, time.tv_nsec >= 0 else { return look }
-        let asked = UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec) / 1000
+        guard let time = UnsafeProcessMemory.copy(timespec.self, at: request), let asked = Self.microseconds(time) else { return look }
         let now = SystemMonotonicClock().microseconds()
         if absolute {
             var current = timespec()
             clock_gettime(clock, &current)
-            let at = UInt64(max(0, current.tv_sec)) * 1_000_000 + UInt64(max(0, current.tv_nsec)) / 1000
+            guard let at = Self.microseconds(current) else { return look }
             look.leftMicroseconds = asked > at ? asked - at : 0
             return look
         }
@@ -226,6 +225,13 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
         let elapsed = now - min(now, first)
         look.leftMicroseconds = asked > elapsed ? asked - elapsed : 0
         return look
+    }
+
+    /// A `timespec` in microseconds; nil for one no call accepts (negative, nanoseconds past a
+    /// second) or past 2^40 seconds (a sleep "forever": 35,000 years), which would overflow.
+    static func microseconds(_ time: timespec) -> UInt64? {
+        guard time.tv_sec >= 0, time.tv_sec < 1 << 40, time.tv_nsec >= 0, time.tv_nsec < 1_000_000_000 else { return nil }
+        return UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec) / 1000
     }
 
     /// The child process a `wait4`/`waitid` waits for.
