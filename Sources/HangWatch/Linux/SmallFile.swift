@@ -38,4 +38,13 @@ enum SmallFile {
         guard let data = try? read(path, limit: limit) else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
+
+    /// Where a symbolic link points (`readlink`), nil when it cannot be read.
+    static func link(_ path: String) -> String? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 4096) { buffer -> String? in
+            let count = readlink(path, buffer.baseAddress!, buffer.count)
+            guard count > 0 else { return nil }
+            return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: count), as: UTF8.self)
+        }
+    }
 }

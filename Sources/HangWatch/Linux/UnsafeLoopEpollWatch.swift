@@ -182,10 +182,7 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
 
     /// `anon_inode:[eventpoll]` behind `descriptor`.
     static func isEpollInstance(_ descriptor: Int32) -> Bool {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
-        guard count > 0 else { return false }
-        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) == "anon_inode:[eventpoll]"
+        SmallFile.link("/proc/self/fd/\(descriptor)") == "anon_inode:[eventpoll]"
     }
 
     /// Waits for a nested loop to wake, a nudge or an interrupt, for at most `milliseconds` (-1: no limit).

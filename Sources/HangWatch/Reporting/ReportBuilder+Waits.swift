@@ -34,7 +34,7 @@ extension ReportBuilder {
         if !observation.endpoints.isEmpty {
             waits.endpoints = observation.endpoints.map { endpoint($0, table: &table) }
         }
-        if case .io(.descriptor) = observation.object {} else { waits.descriptors = observation.descriptorCount }
+        waits.descriptors = observation.descriptorCount
         waits.sleep = observation.sleep.map { sleep in
             HangReport.Sleep(
                 clock: sleep.clock, absolute: sleep.absolute, requestedMs: sleep.requestedMicroseconds.map { Double($0) / 1000 },

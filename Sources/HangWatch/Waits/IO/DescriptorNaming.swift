@@ -58,7 +58,7 @@ final class DescriptorNaming {
     /// its own other end), `direction` which way it waits (a read wants a writer).
     func name(_ descriptor: Int32, waiter: Int32, direction: IOCall.IODirection?) -> EndpointLook {
         var look = EndpointLook(descriptor: descriptor, type: "other")
-        guard let target = Self.link("/proc/self/fd/\(descriptor)") else {
+        guard let target = SmallFile.link("/proc/self/fd/\(descriptor)") else {
             look.peerNote = "the descriptor is closed"
             return look
         }
@@ -294,7 +294,7 @@ final class DescriptorNaming {
             let directory = "/proc/\(pid)/fd"
             guard let entries = try? DirectoryEntries.names(in: directory) else { continue }
             for entry in entries {
-                guard let descriptor = Int32(entry), Self.link("\(directory)/\(entry)") == target else { continue }
+                guard let descriptor = Int32(entry), SmallFile.link("\(directory)/\(entry)") == target else { continue }
                 let flags = SmallFile.text("/proc/\(pid)/fdinfo/\(descriptor)").flatMap { EndpointText.fdinfoField("flags", in: $0) }
                     .flatMap { Int($0, radix: 8) } ?? Int(O_RDWR)
                 found.append((pid, descriptor, flags))
@@ -306,12 +306,4 @@ final class DescriptorNaming {
         return found
     }
 
-    /// Where a symbolic link points (`readlink`), nil when it cannot be read.
-    static func link(_ path: String) -> String? {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 4096) { buffer -> String? in
-            let count = readlink(path, buffer.baseAddress!, buffer.count)
-            guard count > 0 else { return nil }
-            return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: count), as: UTF8.self)
-        }
-    }
 }
