@@ -120,8 +120,13 @@ static void hw_answer(uint64_t generation, ucontext_t *uc) {
 static void hw_capture_handler(int signo, siginfo_t *info, void *context) {
     const int saved_errno = errno;
     const uint64_t value = info != NULL && info->si_code == SI_QUEUE ? (uint64_t)(uintptr_t)info->si_value.sival_ptr : 0;
-    if (info != NULL && info->si_code == SI_QUEUE && info->si_pid == getpid() && (value & ~HW_GENERATION_MASK) == HW_SIGNAL_TAG) {
-        hw_answer(value & HW_GENERATION_MASK, (ucontext_t *)context);
+    const int own = info != NULL && info->si_code == SI_QUEUE && info->si_pid == getpid();
+    if (own && ((value & ~HW_GENERATION_MASK) == HW_SIGNAL_TAG || (value & ~HW_GENERATION_MASK) == HW_PREPARE_TAG)) {
+        if ((value & ~HW_GENERATION_MASK) == HW_SIGNAL_TAG) {
+            hw_answer(value & HW_GENERATION_MASK, (ucontext_t *)context);
+        } else { /* a thread never attached, asked to prepare itself (hw_prepare.c) */
+            hw_prepare_answer(value & HW_GENERATION_MASK, (ucontext_t *)context);
+        }
         errno = saved_errno;
         return;
     }
@@ -191,24 +196,6 @@ int hw_capture_install(int signo) {
         return errno;
     }
     hw_warm_up();
-    return 0;
-}
-
-int hw_current_thread_stack(uintptr_t *low, uintptr_t *high) {
-    pthread_attr_t attributes;
-    int result = pthread_getattr_np(pthread_self(), &attributes);
-    if (result != 0) {
-        return result;
-    }
-    void *address = NULL;
-    size_t size = 0;
-    result = pthread_attr_getstack(&attributes, &address, &size);
-    pthread_attr_destroy(&attributes);
-    if (result != 0) {
-        return result;
-    }
-    *low = (uintptr_t)address;
-    *high = (uintptr_t)address + size;
     return 0;
 }
 

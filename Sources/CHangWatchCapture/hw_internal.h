@@ -174,6 +174,12 @@ int64_t hw_now_ns(void);
  * Async-signal-safe (reads the instruction with hw_checked_read). */
 int hw_context_cut_call_short(const ucontext_t *uc);
 
+/* ---- hw_prepare.c ------------------------------------------------------------------------------ */
+
+/* Answers prepare request `generation` on the calling thread (from the capture handler, for a
+ * signal tagged HW_PREPARE_TAG from this process). Async-signal-safe. */
+void hw_prepare_answer(uint64_t generation, ucontext_t *uc);
+
 /* ---- hw_capture_guard.c ------------------------------------------------------------------------ */
 
 /* 1 when `guard` holds now (see hw_capture_guard in the public header); reads the thread's /proc

@@ -150,13 +150,18 @@ extension HangReport {
         public var verdict: String?
         /// Index into `stacks`: the holder's own stack, where it could be taken.
         public var stack: Int?
-        /// Why there is no stack (`another process`, `thread not attached`: on a CPU, and not
-        /// prepared for a capture signal, which is never sent where it could cut a sleep short).
+        /// Why there is no stack (`another process`; for a thread of this process, the reason the
+        /// last look could not take it).
         public var stackError: String?
+        /// The hung thread's holder (`waitsFor.holder`) only: the looks, one with each sample of the
+        /// hang, that found this thread holding the object, and how many of them could not take its
+        /// stack (it was waking, or a capture failed).
+        public var looks: Int?
+        public var looksWithoutStack: Int?
 
         public init(
             tid: Int32? = nil, pid: Int32? = nil, name: String? = nil, state: String? = nil, syscall: String? = nil,
-            verdict: String? = nil, stack: Int? = nil, stackError: String? = nil
+            verdict: String? = nil, stack: Int? = nil, stackError: String? = nil, looks: Int? = nil, looksWithoutStack: Int? = nil
         ) {
             self.tid = tid
             self.pid = pid
@@ -166,6 +171,8 @@ extension HangReport {
             self.verdict = verdict
             self.stack = stack
             self.stackError = stackError
+            self.looks = looks
+            self.looksWithoutStack = looksWithoutStack
         }
     }
 

@@ -91,8 +91,22 @@ import Testing
         LookRow(name: "stopped", kernelState: outside, state: "T", plan: .fail(.stopped)),
         LookRow(name: "stopped by a debugger", kernelState: outside, state: "t", plan: .fail(.stopped)),
         LookRow(name: "stopped before it attached", kernelState: outside, state: "T", attached: false, plan: .fail(.stopped)),
-        LookRow(name: "running, not attached", kernelState: .running, state: "R", attached: false, plan: .fail(.threadNotAttached)),
-        LookRow(name: "in a call, not attached", kernelState: read, state: "S", attached: false, plan: .fail(.threadNotAttached)),
+        // Never prepared: asked to prepare itself first, its mask read to choose the signal.
+        LookRow(
+            name: "running, never prepared", kernelState: .running, state: "R", attached: false,
+            plan: .signal(CapturePlan.SignalPlan(checkMask: true, captureGuard: .stayedOnCPU(awakeVoluntarySwitches: nil), prepares: true))),
+        LookRow(
+            name: "running, never prepared, seen running before", kernelState: .running, state: "R", attached: false,
+            previous: previous(method: .signal, frames: [1], state: "R", awake: 3),
+            plan: .signal(CapturePlan.SignalPlan(checkMask: true, captureGuard: .runCount(9), prepares: true))),
+        LookRow(
+            name: "running, never prepared, no signal allowed", kernelState: .running, state: "R", attached: false, signalAllowed: false,
+            plan: .fail(.threadNotAttached)),
+        // A blocked thread needs no preparation: read in the mapping that holds its stack pointer.
+        LookRow(name: "in a call, never prepared", kernelState: read, state: "S", attached: false, plan: .walkBlocked(readCall)),
+        LookRow(
+            name: "in a call, never prepared, no signal allowed", kernelState: read, state: "S", attached: false, signalAllowed: false,
+            plan: .walkBlocked(readCall)),
         LookRow(name: "in a call, first sample", kernelState: read, state: "S", plan: .walkBlocked(readCall)),
         LookRow(
             name: "in the same call, no CPU time since", kernelState: read, state: "S",

@@ -197,6 +197,43 @@ int hw_capture_wait(uint64_t generation, int64_t timeout_ns, hw_capture_result *
 int hw_unwind_blocked_thread(uintptr_t sp, uintptr_t pc, uintptr_t stack_low, uintptr_t stack_high,
                              uintptr_t *frames, int max_frames, int32_t *flags);
 
+/*
+ * Preparing a thread that never ran the attach step (hw_prepare.c): the thread itself takes an
+ * alternate stack, lets the capture signal through from then on, and says where its stack is.
+ */
+
+/** Prepare requests carry this tag in the high 16 bits of the signal's value ("HP"). */
+#define HW_PREPARE_TAG ((uint64_t)0x4850 << 48)
+
+/** What a prepared thread answered. */
+typedef struct hw_prepare_result {
+    uint64_t generation;
+    uintptr_t stack_pointer;    /* where the signal found its stack pointer */
+    uintptr_t thread_pointer;   /* its pthread_self(): on x86_64 glibc, above its stack in the same mapping */
+    int32_t had_alternate_stack;  /* 1: it had one of its own (the one given was not taken) */
+    int32_t took_alternate_stack; /* 1: it took the one given */
+    int32_t cut_call_short;       /* 1: the signal arrived in a system call and cut it short */
+    int32_t reserved;
+} hw_prepare_result;
+
+/**
+ * Queue a prepare request for thread `tid` of this process and send it `signo` (the capture signal
+ * itself, or another signal whose handler is HangWatch's, installed with hw_capture_install): its
+ * handler takes `altstack` (`altstack_size` bytes, mapped by the caller, or NULL) unless the thread
+ * has an alternate stack, removes `capture_signo` from the mask the thread returns to, and records
+ * its stack and thread pointers. `guard` as for hw_capture_request. One request at a time: EBUSY,
+ * EAGAIN (the guard did not hold: nothing sent), ESRCH, another errno value, or 0.
+ */
+int hw_prepare_request(pid_t tid, const hw_capture_guard *guard, int signo, int capture_signo, void *altstack,
+                       size_t altstack_size, uint64_t *generation);
+
+/** Wait for the answer to prepare request `generation`: 0 with `out` filled, or ETIMEDOUT (the
+ * request abandoned; the handler may still have taken the alternate stack). */
+int hw_prepare_wait(uint64_t generation, int64_t timeout_ns, hw_prepare_result *out);
+
+/** What handles `signo` now: 0 the default action, 1 ignored, 2 a handler; -1 it cannot be read. */
+int hw_signal_disposition(int signo);
+
 /** For the differential tests: 0 turns off the prologue method of the blocked-thread walk (so the
  * frame-record method alone is measured); 1 (the default) turns it back on. */
 void hw_blocked_use_prologue(int enabled);

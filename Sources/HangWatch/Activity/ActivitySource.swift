@@ -51,6 +51,8 @@ struct CaptureSelector: Sendable {
     var select: @Sendable (Int32) -> Bool
     /// Capture no thread, for this reason (the work runs on one that cannot be captured).
     var vacate: @Sendable (StackSample.Failure) -> Void
+    /// Capture this thread, which never ran `attach` (the sampler prepares it: `ThreadPreparer`).
+    var adopt: @Sendable (MonitoredThread) -> Void = { _ in }
 
     /// No monitor behind the source (tests): nothing to change.
     static let none = CaptureSelector(select: { _ in true }, vacate: { _ in })

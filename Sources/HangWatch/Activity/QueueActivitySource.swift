@@ -58,6 +58,9 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         let slot: UInt
     }
     private let queueIdentity = Atomic<UInt>(0)
+    /// Where any worker's current-queue word is from its thread pointer (0: not learnt yet), learnt
+    /// in a ping: how the worker that drains the queue is found among workers no ping ran on.
+    private let queueWordOffset = Atomic<UInt>(0)
     /// `CLOCK_MONOTONIC_COARSE` in nanoseconds (the latch's clock); scripted in tests.
     private let coarseNow: @Sendable () -> UInt64
     private let intervalNanoseconds: UInt64
@@ -171,12 +174,37 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         if let known = drainSlots.withLock({ $0.first { $0.tid == tid } }) { return (known.slot, false) }
         guard let located = UnsafeCurrentQueueSlot.locateOnCurrentThread() else { return nil }
         queueIdentity.store(located.queue, ordering: .relaxed)
+        learnWorkerWords(slot: located.slot)
         drainSlots.withLock { slots in
             slots.removeAll { $0.tid == tid || $0.slot == located.slot }
             slots.append(DrainSlot(tid: tid, slot: located.slot))
             if slots.count > 8 { slots.removeFirst() }
         }
         return (located.slot, true)
+    }
+
+    /// On a worker that runs a ping: its current-queue word as an offset from its thread pointer,
+    /// and where its descriptor is in its stack's mapping (`UnsafeThreadDescriptor`), once.
+    private func learnWorkerWords(slot: UInt) {
+        let pointer = UInt(pthread_self())
+        guard queueWordOffset.load(ordering: .relaxed) == 0, slot > pointer, UnsafeThreadDescriptor.learnOnCurrentThread() else { return }
+        queueWordOffset.store(slot - pointer, ordering: .relaxed)
+    }
+
+    /// The worker no ping ran on that drains the queue now, from every glibc thread's descriptor
+    /// at the top of its stack mapping (no thread is stopped or signalled); nil unless exactly one.
+    func workerDrainingQueueElsewhere() -> Int32? {
+        let queue = queueIdentity.load(ordering: .relaxed)
+        let offset = queueWordOffset.load(ordering: .relaxed)
+        guard queue != 0, offset != 0 else { return nil }
+        var found: [Int32] = []
+        for mapping in StackMapping.readAll() {
+            guard let thread = UnsafeThreadDescriptor.thread(mappingEnd: mapping.end),
+                UnsafeProcessMemory.copy(UInt.self, at: thread.pointer &+ offset) == queue
+            else { continue }
+            found.append(thread.tid)
+        }
+        return found.count == 1 ? found[0] : nil
     }
 
     /// Where the queue's work runs now, as the current-queue words of the threads that ran a
@@ -240,7 +268,14 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     func confirmBusy() -> BusyConfirmation {
         switch threadDrainingQueue() {
         case .thread(let tid): _ = capture.select(tid)
-        case .elsewhere: capture.vacate(.workOnUnpreparedThread)
+        case .elsewhere:
+            // On a worker no ping ran on: found by its descriptor, captured once prepared.
+            if let tid = workerDrainingQueueElsewhere(), let start = ProcTask(tid: tid).stat()?.startTimeTicks {
+                capture.adopt(
+                    MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: ProcTask(tid: tid).name(), isMain: false))
+            } else {
+                capture.vacate(.workOnUnpreparedThread)
+            }
         case .unknown: break
         }
         return .busy(context: nil)

@@ -84,7 +84,10 @@ final class MonitorAssembly: Sendable {
         control.stopRequested.store(false, ordering: .releasing)
         control.countFromMicroseconds.store(
             world.environment.now() + DurationText.microseconds(configuration.startupGracePeriod), ordering: .releasing)
-        source.useCaptureSelector(CaptureSelector(select: { [threadSlot] in threadSlot.select(tid: $0) }, vacate: { [threadSlot] in threadSlot.vacate($0) }))
+        source.useCaptureSelector(
+            CaptureSelector(
+                select: { [threadSlot] in threadSlot.select(tid: $0) }, vacate: { [threadSlot] in threadSlot.vacate($0) },
+                adopt: { [threadSlot] in threadSlot.adopt($0) }))
         try source.start(edges: latch, attach: attachStep())
         if let unavailable = world.taskLayout.description {
             owner.logger.warning("part of the diagnosis is unavailable", metadata: ["hangwatch.reason": "\(unavailable)"])

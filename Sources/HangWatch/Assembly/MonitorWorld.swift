@@ -55,7 +55,9 @@ struct MonitorWorld: Sendable {
                     clock: SystemMonotonicClock())
             },
             waits: { capture in
-                LinuxWaitInspector(images: capture.images, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds)
+                LinuxWaitInspector(
+                    images: capture.images, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds,
+                    captureSignal: capture.signal)
             },
             host: ProcessSnapshot.hostName(), pid: getpid(),
             process: HangReport.Process(executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()))

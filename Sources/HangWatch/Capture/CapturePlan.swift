@@ -50,6 +50,9 @@ enum CapturePlan: Equatable {
         /// the signal through: at a hang's first sample, and after a capture went unanswered.
         var checkMask: Bool
         var captureGuard: GuardPlan
+        /// The thread never ran the attach step: behind the same guard, it is first asked to prepare
+        /// itself (`ThreadPreparer`, by a signal its mask lets through), then captured.
+        var prepares = false
     }
 
     /// What the capture proves about the thread right before the send (`SignalGuard`).
@@ -120,7 +123,8 @@ enum CapturePlan: Equatable {
 
     /// What one look found: `schedstat`, the `syscall` file, the state letter (`stat`'s, read only
     /// for a thread blocked outside a system call: `SyscallState.stateLetter`), and whether the
-    /// thread has run the attach step (its stack bounds are known).
+    /// thread was prepared for captures by signal (it ran the attach step, or `ThreadPreparer`
+    /// prepared it: `MonitoredThread.preparedForSignals`).
     struct Look: Equatable {
         var schedule: ProcTask.SchedStat
         var kernelState: ProcTask.SyscallState
@@ -131,13 +135,15 @@ enum CapturePlan: Equatable {
     /// The decision once the thread was looked at. A stopped thread is left alone; a thread blocked
     /// in a call is read without a signal (its stack reused while it has not run since it was last
     /// read in the same call: a thread that woke and entered the same call again may have done
-    /// anything in between); a running thread is signalled only if signals are allowed (no debugger
-    /// attached, which would stop at the signal), behind the guard `signalGuard` says.
+    /// anything in between), prepared or not (a thread never prepared is read within the stack
+    /// mapping that holds its stack pointer); a running thread is signalled only if signals are
+    /// allowed (no debugger attached, which would stop at the signal, nor a caller that never
+    /// signals), behind the guard `signalGuard` says, and asked to prepare itself first when it
+    /// never was.
     static func afterLooking(
         _ look: Look, previous: StackSample?, signalAllowed: Bool, signalGuard: SignalGuard
     ) -> CapturePlan {
         if look.state == "T" || look.state == "t" { return .fail(.stopped) }
-        guard look.attached else { return .fail(.threadNotAttached) }
         if case .inSyscall(let number, let arguments, let stackPointer, let programCounter) = look.kernelState {
             let call = BlockedCall(number: number, arguments: arguments, stackPointer: stackPointer, programCounter: programCounter)
             if let previous, previous.blockedKey == call.key, !previous.frames.isEmpty,
@@ -147,10 +153,13 @@ enum CapturePlan: Equatable {
             }
             return .walkBlocked(call)
         }
-        guard signalAllowed else { return .fail(.debuggerAttached) }
-        let checkMask = previous == nil || previous?.failure == .timeout || previous?.failure == .signalBlocked
+        guard signalAllowed else { return .fail(look.attached ? .debuggerAttached : .threadNotAttached) }
+        // A thread asked to prepare itself is asked by a signal its mask lets through: always read.
+        let checkMask = !look.attached || previous == nil || previous?.failure == .timeout || previous?.failure == .signalBlocked
         return .signal(
-            SignalPlan(checkMask: checkMask, captureGuard: guardPlan(signalGuard, schedule: look.schedule, previous: previous)))
+            SignalPlan(
+                checkMask: checkMask, captureGuard: guardPlan(signalGuard, schedule: look.schedule, previous: previous),
+                prepares: !look.attached))
     }
 
     /// The guard for a thread read as running (`schedule` read at this sample's start, before it was
@@ -186,6 +195,8 @@ enum CapturePlan: Equatable {
         case .threadGone?: return .fail(.threadExited, retakeHandler: false)
         case .busy?: return .fail(.busy, retakeHandler: false)
         case .sendFailed?: return .fail(.sendFailed, retakeHandler: false)
+        case .blocked?: return .fail(.signalBlocked, retakeHandler: false)
+        case .notPrepared?: return .fail(.threadNotAttached, retakeHandler: false)
         }
     }
 }

@@ -32,6 +32,8 @@ struct LinuxStackSampler: StackSampling {
     let timeoutNanoseconds: Int64
     let clock: any MonotonicClock
     private let files = OpenFiles()
+    /// Prepares a thread that never ran the attach step, before its first capture by signal.
+    let preparer: ThreadPreparer = .shared
 
     /// What a capture proves before it sends the signal: `stayedOnCPU`, the others only to measure
     /// what it saves.
@@ -101,8 +103,10 @@ struct LinuxStackSampler: StackSampling {
     /// file (and `stat` for a thread blocked outside a system call), and does what
     /// `CapturePlan.afterLooking` decides.
     private func sample(
-        _ thread: MonitoredThread, previous: StackSample?, signalAllowed: Bool, capturesRunning: () -> Bool, lookedAgain: Bool
+        _ given: MonitoredThread, previous: StackSample?, signalAllowed: Bool, capturesRunning: () -> Bool, lookedAgain: Bool
     ) -> StackSample {
+        // A thread that never ran the attach step may have been prepared since (by any sampler).
+        let thread = given.preparedForSignals ? given : (preparer.prepared(given) ?? given)
         var sample = StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false)
         guard let files = files.files(for: thread), let schedule = files.readSchedStat() else {
             sample.failure = .threadExited
@@ -125,7 +129,7 @@ struct LinuxStackSampler: StackSampling {
             return sample
         }
         sample.state = kernelState.stateLetter ?? files.readStat()?.state
-        let look = CapturePlan.Look(schedule: schedule, kernelState: kernelState, state: sample.state, attached: thread.stackHigh != 0)
+        let look = CapturePlan.Look(schedule: schedule, kernelState: kernelState, state: sample.state, attached: thread.preparedForSignals)
         switch CapturePlan.afterLooking(look, previous: previous, signalAllowed: signalAllowed, signalGuard: signalGuard) {
         case .fail(let reason):
             sample.failure = reason
@@ -147,14 +151,14 @@ struct LinuxStackSampler: StackSampling {
                 sample.failure = .firstSightingOnCPU
                 return sample
             }
-            if plan.checkMask, let blocked = ProcTask(tid: thread.tid).blockedSignals(),
-                CapturePlan.blocks(blocked, signal: signal)
-            {
+            let blocked = plan.checkMask ? ProcTask(tid: thread.tid).blockedSignals() : nil
+            if !plan.prepares, let blocked, CapturePlan.blocks(blocked, signal: signal) {
                 sample.failure = .signalBlocked
                 return sample
             }
             let outcome = signal(
-                thread, files: files, captureGuard: plan.captureGuard, previous: previous, lookedAgain: lookedAgain, into: &sample)
+                thread, files: files, captureGuard: plan.captureGuard, prepareWithMask: plan.prepares ? .some(blocked) : nil,
+                previous: previous, lookedAgain: lookedAgain, into: &sample)
             if outcome == .lookAgain {
                 return self.sample(
                     thread, previous: previous, signalAllowed: signalAllowed, capturesRunning: capturesRunning, lookedAgain: true)
@@ -166,10 +170,20 @@ struct LinuxStackSampler: StackSampling {
     /// Reads the stack of a thread blocked in `call` from outside. The stack was read while the
     /// thread slept; it is only trustworthy if it still sleeps in the same call afterwards.
     private func walkBlocked(
-        _ call: CapturePlan.BlockedCall, of thread: MonitoredThread, files: ProcTaskFiles, into sample: inout StackSample
+        _ call: CapturePlan.BlockedCall, of given: MonitoredThread, files: ProcTaskFiles, into sample: inout StackSample
     ) {
         sample.syscall = call.number
         sample.blockedKey = call.key
+        var thread = given
+        if thread.stackHigh == 0 {
+            // Never prepared: within the stack mapping that holds its stack pointer.
+            guard let mapping = StackMapping.readAll().first(where: { $0.contains(call.stackPointer) }) else {
+                sample.failure = .threadNotAttached
+                return
+            }
+            thread.stackLow = mapping.start
+            thread.stackHigh = mapping.end
+        }
         let walk = Self.captureLock.withLock { _ in
             UnsafeCaptureBridge.captureBlocked(
                 stackPointer: call.stackPointer, programCounter: call.programCounter, stackLow: thread.stackLow,
@@ -190,17 +204,38 @@ struct LinuxStackSampler: StackSampling {
     /// Arms `captureGuard` and sends the capture signal. The signal must not cut short a timed wait
     /// the thread went into since it was read as running: the guard (and the pause it may need) is
     /// checked right before the send.
+    ///
+    /// `prepareWithMask`: the thread never ran the attach step; it is first asked, behind the same
+    /// guard, to prepare itself, its mask (read just before) deciding by which signal.
     private func signal(
-        _ thread: MonitoredThread, files: ProcTaskFiles, captureGuard: CapturePlan.GuardPlan, previous: StackSample?,
-        lookedAgain: Bool, into sample: inout StackSample
+        _ thread: MonitoredThread, files: ProcTaskFiles, captureGuard: CapturePlan.GuardPlan, prepareWithMask: UInt64??,
+        previous: StackSample?, lookedAgain: Bool, into sample: inout StackSample
     ) -> CapturePlan.SignalOutcome {
-        let capture: Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
+        var capture: Result<UnsafeCaptureBridge.SignalCapture, UnsafeCaptureBridge.SignalCaptureError>
         var armed: CapturePlan.ArmedGuard?
         if let armedGuard = arm(captureGuard, files) {
             armed = armedGuard
             capture = Self.captureLock.withLock { _ in
-                UnsafeCaptureBridge.captureBySignal(
-                    tid: thread.tid, guard: armedGuard.captureGuard(files), stackLow: thread.stackLow, stackHigh: thread.stackHigh,
+                var target = thread
+                if let mask = prepareWithMask {
+                    switch preparer.prepare(
+                        thread, blocked: mask, captureSignal: signal, guard: armedGuard.captureGuard(files),
+                        timeoutNanoseconds: timeoutNanoseconds)
+                    {
+                    case .success(let prepared):
+                        target = prepared.thread
+                        if prepared.cutCallShort {
+                            sample.cutCallShort = true
+                            Self.callsCutShort.add(1, ordering: .relaxed)
+                        }
+                    case .failure(.sleptAtPreparation): return .failure(.sleptAtCapture)
+                    case .failure(.capture(let error)): return .failure(error)
+                    case .failure(.noSignalGetsThrough): return .failure(.blocked)
+                    case .failure(.stackNotFound): return .failure(.notPrepared)
+                    }
+                }
+                return UnsafeCaptureBridge.captureBySignal(
+                    tid: target.tid, guard: armedGuard.captureGuard(files), stackLow: target.stackLow, stackHigh: target.stackHigh,
                     signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
             }
         } else {
@@ -215,7 +250,7 @@ struct LinuxStackSampler: StackSampling {
             sample.truncation = result.flags.truncation
             sample.pauseNanoseconds = result.pauseNanoseconds
             sample.asyncCallers = result.asyncCallers
-            sample.cutCallShort = result.cutCallShort
+            sample.cutCallShort = sample.cutCallShort || result.cutCallShort
             sample.awakeVoluntarySwitches = armed?.awakeVoluntarySwitches(previous: previous)
             if result.cutCallShort { Self.callsCutShort.add(1, ordering: .relaxed) }
             sample.method = .signal

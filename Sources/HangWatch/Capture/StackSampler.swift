@@ -60,8 +60,9 @@ package struct StackSample: Sendable, Equatable {
         package var message: String {
             switch self {
             case .threadExited: return "the monitored thread no longer exists"
-            case .threadNotAttached: return "the monitored thread has not run the attach step yet"
-            case .signalBlocked: return "the monitored thread blocks the capture signal"
+            case .threadNotAttached: return "the thread was not prepared for captures (it never ran the attach step, and could not be asked to)"
+            case .signalBlocked:
+                return "the thread blocks the capture signal (and, never prepared for captures, lets through no signal that could ask it to prepare)"
             case .timeout: return "the monitored thread did not answer the capture signal in time"
             case .sendFailed: return "the capture signal could not be sent"
             case .busy: return "a previous capture was still being answered"
@@ -71,7 +72,7 @@ package struct StackSample: Sendable, Equatable {
             case .sleptAtCapture:
                 return "the thread went to sleep (into a system call, or waiting) as the capture signal was about to be sent, twice; no signal was sent (it could have cut a call short)"
             case .workOnUnpreparedThread:
-                return "the queue's work runs on a worker no ping has run on (not prepared for captures); the worker that ran the last ping is idle and is not shown"
+                return "the queue's work runs on a worker no ping has run on, which could not be found among the process's threads; the worker that ran the last ping is idle and is not shown"
             case .takingTheDump:
                 return "the monitor's own thread, which took the dump"
             case .endedBeforeTheWatchdogRan:

@@ -87,6 +87,15 @@ enum UnsafeCaptureBridge {
         hw_gettid()
     }
 
+    /// The calling thread's stack bounds (`pthread_getattr_np`: a glibc thread's whole stack block,
+    /// its descriptor at the top included); nil when they cannot be read.
+    static func currentThreadStack() -> (low: UInt, high: UInt)? {
+        var low: UInt = 0
+        var high: UInt = 0
+        guard hw_current_thread_stack(&low, &high) == 0, high > low else { return nil }
+        return (low, high)
+    }
+
     enum PublishResult: Equatable {
         case published
         /// An unwind was in flight; try again later.
@@ -170,6 +179,11 @@ enum UnsafeCaptureBridge {
         case threadGone
         case sendFailed(Int32)
         case timeout
+        /// A thread that never ran the attach step lets through no signal that may ask it to
+        /// prepare itself (`ThreadPreparer`): nothing was sent.
+        case blocked
+        /// It prepared itself, but its stack pointer lies in no stack mapping: not captured.
+        case notPrepared
     }
 
     /// Mirrors `hw_capture_guard`: what the thread's `/proc` files must still say right before the
@@ -220,6 +234,67 @@ enum UnsafeCaptureBridge {
                 frames: frames, flags: UnwindFlags(rawValue: result.flags),
                 pauseNanoseconds: result.handler_exit_ns - result.handler_entry_ns,
                 asyncCallers: asyncCallers(result.async_chain), cutCallShort: result.cut_call_short != 0))
+    }
+
+    /// What a thread asked to prepare itself answered (`hw_prepare_result`).
+    struct PrepareAnswer: Sendable, Equatable {
+        var stackPointer: UInt
+        var threadPointer: UInt
+        /// It had an alternate signal stack of its own (the one given was not taken).
+        var hadAlternateStack: Bool
+        /// It took the alternate stack given.
+        var tookAlternateStack: Bool
+        var cutCallShort: Bool
+    }
+
+    /// Asks thread `tid`, by `signal` (the capture signal, or another whose handler is ours), to take
+    /// `alternateStack` unless it has one, to let `captureSignal` through from now on, and to say
+    /// where its stack is; behind `guard` as a capture is. On a timeout the thread may still take
+    /// the stack later: the caller must then keep it mapped.
+    static func prepareBySignal(
+        tid: Int32, guard captureGuard: CaptureGuard?, signal: Int32, captureSignal: Int32,
+        alternateStack: UnsafeMutableRawBufferPointer?, timeoutNanoseconds: Int64
+    ) -> Result<PrepareAnswer, SignalCaptureError> {
+        var generation: UInt64 = 0
+        let stack = alternateStack?.baseAddress
+        let size = alternateStack?.count ?? 0
+        let sent: Int32
+        if let captureGuard {
+            var cGuard = hw_capture_guard(
+                syscall_fd: captureGuard.syscallFile, schedstat_fd: captureGuard.schedStatFile, run_count: captureGuard.runCount,
+                status_fd: captureGuard.statusFile, voluntary_switches: captureGuard.voluntarySwitches)
+            sent = hw_prepare_request(tid, &cGuard, signal, captureSignal, stack, size, &generation)
+        } else {
+            sent = hw_prepare_request(tid, nil, signal, captureSignal, stack, size, &generation)
+        }
+        switch sent {
+        case 0: break
+        case EBUSY: return .failure(.busy)
+        case EAGAIN: return .failure(.sleptAtCapture)
+        case ESRCH: return .failure(.threadGone)
+        default: return .failure(.sendFailed(sent))
+        }
+        var result = hw_prepare_result()
+        guard hw_prepare_wait(generation, timeoutNanoseconds, &result) == 0 else { return .failure(.timeout) }
+        return .success(
+            PrepareAnswer(
+                stackPointer: UInt(result.stack_pointer), threadPointer: UInt(result.thread_pointer),
+                hadAlternateStack: result.had_alternate_stack != 0, tookAlternateStack: result.took_alternate_stack != 0,
+                cutCallShort: result.cut_call_short != 0))
+    }
+
+    /// What handles a signal now.
+    enum Disposition: Equatable {
+        case defaultAction, ignored, handler, unknown
+    }
+
+    static func disposition(of signal: Int32) -> Disposition {
+        switch hw_signal_disposition(signal) {
+        case 0: return .defaultAction
+        case 1: return .ignored
+        case 2: return .handler
+        default: return .unknown
+        }
     }
 
     /// For the differential tests: whether the blocked-thread walk may use function prologues.

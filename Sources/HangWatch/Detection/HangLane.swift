@@ -356,7 +356,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             statistics.captureFailures.add(1, ordering: .relaxed)
         }
         if let thread, let waits, sample.failure == nil, sample.blockedKey != nil,
-            let observation = waits.inspect(tid: thread.tid, sample: sample)
+            let observation = waits.inspect(tid: thread.tid, sample: sample, signalAllowed: !recording.process.debuggerAttached)
         {
             recording.add(wait: observation)
         }

@@ -109,14 +109,24 @@ struct WaitRecord: Sendable, Equatable {
 
     private(set) var latest: WaitObservation
     private(set) var spans: [Span] = []
+    /// The looks that found the latest thread holder holding the object (counted since it first
+    /// did), and how many of them took no stack of it.
+    private(set) var holderLooks = 0
+    private(set) var holderLooksWithoutStack = 0
     /// Spans kept at most; a longer history keeps its first and latest holders.
     static let maxSpans = 16
 
+    /// A record to `add` looks to (the first of them, `latest` too).
     init(latest: WaitObservation) {
         self.latest = latest
     }
 
     mutating func add(_ observation: WaitObservation) {
+        if observation.owner.thread != nil {
+            if observation.owner != latest.owner || observation.object != latest.object { (holderLooks, holderLooksWithoutStack) = (0, 0) }
+            holderLooks += 1
+            if observation.holder?.sample == nil { holderLooksWithoutStack += 1 }
+        }
         if says(moreThanLatest: observation) { latest = observation }
         guard observation.owner.thread != nil || isProcess(observation.owner) else { return }
         if let last = spans.last, last.owner == observation.owner {

@@ -63,6 +63,15 @@ final class ThreadSlot: Sendable {
         }
     }
 
+    /// Captures `thread`, which never ran the attach step (the sampler prepares it for captures),
+    /// until the next `set` or `select`.
+    func adopt(_ thread: MonitoredThread) {
+        value.withLock { state in
+            state.current = thread
+            state.vacancy = .threadNotAttached
+        }
+    }
+
     func set(_ thread: MonitoredThread) {
         value.withLock { state in
             state.current = thread

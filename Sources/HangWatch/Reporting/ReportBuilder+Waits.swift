@@ -6,6 +6,10 @@ extension ReportBuilder {
     func waitsFor(_ recording: HangRecording, table: inout ReportStackTable, start: UInt64) -> HangReport.WaitsFor? {
         guard let record = recording.wait else { return nil }
         var waits = Self.waitsFor(record.latest, table: &table)
+        if record.holderLooks > 0, record.latest.owner.thread != nil {
+            waits.holder?.looks = record.holderLooks
+            waits.holder?.looksWithoutStack = record.holderLooksWithoutStack
+        }
         if record.spans.count > 1 {
             waits.holders = record.spans.map { span in
                 HangReport.HolderSpan(

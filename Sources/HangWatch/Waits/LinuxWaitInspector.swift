@@ -19,6 +19,11 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     private let images: ImageRegistry?
     private let maxFrames: Int
     private let timeoutNanoseconds: Int64
+    /// The signal a holder on a CPU is captured with (0: never signalled).
+    private let captureSignal: Int32
+    /// Whether the inspection under way may signal a holder (`inspect`'s `signalAllowed`); the
+    /// watchdog's thread only.
+    private var signalsHolders = false
     /// The holders' samplers (each keeps its thread's proc files open) and last samples, by tid:
     /// a holder still blocked in the same call is not walked again.
     private let holders = Mutex<[Int32: (sampler: LinuxStackSampler, thread: MonitoredThread, last: StackSample?)]>([:])
@@ -27,13 +32,17 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     /// When each thread was first found in the sleep it is in (its call's key).
     private let sleepsSeen = Mutex<[Int32: (key: [UInt], microseconds: UInt64)]>([:])
 
-    init(images: ImageRegistry?, maxFrames: Int, timeoutNanoseconds: Int64) {
+    /// `captureSignal`: a holder on a CPU is captured with it, when an inspection allows (0: never).
+    init(images: ImageRegistry?, maxFrames: Int, timeoutNanoseconds: Int64, captureSignal: Int32 = 0) {
         self.images = images
         self.maxFrames = maxFrames
         self.timeoutNanoseconds = timeoutNanoseconds
+        self.captureSignal = captureSignal
     }
 
-    func inspect(tid: Int32, sample: StackSample) -> WaitObservation? {
+    func inspect(tid: Int32, sample: StackSample, signalAllowed: Bool) -> WaitObservation? {
+        signalsHolders = signalAllowed && captureSignal != 0
+        defer { signalsHolders = false }
         var observation: WaitObservation
         if let object = Self.object(of: sample, images: images?.current) {
             observation = WaitObservation(
@@ -89,7 +98,7 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
         let object = WaitObject.classify(syscall: number, arguments: arguments, function: function)
         // `pthread_join` tail-calls the function that waits, so it is not on the stack: a futex word
         // that is the `tid` of a live thread's descriptor is a join of that thread.
-        if case .futex(let address)? = object, ThreadDescriptors.isTIDWordOfALiveThread(address) {
+        if case .futex(let address)? = object, UnsafeThreadDescriptor.isTIDWordOfALiveThread(address) {
             return .threadJoin(address: address)
         }
         return object
@@ -268,8 +277,7 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             look.state = sample?.state
             look.syscall = sample?.syscall
             if look.sample == nil {
-                look.stackError = sample?.failure == .debuggerAttached || sample?.state == "R"
-                    ? "on a CPU: not prepared for a capture signal (none is sent)" : (sample?.failure?.rawValue ?? "thread exited")
+                look.stackError = Self.holderStackError(sample, signalled: signalsHolders)
             }
             return look
         case .process(let pid):
@@ -287,6 +295,15 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
         case .free, .none, .unknown:
             return nil
         }
+    }
+
+    /// Why a holder's look has no stack.
+    static func holderStackError(_ sample: StackSample?, signalled: Bool) -> String {
+        guard let sample else { return "thread exited" }
+        if !signalled, sample.state == "R" || sample.failure == .debuggerAttached || sample.failure == .threadNotAttached {
+            return "on a CPU: no capture signal is sent at this look (a dump, or a debugger attached)"
+        }
+        return sample.failure.map { "\($0.rawValue): \($0.message)" } ?? "thread exited"
     }
 
     /// A chain link: what holder `tid` waits on in turn (nil when nothing nameable).
@@ -309,14 +326,17 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             var thread = MonitoredThread(tid: tid, startTimeTicks: startTime, stackLow: 0, stackHigh: 0, name: task.name(), isMain: tid == getpid())
             var mappings: [StackMapping]?
             StackMapping.boundBlockedThread(&thread, mappings: &mappings)
-            entry = (LinuxStackSampler(signal: 0, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock()), thread, nil)
+            entry = (
+                LinuxStackSampler(signal: captureSignal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock()),
+                thread, nil
+            )
         }
         if entry.thread.stackHigh == 0 {
             // Not blocked when first seen (no stack pointer from /proc): try again for the bounds.
             var mappings: [StackMapping]?
             StackMapping.boundBlockedThread(&entry.thread, mappings: &mappings)
         }
-        let sample = entry.sampler.sample(entry.thread, previous: entry.last, signalAllowed: false)
+        let sample = entry.sampler.sample(entry.thread, previous: entry.last, signalAllowed: signalsHolders)
         entry.last = sample
         holders.withLock { $0[tid] = entry }
         return sample
@@ -372,36 +392,5 @@ enum LibcWaitFunctions {
             return UInt(bitPattern: Int(bitPattern: address) &+ offset &+ 5 &+ Int(displacement))
         }
         return nil
-    }
-}
-
-/// glibc's thread descriptors (`struct pthread`, what `pthread_t` points to): where in one the
-/// thread's `tid` lies, and a word that points back at the descriptor itself, both found in the
-/// calling thread's own descriptor (no layout is assumed). A futex word at that place in a
-/// descriptor that points back at itself, holding a live thread's tid, is that thread's `tid`:
-/// what `pthread_join` waits on.
-enum ThreadDescriptors {
-    /// (offset of `tid`, offset of the self pointer), nil when either is not found exactly once.
-    static let layout: (tid: UInt, selfPointer: UInt)? = {
-        let descriptor = UInt(pthread_self())
-        let tidTarget = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
-        guard descriptor != 0, let tid = Int32(tidTarget.split(separator: "/").last ?? ""),
-            let words = UnsafeProcessMemory.copyArray(UInt32.self, at: descriptor, count: 512)
-        else { return nil }
-        let tidOffsets = words.indices.filter { words[$0] == UInt32(bitPattern: tid) }
-        guard tidOffsets.count == 1 else { return nil }
-        let selfOffsets = stride(from: 0, to: words.count - 1, by: 2).filter {
-            UInt(words[$0]) | UInt(words[$0 + 1]) << 32 == descriptor
-        }
-        guard let selfOffset = selfOffsets.first else { return nil }
-        return (UInt(tidOffsets[0] * 4), UInt(selfOffset * 4))
-    }()
-
-    static func isTIDWordOfALiveThread(_ address: UInt) -> Bool {
-        guard let layout, address >= layout.tid, let value = UnsafeProcessMemory.copy(Int32.self, at: address), value > 0,
-            access("/proc/self/task/\(value)", F_OK) == 0
-        else { return false }
-        let descriptor = address - layout.tid
-        return UnsafeProcessMemory.copy(UInt.self, at: descriptor + layout.selfPointer) == descriptor
     }
 }

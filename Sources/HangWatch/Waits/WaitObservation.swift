@@ -93,7 +93,16 @@ struct SleepLook: Equatable, Sendable {
 protocol WaitInspecting: Sendable {
     /// What thread `tid` waits on, its sample (blocked in a system call, with the call's arguments
     /// in `blockedKey`) in hand; nil when the call is no wait on an object (a sleep, a read).
-    func inspect(tid: Int32, sample: StackSample) -> WaitObservation?
+    /// `signalAllowed`: a holder on a CPU may be captured by signal (behind the guard a capture
+    /// uses, prepared first when it never was); false: never signalled (dumps, a debugger attached).
+    func inspect(tid: Int32, sample: StackSample, signalAllowed: Bool) -> WaitObservation?
+}
+
+extension WaitInspecting {
+    /// Never signalling a holder.
+    func inspect(tid: Int32, sample: StackSample) -> WaitObservation? {
+        inspect(tid: tid, sample: sample, signalAllowed: false)
+    }
 }
 
 /// Following a wait's holder from thread to thread: a pure walk over a lookup, bounded.
