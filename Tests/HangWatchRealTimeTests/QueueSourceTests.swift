@@ -1,5 +1,5 @@
 import Foundation
-import HangWatch
+@testable import HangWatch
 import HangWatchReport
 import Synchronization
 import HangWatchTestSupport
@@ -27,23 +27,56 @@ import Testing
         // Seen from the first ping after the stall began: a lower bound of its length.
         #expect(report.durationMs >= 200 && report.durationMs <= 1000, "\(report.durationMs)")
         // The thread captured is the one running the block, found by its current-queue word
-        // among the workers that ran a ping. A block libdispatch started on a worker no ping had
-        // run on is reported without a stack, saying why, never with another worker's.
+        // among the workers that ran a ping, or, on a worker no ping ran on, by that worker's
+        // thread descriptor (and prepared for the capture then): never another worker.
         let ranOn = blockThread.withLock { $0 }.split(separator: "/").last.flatMap { Int32($0) }
-        if report.thread.tid == 0 {
-            #expect(report.capture.errors.contains { $0.kind == "work on an unprepared thread" }, "\(report.capture.errors)")
-            #expect(report.heaviestStack == nil)
-        } else {
-            #expect(ranOn == report.thread.tid)
-            #expect(report.heaviestStackContains("hangInQueuedBlock"), "\(report.heaviestSymbols)")
-        }
+        #expect(ranOn == report.thread.tid, "\(report.capture.errors)")
+        #expect(report.heaviestStackContains("hangInQueuedBlock"), "\(report.heaviestSymbols)")
     }
 
-    /// A stall on a worker that ran a ping is dated by the looks at the workers (`sampled` edges):
-    /// a computation within 5 % of what the block measured, a sleep within half a look interval,
-    /// both detected a threshold after they began plus at most two sample intervals, and captured
-    /// on the thread that ran the block. One on a worker no ping has run on has no stack, and says
-    /// why, rather than an idle worker's.
+    /// A block libdispatch starts on a worker no ping ever ran on (every worker the pings knew is
+    /// busy elsewhere, so it makes a new one) is captured on that worker: found by its thread
+    /// descriptor, prepared for captures by the signal its mask lets through (SIGPROF), its stack
+    /// taken like any other, its start dated by the worker's own clock.
+    @Test func aStallOnAWorkerNoPingRanOnIsCapturedThere() throws {
+        let directory = ReportDirectory()
+        let monitor = try HangMonitor(configuration: directory.configuration(threshold: .milliseconds(200)))
+        defer { monitor.stop() }
+        let queue = DispatchQueue(label: "invoices")
+        try monitor.start(queue: queue)
+        #expect(Eventually.holds(timeout: 10) { monitor.sourceEdges == "sampled" }, "the looks never saw the queue's state")
+        // Past the first pings, which come an interval apart: then one per threshold.
+        usleep(2_500_000)
+        // Every worker there is now (those that ran pings among them) kept busy asleep elsewhere,
+        // the block enqueued right behind them: libdispatch starts a new worker for it.
+        let before = Set(ProcessThreadList.current())
+        let sleepers = (0..<24).map { DispatchQueue(label: "sleeper-\($0)") }
+        let asleep = DispatchGroup()
+        for sleeper in sleepers { sleeper.async(group: asleep) { usleep(1_500_000) } }
+        let ranOn = Mutex<(tid: Int32, milliseconds: Double)>((0, 0))
+        queue.async {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = hangInQueuedBlock(milliseconds: 600)
+            ranOn.withLock { $0 = (UnsafeCaptureBridge.currentThreadID(), Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6) }
+        }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        asleep.wait()
+        let (tid, took) = ranOn.withLock { $0 }
+        if before.contains(tid) { try ControlCheck.cannotRun("the block ran on worker \(tid), which existed before (libdispatch made no new one)") }
+        let report = try #require(reports.first)
+        #expect(report.thread.tid == tid, "captured \(report.thread.tid), the block ran on \(tid): \(report.capture.errors)")
+        #expect(report.heaviestStackContains("hangInQueuedBlock"), "\(report.heaviestSymbols)")
+        #expect(!report.capture.errors.contains { $0.kind == "work on an unprepared thread" || $0.kind == "signal blocked" }, "\(report.capture.errors)")
+        // Dated by the looks too: a worker made for the block has computed ever since its start.
+        #expect(report.edges == "sampled", "\(String(describing: report.edges))")
+        #expect(abs(Double(report.durationMs) - took) <= 0.05 * took, "reported \(report.durationMs) ms for \(took) ms")
+    }
+
+    /// A stall is dated by the looks at the workers (`sampled` edges), whichever worker runs it (one
+    /// that ran a ping, or one found by its descriptor): a computation within 5 % of what the
+    /// block measured, a sleep within half a look interval, both detected a threshold after they
+    /// began plus at most two sample intervals, and captured on the thread that ran the block.
     @Test func aStallOnAWatchedDrainingThreadIsDatedWithinAnInterval() throws {
         let directory = ReportDirectory()
         var configuration = directory.configuration(threshold: .milliseconds(200))
@@ -74,14 +107,7 @@ import Testing
         let blocks = measured.withLock { $0 }
         try #require(reports.count == 2 && blocks.count == 2, "\(reports.map(\.durationMs)) \(blocks)")
         for (report, block) in zip(reports, blocks) {
-            if report.thread.tid == 0 {
-                // libdispatch started the block on a worker no ping had run on: no stack rather than
-                // an idle worker's, and the report says why; the ping alone dated it.
-                #expect(report.capture.errors.contains { $0.kind == "work on an unprepared thread" }, "\(report.capture.errors)")
-                #expect(report.heaviestStack == nil && report.edges == "ping")
-                continue
-            }
-            // Never another thread than the one that ran the block.
+            // Never another thread than the one that ran the block, whichever worker that was.
             try #require(report.thread.tid == block.tid, "captured \(report.thread.tid), the block ran on \(block.tid)")
             #expect(report.edges == "sampled")
             // A computation's start is exact (the thread's clock): 5 %. A sleep's is half-way between

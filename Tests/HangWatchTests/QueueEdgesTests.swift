@@ -46,6 +46,38 @@ import Testing
         #expect(edges.declared == nil && edges.busySince == nil)
     }
 
+    /// Work on a worker the looks did not see yet: they saw the queue idle, a ping stayed out, the
+    /// worker was found. Its clock dates the work (not before the last answer); the idle looks do
+    /// not; without a clock's proof the ping dates it.
+    @Test func aWorkerFoundLateIsDatedByItsClockAloneNotByTheLooksThatMissedIt() {
+        var edges = idleEdges()
+        #expect(look(&edges, 1_050, .waiting).isEmpty)
+        #expect(look(&edges, 1_100, .waiting).isEmpty)
+        #expect(look(&edges, 1_250, .waiting) == [.ping])
+        #expect(look(&edges, 1_300, .waiting).isEmpty)
+        #expect(edges.pingOutstanding(at: Self.ms(1_350), longerThan: Self.ms(50)))
+        edges.workersFound()
+        // Begun 330 ms ago by its clock: a hang at once, since then.
+        #expect(look(&edges, 1_350, .working(since: Self.ms(1_020))) == [.declareBusy(since: Self.ms(1_020), edges: .sampled)])
+        #expect(edges.busySince == Self.ms(1_020))
+        // A clock claiming a start before the last answer is no proof.
+        var early = idleEdges()
+        #expect(look(&early, 1_250, .waiting) == [.ping])
+        early.workersFound()
+        #expect(look(&early, 1_350, .working(since: Self.ms(900))).isEmpty)
+        #expect(early.busySince == nil)
+        // No clock proof: not dated by the looks; the ping declares it a threshold after it went out.
+        var unproven = idleEdges()
+        #expect(look(&unproven, 1_250, .waiting) == [.ping])
+        unproven.workersFound()
+        #expect(look(&unproven, 1_350, .working(since: nil)).isEmpty)
+        #expect(unproven.busySince == nil)
+        #expect(look(&unproven, 1_500, .working(since: nil)) == [.declareBusy(since: Self.ms(1_250), edges: .ping)])
+        // The answer makes the looks count again.
+        #expect(unproven.pingAnswered(at: Self.ms(1_700)) == [.declareIdle])
+        #expect(!unproven.looksUnproven)
+    }
+
     @Test func aComputationIsDatedByTheThreadsOwnClock() {
         var edges = idleEdges()
         #expect(look(&edges, 1_050, .waiting).isEmpty)

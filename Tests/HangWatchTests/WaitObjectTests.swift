@@ -192,6 +192,37 @@ import Testing
         // Another holder's look replaces it, stack or not.
         record.add(look(.thread(6), at: 250, stack: false))
         #expect(record.latest.owner == .thread(6) && record.latest.holder?.sample == nil)
+        // Counted: the looks at that holder, and those without its stack.
+        #expect(record.holderLooks == 1 && record.holderLooksWithoutStack == 1)
+    }
+
+    /// The looks that found the hung thread's holder, counted for the report, with those that
+    /// could not take its stack; a new holder starts the count again.
+    @Test func theLooksAtTheHolderAndThoseWithoutItsStackAreCounted() {
+        func look(_ owner: WaitOwner, at microseconds: UInt64, stack: Bool) -> WaitObservation {
+            var observation = Self.look(owner, at: microseconds)
+            let sample = StackSample(microseconds: microseconds, frames: [0x10], method: .signal, truncated: false, state: "R")
+            observation.holder = HolderLook(owner: owner, state: "R", sample: stack ? sample : nil, stackError: stack ? nil : "timeout")
+            return observation
+        }
+        var record = WaitRecord(latest: look(.thread(5), at: 100, stack: false))
+        record.add(look(.thread(5), at: 100, stack: false))
+        for at in [150, 200, 250] as [UInt64] { record.add(look(.thread(5), at: at, stack: true)) }
+        #expect(record.holderLooks == 4 && record.holderLooksWithoutStack == 1)
+        record.add(look(.thread(9), at: 300, stack: true))
+        #expect(record.holderLooks == 1 && record.holderLooksWithoutStack == 0)
+    }
+
+    /// The thread of this process at a socket's other end leaves its call as the hang ends: the
+    /// look that finds only this process holding that end does not replace the one with the thread.
+    @Test func aLookAsTheThreadAtTheOtherEndLeftItsCallDoesNotHideIt() {
+        var record = WaitRecord(latest: Self.look(.thread(5), at: 100), ownProcess: 77)
+        record.add(Self.look(.thread(5), at: 100))
+        record.add(Self.look(.process(77), at: 150))
+        #expect(record.latest.owner == .thread(5))
+        // Another process's end is news.
+        record.add(Self.look(.process(78), at: 200))
+        #expect(record.latest.owner == .process(78))
     }
 }
 

@@ -40,6 +40,8 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         /// before. Then one per threshold.
         var eagerPings = Self.eagerBurst
         static let eagerBurst = 40
+        /// What the last look saw.
+        var lastObservation = QueueEdges.Observation.unknown
     }
     private let state: Mutex<State>
     private let stopped = Atomic<Bool>(false)
@@ -48,19 +50,10 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     private var attach: @Sendable () -> Void = {}
     /// Points the capture at another attached thread, or at none (set before `start`).
     private var capture = CaptureSelector.none
-    /// Each thread that ran a ping, with the address of its libdispatch current-queue word
-    /// (`UnsafeCurrentQueueSlot`), newest last; and the queue's own address, as those words hold it.
-    private let drainSlots = Mutex<[DrainSlot]>([])
-
-    /// A thread that ran a ping, and where it keeps libdispatch's current queue.
-    struct DrainSlot: Equatable {
-        let tid: Int32
-        let slot: UInt
-    }
-    private let queueIdentity = Atomic<UInt>(0)
-    /// Where any worker's current-queue word is from its thread pointer (0: not learnt yet), learnt
-    /// in a ping: how the worker that drains the queue is found among workers no ping ran on.
-    private let queueWordOffset = Atomic<UInt>(0)
+    /// The workers that may drain the queue, with their current-queue words: those that ran a
+    /// ping, and the process's other libdispatch workers, found by their descriptors.
+    let workers = QueueWorkers()
+    typealias DrainSlot = QueueWorkers.Slot
     /// `CLOCK_MONOTONIC_COARSE` in nanoseconds (the latch's clock); scripted in tests.
     private let coarseNow: @Sendable () -> UInt64
     private let intervalNanoseconds: UInt64
@@ -129,9 +122,14 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         let now = coarseNow()
         guard !stopped.load(ordering: .relaxed) else { return now &+ intervalNanoseconds }
         let threshold = thresholdMicroseconds() * 1000
+        // A ping out for more than an interval with no known worker running the queue: the
+        // queue runs on a worker not known yet.
+        let unexplained = state.withLock { $0.edges.pingOutstanding(at: now, longerThan: intervalNanoseconds) && $0.lastObservation == .waiting }
+        let found = state.withLock({ $0.looker != nil }) && workers.discover(at: now, force: unexplained)
         let (ping, next) = state.withLock { state -> (UInt64?, UInt64) in
-            let queue = queueIdentity.load(ordering: .relaxed)
-            let observation = state.looker?.look(at: now, words: drainSlots.withLock { $0 }, queue: queue == 0 ? nil : queue) ?? .unknown
+            if found, unexplained { state.edges.workersFound() }
+            let observation = state.looker?.look(at: now, words: workers.all, queue: workers.queue) ?? .unknown
+            state.lastObservation = observation
             let eager = state.eagerPings > 0 && state.looker != nil
             let actions = state.edges.look(at: now, observation, thresholdNanoseconds: threshold, eager: eager)
             perform(actions)
@@ -157,7 +155,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             // A new thread is prepared; one seen before is made the captured one again (after a
             // stall elsewhere, or another worker's turn).
             if isNew || !capture.select(tid) { attach() }
-            let noted = isNew ? noteDrainSlot(tid: tid) : nil
+            let noted = isNew ? workers.noteCurrentThread(tid: tid) : nil
             let now = coarseNow()
             let answeredAt = UnsafeCaptureBridge.monotonicNanoseconds()
             state.withLock { state in
@@ -165,72 +163,6 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
                 state.looker?.pingAnswered(by: tid, enqueuedAt: enqueuedAt, at: now)
                 perform(state.edges.pingAnswered(at: now), answeredAt: answeredAt)
             }
-        }
-    }
-
-    /// On a thread that runs a ping: where that thread keeps its current queue, learnt once per
-    /// thread (a new thread that reuses an old one's memory replaces its entry).
-    private func noteDrainSlot(tid: Int32) -> (slot: UInt, firstSeen: Bool)? {
-        if let known = drainSlots.withLock({ $0.first { $0.tid == tid } }) { return (known.slot, false) }
-        guard let located = UnsafeCurrentQueueSlot.locateOnCurrentThread() else { return nil }
-        queueIdentity.store(located.queue, ordering: .relaxed)
-        learnWorkerWords(slot: located.slot)
-        drainSlots.withLock { slots in
-            slots.removeAll { $0.tid == tid || $0.slot == located.slot }
-            slots.append(DrainSlot(tid: tid, slot: located.slot))
-            if slots.count > 8 { slots.removeFirst() }
-        }
-        return (located.slot, true)
-    }
-
-    /// On a worker that runs a ping: its current-queue word as an offset from its thread pointer,
-    /// and where its descriptor is in its stack's mapping (`UnsafeThreadDescriptor`), once.
-    private func learnWorkerWords(slot: UInt) {
-        let pointer = UInt(pthread_self())
-        guard queueWordOffset.load(ordering: .relaxed) == 0, slot > pointer, UnsafeThreadDescriptor.learnOnCurrentThread() else { return }
-        queueWordOffset.store(slot - pointer, ordering: .relaxed)
-    }
-
-    /// The worker no ping ran on that drains the queue now, from every glibc thread's descriptor
-    /// at the top of its stack mapping (no thread is stopped or signalled); nil unless exactly one.
-    func workerDrainingQueueElsewhere() -> Int32? {
-        let queue = queueIdentity.load(ordering: .relaxed)
-        let offset = queueWordOffset.load(ordering: .relaxed)
-        guard queue != 0, offset != 0 else { return nil }
-        var found: [Int32] = []
-        for mapping in StackMapping.readAll() {
-            guard let thread = UnsafeThreadDescriptor.thread(mappingEnd: mapping.end),
-                UnsafeProcessMemory.copy(UInt.self, at: thread.pointer &+ offset) == queue
-            else { continue }
-            found.append(thread.tid)
-        }
-        return found.count == 1 ? found[0] : nil
-    }
-
-    /// Where the queue's work runs now, as the current-queue words of the threads that ran a
-    /// ping say.
-    enum Draining: Equatable {
-        /// On this one of them.
-        case thread(Int32)
-        /// On none of them (every word was read): a worker no ping has run on.
-        case elsewhere
-        /// Not known (no word located, a word unreadable, or several holding the queue).
-        case unknown
-    }
-
-    func threadDrainingQueue() -> Draining {
-        let queue = queueIdentity.load(ordering: .relaxed)
-        let slots = drainSlots.withLock { $0 }
-        guard queue != 0, !slots.isEmpty else { return .unknown }
-        var draining: [Int32] = []
-        for entry in slots {
-            guard let word = UnsafeCurrentQueueSlot.queue(slot: entry.slot) else { return .unknown }
-            if word == queue { draining.append(entry.tid) }
-        }
-        switch draining.count {
-        case 0: return .elsewhere
-        case 1: return .thread(draining[0])
-        default: return .unknown
         }
     }
 
@@ -266,16 +198,19 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     /// whose current queue is this one, when that is known (and it ran a ping before, so it is
     /// prepared for captures).
     func confirmBusy() -> BusyConfirmation {
-        switch threadDrainingQueue() {
-        case .thread(let tid): _ = capture.select(tid)
-        case .elsewhere:
-            // On a worker no ping ran on: found by its descriptor, captured once prepared.
-            if let tid = workerDrainingQueueElsewhere(), let start = ProcTask(tid: tid).stat()?.startTimeTicks {
+        var draining = workers.draining()
+        if draining == .elsewhere {
+            workers.discover(at: coarseNow(), force: true)
+            draining = workers.draining()
+        }
+        switch draining {
+        case .thread(let tid):
+            // A worker that never ran a ping (found by its descriptor) is captured once prepared.
+            if !capture.select(tid), let start = ProcTask(tid: tid).stat()?.startTimeTicks {
                 capture.adopt(
                     MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: ProcTask(tid: tid).name(), isMain: false))
-            } else {
-                capture.vacate(.workOnUnpreparedThread)
             }
+        case .elsewhere: capture.vacate(.workOnUnpreparedThread)
         case .unknown: break
         }
         return .busy(context: nil)
@@ -285,7 +220,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
     /// looks can tell the queue busy (the workers' current-queue words, or the draining thread's
     /// idle wait, are known), else `ping`.
     var edges: ActivityEdges {
-        let wordsKnown = queueIdentity.load(ordering: .relaxed) != 0
+        let wordsKnown = workers.queue != nil
         return state.withLock { state in
             state.edges.declared ?? (state.looker.map { wordsKnown || $0.knowsIdleWait } == true ? .sampled : .ping)
         }

@@ -49,6 +49,12 @@ struct QueueEdges: Sendable, Equatable {
     private(set) var lastPingAt: UInt64?
     /// When the work in hand began, as the looks dated it (nil: not dated by a look).
     private(set) var busySince: UInt64?
+    /// The last ping's answer (the queue had nothing in hand then).
+    private(set) var answeredAt: UInt64?
+    /// The looks since that answer did not see every worker that may run the queue (one was found
+    /// since): their idle sightings prove nothing, and only a start the worker's clock proves dates
+    /// the work (`workersFound`).
+    private(set) var looksUnproven = false
     /// The watchdog was told (and how the stretch was found).
     private(set) var declared: ActivityEdges?
 
@@ -89,8 +95,11 @@ struct QueueEdges: Sendable, Equatable {
             }
         case .working(let since):
             // Dated only when the queue was known to be idle at the look before (or answered
-            // since): the work began between then and now.
-            if busySince == nil, let responsiveAt, let lastLookAt, responsiveAt >= lastLookAt, responsiveAt < now {
+            // since): the work began between then and now. After looks that missed a worker, only
+            // by the worker's clock, and not before the last answer.
+            if busySince == nil, looksUnproven, let since, let answeredAt, since >= answeredAt, since <= now {
+                busySince = since
+            } else if busySince == nil, !looksUnproven, let responsiveAt, let lastLookAt, responsiveAt >= lastLookAt, responsiveAt < now {
                 busySince = since.map { min(max($0, responsiveAt), now) } ?? responsiveAt &+ (now &- responsiveAt) / 2
             }
             if pingEnqueuedAt == nil { actions.append(ping(at: now)) }
@@ -115,11 +124,28 @@ struct QueueEdges: Sendable, Equatable {
         return actions
     }
 
+    /// Whether a ping has been out longer than `duration` at `now`: the queue has work in hand, even
+    /// where no look saw a thread running it (it runs on a worker not looked at yet).
+    func pingOutstanding(at now: UInt64, longerThan duration: UInt64) -> Bool {
+        guard let pingEnqueuedAt, now >= pingEnqueuedAt else { return false }
+        return now &- pingEnqueuedAt > duration
+    }
+
+    /// A worker that may run the queue was found that the looks since the last answer did not see:
+    /// what they saw as idle proves nothing.
+    mutating func workersFound() {
+        guard busySince == nil else { return }
+        looksUnproven = true
+        responsiveAt = answeredAt
+    }
+
     /// The ping ran at `now`: the work it waited behind is over.
     mutating func pingAnswered(at now: UInt64) -> [Action] {
         guard pingEnqueuedAt != nil else { return [] }
         pingEnqueuedAt = nil
         responsiveAt = now
+        answeredAt = now
+        looksUnproven = false
         busySince = nil
         guard declared != nil else { return [] }
         declared = nil

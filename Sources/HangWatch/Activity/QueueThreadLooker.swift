@@ -174,17 +174,24 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
                 worker.baseline = (now, ran, files.readVoluntarySwitches(), asleep)
                 continue
             }
-            var since: UInt64?
-            if !wasRunning, let baseline = worker.baseline, baseline.asleep, let sleeps = baseline.voluntarySwitches,
-                files.readSyscall() == .running, files.readVoluntarySwitches() == sleeps, ran >= baseline.ran, now >= ran &- baseline.ran
-            {
-                since = now &- (ran &- baseline.ran)
-            }
-            running = (worker, since)
+            running = (worker, wasRunning ? nil : Self.start(of: worker, files: files, ran: ran, now: now))
         }
         guard let running else { return .waiting }
         drainingThread = running.worker.tid
         return .working(since: running.since)
+    }
+
+    /// When a worker found running the queue began, where its clock proves it: asleep at its
+    /// baseline and never asleep since, it has been on a CPU or its run queue ever since it woke;
+    /// with no baseline (found while it ran), never asleep since it was made (a worker libdispatch
+    /// started for this work), ever since its start.
+    private static func start(of worker: Worker, files: ProcTaskFiles, ran: UInt64, now: UInt64) -> UInt64? {
+        guard files.readSyscall() == .running, let switches = files.readVoluntarySwitches() else { return nil }
+        guard let baseline = worker.baseline else {
+            return switches == 0 && now >= ran ? now &- ran : nil
+        }
+        guard baseline.asleep, baseline.voluntarySwitches == switches, ran >= baseline.ran, now >= ran &- baseline.ran else { return nil }
+        return now &- (ran &- baseline.ran)
     }
 
     /// The files of the last few draining threads (libdispatch may hand a serial queue to two

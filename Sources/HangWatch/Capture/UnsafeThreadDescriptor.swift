@@ -63,10 +63,17 @@ enum UnsafeThreadDescriptor {
     /// The descriptor (thread pointer) and tid of the thread whose stack mapping ends at `end`, when
     /// the descriptor there checks out.
     static func thread(mappingEnd end: UInt) -> (pointer: UInt, tid: Int32)? {
-        guard let below = belowMappingEnd.withLock({ $0 }), let layout, end > below else { return nil }
+        guard let below = belowMappingEnd.withLock({ $0 }), end > below else { return nil }
         let pointer = end - below
-        guard checks(pointer), let tid = UnsafeProcessMemory.copy(Int32.self, at: pointer + layout.tid), tid > 0 else { return nil }
-        return (pointer, tid)
+        return tid(ofPointer: pointer).map { (pointer, $0) }
+    }
+
+    /// The tid in the descriptor at `pointer`, when one is there.
+    static func tid(ofPointer pointer: UInt) -> Int32? {
+        guard let layout, checks(pointer), let tid = UnsafeProcessMemory.copy(Int32.self, at: pointer + layout.tid), tid > 0 else {
+            return nil
+        }
+        return tid
     }
 
     /// Whether `pointer` holds a glibc thread descriptor: its first word and its self word point at it.

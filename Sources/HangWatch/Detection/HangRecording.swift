@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Everything the watchdog learns about one hang while it lasts. Bounded: past `maxSamples`, every
 /// other sample is dropped and the interval doubles, so any hang, however long, stays covered from
 /// start to end in at most `maxSamples` samples.
@@ -116,9 +120,14 @@ struct WaitRecord: Sendable, Equatable {
     /// Spans kept at most; a longer history keeps its first and latest holders.
     static let maxSpans = 16
 
+    /// This process (the process a pipe's or socket's other end is held by when no thread of it
+    /// is in a call on that end).
+    private let ownProcess: Int32
+
     /// A record to `add` looks to (the first of them, `latest` too).
-    init(latest: WaitObservation) {
+    init(latest: WaitObservation, ownProcess: Int32 = getpid()) {
         self.latest = latest
+        self.ownProcess = ownProcess
     }
 
     mutating func add(_ observation: WaitObservation) {
@@ -140,13 +149,15 @@ struct WaitRecord: Sendable, Equatable {
     }
 
     /// Whether `observation`, the newer look, is the one the report should say: the last look that
-    /// found a holder says the most, with two exceptions on the same object. A look as the holder
-    /// let go finds it free, which is not what the hang waited on; a look at the same holder that
-    /// got no stack (it was waking, on a CPU) says less than the look that got the stack it waited
-    /// behind.
+    /// found a holder says the most, with three exceptions on the same object. A look as the holder
+    /// let go finds it free, which is not what the hang waited on; so does a look as the thread of
+    /// this process at the other end of a pipe or socket left its call (only this process is left
+    /// holding that end); a look at the same holder that got no stack (it was waking, on a CPU)
+    /// says less than the look that got the stack it waited behind.
     private func says(moreThanLatest observation: WaitObservation) -> Bool {
         guard latest.object == observation.object else { return true }
         if observation.owner == .free { return latest.owner == .free }
+        if latest.owner.thread != nil, case .process(let pid) = observation.owner, pid == ownProcess { return false }
         return !(latest.owner == observation.owner && latest.holder?.sample != nil && observation.holder?.sample == nil)
     }
 
