@@ -68,6 +68,25 @@ final class WaitScenario: @unchecked Sendable {
             startHolder("cache-refresh") { [self] in mutex.withLock { _ in held.signal(); refreshCache() } }
             announce()
             waitForSwiftMutex()
+        case "computing-mutex":
+            startHolder("eval-ledger") { [self] in lock.lock(); held.signal(); computeLedger(); lock.unlock() }
+            announce()
+            waitForCacheLock()
+        case "computing-swift-mutex":
+            startHolder("eval-ledger") { [self] in mutex.withLock { _ in held.signal(); computeLedger() } }
+            announce()
+            waitForSwiftMutex()
+        case "computing-worker-mutex":
+            // The holder is a libdispatch worker (its mask blocks every signal but a few).
+            DispatchQueue(label: "ledger").async { [self] in
+                holderTid = currentTID()
+                lock.lock()
+                held.signal()
+                computeLedger()
+                lock.unlock()
+            }
+            announce()
+            waitForCacheLock()
         case "rwlock":
             startHolder("cache-refresh") { [self] in
                 pthread_rwlock_wrlock(&rwlock)
@@ -206,6 +225,19 @@ final class WaitScenario: @unchecked Sendable {
     @inline(never) func refreshCache() {
         usleep(holdMicroseconds)
         after &+= 1
+    }
+
+    /// Computes for `holdMicroseconds` without a system call (the clock is read through the vDSO).
+    @inline(never) func computeLedger() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let end = Int(now.tv_sec) * 1_000_000 + Int(now.tv_nsec) / 1000 + Int(holdMicroseconds)
+        var state: UInt64 = 1
+        while Int(now.tv_sec) * 1_000_000 + Int(now.tv_nsec) / 1000 < end {
+            for _ in 0..<20_000 { state = state &* 6_364_136_223_846_793_005 &+ 1 }
+            clock_gettime(CLOCK_MONOTONIC, &now)
+        }
+        after &+= Int(state & 1) + 5
     }
 
     @inline(never) func crunchNumbers() {

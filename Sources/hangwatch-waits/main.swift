@@ -13,7 +13,9 @@ import Synchronization
 // timed-rwlock (pthread_rwlock_timedrdlock of the write-held rwlock), condition-mutex (an
 // NSCondition's wait, woken while thread "cache-refresh" keeps its mutex: the re-acquire),
 // I/O: tcp-process, unix-thread, pipe, sleep, poll (IOWaitScenario.swift),
-// swift-mutex (a Synchronization.Mutex),
+// swift-mutex (a Synchronization.Mutex), computing-mutex and computing-swift-mutex (the NSLock or
+// the Mutex held by thread "eval-ledger" computing in computeLedger), computing-worker-mutex (the
+// NSLock held by a libdispatch worker computing),
 // rwlock (write-held), join (pthread_join of thread "cruncher"), child (waitpid of a child
 // process), file-lock (flock of a file another process holds), semaphore (a DispatchSemaphore
 // nobody signals in time: no owner), deadlock (the main thread and thread "deadlock-peer" take

@@ -80,6 +80,27 @@ import Testing
         #expect(report.heaviestStack?.frames.contains { $0.symbol?.contains("waitFor") == true } == true)
     }
 
+    /// A holder that computes under the lock: captured by signal once it is prepared (a plain
+    /// thread by the capture signal, a libdispatch worker by SIGPROF), its stack names the function
+    /// it computes in, and the report counts the looks that could not take it.
+    @Test(arguments: [
+        ("computing-mutex", "mutex", "eval-ledger"), ("computing-swift-mutex", "swift-mutex", "eval-ledger"),
+        ("computing-worker-mutex", "mutex", "-qos.overcommit"),
+    ])
+    func aHolderThatComputesIsNamedWithTheStackItComputesIn(_ waitCase: String, _ kind: String, _ name: String) throws {
+        let run = try Self.run(waitCase)
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "\(waitCase): no waitsFor in \(report.id)")
+        #expect(waits.kind == kind && waits.owner == "held", "\(waits)")
+        let holder = try #require(waits.holder)
+        #expect(holder.tid != nil && holder.tid == run.announced["holderTid"], "\(holder) vs \(run.announced)")
+        #expect(holder.name == name && holder.verdict == "computing", "\(holder)")
+        #expect(Self.symbols(report, holder.stack).contains { $0.contains("computeLedger") }, "\(Self.symbols(report, holder.stack)): \(holder)")
+        // One look with each sample of the 1.5 s hold: the stack taken at nearly every one.
+        let looks = try #require(holder.looks), missed = try #require(holder.looksWithoutStack)
+        #expect(looks >= 10 && missed * 10 <= looks, "\(missed) of \(looks) looks without the holder's stack: \(holder.stackError ?? "")")
+    }
+
     @Test(arguments: ["child", "file-lock"])
     func anotherProcessHoldingItIsNamedByPid(_ waitCase: String) throws {
         let run = try Self.run(waitCase)

@@ -48,6 +48,9 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             observation = WaitObservation(
                 microseconds: sample.microseconds, object: object, syscall: sample.syscall ?? 0, file: nil, owner: .free)
             (observation.owner, observation.file) = owner(of: object)
+            // Held by the waiter itself: a lock it takes again (a deadlock of its own) while it is
+            // still in that call; else its wait ended as the object was read (it took the lock).
+            if observation.owner.thread == tid, !stillInCall(tid, sample) { return nil }
         } else if let io = inspectIO(tid: tid, sample: sample) {
             observation = io
         } else {
@@ -69,6 +72,15 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
         }
         forgetHoldersGone(keeping: Set([observation.owner.thread].compactMap { $0 } + observation.chain.compactMap(\.owner.thread)))
         return observation
+    }
+
+    /// Whether thread `tid` is still in the call `sample` found it blocked in.
+    private func stillInCall(_ tid: Int32, _ sample: StackSample) -> Bool {
+        guard case .inSyscall(let number, let arguments, let stackPointer, let programCounter)? = ProcTask(tid: tid).syscall() else {
+            return false
+        }
+        return CapturePlan.BlockedCall(number: number, arguments: arguments, stackPointer: stackPointer, programCounter: programCounter).key
+            == sample.blockedKey
     }
 
     /// A cycle's link read anew: the thread's call from its `syscall` file, the object's holder from
