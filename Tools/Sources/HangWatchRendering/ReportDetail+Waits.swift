@@ -135,10 +135,14 @@ extension ReportDetail {
     /// The holder's own stack, or why there is none.
     private func holderStack(_ report: HangReport, _ holder: HangReport.Holder, indent: String) -> [String] {
         let who = holder.tid.map { "thread \($0)" } ?? holder.pid.map { "process \($0)" } ?? "holder"
+        // How many of the looks at it took its stack (the hung thread's holder).
+        let missed = holder.looksWithoutStack.flatMap { missed in
+            holder.looks.map { missed > 0 ? "; not taken at \(missed) of \($0) looks" : "" }
+        } ?? ""
         guard let stack = holder.stack.flatMap(report.stack(at:)) else {
-            return [indent + terminal.paint("\(who): no stack (\(holder.stackError ?? "none taken"))", .dim)]
+            return [indent + terminal.paint("\(who): no stack (\(holder.stackError ?? "none taken")\(missed))", .dim)]
         }
-        var lines = [indent + terminal.paint("\(who)'s stack", .bold)]
+        var lines = [indent + terminal.paint("\(who)'s stack", .bold) + (missed.isEmpty ? "" : terminal.paint(" (" + missed.dropFirst(2) + ")", .dim))]
         let frames = report.frames(of: stack)
         for (index, frame) in frames.prefix(maxFrames).enumerated() {
             let name = FrameNaming.fit(FrameNaming.displayName(frame, images: report.images), width: max(20, terminal.width - indent.count - 8))

@@ -85,6 +85,24 @@ import Testing
             "\(lines)")
     }
 
+    /// A holder that computes: its stack, and how many of the looks at it could not take it.
+    @Test func aComputingHoldersStackSaysTheLooksThatMissedIt() {
+        var report = ReportFixtures.report()
+        let holder = HangReport.Holder(tid: 4715, name: "eval-ledger", state: "R", verdict: "computing", stack: 0, looks: 25, looksWithoutStack: 2)
+        report.waitsFor = HangReport.WaitsFor(kind: "mutex", syscall: "futex", owner: "held", holder: holder)
+        let lines = Self.render(report, width: 200)
+        #expect(lines.contains { $0.contains("held by thread 4715 \"eval-ledger\" (computing)") }, "\(lines)")
+        #expect(lines.contains("  thread 4715's stack (not taken at 2 of 25 looks)"), "\(lines)")
+        var missed = holder
+        missed.stack = nil
+        missed.stackError = "timeout: the monitored thread did not answer the capture signal in time"
+        report.waitsFor?.holder = missed
+        #expect(
+            Self.render(report, width: 200).contains(
+                "  thread 4715: no stack (timeout: the monitored thread did not answer the capture signal in time; not taken at 2 of 25 looks)"),
+            "\(Self.render(report, width: 200))")
+    }
+
     @Test func aPollListsEachDescriptorAndASleepItsTime() {
         var report = ReportFixtures.report()
         var pipe = HangReport.Endpoint(descriptor: 7, type: "pipe")
