@@ -5,6 +5,9 @@
 # agent, the demos, the tests against real servers), which depends on it by path.
 SWIFT   ?= swift
 TOOLS   := Tools
+# The tools build into the library's scratch path: swift-nio, swift-log and the library itself are
+# compiled once for both packages (SwiftPM reuses every module whose command is the same).
+TOOLS_PACKAGE := --package-path $(TOOLS) --scratch-path .build
 PREFIX  ?= /usr/local
 SYSCONFDIR ?= /etc
 DESTDIR ?=
@@ -60,7 +63,7 @@ test-deps:
 # (scripts/stamp-version: git describe, or the VERSION file); a plain `swift build` says 0.0.0-dev.
 build: deps
 	@scripts/stamp-version >/dev/null
-	$(SWIFT) build --package-path $(TOOLS)
+	$(SWIFT) build $(TOOLS_PACKAGE)
 
 # Release binaries of the CLI and the agent, where `make install` and `make deb` look for them:
 # the Swift runtime, Foundation and libdispatch linked in, so they run on a host without Swift
@@ -113,34 +116,34 @@ test-deb: deb
 # ldd, the man pages, the upgrade and the purge. The objects were compiled for a dynamic link, so
 # the static libraries their modules autolink are named here (a static build names them itself).
 # The unstamped debug build says 0.0.0-dev, packed as 0.0.0+dev-1: the earlier package is 0.0.0~test-1.
-DEBUG_BIN_DIR = $$($(SWIFT) build --package-path $(TOOLS) $(TOOLS_TRAITS) --show-bin-path)
+DEBUG_BIN_DIR = $$($(SWIFT) build $(TOOLS_PACKAGE) $(TOOLS_TRAITS) --show-bin-path)
 STATIC_LIBRARIES = Foundation FoundationEssentials FoundationInternationalization _FoundationCShims _FoundationCollections \
 	_FoundationICU CoreFoundation swiftDispatch dispatch BlocksRuntime swiftSynchronization swift_Concurrency \
 	swift_StringProcessing swift_RegexParser swiftGlibc swiftCore
 # The traits of the tools' debug build that test-package relinks (`make test` builds them with
 # `--traits Vapor`; another set would recompile every target of the tools).
 TOOLS_TRAITS ?=
-DEBUG_STATIC := --package-path $(TOOLS) $(TOOLS_TRAITS) --static-swift-stdlib -Xlinker --start-group \
+DEBUG_STATIC := $(TOOLS_PACKAGE) $(TOOLS_TRAITS) --static-swift-stdlib -Xlinker --start-group \
 	$(foreach library,$(STATIC_LIBRARIES),-Xlinker -l$(library)) -Xlinker --end-group
 TEST_DEB_DIR ?= .build-deb-test
 test-package: deps
 	@# Everything compiled for the dynamic link first: a module compiled during a static build
 	@# would autolink the static libraries, and a later dynamic build would keep it and fail to link.
-	$(SWIFT) build --package-path $(TOOLS) $(TOOLS_TRAITS) --build-tests
+	$(SWIFT) build $(TOOLS_PACKAGE) $(TOOLS_TRAITS) --build-tests
 	$(SWIFT) build $(DEBUG_STATIC) --product hangwatch
 	$(SWIFT) build $(DEBUG_STATIC) --product hangwatchd
 	rm -rf "$(TEST_DEB_DIR)"
-	$(MAKE) --no-print-directory pack PACK_BIN="$(DEBUG_BIN_DIR)" PACK_DIR="$(TEST_DEB_DIR)" PARSER="$(TOOLS)/.build/checkouts/swift-argument-parser"
+	$(MAKE) --no-print-directory pack PACK_BIN="$(DEBUG_BIN_DIR)" PACK_DIR="$(TEST_DEB_DIR)" PARSER=".build/checkouts/swift-argument-parser"
 	package=$$(cat "$(TEST_DEB_DIR)/package") && \
 	earlier=$$(scripts/build-deb --bin-dir "$(DEBUG_BIN_DIR)" --man-dir "$(TEST_DEB_DIR)/man" --out "$(TEST_DEB_DIR)/earlier" --version 0.0.0~test-1 | tail -1) && \
 	scripts/test-deb "$$package" "$$earlier"
 
 # The demo service hangs five ways under the monitor; then the CLI reads what it wrote, and says
 # how to run it yourself.
-DEBUG_BIN = $$($(SWIFT) build --package-path $(TOOLS) --show-bin-path)
+DEBUG_BIN = $$($(SWIFT) build $(TOOLS_PACKAGE) --show-bin-path)
 demo: deps
-	$(SWIFT) build --package-path $(TOOLS) --product hangwatch-demo
-	$(SWIFT) build --package-path $(TOOLS) --product hangwatch
+	$(SWIFT) build $(TOOLS_PACKAGE) --product hangwatch-demo
+	$(SWIFT) build $(TOOLS_PACKAGE) --product hangwatch
 	"$(DEBUG_BIN)/hangwatch-demo" --reports "$(REPORTS)"
 	@echo; echo "\$$ hangwatch list --dir $(REPORTS)"
 	@"$(DEBUG_BIN)/hangwatch" list --dir "$(REPORTS)"
@@ -166,14 +169,14 @@ test: deps test-deps
 # a real Hummingbird 2 server's throughput watched and not, and a real Vapor 4 server's (the tools' package).
 bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench
-	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch
-	HANGWATCH_CLI="$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch" \
+	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch
+	HANGWATCH_CLI="$$($(SWIFT) build -c release $(TOOLS_PACKAGE) --show-bin-path)/hangwatch" \
 		"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"
-	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-hummingbird-service
-	$(SWIFT) build -c release --package-path $(TOOLS) --product hangwatch-hummingbird-bench
-	"$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch-hummingbird-bench"
-	$(SWIFT) build -c release --package-path $(TOOLS) --traits Vapor --product hangwatch-vapor-service
-	"$$($(SWIFT) build -c release --package-path $(TOOLS) --show-bin-path)/hangwatch-hummingbird-bench" --vapor
+	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch-hummingbird-service
+	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch-hummingbird-bench
+	"$$($(SWIFT) build -c release $(TOOLS_PACKAGE) --show-bin-path)/hangwatch-hummingbird-bench"
+	$(SWIFT) build -c release $(TOOLS_PACKAGE) --traits Vapor --product hangwatch-vapor-service
+	"$$($(SWIFT) build -c release $(TOOLS_PACKAGE) --show-bin-path)/hangwatch-hummingbird-bench" --vapor
 
 # The embedded library is a Swift package dependency. What a host gets: the `hangwatch` CLI (and
 # its bash completion), the `hangwatchd` agent with its unit, tmpfiles and sysusers entries, the
@@ -229,9 +232,9 @@ clean:
 # The Vapor service's integration test on its release build (merged functions, tail calls, llhttp's
 # callbacks through a function pointer): `make test` runs it on the debug build.
 test-release-vapor: deps test-deps
-	$(SWIFT) build --package-path $(TOOLS) --build-tests --traits Vapor
-	$(SWIFT) build -c release --package-path $(TOOLS) --traits Vapor --product hangwatch-vapor-service
-	HANGWATCH_VAPOR_BUILD=release $(SWIFT) test --package-path $(TOOLS) --skip-build --traits Vapor --filter VaporServiceTests
+	$(SWIFT) build $(TOOLS_PACKAGE) --build-tests --traits Vapor
+	$(SWIFT) build -c release $(TOOLS_PACKAGE) --traits Vapor --product hangwatch-vapor-service
+	HANGWATCH_VAPOR_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --traits Vapor --filter VaporServiceTests
 
 stress: deps test-deps
 	$(SWIFT) build --build-tests

@@ -41,11 +41,11 @@ import Testing
         #expect(result.status == 0, "\(result.errors)")
         let alias = try #require(result.lines.first { $0.contains("alias hangwatch=") }, "\(result.output)")
         let path = try #require(alias.split(separator: "\"").dropFirst().first.map(String.init), "\(alias)")
-        #expect(path.hasSuffix("/hangwatch") && path.hasPrefix(Self.repository + "/Tools/.build/"), "\(path)")
+        #expect(path.hasSuffix("/hangwatch") && path.hasPrefix(Self.repository + "/.build/"), "\(path)")
         let help = try ExecutableRun.run(path, ["--help"], timeout: 30)
         #expect(help.status == 0 && help.output.contains("USAGE: hangwatch"), "\(help.output)\(help.errors)")
         let readme = try String(contentsOfFile: Self.repository + "/README.md", encoding: .utf8)
-        #expect(readme.contains("alias hangwatch=$PWD/Tools/.build/debug/hangwatch"))
-        #expect(FileManager.default.isExecutableFile(atPath: Self.repository + "/Tools/.build/debug/hangwatch"))
+        #expect(readme.contains("alias hangwatch=$PWD/.build/debug/hangwatch"))
+        #expect(FileManager.default.isExecutableFile(atPath: Self.repository + "/.build/debug/hangwatch"))
     }
 }
