@@ -13,7 +13,7 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 REPORTS ?= ./hangwatch-reports
 
-.PHONY: all deps test-deps build release demo test bench install clean deb pack test-deb test-package test-release-vapor
+.PHONY: all deps test-deps build release demo test bench install clean deb pack test-deb test-package test-release-vapor test-release-hummingbird
 
 # `make` (as yourself): the debug build and the release binaries `sudo make install` copies.
 all: build release
@@ -236,12 +236,21 @@ test-release-vapor: deps test-deps
 	$(SWIFT) build -c release $(TOOLS_PACKAGE) --traits Vapor --product hangwatch-vapor-service
 	HANGWATCH_VAPOR_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --traits Vapor --filter VaporServiceTests
 
+# The Hummingbird service's integration tests that read its reports (a lock's holder, a slow
+# upstream) on its release build: `make test` runs them on the debug build.
+test-release-hummingbird: deps test-deps
+	$(SWIFT) build $(TOOLS_PACKAGE) --build-tests --traits Vapor
+	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch-hummingbird-service
+	HANGWATCH_HUMMINGBIRD_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --traits Vapor --no-parallel \
+		--filter 'HummingbirdUpstreamTests|HummingbirdLockHolderTests'
+
 stress: deps test-deps
 	$(SWIFT) build --build-tests
 	@status=0; \
 	HANGWATCH_STRESS_SOAK_SECONDS=60 HANGWATCH_STRESS_KILLS=500 HANGWATCH_STRESS_LIFECYCLE_CYCLES=10000 \
 		$(SWIFT) test --skip-build --no-parallel --filter 'ProcessFaultTests|MonitorFaultTests|CaptureFaultTests|LifecycleTests' || status=1; \
 	$(MAKE) test-release-vapor || status=1; \
+	$(MAKE) test-release-hummingbird || status=1; \
 	$(MAKE) stress-fuzz || status=1; \
 	$(MAKE) stress-sanitizers || status=1; \
 	exit $$status

@@ -13,6 +13,12 @@ import Glibc
 /// - pipe: reads a pipe whose write end a `sleep` child holds.
 /// - sleep: `usleep` for the hold time.
 /// - poll: `poll`s the pipe and the TCP connection (both held by one `sleep` child).
+/// - syn-sent: `connect`s to a 127.0.0.1 listener whose accept queue is full (backlog 0, one
+///   connection queued): its SYN is dropped and the connect waits in SYN-SENT, until thread
+///   "acceptor" accepts the queued one (800 ms later) and the SYN sent again a second after the
+///   first gets through.
+/// - unix-process: reads a UNIX socket connected to a listener at a path, whose accepted end a
+///   `sleep` child holds (a daemon at the other end).
 extension WaitScenario {
     func runIO() {
         switch waitCase {
@@ -58,9 +64,95 @@ extension WaitScenario {
             waitForEither(readEnd, client)
             close(readEnd)
             close(client)
+        case "syn-sent":
+            let (listener, port) = tcpListener(backlog: 0)
+            let queued = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard connectTo(queued, port: port) else { fail("could not connect to 127.0.0.1", code: 3) }
+            let hold = holdMicroseconds
+            startHolder("acceptor") { [self] in
+                held.signal()
+                // Before the SYN is sent again (a second after the first): the connect then ends.
+                usleep(800_000)
+                let accepted = accept(listener, nil, nil)
+                usleep(hold)
+                close(accepted)
+                after &+= 6
+            }
+            FileHandle.standardOutput.write(Data("{\"waiterTid\": \(currentTID()), \"port\": \(port)}\n".utf8))
+            held.wait()
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            connectToTheFullQueue(client, port: port)
+            close(client)
+            close(queued)
+        case "unix-process":
+            let path = FileManager.default.temporaryDirectory.path + "/hangwatch-waits-\(getpid()).sock"
+            let (client, server) = unixConnection(path: path)
+            holderPid = spawnHolding(server)
+            close(server)
+            // (The path is the temporary directory's `hangwatch-waits-<pid>.sock`: the waiter's tid is the pid.)
+            FileHandle.standardOutput.write(Data("{\"waiterTid\": \(currentTID()), \"holderPid\": \(holderPid)}\n".utf8))
+            waitForReply(client)
+            close(client)
+            unlink(path)
         default:
             fail("unknown case \(waitCase)")
         }
+    }
+
+    /// A listener on 127.0.0.1 (an ephemeral port) with this backlog.
+    private func tcpListener(backlog: Int32) -> (Int32, UInt16) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(listener, socketAddress, length) == 0 && listen(listener, backlog) == 0 && getsockname(listener, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { fail("could not listen on 127.0.0.1", code: 3) }
+        return (listener, UInt16(bigEndian: address.sin_port))
+    }
+
+    private func connectTo(_ descriptor: Int32, port: UInt16) -> Bool {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    @inline(never) func connectToTheFullQueue(_ descriptor: Int32, port: UInt16) {
+        if connectTo(descriptor, port: port) { after &+= 7 }
+        after &+= 7
+    }
+
+    /// A UNIX stream socket connected to a listener at `path`: the client's end and the accepted one.
+    private func unixConnection(path: String) -> (client: Int32, server: Int32) {
+        unlink(path)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { fail("socket path too long", code: 3) }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let client = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(listener, socketAddress, length) == 0 && listen(listener, 1) == 0 && connect(client, socketAddress, length) == 0
+            }
+        }
+        let server = connected ? accept(listener, nil, nil) : -1
+        guard server >= 0 else { fail("could not connect to \(path)", code: 3) }
+        close(listener)
+        return (client, server)
     }
 
     /// A connected pair over 127.0.0.1: the client's end and the accepted one.

@@ -157,7 +157,7 @@ final class WaitScenario: @unchecked Sendable {
                 }
             }
             group.wait()
-        case "tcp-process", "unix-thread", "pipe", "sleep", "poll":
+        case "tcp-process", "unix-thread", "pipe", "sleep", "poll", "syn-sent", "unix-process":
             runIO()
         default:
             fail("unknown case \(waitCase)")

@@ -12,7 +12,7 @@ import Synchronization
 // a mutex thread "cache-refresh" holds), nslock-before (NSLock.lock(before:) of the held NSLock),
 // timed-rwlock (pthread_rwlock_timedrdlock of the write-held rwlock), condition-mutex (an
 // NSCondition's wait, woken while thread "cache-refresh" keeps its mutex: the re-acquire),
-// I/O: tcp-process, unix-thread, pipe, sleep, poll (IOWaitScenario.swift),
+// I/O: tcp-process, unix-thread, pipe, sleep, poll, syn-sent, unix-process (IOWaitScenario.swift),
 // swift-mutex (a Synchronization.Mutex), computing-mutex and computing-swift-mutex (the NSLock or
 // the Mutex held by thread "eval-ledger" computing in computeLedger), computing-worker-mutex (the
 // NSLock held by a libdispatch worker computing),

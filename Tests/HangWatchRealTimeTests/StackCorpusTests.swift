@@ -42,25 +42,22 @@ import Testing
         return try JSONDecoder().decode(Result.self, from: data)
     }
 
-    /// The release build of the corpus: `make test` builds it next to the debug one; when it is
-    /// missing (`swift test` alone), it is built here in a scratch path of its own (SwiftPM holds
-    /// the main one while the tests run).
+    /// The release build of the corpus: `make test` builds it (`BuiltExecutable.releasePath`); when
+    /// it is missing (`swift test` alone), it is built here, where `make test` would.
     static func releaseCorpus() throws -> String {
-        let debug = URL(fileURLWithPath: BuiltExecutable.path("hangwatch-stackcorpus"))
-        let triple = debug.deletingLastPathComponent().deletingLastPathComponent()  // .build/<triple>
-        let release = triple.appendingPathComponent("release/hangwatch-stackcorpus").path
+        let release = BuiltExecutable.releasePath("hangwatch-stackcorpus")
         if FileManager.default.isExecutableFile(atPath: release) { return release }
-        let root = triple.deletingLastPathComponent().deletingLastPathComponent()
-        let scratch = root.appendingPathComponent(".build-release-corpus")
+        let debug = URL(fileURLWithPath: BuiltExecutable.path("hangwatch-stackcorpus"))
+        let root = debug.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let build = Process()
         build.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         build.arguments = [
             "swift", "build", "-c", "release", "--product", "hangwatch-stackcorpus", "--package-path", root.path,
-            "--scratch-path", scratch.path,
+            "--scratch-path", root.appendingPathComponent(BuiltExecutable.releaseScratch).path,
         ]
         try build.run()
         build.waitUntilExit()
-        let built = scratch.appendingPathComponent("release/hangwatch-stackcorpus").path
+        let built = BuiltExecutable.releasePath("hangwatch-stackcorpus")
         try #require(FileManager.default.isExecutableFile(atPath: built), "the release corpus could not be built")
         return built
     }

@@ -19,7 +19,7 @@ import Testing
     static func binary() throws -> String {
         let path = BuiltExecutable.releasePath("hangwatch-waits")
         try #require(
-            FileManager.default.isExecutableFile(atPath: path), "build it first: swift build -c release --product hangwatch-waits (\(path))")
+            FileManager.default.isExecutableFile(atPath: path), "build it first: \(BuiltExecutable.releaseBuildCommand("hangwatch-waits")) (\(path))")
         return path
     }
 
@@ -219,6 +219,37 @@ import Testing
         #expect(endpoints.map(\.type) == ["pipe", "tcp"] && endpoints.allSatisfy { $0.events == "in" }, "\(endpoints)")
         let pid = try #require(run.announced["holderPid"])
         #expect(endpoints.allSatisfy { $0.peers?.map(\.pid) == [pid] }, "\(endpoints)")
+    }
+
+    /// A `connect` to a listener whose accept queue is full: its SYN dropped, the socket waits in
+    /// SYN-SENT, with both addresses (the remote one is the call's own: a socket still connecting
+    /// has no peer name); the other end is the listener, held by this very process.
+    @Test func aConnectStillWaitingForTheOtherEndIsInSYNSENT() throws {
+        let run = try Self.run("syn-sent")
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "no waitsFor")
+        #expect(waits.kind == "socket" && waits.syscall == "connect", "\(waits)")
+        let endpoint = try #require(waits.endpoints?.first, "\(waits)")
+        let port = try #require(run.announced["port"])
+        #expect(endpoint.type == "tcp" && endpoint.state == "SYN-SENT", "\(endpoint)")
+        #expect(endpoint.remote == "127.0.0.1:\(port)" && endpoint.local?.hasPrefix("127.0.0.1:") == true, "\(endpoint)")
+        let pid = try #require(run.announced["waiterTid"])
+        #expect((endpoint.peers ?? []).allSatisfy { $0.pid == pid }, "only this process listens there: \(waits)")
+        #expect(Self.symbols(report, report.heaviestStack?.stack).contains { $0.contains("connectToTheFullQueue") })
+    }
+
+    /// A read of a UNIX socket connected to a daemon's listening path: the path, and the process
+    /// holding the accepted end.
+    @Test func aUnixSocketReadNamesThePathAndTheProcessAtTheOtherEnd() throws {
+        let run = try Self.run("unix-process")
+        let report = try Self.mainReport(run)
+        let waits = try #require(report.waitsFor, "no waitsFor")
+        #expect(waits.kind == "socket" && waits.syscall == "read" && waits.owner == "held", "\(waits)")
+        let endpoint = try #require(waits.endpoints?.first, "\(waits)")
+        let pid = try #require(run.announced["holderPid"]), waiter = try #require(run.announced["waiterTid"])
+        let path = FileManager.default.temporaryDirectory.path + "/hangwatch-waits-\(waiter).sock"
+        #expect(endpoint.type == "unix" && endpoint.remote == path, "\(endpoint)")
+        #expect(endpoint.peers?.map(\.pid) == [pid] && waits.holder?.pid == pid && waits.holder?.name == "sleep", "\(waits)")
     }
 
     /// A sleep: no owner, the time asked for, and what was left (at most the time asked, less

@@ -8,11 +8,24 @@ public enum BuiltExecutable {
         return (executable as NSString).deletingLastPathComponent + "/" + name
     }
 
-    /// The path of executable `name` of the same package's release build (`swift build -c release
-    /// --product NAME`; `make test` builds the ones the tests need).
+    /// The scratch path of the release builds the tests run (`make test` builds them there, beside
+    /// the debug build both packages share, so that the tools' debug build need not wait for them).
+    public static let releaseScratch = ".build-release"
+
+    /// The path of executable `name` of the library's release build: in `releaseScratch` (`swift
+    /// build -c release --scratch-path .build-release --product NAME`; `make test` builds the ones
+    /// the tests need), else in the release directory beside the test bundle's.
     public static func releasePath(_ name: String) -> String {
-        let debug = URL(fileURLWithPath: path(name))
-        return debug.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("release/" + name).path
+        let debug = URL(fileURLWithPath: path(name)).deletingLastPathComponent()  // <root>/.build/<triple>/debug
+        let root = debug.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let scratch = root.appendingPathComponent(releaseScratch + "/release/" + name).path
+        if FileManager.default.isExecutableFile(atPath: scratch) { return scratch }
+        return debug.deletingLastPathComponent().appendingPathComponent("release/" + name).path
+    }
+
+    /// How to build `name` where `releasePath` looks first.
+    public static func releaseBuildCommand(_ name: String) -> String {
+        "swift build -c release --scratch-path \(releaseScratch) --product \(name)"
     }
 }
 

@@ -61,6 +61,25 @@ import Testing
         #expect(SocketDiagnostics.InetAddress(bytes: bytes, port: port).text == text)
     }
 
+    /// The address a `connect` was given, read from its `sockaddr` (a socket still connecting has
+    /// no peer name): IPv4 and IPv6; too few bytes or another family give none.
+    @Test func aConnectsAddressIsReadFromTheSockaddrItWasGiven() {
+        var v4 = sockaddr_in()
+        v4.sin_family = sa_family_t(AF_INET)
+        v4.sin_port = UInt16(5432).bigEndian
+        v4.sin_addr.s_addr = inet_addr("10.0.0.9")
+        #expect(withUnsafeBytes(of: &v4) { DescriptorNaming.inetAddress(sockaddr: $0) }?.text == "10.0.0.9:5432")
+        #expect(withUnsafeBytes(of: &v4) { DescriptorNaming.inetAddress(sockaddr: UnsafeRawBufferPointer(rebasing: $0.prefix(8))) }?.text == nil)
+        var v6 = sockaddr_in6()
+        v6.sin6_family = sa_family_t(AF_INET6)
+        v6.sin6_port = UInt16(443).bigEndian
+        withUnsafeMutableBytes(of: &v6.sin6_addr) { $0[15] = 1 }
+        #expect(withUnsafeBytes(of: &v6) { DescriptorNaming.inetAddress(sockaddr: $0) }?.text == "[::1]:443")
+        var unix = sockaddr_un()
+        unix.sun_family = sa_family_t(AF_UNIX)
+        #expect(withUnsafeBytes(of: &unix) { DescriptorNaming.inetAddress(sockaddr: $0) }?.text == nil)
+    }
+
     @Test func ipv6TextFollowsRFC5952() {
         func bytes(_ groups: [UInt16]) -> [UInt8] { groups.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] } }
         #expect(EndpointText.ipv6(bytes([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1])) == "2001:db8::1:0:0:1")

@@ -170,10 +170,15 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
         var observation = WaitObservation(microseconds: sample.microseconds, object: .io(call), syscall: number, file: nil, owner: .free)
         var described: [(Int32, String?)] = []
         var direction: IOCall.IODirection?
+        var connectingTo: SocketDiagnostics.InetAddress?
         switch call {
         case .descriptor(let descriptor, let way):
             described = [(descriptor, nil)]
             direction = way
+            // A connect in progress: the address it was given (its second and third arguments).
+            if way == .connect, let bytes = UnsafeProcessMemory.bytes(at: key[2], count: Int(min(key[3], 128))) {
+                connectingTo = bytes.withUnsafeBytes { DescriptorNaming.inetAddress(sockaddr: $0) }
+            }
         case .pollArray(let address, let count):
             let entries = UnsafeProcessMemory.copyArray(pollfd.self, at: address, count: min(count, 256)) ?? []
             let all = IOCall.pollDescriptors(entries.map { ($0.fd, $0.events) })
@@ -195,7 +200,7 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             return observation
         }
         observation.endpoints = described.prefix(IOCall.maxDescriptors).map { descriptor, events in
-            var endpoint = naming.name(descriptor, waiter: tid, direction: direction ?? Self.direction(events))
+            var endpoint = naming.name(descriptor, waiter: tid, direction: direction ?? Self.direction(events), connectingTo: connectingTo)
             endpoint.events = events
             endpoint.peerLooks = endpoint.peers.prefix(4).compactMap { look(at: $0) }
             return endpoint

@@ -31,6 +31,7 @@ public enum FrameKind: Sendable, Equatable {
 public enum SampledStacks {
     public static func of(_ report: HangReport) -> [SampledStack] {
         let samples = report.samples
+        let peer = Self.peer(of: report)
         var result: [SampledStack] = []
         for (index, sample) in samples.enumerated() {
             guard let stackIndex = sample.stack, stackIndex >= 0, stackIndex < report.stacks.count else { continue }
@@ -42,11 +43,14 @@ public enum SampledStacks {
                 guard let image = frame.image, report.images.indices.contains(image) else { return .unknown }
                 return StackSignature.isSystemImage(report.images[image].path) ? .system : .app
             }
+            // A sample in the call that waited on I/O: a leaf that names the other end.
+            let leaf = peer.flatMap { sample.syscall == report.waitsFor?.syscall ? ["[waits for \($0)]"] : nil } ?? []
             result.append(
                 SampledStack(
-                    frames: marker + frames.map { FrameNaming.displayName($0, images: report.images) }, weightMs: weight,
-                    file: marker.map { _ in nil } + frames.map(\.file), line: marker.map { _ in nil } + frames.map(\.line),
-                    kinds: marker.map { _ in .marker } + kinds, blocked: Self.isBlocked(sample)))
+                    frames: marker + frames.map { FrameNaming.displayName($0, images: report.images) } + leaf, weightMs: weight,
+                    file: marker.map { _ in nil } + frames.map(\.file) + leaf.map { _ in nil },
+                    line: marker.map { _ in nil } + frames.map(\.line) + leaf.map { _ in nil },
+                    kinds: marker.map { _ in .marker } + kinds + leaf.map { _ in .marker }, blocked: Self.isBlocked(sample)))
         }
         for holder in holders(of: report) {
             let frames = holder.stack.frames.reversed().compactMap { $0 >= 0 && $0 < report.frames.count ? report.frames[$0] : nil }
@@ -94,6 +98,18 @@ public enum SampledStacks {
                     weightMs: sampled, blocked: holder.verdict == "blocked"))
         }
         return result
+    }
+
+    /// The other end of the I/O wait `report` ended in, in words: its address or path and, on this
+    /// host, the process or thread holding it (`127.0.0.1:5432 (process 4121 "postgres")`); nil
+    /// when the hang waited on no descriptor with an address.
+    public static func peer(of report: HangReport) -> String? {
+        guard let waits = report.waitsFor, let endpoint = waits.endpoints?.first, waits.endpoints?.count == 1,
+            let address = endpoint.remote ?? endpoint.path
+        else { return nil }
+        guard let holder = endpoint.peers?.first ?? waits.holder else { return address }
+        let who = holder.tid.map { "thread \($0)" } ?? holder.pid.map { "process \($0)" }
+        return who.map { "\(address) (\($0)\(holder.name.map { " \"\($0)\"" } ?? ""))" } ?? address
     }
 
     /// The time sample `index` of `report` stands for: until the next sample, the last until the

@@ -69,6 +69,36 @@ enum Work {
         while read(ends[0], &byte, 1) < 0 && errno == EINTR {}
     }
 
+    /// Connects to 127.0.0.1:`port`, sends a line and reads the answer (to its end of line or the
+    /// connection's), blocking the calling thread until the upstream answers.
+    @inline(never)
+    static func askUpstream(port: Int) throws -> String {
+        let connection = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard connection >= 0 else { throw ServiceError("socket: \(String(cString: strerror(errno)))") }
+        defer { close(connection) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(connection, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw ServiceError("connect to the upstream: \(String(cString: strerror(errno)))") }
+        let request = Array("figures\n".utf8)
+        guard request.withUnsafeBytes({ write(connection, $0.baseAddress, $0.count) }) == request.count else {
+            throw ServiceError("write to the upstream: \(String(cString: strerror(errno)))")
+        }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while !answer.contains(UInt8(ascii: "\n")) {
+            let count = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            answer += buffer[..<count]
+        }
+        return String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     @inline(never)
     static func sleep(milliseconds: Int) {
         usleep(UInt32(milliseconds) * 1000)
@@ -146,6 +176,16 @@ enum Shop {
         await Task.yield()
         measurements.measure("/cart") { Work.waitForLock(milliseconds: blockMilliseconds) }
         return "cart\n"
+    }
+
+    /// Asks the upstream service (`--upstream-port`) for the day's figures, synchronously, on the
+    /// pool thread that runs the handler (what a blocking database or HTTP client does).
+    @inline(never)
+    static func salesReport(upstreamPort: Int?, measurements: Measurements) async throws -> String {
+        await Task.yield()
+        guard let upstreamPort else { throw ServiceError("/report needs --upstream-port") }
+        let figures = try measurements.measure("/report") { try Work.askUpstream(port: upstreamPort) }
+        return "report \(figures)\n"
     }
 
     /// A synchronous step run on an event loop of the server's group (what a channel handler or

@@ -12,13 +12,16 @@ import Synchronization
 /// would by mistake: `/quote` computes, `/invoice` reads a pipe, `/checkout` sleeps, `/cart` waits
 /// for a lock. Hummingbird runs route handlers as Swift tasks on the cooperative pool; `/receipt`
 /// instead blocks an event loop of the server's group. `/restock` holds the stock's `NIOLock` for
-/// 800 ms and `/stock` waits for it (`Inventory`: one request's handler blocked by another's). `/hello` answers at once (throughput). The
+/// 800 ms and `/stock` waits for it (`Inventory`: one request's handler blocked by another's).
+/// `/report` asks an upstream TCP service (`--upstream-port`, on 127.0.0.1) synchronously, on its
+/// pool thread. `/hello` answers at once (throughput). The
 /// shop's routes run under `HangLabelsMiddleware` (each hang's report names its route and, when
 /// the request had one, its `traceparent`); `/hello` does not (the bench's figure is unchanged).
 ///
 ///   hangwatch-hummingbird-service [--reports DIR] [--threshold-ms 250] [--port 8080]
 ///                                 [--port-file FILE] [--measurements FILE] [--toggle-watch]
-///                                 [--no-loop-ticks] [--no-pool-watch]
+///                                 [--no-loop-ticks] [--no-pool-watch] [--upstream-port PORT]
+///                                 [--every-hang-reported]
 ///
 /// With `--reports` the server's group and the cooperative pool are watched (HangWatchNIO); without
 /// it nothing is watched (the bench's baseline). With `--toggle-watch` as well (the bench's paired
@@ -40,6 +43,10 @@ struct HummingbirdService {
         var toggleWatch = false
         var loopTicks = true
         var poolWatch = true
+        /// Where `/report` asks its upstream (a TCP service on 127.0.0.1), synchronously.
+        var upstreamPort: Int?
+        /// `--every-hang-reported`: every hang its own report (no fold of repeats, no rate limit).
+        var foldsRepeats = true
 
         init(_ arguments: [String]) throws {
             var rest = arguments[...]
@@ -64,6 +71,8 @@ struct HummingbirdService {
                 case "--toggle-watch": toggleWatch = true
                 case "--no-loop-ticks": loopTicks = false
                 case "--no-pool-watch": poolWatch = false
+                case "--upstream-port": upstreamPort = try number(flag, in: 1...65535)
+                case "--every-hang-reported": foldsRepeats = false
                 default: throw ServiceError("unknown argument '\(flag)'")
                 }
             }
@@ -100,6 +109,12 @@ struct HummingbirdService {
                 var configuration = HangMonitor.Configuration(
                     serviceName: "shop", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
                 configuration.watchesConcurrencyPool = options.poolWatch
+                if !options.foldsRepeats {
+                    // Every hang its own report: no fold of repeats, no rate limit in reach.
+                    configuration.repeatWindow = .zero
+                    configuration.reportsPerMinute = 10_000
+                    configuration.reportBurst = 10_000
+                }
                 return configuration
             }()
             // The loops, and (on by default, once per process) the cooperative pool.
@@ -126,6 +141,8 @@ struct HummingbirdService {
         shop.get("/cart") { _, _ in await Shop.updateCart(measurements: measurements) }
         shop.get("/receipt") { _, _ in try await Shop.renderReceipt(on: group.next(), measurements: measurements) }
         shop.get("/restock") { _, _ in await Inventory.restock(measurements: measurements) }
+        let upstreamPort = options.upstreamPort
+        shop.get("/report") { _, _ in try await Shop.salesReport(upstreamPort: upstreamPort, measurements: measurements) }
         shop.get("/stock") { _, _ in await Inventory.readStock(measurements: measurements) }
         router.get("/restock/held") { _, _ in Inventory.recounting.load(ordering: .acquiring) ? "yes\n" : "no\n" }
 

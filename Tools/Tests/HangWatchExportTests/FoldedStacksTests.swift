@@ -36,6 +36,26 @@ import Testing
         #expect(lines[0].frames.first == "main")
     }
 
+    /// A hang that waited on a socket: the samples in that call end in a leaf that names the other
+    /// end (its address and the process holding it), so a flame graph keeps the peer.
+    @Test func aSampleWaitingOnASocketEndsInALeafNamingTheOtherEnd() throws {
+        var report = StackReports.twoStacks
+        report.samples = report.samples.map { sample in
+            var blocked = sample
+            blocked.state = "S"
+            blocked.syscall = "read"
+            return blocked
+        }
+        var endpoint = HangReport.Endpoint(descriptor: 9, type: "tcp")
+        endpoint.remote = "127.0.0.1:5432"
+        endpoint.peers = [HangReport.Holder(pid: 4121, name: "postgres", state: "S", syscall: "epoll_wait", verdict: "blocked")]
+        report.waitsFor = HangReport.WaitsFor(kind: "socket", syscall: "read", owner: "held", holder: endpoint.peers?.first, endpoints: [endpoint])
+        let lines = try Self.parse(FoldedStacks.render([report]))
+        #expect(lines.allSatisfy { $0.frames.last == "[waits for 127.0.0.1:5432 (process 4121 \"postgres\")]" }, "\(lines)")
+        #expect(lines[0].frames.dropLast() == ["main", "billing.load()", "Parser.parse()"])
+        #expect(SampledStacks.peer(of: StackReports.twoStacks) == nil, "no wait, no peer")
+    }
+
     @Test func identicalStacksOfSeveralReportsAddUp() throws {
         let lines = try Self.parse(FoldedStacks.render([StackReports.twoStacks, StackReports.twoStacks]))
         #expect(lines.map(\.count) == [300, 100])

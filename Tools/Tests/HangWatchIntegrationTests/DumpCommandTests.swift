@@ -7,7 +7,7 @@ import Testing
 /// build, made by `make test` in the library's package) deadlocked, and processes without HangWatch.
 @Suite(.serialized) struct DumpCommandTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../..").standardized.path
-    static var waits: String { repository + "/.build/release/hangwatch-waits" }
+    static var waits: String { BuiltExecutable.releasePath("hangwatch-waits") }
     static var cli: String { BuiltExecutable.path("hangwatch") }
 
     /// A deadlocked service, asked twice (the request and its answer leave nothing behind): both
@@ -16,7 +16,7 @@ import Testing
     /// while it lasts).
     @Test(arguments: ["deadlock", "timed-deadlock"])
     func aLiveTwoThreadDeadlockIsDumpedWithBothThreadsTheirStacksAndTheCycle(_ waitCase: String) throws {
-        try #require(FileManager.default.isExecutableFile(atPath: Self.waits), "build it: swift build -c release --product hangwatch-waits")
+        try #require(FileManager.default.isExecutableFile(atPath: Self.waits), "build it: \(BuiltExecutable.releaseBuildCommand("hangwatch-waits"))")
         let directory = ReportDirectory("dump-\(waitCase)")
         let service = try RunningExecutable(Self.waits, [waitCase, "--reports", directory.path])
         defer {
@@ -57,7 +57,7 @@ import Testing
     /// the dump or refused with a reason (busy, or the rate limit), none goes unanswered, and no
     /// answer is left behind.
     @Test func fiftyDumpsFourAtATimeAreEachAnsweredOrRefusedWithAReason() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: Self.waits), "build it: swift build -c release --product hangwatch-waits")
+        try #require(FileManager.default.isExecutableFile(atPath: Self.waits), "build it: \(BuiltExecutable.releaseBuildCommand("hangwatch-waits"))")
         let directory = ReportDirectory("dump-fifty")
         let service = try RunningExecutable(Self.waits, ["deadlock", "--reports", directory.path])
         defer {

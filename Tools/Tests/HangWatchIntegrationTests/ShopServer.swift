@@ -13,13 +13,20 @@ final class ShopServer: @unchecked Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
     var log: String { (try? String(contentsOfFile: scratch + "/log", encoding: .utf8)) ?? "" }
 
+    /// The debug build beside the tests; with `HANGWATCH_HUMMINGBIRD_BUILD=release` (`make
+    /// test-release-hummingbird`, in `make stress`), the release build of the same scratch path.
     static var binary: String {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        return (executable as NSString).deletingLastPathComponent + "/hangwatch-hummingbird-service"
+        let debug = (executable as NSString).deletingLastPathComponent
+        if ProcessInfo.processInfo.environment["HANGWATCH_HUMMINGBIRD_BUILD"] == "release" {
+            return ((debug as NSString).deletingLastPathComponent as NSString).appendingPathComponent("release/hangwatch-hummingbird-service")
+        }
+        return debug + "/hangwatch-hummingbird-service"
     }
 
-    /// Starts it (threshold `thresholdMs`, the monitor's debug log on) and waits for its port.
-    init(thresholdMs: Int = 250) throws {
+    /// Starts it (threshold `thresholdMs`, the monitor's debug log on, and `arguments` more) and
+    /// waits for its port.
+    init(thresholdMs: Int = 250, arguments: [String] = []) throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "\(Self.binary) is not built (swift build --build-tests)")
         scratch = FileManager.default.temporaryDirectory.path + "/hangwatch-hummingbird-\(getpid())-\(UUID().uuidString.prefix(6))"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
@@ -27,7 +34,7 @@ final class ShopServer: @unchecked Sendable {
         process.arguments = [
             "--reports", scratch + "/reports", "--threshold-ms", "\(thresholdMs)", "--port", "0", "--port-file", scratch + "/port",
             "--measurements", scratch + "/measurements.jsonl",
-        ]
+        ] + arguments
         // The monitor's debug log: each pool job seen for half a threshold or more that got no
         // report says why (a test prints it: a missed request is explained in the output).
         process.environment = ProcessInfo.processInfo.environment.merging(["SHOP_HANGWATCH_LOG_LEVEL": "debug"]) { $1 }

@@ -51,7 +51,9 @@ import Testing
         }
         let release = debug.deletingLastPathComponent().appendingPathComponent("release/hangwatch-vapor-service").path
         if FileManager.default.isExecutableFile(atPath: release) { return release }
-        let tools = debug.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        // (The tools build into the repository's scratch path: <repository>/.build/<triple>/debug.)
+        let repository = debug.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let tools = repository.appendingPathComponent("Tools")
         let scratch = tools.appendingPathComponent(".build-release-vapor")
         let build = Process()
         build.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -56,14 +56,18 @@ final class DescriptorNaming {
 
     /// Descriptor `descriptor` of this process, named; `waiter` is the thread waiting on it (never
     /// its own other end), `direction` which way it waits (a read wants a writer).
-    func name(_ descriptor: Int32, waiter: Int32, direction: IOCall.IODirection?) -> EndpointLook {
+    /// `connectingTo`: the address a `connect` in progress was given (a socket still connecting
+    /// has no peer name yet: `getpeername` fails until the other end answers).
+    func name(
+        _ descriptor: Int32, waiter: Int32, direction: IOCall.IODirection?, connectingTo: SocketDiagnostics.InetAddress? = nil
+    ) -> EndpointLook {
         var look = EndpointLook(descriptor: descriptor, type: "other")
         guard let target = SmallFile.link("/proc/self/fd/\(descriptor)") else {
             look.peerNote = "the descriptor is closed"
             return look
         }
         if let inode = Self.inode(target, kind: "socket") {
-            nameSocket(inode, into: &look, waiter: waiter)
+            nameSocket(inode, into: &look, waiter: waiter, connectingTo: connectingTo)
         } else if let inode = Self.inode(target, kind: "pipe") {
             look.type = "pipe"
             look.peers = otherEnd(of: "pipe:[\(inode)]", ownDescriptor: descriptor, waiter: waiter, direction: direction)
@@ -92,7 +96,7 @@ final class DescriptorNaming {
     /// A socket of this process: what it is, its addresses, state and queues are asked of the
     /// descriptor itself (`getsockname`, `getpeername`, `TCP_INFO`, `SIOCINQ`/`SIOCOUTQ`); the
     /// other end of the kernel (`SocketDiagnostics`).
-    private func nameSocket(_ inode: UInt64, into look: inout EndpointLook, waiter: Int32) {
+    private func nameSocket(_ inode: UInt64, into look: inout EndpointLook, waiter: Int32, connectingTo: SocketDiagnostics.InetAddress?) {
         let descriptor = look.descriptor
         let family = Self.option(descriptor, SOL_SOCKET, SO_DOMAIN)
         let proto = Self.option(descriptor, SOL_SOCKET, SO_PROTOCOL)
@@ -106,7 +110,7 @@ final class DescriptorNaming {
             let tcp = proto == Int32(IPPROTO_TCP)
             look.type = tcp ? "tcp" : "udp"
             let local = Self.inetAddress(descriptor, getsockname)
-            let remote = Self.inetAddress(descriptor, getpeername)
+            let remote = Self.inetAddress(descriptor, getpeername) ?? connectingTo
             look.local = local?.text
             look.remote = remote?.text
             look.receiveQueue = Self.queued(descriptor, request: 0x541B)  // SIOCINQ
@@ -184,22 +188,28 @@ final class DescriptorNaming {
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let done = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(descriptor, $0, &length) } }
         guard done == 0 else { return nil }
-        let family = Int32(storage.ss_family)
-        return withUnsafeBytes(of: &storage) { raw -> SocketDiagnostics.InetAddress? in
-            switch family {
+        return withUnsafeBytes(of: &storage) { inetAddress(sockaddr: $0) }
+    }
+
+    /// The IPv4 or IPv6 address a `sockaddr`'s bytes hold (the unspecified address and port 0:
+    /// none); nil for another family or too few bytes.
+    static func inetAddress(sockaddr raw: UnsafeRawBufferPointer) -> SocketDiagnostics.InetAddress? {
+        guard raw.count >= MemoryLayout<sa_family_t>.size else { return nil }
+        switch Int32(raw.loadUnaligned(as: sa_family_t.self)) {
             case AF_INET:
+                guard raw.count >= MemoryLayout<sockaddr_in>.size else { return nil }
                 let address = raw.loadUnaligned(as: sockaddr_in.self)
                 let port = UInt16(bigEndian: address.sin_port)
                 let bytes = withUnsafeBytes(of: address.sin_addr) { Array($0) }
                 return bytes == [0, 0, 0, 0] && port == 0 ? nil : .init(bytes: bytes, port: port)
             case AF_INET6:
+                guard raw.count >= MemoryLayout<sockaddr_in6>.size else { return nil }
                 let address = raw.loadUnaligned(as: sockaddr_in6.self)
                 let port = UInt16(bigEndian: address.sin6_port)
                 let bytes = withUnsafeBytes(of: address.sin6_addr) { Array($0) }
                 return bytes.allSatisfy { $0 == 0 } && port == 0 ? nil : .init(bytes: bytes, port: port)
             default:
                 return nil
-            }
         }
     }
 

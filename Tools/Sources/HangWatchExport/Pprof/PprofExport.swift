@@ -93,7 +93,9 @@ public enum PprofExport {
             // The main executable's mapping first: tools take mapping 1 for the program.
             if let main = report.images.first(where: \.isMainExecutable) { _ = mapping(main) }
             let service = string("service"), hang = string("hang")
-            let labels = [(service, string(report.service)), (hang, string(report.id))]
+            var labels = [(service, string(report.service)), (hang, string(report.id))]
+            // The other end of an I/O wait (an address, and the process holding it on this host).
+            if let peer = SampledStacks.peer(of: report) { labels.append((string("peer"), string(peer))) }
             for (index, sample) in report.samples.enumerated() {
                 guard let stackIndex = sample.stack, stackIndex >= 0, stackIndex < report.stacks.count else { continue }
                 let weight = SampledStacks.weightMs(ofSample: index, in: report)
