@@ -213,6 +213,30 @@ import Testing
         #expect(record.holderLooks == 1 && record.holderLooksWithoutStack == 0)
     }
 
+    /// A look as the lock is released names no holder (being released, or free): the look that
+    /// found the holder stays what the report says; a poll whose other end's process exited as the
+    /// hang ended likewise keeps the look that named it.
+    @Test func aLookAsTheHoldersLetGoDoesNotHideThem() {
+        var record = WaitRecord(latest: Self.look(.thread(5), at: 100))
+        record.add(Self.look(.thread(5), at: 100))
+        record.add(Self.look(.unknown("no writer holds the lock: it is read-locked (readers are not recorded) or being released"), at: 150))
+        #expect(record.latest.owner == .thread(5))
+        var poll = WaitObservation(
+            microseconds: 100, object: .io(.pollArray(address: 0x10, count: 2)), syscall: 7, file: nil, owner: .unknown("a wait on 2 descriptors"))
+        var pipe = EndpointLook(descriptor: 3, type: "pipe")
+        pipe.peers = [.process(90)]
+        var socket = EndpointLook(descriptor: 4, type: "tcp")
+        socket.peers = [.process(90)]
+        poll.endpoints = [pipe, socket]
+        var ending = poll
+        ending.microseconds = 150
+        ending.endpoints[1].peers = []
+        var polls = WaitRecord(latest: poll)
+        polls.add(poll)
+        polls.add(ending)
+        #expect(polls.latest.microseconds == 100)
+    }
+
     /// The thread of this process at a socket's other end leaves its call as the hang ends: the
     /// look that finds only this process holding that end does not replace the one with the thread.
     @Test func aLookAsTheThreadAtTheOtherEndLeftItsCallDoesNotHideIt() {

@@ -149,16 +149,24 @@ struct WaitRecord: Sendable, Equatable {
     }
 
     /// Whether `observation`, the newer look, is the one the report should say: the last look that
-    /// found a holder says the most, with three exceptions on the same object. A look as the holder
-    /// let go finds it free, which is not what the hang waited on; so does a look as the thread of
-    /// this process at the other end of a pipe or socket left its call (only this process is left
-    /// holding that end); a look at the same holder that got no stack (it was waking, on a CPU)
-    /// says less than the look that got the stack it waited behind.
+    /// found a holder says the most, with three exceptions on the same object. A look as the hang
+    /// ended, as its holders let go, names fewer of them (a lock found free or being released, a
+    /// poll's other end gone as the process holding it exited), which is not what the hang waited
+    /// on; so does a look as the thread of this process at the other end of a pipe or socket left
+    /// its call (only this process is left holding that end); a look at the same holder that got
+    /// no stack (it was waking, on a CPU) says less than the look that got the stack it waited
+    /// behind.
     private func says(moreThanLatest observation: WaitObservation) -> Bool {
         guard latest.object == observation.object else { return true }
-        if observation.owner == .free { return latest.owner == .free }
+        if Self.holdersNamed(observation) < Self.holdersNamed(latest) { return false }
         if latest.owner.thread != nil, case .process(let pid) = observation.owner, pid == ownProcess { return false }
         return !(latest.owner == observation.owner && latest.holder?.sample != nil && observation.holder?.sample == nil)
+    }
+
+    /// How many holders a look names: its owner, or, for an I/O wait, each descriptor's other end.
+    static func holdersNamed(_ observation: WaitObservation) -> Int {
+        let owner = observation.owner.thread != nil || { if case .process = observation.owner { true } else { false } }() ? 1 : 0
+        return max(owner, observation.endpoints.reduce(0) { $0 + $1.peers.count })
     }
 
     private func isProcess(_ owner: WaitOwner) -> Bool {

@@ -14,10 +14,10 @@ protocol PoolThreadLooking: AnyObject {
 /// when nothing moved: the thread list is read again only when it may have changed
 /// (`ProcessThreadList`), thread names and stack bounds are learnt once per thread, each thread
 /// keeps its open `/proc` files, and a thread not put on a CPU since the last look (an idle worker
-/// in its wait) costs one read of its `schedstat`. A thread on a CPU is
-/// captured by signal when a probe or attach job attached it; otherwise it is left unread (no
-/// activation: it cannot be held).
-/// Attached threads also give the id of the task they run (`withTask`).
+/// in its wait) costs one read of its `schedstat`. A thread on a CPU is captured by signal, prepared
+/// for it first when no probe or attach job attached it (`ThreadPreparer`). Every pool thread gives
+/// the id of the task it runs (`withTask`): an attached one by the word it found itself, any other
+/// by its thread descriptor (`UnsafeThreadDescriptor`).
 final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     /// One thread of the process, learnt once. A class: a look updates it in place.
     private final class Known {
@@ -76,8 +76,9 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
             let sampler = entry.sampler
                 ?? LinuxStackSampler(signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock())
             entry.sampler = sampler
-            // A thread not attached has the capture signal blocked (libdispatch's mask) and no alternate stack.
-            var sample = Self.withTask(sampler, entry.thread, previous: entry.previous, signalAllowed: entry.attached, slot: entry.taskSlot)
+            // A thread not attached (libdispatch's mask blocks the capture signal, it has no
+            // alternate stack) is prepared for the capture by the sampler, behind its guard.
+            var sample = Self.withTask(sampler, entry.thread, previous: entry.previous, signalAllowed: true, slot: entry.taskSlot)
             if sample.state == "S", sample.method != .unchanged, sample.asyncCallers != nil || entry.previous?.asyncCallers != nil {
                 sample.offCPUSinceMicroseconds = schedClock.offCPUSince(tid: tid)
             }
@@ -150,6 +151,20 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
                 known[tid] = entry
             }
             if entry.isPool { poolThreads.append((tid, entry)) }
+        }
+        findTaskSlots()
+    }
+
+    /// The current-task words of pool threads no probe or attach job ran on, from their thread
+    /// descriptors (one read of `/proc/self/maps` when such threads appear).
+    private func findTaskSlots() {
+        let missing = Set(poolThreads.filter { $0.known.taskSlot == nil && !$0.known.attached }.map(\.tid))
+        guard !missing.isEmpty, attachments.findsTaskSlots else { return }
+        for mapping in StackMapping.readAll() {
+            guard let thread = UnsafeThreadDescriptor.thread(mappingEnd: mapping.end), missing.contains(thread.tid),
+                let entry = known[thread.tid]
+            else { continue }
+            entry.taskSlot = attachments.taskSlot(threadPointer: thread.pointer)
         }
     }
 }

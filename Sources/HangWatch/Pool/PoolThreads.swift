@@ -63,8 +63,9 @@ struct LinuxPoolThreads: PoolThreadCapturing {
             }
             var thread = MonitoredThread(tid: tid, startTimeTicks: startTime, stackLow: 0, stackHigh: 0, name: name, isMain: false)
             StackMapping.boundBlockedThread(&thread, mappings: &stackMappings)
-            // Never signalled: its mask blocks the capture signal, and it has no alternate stack.
-            var sample = sampler.sample(thread, previous: nil, signalAllowed: false)
+            // Its mask blocks the capture signal and it has no alternate stack: prepared for the
+            // capture first when it is on a CPU (`ThreadPreparer`).
+            var sample = sampler.sample(thread, previous: nil, signalAllowed: signalAllowed)
             if sample.failure == .debuggerAttached || (sample.failure == nil && sample.frames.isEmpty) {
                 sample.failure = .threadNotAttached
             }

@@ -48,9 +48,12 @@ extension PoolWatch {
         case .held(let episode):
             statistics?.hangsDetected.add(1, ordering: .relaxed)
             let first = episode.samples.first
+            // A sample that saw the job saw it begun: its start is no later (a start estimated from
+            // the thread's clocks, read after the sample's own time, may land microseconds after it).
+            let start = min(episode.startMicroseconds, first?.microseconds ?? episode.startMicroseconds)
             var recording = HangRecording(
-                id: Watchdog.nextReportID(start: environment.date(ofMicroseconds: episode.startMicroseconds), serviceName: settings.serviceName),
-                startMicroseconds: episode.startMicroseconds, detectedMicroseconds: episode.lastSeenMicroseconds, activity: 0, mode: nil,
+                id: Watchdog.nextReportID(start: environment.date(ofMicroseconds: start), serviceName: settings.serviceName),
+                startMicroseconds: start, detectedMicroseconds: episode.lastSeenMicroseconds, activity: 0, mode: nil,
                 thresholdMicroseconds: thresholdMicroseconds, thread: episode.thread, process: environment.processSnapshot(),
                 baseline: first.flatMap { sample in
                     sample.onCPUNanoseconds.map {

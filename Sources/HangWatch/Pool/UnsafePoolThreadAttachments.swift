@@ -22,6 +22,11 @@ final class UnsafePoolThreadAttachments: Sendable {
     }
 
     private let threads = Mutex<[Int32: Attached]>([:])
+    /// Where any thread's current-task word is from its thread pointer (x86_64's static TLS lies
+    /// below it: a wrapping offset; 0: not learnt yet), learnt on the first thread attached with
+    /// its word: every other pool thread's is then found by its thread descriptor
+    /// (`UnsafeThreadDescriptor`), no attach job needed.
+    private let taskWordOffset = Atomic<UInt>(0)
 
     /// Holds, per attached thread, the alternate stack the attach step installed (or 1 when the
     /// thread had one already, which is not ours to free).
@@ -53,6 +58,22 @@ final class UnsafePoolThreadAttachments: Sendable {
             stackHigh: attachment.stackHigh, name: task.name(), isMain: false)
         let attached = Attached(thread: thread, taskSlot: UnsafeCurrentTaskSlot.locateOnCurrentThread())
         threads.withLock { $0[attachment.tid] = attached }
+        let pointer = UInt(pthread_self())
+        if let slot = attached.taskSlot, slot != pointer, taskWordOffset.load(ordering: .relaxed) == 0,
+            UnsafeThreadDescriptor.learnOnCurrentThread()
+        {
+            taskWordOffset.store(slot &- pointer, ordering: .relaxed)
+        }
+    }
+
+    /// Whether other threads' current-task words can be found (`taskSlot(threadPointer:)`).
+    var findsTaskSlots: Bool { taskWordOffset.load(ordering: .relaxed) != 0 }
+
+    /// The current-task word of the thread whose thread pointer is `pointer` (nil before a thread
+    /// attached with its word taught where it lies).
+    func taskSlot(threadPointer pointer: UInt) -> UInt? {
+        let offset = taskWordOffset.load(ordering: .relaxed)
+        return offset == 0 ? nil : pointer &+ offset
     }
 
     /// The key's destructor, on the exiting thread.
