@@ -76,6 +76,32 @@ import Testing
         #expect(left.isEmpty, "\(source): files left behind: \(left)")
     }
 
+    /// `stop()` and `start()` of one monitor called at once from two threads, over and over: every
+    /// call returns (a stop waits for its start's lanes, and a start right after it never undoes
+    /// that stop: `WatchdogTests.aStartRightAfterAStopNeverUndoesThatStop`), and the monitor ends
+    /// stopped with no thread of its own left.
+    @Test func aStartRacingAStopAlwaysReturns() throws {
+        let directory = ReportDirectory()
+        let queue = DispatchQueue(label: "race")
+        let monitor = try HangMonitor(
+            configuration: .init(serviceName: "race", threshold: .milliseconds(250), reportDirectory: directory.path),
+            logger: Logger(label: "race", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let rounds = 500
+        for round in 0..<rounds {
+            try? monitor.start(queue: queue)
+            let done = DispatchGroup()
+            DispatchQueue.global().async(group: done) { monitor.stop() }
+            DispatchQueue.global().async(group: done) { try? monitor.start(queue: queue) }
+            guard done.wait(timeout: .now() + 10) == .success else {
+                Issue.record("round \(round) of \(rounds): a stop racing a start did not return within 10 s")
+                return
+            }
+        }
+        monitor.stop()
+        #expect(!monitor.isRunning)
+        #expect(Eventually.holds { !Self.threadNames().contains("hangwatch-wdog") }, "\(Self.threadNames())")
+    }
+
     /// One timer: a running monitor that pings a queue and watches the pool names one thread, its
     /// watchdog (an event-loop source adds its watcher, `hangwatch-loop`). The pings and the pool
     /// watch are lanes of the watchdog; until 2026-11-27 they had threads of their own

@@ -13,6 +13,29 @@ import Testing
     /// Equal to within a microsecond (activity times are kept in units of 1024 ns).
     func near(_ value: Double, _ expected: Double) -> Bool { abs(value - expected) < 0.002 }
 
+    /// A stop whose end still waits for its lanes while the monitor is started again (the worst
+    /// order of a `stop()` racing a `start()`): the new start does not undo the stop, and the
+    /// stopped start's lane finishes at once. (One stop flag for every start of a monitor was set
+    /// back by the next start, and the stopped lane, never seeing its stop, was waited for forever.)
+    @Test func aStartRightAfterAStopNeverUndoesThatStop() {
+        let h = WatchdogHarness()
+        h.begin()
+        h.assembly.end()
+        h.latch.wake.signal()
+        let next = h.restart()
+        try! next.begin()
+        var stoppedLaneFinishedAt: Double?
+        h.clock.at(h.t(100)) { [h] in
+            if h.assembly.hangLane.finished.wait(timeout: .now()) == .success { stoppedLaneFinishedAt = 100 }
+            // (On scripted time `end` joins no lane: the wake a join posts, posted here.)
+            next.end()
+            next.latch.wake.signal()
+        }
+        h.assembly.watchdog.run()
+        #expect(stoppedLaneFinishedAt == 100, "the stopped start's lane was still running when the next start had run 100 ms")
+        #expect(next.hangLane.finished.wait(timeout: .now()) == .success)
+    }
+
     @Test func aStretchPastTheThresholdIsOneHangSampledUntilTheLoopMoves() throws {
         let h = WatchdogHarness()
         h.busy(from: 100, for: 700)

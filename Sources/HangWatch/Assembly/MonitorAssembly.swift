@@ -37,6 +37,8 @@ final class MonitorAssembly: Sendable {
     let images: ImageRegistry
     let heartbeat: HeartbeatPublisher?
     let signal: Int32
+    /// This start's stop: its lanes finish once it is raised (`end`).
+    let stop = StopFlag()
     /// Every lane of the watchdog the assembly runs, once begun (the hang lane, and the source's
     /// timer lane when it has one).
     private let lanes = Mutex<[any WatchdogLane]>([])
@@ -72,7 +74,7 @@ final class MonitorAssembly: Sendable {
             timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), images: images)
         hangLane = HangLane(
             settings: Self.watchdogSettings(configuration, world: world), source: source, latch: latch, control: owner.control,
-            threadSlot: threadSlot, sampler: world.sampler(capture), sink: world.tap?(writer) ?? writer, images: images,
+            stop: stop, threadSlot: threadSlot, sampler: world.sampler(capture), sink: world.tap?(writer) ?? writer, images: images,
             statistics: owner.statistics, logger: owner.logger, heartbeat: heartbeat, waits: world.waits(capture))
     }
 
@@ -81,7 +83,6 @@ final class MonitorAssembly: Sendable {
     /// requests are offered to this monitor. Quick: no file or signal work.
     func begin() throws {
         let control = owner.control
-        control.stopRequested.store(false, ordering: .releasing)
         control.countFromMicroseconds.store(
             world.environment.now() + DurationText.microseconds(configuration.startupGracePeriod), ordering: .releasing)
         source.useCaptureSelector(
@@ -109,7 +110,7 @@ final class MonitorAssembly: Sendable {
     /// Stops watching: a hang in progress is written `monitor stopped during hang`; waits for the
     /// lanes to finish and for queued reports to be written.
     func end() {
-        owner.control.stopRequested.store(true, ordering: .releasing)
+        stop.raise()
         source.stop()
         PoolWatchRegistry.withdraw(owner.id)
         DumpRegistry.withdraw(owner.id)

@@ -16,6 +16,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     let latch: ActivityLatch
     let control: WatchdogControl
     private let threadSlot: ThreadSlot
+    /// This start's stop (`MonitorAssembly.end`).
+    private let stop: StopFlag
     private let sampler: any StackSampling
     private let sink: any HangSink
     /// Nil in tests that script samples: no image table to keep current.
@@ -60,9 +62,10 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
 
     init(
         settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
-        threadSlot: ThreadSlot, sampler: any StackSampling, sink: any HangSink, images: ImageRegistry?,
+        stop: StopFlag, threadSlot: ThreadSlot, sampler: any StackSampling, sink: any HangSink, images: ImageRegistry?,
         statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil, waits: (any WaitInspecting)? = nil
     ) {
+        self.stop = stop
         self.waits = waits
         self.settings = settings
         self.source = source
@@ -111,7 +114,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     }
 
     func park(_ snapshot: ActivitySnapshot) -> Bool {
-        latch.park() == snapshot && !control.isStopping
+        latch.park() == snapshot && !stop.isRaised
     }
 
     func unpark() {
@@ -134,7 +137,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
                 if let wait = step(&hang, environment) { return wait }
                 continue
             case .confirming(let snapshot, let start, let context, let until):
-                if latch.snapshot() != snapshot || control.isStopping {
+                if latch.snapshot() != snapshot || stop.isRaised {
                     logger.debug("watchdog woke late; the loop caught up", metadata: ["hangwatch.oversleep_ms": "\(oversleep / 1000)"])
                     // The stretch that just ended is the stopped one, forgiven: not a late hang.
                     _ = latch.takeLateStretch(nowMicroseconds: environment.now())
@@ -149,7 +152,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             case .watching:
                 break
             }
-            if control.isStopping { return .finished }
+            if stop.isRaised { return .finished }
             let snapshot = latch.snapshot()
             reportLateStretch(environment)
             if control.isPaused {
@@ -272,7 +275,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             return nil
         }
         let now = environment.now()
-        if control.isStopping {
+        if stop.isRaised {
             hang.recording.endMicroseconds = now
             finish(hang.recording, outcome: .monitorStopped)
             return nil

@@ -66,7 +66,7 @@ final class Watchdog: @unchecked Sendable {
         thread.enlist(lane)
     }
 
-    /// Waits for `lane` to finish after its `control.stopRequested` was set (a hang in progress is
+    /// Waits for `lane` to finish after its stop was raised (a hang in progress is
     /// handed on as `monitor stopped during hang`).
     func join(_ lane: any WatchdogLane) {
         wake.signal()

@@ -1,8 +1,16 @@
 import Synchronization
 
-/// Settings and requests the watchdog reads on every turn; written by `HangMonitor`'s API.
+/// A stop asked of one start's lanes (`MonitorAssembly`: each start has its own, so a stop that
+/// waits for its lanes is never undone by a start that came after it).
+final class StopFlag: Sendable {
+    private let raised = Atomic<Bool>(false)
+    var isRaised: Bool { raised.load(ordering: .acquiring) }
+    func raise() { raised.store(true, ordering: .releasing) }
+}
+
+/// Settings and requests the watchdog reads on every turn; written by `HangMonitor`'s API (they
+/// outlive a start: a threshold set while stopped holds at the next start).
 final class WatchdogControl: Sendable {
-    let stopRequested = Atomic<Bool>(false)
     let thresholdMicroseconds: Atomic<UInt64>
     /// Nesting depth of `pause()` / `withoutHangDetection`.
     let pauseDepth = Atomic<Int>(0)
@@ -14,7 +22,6 @@ final class WatchdogControl: Sendable {
     }
 
     var isPaused: Bool { pauseDepth.load(ordering: .acquiring) > 0 }
-    var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
     /// One more `pause()`.
     func pause() {

@@ -67,11 +67,15 @@ final class WatchdogHarness {
         world.taskLayout = taskLayout
         // The process's environment is the script's; its executable has no build-id.
         world.serviceVersion = { ServiceVersion.resolve(configured: $0, environment: processEnvironment, buildID: { nil }) }
-        assembly = try! MonitorAssembly(
-            configuration: configuration, source: source, handles: .none, world: world,
-            owner: MonitorAssembly.Owner(
-                id: ObjectIdentifier(control), control: control, statistics: statistics, logger: logger, enricher: nil, sharing: sharing))
+        let owner = MonitorAssembly.Owner(
+            id: ObjectIdentifier(control), control: control, statistics: statistics, logger: logger, enricher: nil, sharing: sharing)
+        assembly = try! MonitorAssembly(configuration: configuration, source: source, handles: .none, world: world, owner: owner)
+        restart = { [source] in try! MonitorAssembly(configuration: configuration, source: source, handles: .none, world: world, owner: owner) }
     }
+
+    /// Another start of the same monitor (its control, statistics and sharing): what
+    /// `HangMonitor.start` makes when it is started again.
+    let restart: () -> MonitorAssembly
 
     /// The script's instant `milliseconds` after its start, in the clock's microseconds.
     func t(_ milliseconds: Double) -> UInt64 { origin + UInt64(milliseconds * 1000) }
@@ -100,8 +104,8 @@ final class WatchdogHarness {
 
     /// `HangMonitor.stop()`'s effect on the watchdog at `milliseconds`.
     func stop(at milliseconds: Double) {
-        clock.at(t(milliseconds)) { [control, latch] in
-            control.stopRequested.store(true, ordering: .releasing)
+        clock.at(t(milliseconds)) { [assembly, latch] in
+            assembly.stop.raise()
             latch.wake.signal()
         }
     }
@@ -118,7 +122,7 @@ final class WatchdogHarness {
     /// while it waits for the loop), with `lanes` beside the monitor's own. (Reports may still be
     /// being written: `writer.flush()` waits for them.)
     func run(with lanes: [any WatchdogLane] = []) {
-        clock.whenScriptEnds = { [control] in control.stopRequested.store(true, ordering: .releasing) }
+        clock.whenScriptEnds = { [assembly] in assembly.stop.raise() }
         begin()
         for lane in lanes { assembly.watchdog.enlist(lane) }
         assembly.watchdog.run()
@@ -136,7 +140,7 @@ final class WatchdogHarness {
     static func run(together harnesses: [WatchdogHarness]) {
         let first = harnesses[0]
         first.clock.whenScriptEnds = {
-            for harness in harnesses { harness.control.stopRequested.store(true, ordering: .releasing) }
+            for harness in harnesses { harness.assembly.stop.raise() }
         }
         for harness in harnesses { harness.begin() }
         first.assembly.watchdog.run()
