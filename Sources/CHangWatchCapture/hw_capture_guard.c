@@ -1,10 +1,15 @@
 /*
  * hw_capture_guard.c: what the thread's /proc files must still say right before a capture signal is
- * sent (hw_capture_guard). Not signal-handler code: the watchdog runs it, between publishing a
- * request and sending its signal, so that the last read and the send are as close as they can be.
+ * sent (hw_capture_guard), and the send itself (hw_guarded_send, for the capture and the prepare
+ * requests alike). Not signal-handler code: the watchdog runs it, between publishing a request and
+ * sending its signal, so that the last read and the send are as close as they can be.
  */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "CHangWatchCapture.h"
@@ -64,4 +69,26 @@ int hw_capture_guard_holds(const hw_capture_guard *guard) {
     }
     count = pread(guard->syscall_fd, text, 64, 0);
     return count >= 7 && memcmp(text, "running", 7) == 0;
+}
+
+int hw_guarded_send(pid_t tid, int signo, uint64_t value, const hw_capture_guard *guard, _Atomic uint64_t *state,
+                    uint64_t pending, uint64_t abandoned) {
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    info.si_signo = signo;
+    info.si_code = SI_QUEUE;
+    info.si_pid = getpid();
+    info.si_uid = getuid();
+    info.si_value.sival_ptr = (void *)(uintptr_t)value;
+    int error = 0;
+    if (guard != NULL && !hw_capture_guard_holds(guard)) {
+        error = EAGAIN;
+    } else if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, signo, &info) != 0) {
+        error = errno;
+    }
+    if (error != 0) {
+        uint64_t expected = pending;
+        atomic_compare_exchange_strong(state, &expected, abandoned);
+    }
+    return error;
 }

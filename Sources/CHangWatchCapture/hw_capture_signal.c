@@ -252,24 +252,11 @@ int hw_capture_request(pid_t tid, const hw_capture_guard *guard, uintptr_t stack
     if (!atomic_compare_exchange_strong(&g_state, &state, HW_STATE(next, HW_PENDING))) {
         return EBUSY;
     }
-    siginfo_t info;
-    memset(&info, 0, sizeof(info));
-    info.si_signo = signo;
-    info.si_code = SI_QUEUE;
-    info.si_pid = getpid();
-    info.si_uid = getuid();
-    info.si_value.sival_ptr = (void *)(uintptr_t)(HW_SIGNAL_TAG | next);
     /* Everything is ready: the last look at the thread and the send are as close as they can be. */
-    if (guard != NULL && !hw_capture_guard_holds(guard)) {
-        uint64_t pending = HW_STATE(next, HW_PENDING);
-        atomic_compare_exchange_strong(&g_state, &pending, HW_STATE(next, HW_ABANDONED));
-        return EAGAIN;
-    }
-    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, signo, &info) != 0) {
-        const int error = errno;
-        uint64_t pending = HW_STATE(next, HW_PENDING);
-        atomic_compare_exchange_strong(&g_state, &pending, HW_STATE(next, HW_ABANDONED));
-        return error;
+    const int sent = hw_guarded_send(tid, signo, HW_SIGNAL_TAG | next, guard, &g_state, HW_STATE(next, HW_PENDING),
+                                     HW_STATE(next, HW_ABANDONED));
+    if (sent != 0) {
+        return sent;
     }
     *generation = next;
     return 0;

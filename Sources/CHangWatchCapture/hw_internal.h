@@ -186,6 +186,13 @@ void hw_prepare_answer(uint64_t generation, ucontext_t *uc);
  * files, the syscall file last. */
 int hw_capture_guard_holds(const hw_capture_guard *guard);
 
+/* Checks `guard` (when not NULL; nothing sent unless it holds) and queues `signo` to thread `tid`
+ * of this process carrying `value` (rt_tgsigqueueinfo, SI_QUEUE); when either fails, moves the
+ * request's `state` word from `pending` to `abandoned`. 0, EAGAIN (the guard did not hold) or the
+ * send's errno value. */
+int hw_guarded_send(pid_t tid, int signo, uint64_t value, const hw_capture_guard *guard, _Atomic uint64_t *state,
+                    uint64_t pending, uint64_t abandoned);
+
 /* ---- hw_async.c -------------------------------------------------------------------------------- */
 
 /* This process's memory read through the kernel (process_vm_readv): 1, or 0 when any byte is

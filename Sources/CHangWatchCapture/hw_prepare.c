@@ -105,24 +105,11 @@ int hw_prepare_request(pid_t tid, const hw_capture_guard *guard, int signo, int 
     if (!atomic_compare_exchange_strong(&g_prepare_state, &state, HW_P_STATE(next, HW_P_PENDING))) {
         return EBUSY;
     }
-    siginfo_t info;
-    memset(&info, 0, sizeof(info));
-    info.si_signo = signo;
-    info.si_code = SI_QUEUE;
-    info.si_pid = getpid();
-    info.si_uid = getuid();
-    info.si_value.sival_ptr = (void *)(uintptr_t)(HW_PREPARE_TAG | next);
     /* The last look at the thread and the send as close as they can be, as for a capture. */
-    if (guard != NULL && !hw_capture_guard_holds(guard)) {
-        uint64_t pending = HW_P_STATE(next, HW_P_PENDING);
-        atomic_compare_exchange_strong(&g_prepare_state, &pending, HW_P_STATE(next, HW_P_ABANDONED));
-        return EAGAIN;
-    }
-    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, signo, &info) != 0) {
-        const int error = errno;
-        uint64_t pending = HW_P_STATE(next, HW_P_PENDING);
-        atomic_compare_exchange_strong(&g_prepare_state, &pending, HW_P_STATE(next, HW_P_ABANDONED));
-        return error;
+    const int sent = hw_guarded_send(tid, signo, HW_PREPARE_TAG | next, guard, &g_prepare_state, HW_P_STATE(next, HW_P_PENDING),
+                                     HW_P_STATE(next, HW_P_ABANDONED));
+    if (sent != 0) {
+        return sent;
     }
     *generation = next;
     return 0;

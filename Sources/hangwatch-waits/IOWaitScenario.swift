@@ -157,21 +157,9 @@ extension WaitScenario {
 
     /// A connected pair over 127.0.0.1: the client's end and the accepted one.
     private func tcpConnection() -> (client: Int32, server: Int32) {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(listener, socketAddress, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { fail("could not listen on 127.0.0.1", code: 3) }
+        let (listener, port) = tcpListener(backlog: 1)
         let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
-        }
+        let connected = connectTo(client, port: port)
         let server = accept(listener, nil, nil)
         guard connected, server >= 0 else { fail("could not connect to 127.0.0.1", code: 3) }
         close(listener)

@@ -197,6 +197,15 @@ enum UnsafeCaptureBridge {
         var voluntarySwitches: UInt64 = 0
     }
 
+    /// `body` with the C form of `captureGuard` (nil: none).
+    private static func withGuard(_ captureGuard: CaptureGuard?, _ body: (UnsafePointer<hw_capture_guard>?) -> Int32) -> Int32 {
+        guard let captureGuard else { return body(nil) }
+        var cGuard = hw_capture_guard(
+            syscall_fd: captureGuard.syscallFile, schedstat_fd: captureGuard.schedStatFile, run_count: captureGuard.runCount,
+            status_fd: captureGuard.statusFile, voluntary_switches: captureGuard.voluntarySwitches)
+        return body(&cGuard)
+    }
+
     /// Signals thread `tid` and waits up to `timeoutNanoseconds` for it to unwind itself. With a
     /// `guard`, nothing is sent unless it holds right before the send; nil sends whatever the thread
     /// is doing.
@@ -205,15 +214,7 @@ enum UnsafeCaptureBridge {
         timeoutNanoseconds: Int64
     ) -> Result<SignalCapture, SignalCaptureError> {
         var generation: UInt64 = 0
-        let sent: Int32
-        if let captureGuard {
-            var cGuard = hw_capture_guard(
-                syscall_fd: captureGuard.syscallFile, schedstat_fd: captureGuard.schedStatFile, run_count: captureGuard.runCount,
-                status_fd: captureGuard.statusFile, voluntary_switches: captureGuard.voluntarySwitches)
-            sent = hw_capture_request(tid, &cGuard, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
-        } else {
-            sent = hw_capture_request(tid, nil, stackLow, stackHigh, signal, Int32(maxFrames), &generation)
-        }
+        let sent = withGuard(captureGuard) { hw_capture_request(tid, $0, stackLow, stackHigh, signal, Int32(maxFrames), &generation) }
         switch sent {
         case 0: break
         case EBUSY: return .failure(.busy)
@@ -258,15 +259,7 @@ enum UnsafeCaptureBridge {
         var generation: UInt64 = 0
         let stack = alternateStack?.baseAddress
         let size = alternateStack?.count ?? 0
-        let sent: Int32
-        if let captureGuard {
-            var cGuard = hw_capture_guard(
-                syscall_fd: captureGuard.syscallFile, schedstat_fd: captureGuard.schedStatFile, run_count: captureGuard.runCount,
-                status_fd: captureGuard.statusFile, voluntary_switches: captureGuard.voluntarySwitches)
-            sent = hw_prepare_request(tid, &cGuard, signal, captureSignal, stack, size, &generation)
-        } else {
-            sent = hw_prepare_request(tid, nil, signal, captureSignal, stack, size, &generation)
-        }
+        let sent = withGuard(captureGuard) { hw_prepare_request(tid, $0, signal, captureSignal, stack, size, &generation) }
         switch sent {
         case 0: break
         case EBUSY: return .failure(.busy)

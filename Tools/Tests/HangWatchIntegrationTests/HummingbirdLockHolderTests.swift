@@ -1,6 +1,5 @@
 import Foundation
 import HangWatchReport
-import HangWatchSymbolication
 import Testing
 
 /// A real Hummingbird 2 server: one request's handler (`/restock`) holds an `NIOLock` for 800 ms,
@@ -36,12 +35,7 @@ import Testing
         #expect(stock.hasPrefix("stock ") && restock.hasPrefix("stock "), "\(stock) \(restock)")
         #expect(server.stop() == 0, "\(server.log)")
 
-        let symbolicator = Symbolicator()
-        let all = try ReportStore(directory: server.reports).list().map { stored -> HangReport in
-            var report = try ReportReader().read(path: stored.path)
-            symbolicator.symbolicate(&report)
-            return report
-        }
+        let all = try server.symbolicatedReports()
         func heaviest(_ report: HangReport) -> [String] {
             (report.heaviestStack?.frames ?? []).compactMap { frame in frame.symbol.map { FrameNamingProbe.short($0) } }
         }

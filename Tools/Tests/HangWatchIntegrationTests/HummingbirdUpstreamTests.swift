@@ -1,6 +1,5 @@
 import Foundation
 import HangWatchReport
-import HangWatchSymbolication
 import Testing
 
 /// A real Hummingbird 2 server under `wrk` whose `/report` handler asks an upstream service over
@@ -57,12 +56,7 @@ import Testing
         load.waitUntilExit()
         #expect(server.stop() == 0, "\(server.log)")
 
-        let symbolicator = Symbolicator()
-        let reports = try ReportStore(directory: server.reports).list().map { stored -> HangReport in
-            var report = try ReportReader().read(path: stored.path)
-            symbolicator.symbolicate(&report)
-            return report
-        }.filter { $0.source == "pool-job" && $0.heaviestStack?.frames.contains { $0.symbol?.contains("askUpstream") == true } == true }
+        let reports = try server.symbolicatedReports().filter { $0.source == "pool-job" && $0.heaviestStack?.frames.contains { $0.symbol?.contains("askUpstream") == true } == true }
         #expect(reports.count == Self.requests, "\(reports.count) reports of \(Self.requests) requests\n\(server.log)")
         for report in reports {
             let waits = try #require(report.waitsFor, "\(report.id) says nothing of its wait")

@@ -1,4 +1,6 @@
 import Foundation
+import HangWatchReport
+import HangWatchSymbolication
 import Testing
 
 /// `hangwatch-hummingbird-service` (built next to the tests) run watched, on a free port of
@@ -53,6 +55,16 @@ final class ShopServer: @unchecked Sendable {
             throw ShopServerError("the service did not start: \((try? String(contentsOfFile: scratch + "/log", encoding: .utf8)) ?? "")")
         }
         self.port = port
+    }
+
+    /// Every report it wrote, read and symbolicated.
+    func symbolicatedReports() throws -> [HangReport] {
+        let symbolicator = Symbolicator()
+        return try ReportStore(directory: reports).list().map { stored -> HangReport in
+            var report = try ReportReader().read(path: stored.path)
+            symbolicator.symbolicate(&report)
+            return report
+        }
     }
 
     /// Stops it as systemd would (SIGTERM); its exit status.
