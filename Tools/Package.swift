@@ -129,12 +129,17 @@ let package = Package(
         ),
         // A real Hummingbird 2 server watched as the README shows (the integration tests run it
         // under wrk), and its throughput bench (`make bench`).
-        // The bench's watch toggle (SIGUSR1/SIGUSR2) and request count, shared by the two services.
-        .target(name: "ServiceWatchToggle", dependencies: [.product(name: "HangWatchNIO", package: "HangWatch")]),
+        // What the two test services share: their command line, the measurements their handlers
+        // write, the bench's watch toggle (SIGUSR1/SIGUSR2) and request count.
+        .target(
+            name: "ServiceHarness",
+            dependencies: [
+                .product(name: "HangWatchNIO", package: "HangWatch"), .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         .executableTarget(
             name: "hangwatch-hummingbird-service",
             dependencies: [
-                "ServiceWatchToggle",
+                "ServiceHarness", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -147,7 +152,7 @@ let package = Package(
         .executableTarget(
             name: "hangwatch-vapor-service",
             dependencies: [
-                "ServiceWatchToggle",
+                "ServiceHarness", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
                 .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),

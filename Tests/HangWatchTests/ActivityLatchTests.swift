@@ -80,7 +80,7 @@ import Testing
 
     @Test func goingIdleFromBusyIsTimedAndIdleToIdleKeepsTheTime() {
         let latch = makeLatch()
-        latch.recordForTesting(afterWaiting, units: 100)
+        latch.record(afterWaiting, atMicroseconds: 100)
         latch.record(beforeWaiting)
         // The end of a busy stretch is timed (a stretch the watchdog did not see is kept for it).
         let ended = latch.snapshot()
@@ -88,7 +88,7 @@ import Testing
         // Idle to idle: no clock read, the time stays.
         latch.record(HangMonitor.Activity.exit.rawValue)
         #expect(latch.snapshot().word >> 8 == ended.word >> 8)
-        latch.recordForTesting(afterWaiting, units: 100)
+        latch.record(afterWaiting, atMicroseconds: 100)
         latch.setRecordingHang(true)
         latch.record(beforeWaiting)
         // While a hang is recorded, going idle is timed: that is when the hang ended.
@@ -109,9 +109,9 @@ import Testing
 
     @Test func markIdleLeavesANewerWordAlone() {
         let latch = makeLatch()
-        latch.recordForTesting(afterWaiting, units: 100)
+        latch.record(afterWaiting, atMicroseconds: 100)
         let stale = latch.snapshot()
-        latch.recordForTesting(beforeSources, units: 200)
+        latch.record(beforeSources, atMicroseconds: 200)
         latch.markIdle(ifUnchanged: stale)
         #expect(latch.snapshot().activity == beforeSources)
     }

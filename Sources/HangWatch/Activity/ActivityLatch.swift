@@ -139,11 +139,6 @@ final class ActivityLatch: @unchecked Sendable {
         UnsafeLatchStorage.record(activity, in: storage) { (microseconds * 1000) >> 10 }
     }
 
-    /// For tests: store an activity word with an explicit time, as it is (no wake-up).
-    func recordForTesting(_ activity: UInt8, units: UInt64) {
-        storage.pointee.word.store(units << 8 | UInt64(activity), ordering: .sequentiallyConsistent)
-    }
-
     static func isIdle(_ activity: UInt8, idleMask: UInt8) -> Bool {
         UnsafeLatchStorage.isIdle(activity, idleMask: idleMask)
     }

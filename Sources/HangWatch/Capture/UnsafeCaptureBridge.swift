@@ -184,6 +184,18 @@ enum UnsafeCaptureBridge {
         case blocked
         /// It prepared itself, but its stack pointer lies in no stack mapping: not captured.
         case notPrepared
+
+        /// What a request's send (`hw_capture_request`, `hw_prepare_request`) returned, as an
+        /// error; nil when it was sent.
+        init?(sent: Int32) {
+            switch sent {
+            case 0: return nil
+            case EBUSY: self = .busy
+            case EAGAIN: self = .sleptAtCapture
+            case ESRCH: self = .threadGone
+            default: self = .sendFailed(sent)
+            }
+        }
     }
 
     /// Mirrors `hw_capture_guard`: what the thread's `/proc` files must still say right before the
@@ -215,13 +227,7 @@ enum UnsafeCaptureBridge {
     ) -> Result<SignalCapture, SignalCaptureError> {
         var generation: UInt64 = 0
         let sent = withGuard(captureGuard) { hw_capture_request(tid, $0, stackLow, stackHigh, signal, Int32(maxFrames), &generation) }
-        switch sent {
-        case 0: break
-        case EBUSY: return .failure(.busy)
-        case EAGAIN: return .failure(.sleptAtCapture)
-        case ESRCH: return .failure(.threadGone)
-        default: return .failure(.sendFailed(sent))
-        }
+        if let refused = SignalCaptureError(sent: sent) { return .failure(refused) }
         var result = hw_capture_result()
         guard hw_capture_wait(generation, timeoutNanoseconds, &result) == 0 else {
             return .failure(.timeout)
@@ -260,13 +266,7 @@ enum UnsafeCaptureBridge {
         let stack = alternateStack?.baseAddress
         let size = alternateStack?.count ?? 0
         let sent = withGuard(captureGuard) { hw_prepare_request(tid, $0, signal, captureSignal, stack, size, &generation) }
-        switch sent {
-        case 0: break
-        case EBUSY: return .failure(.busy)
-        case EAGAIN: return .failure(.sleptAtCapture)
-        case ESRCH: return .failure(.threadGone)
-        default: return .failure(.sendFailed(sent))
-        }
+        if let refused = SignalCaptureError(sent: sent) { return .failure(refused) }
         var result = hw_prepare_result()
         guard hw_prepare_wait(generation, timeoutNanoseconds, &result) == 0 else { return .failure(.timeout) }
         return .success(
@@ -477,8 +477,6 @@ extension UnsafeCaptureBridge {
 
     /// Dump requests (`hangwatch dump PID`): the capture signal from another process, tagged.
     enum DumpRequests {
-        /// The tag in the high 16 bits of the signal's value; the nonce is the low 48.
-        static let tag: UInt64 = 0x4844 << 48
         /// `semaphore` is posted when one arrives (one registration at a time: the latest).
         static func register(_ semaphore: UnsafeMutableRawPointer) { hw_dump_register(semaphore) }
         static func unregister(_ semaphore: UnsafeMutableRawPointer) { hw_dump_unregister(semaphore) }

@@ -23,7 +23,8 @@ final class ReportWriter: Sendable {
     let builder: ReportBuilder
     private let images: ImageRegistry
     private let clock: any MonotonicClock
-    private let queue = DispatchQueue(label: "hangwatch.report-writer", qos: .utility)
+    /// Every report passes through it in order (tests wait on it to see what the policy decided).
+    let queue = DispatchQueue(label: "hangwatch.report-writer", qos: .utility)
     private let state: Mutex<State>
 
     private struct State {
@@ -193,12 +194,6 @@ final class ReportWriter: Sendable {
             self.perform(actions, now: now)
             self.scheduleWaitingReports(now: now)
         }
-    }
-
-    /// Waits until everything handed on so far has been through the policy (and written, where it
-    /// was admitted), without writing held reports early.
-    func waitUntilQueueIsEmpty() {
-        queue.sync {}
     }
 
     /// Waits for every queued report, writes the reports still waiting for a token (the monitor is

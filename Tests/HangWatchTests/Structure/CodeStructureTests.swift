@@ -105,8 +105,9 @@ import Testing
     }
 
     /// `errno` becomes a Swift error in one place (`SystemCall`); the stack corpus, the
-    /// Hummingbird service and its bench and the Vapor service, programs that make system calls on
-    /// purpose to be captured in them (or to load a server), count their own interruptions and failures.
+    /// Hummingbird service and its bench, the Vapor service and what the two services share,
+    /// programs that make system calls on purpose to be captured in them (or to load a server),
+    /// count their own interruptions and failures.
     @Test func errnoIsReadInOnePlace() throws {
         let readers = try Self.swiftSources().filter { file in
             file.text.split(separator: "\n").contains { line in
@@ -116,7 +117,7 @@ import Testing
         }.map(\.path)
         #expect(
             readers == [
-                "HangWatchReport/System/SystemCall.swift", "Tools/hangwatch-hummingbird-bench/Bench.swift",
+                "HangWatchReport/System/SystemCall.swift", "Tools/ServiceHarness/Measurements.swift", "Tools/hangwatch-hummingbird-bench/Bench.swift",
                 "Tools/hangwatch-hummingbird-service/Routes.swift", "Tools/hangwatch-vapor-service/Routes.swift",
                 "hangwatch-stackcorpus/Cases.swift",
             ], "\(readers)")
@@ -125,6 +126,15 @@ import Testing
     /// Targets of one package share through `package` access. Across the two packages, what the
     /// tools need of HangWatchReport beyond its API (`SystemCall`, `PathText`, `HexText`, the
     /// atomic write) is `@_spi(Internal)`, the one SPI, declared in HangWatchReport only.
+    /// Production code carries no function made for the tests (they reach what they need through
+    /// `package` access or their own extensions).
+    @Test func noTestOnlyHookIsInTheSources() throws {
+        let hooks = try Self.swiftSources().filter { file in
+            file.text.range(of: #"func [A-Za-z]*(ForTesting|ForTests|ForTest)\b"#, options: .regularExpression) != nil
+        }.map(\.path)
+        #expect(hooks.isEmpty, "\(hooks)")
+    }
+
     @Test func theOneSPIIsHangWatchReportsInternal() throws {
         let files = try Self.swiftSources()
         let declaring = files.filter { $0.text.contains("@_spi(Internal) public") }.map(\.path)

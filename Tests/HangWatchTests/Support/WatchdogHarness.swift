@@ -218,3 +218,11 @@ final class ScriptedSource: ActivitySource, @unchecked Sendable {
     func stop() {}
     var edges: ActivityEdges { .exact }
 }
+
+extension ReportWriter {
+    /// Waits until everything handed on so far has been through the policy (and written, where it
+    /// was admitted), without writing held reports early.
+    func waitUntilQueueIsEmpty() {
+        queue.sync {}
+    }
+}

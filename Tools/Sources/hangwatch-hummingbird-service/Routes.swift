@@ -1,42 +1,8 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceHarness
 import Synchronization
-
-/// What a route handler really spent blocking, as the handler itself measured it: one JSON line
-/// per request (`{"route":…,"startedAt":…,"durationMs":…}`), appended to a file the test reads.
-final class Measurements: Sendable {
-    private let descriptor: Int32?
-
-    init(path: String?) throws {
-        guard let path else {
-            descriptor = nil
-            return
-        }
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw ServiceError("cannot open \(path): \(String(cString: strerror(errno)))") }
-        self.descriptor = descriptor
-    }
-
-    /// Runs `work`, then records how long it took under `route`.
-    func measure<T>(_ route: String, _ work: () throws -> T) rethrows -> T {
-        let wall = Date()
-        let start = DispatchTime.now().uptimeNanoseconds
-        let result = try work()
-        let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
-        if let descriptor {
-            let line = "{\"route\":\"\(route)\",\"startedAt\":\(wall.timeIntervalSince1970),\"durationMs\":\(milliseconds)}\n"
-            // One write per line on an O_APPEND file: lines from concurrent handlers never mix.
-            _ = line.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
-        }
-        return result
-    }
-}
-
-struct ServiceError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// The work the routes do. Each kind blocks the thread that runs it in its own way: spinning on a
 /// CPU, waiting in `read`, in `nanosleep`, on a lock another thread holds. `@inline(never)` keeps

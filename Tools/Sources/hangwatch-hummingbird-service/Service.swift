@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import HangWatch
 import HangWatchNIO
@@ -5,7 +6,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
-import ServiceWatchToggle
+import ServiceHarness
 import Synchronization
 
 /// A Hummingbird 2 shop whose routes block their thread for 300 ms in four ways, as a service
@@ -33,59 +34,50 @@ import Synchronization
 /// default set-up the bench compares: boundaries under load from a ping at each look). `--no-pool-watch`:
 /// the loops only (the bench's measure of the pool watch's cost).
 @main
-struct HummingbirdService {
-    struct Options {
-        var reports: String?
-        var thresholdMilliseconds = 250
-        var port = 8080
-        var portFile: String?
-        var measurements: String?
-        var toggleWatch = false
-        var loopTicks = true
-        var poolWatch = true
-        /// Where `/report` asks its upstream (a TCP service on 127.0.0.1), synchronously.
-        var upstreamPort: Int?
-        /// `--every-hang-reported`: every hang its own report (no fold of repeats, no rate limit).
-        var foldsRepeats = true
+struct HummingbirdService: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hangwatch-hummingbird-service", abstract: "A Hummingbird 2 shop whose routes block on purpose, watched.")
 
-        init(_ arguments: [String]) throws {
-            var rest = arguments[...]
-            func value(_ flag: String) throws -> String {
-                guard let value = rest.popFirst() else { throw ServiceError("\(flag) needs a value") }
-                return value
-            }
-            func number(_ flag: String, in range: ClosedRange<Int>) throws -> Int {
-                let text = try value(flag)
-                guard let number = Int(text), range.contains(number) else {
-                    throw ServiceError("\(flag): '\(text)' is not a whole number in \(range.lowerBound)...\(range.upperBound)")
-                }
-                return number
-            }
-            while let flag = rest.popFirst() {
-                switch flag {
-                case "--reports": reports = try value(flag)
-                case "--threshold-ms": thresholdMilliseconds = try number(flag, in: 10...60_000)
-                case "--port": port = try number(flag, in: 0...65535)
-                case "--port-file": portFile = try value(flag)
-                case "--measurements": measurements = try value(flag)
-                case "--toggle-watch": toggleWatch = true
-                case "--no-loop-ticks": loopTicks = false
-                case "--no-pool-watch": poolWatch = false
-                case "--upstream-port": upstreamPort = try number(flag, in: 1...65535)
-                case "--every-hang-reported": foldsRepeats = false
-                default: throw ServiceError("unknown argument '\(flag)'")
-                }
-            }
+    @OptionGroup var common: ServiceOptions
+
+    @Flag(name: .customLong("no-loop-ticks"), help: "Make the group without an EventLoopTicks delegate (a ping at each look under load).")
+    var withoutLoopTicks = false
+
+    @Flag(name: .customLong("no-pool-watch"), help: "Watch the event loops only, not the cooperative pool.")
+    var withoutPoolWatch = false
+
+    @Option(name: .customLong("upstream-port"), help: "The port of the TCP service on 127.0.0.1 that /report asks, synchronously.")
+    var upstreamPort: Int?
+
+    @Flag(name: .customLong("every-hang-reported"), help: "Every hang its own report: no fold of repeats, no rate limit.")
+    var everyHangReported = false
+
+    func validate() throws {
+        if let upstreamPort, !(1...65_535).contains(upstreamPort) {
+            throw ValidationError("--upstream-port: \(upstreamPort) is not in 1...65535")
         }
     }
 
-    static func main() async {
-        do {
-            try await run(Options(Array(CommandLine.arguments.dropFirst())))
-        } catch {
-            FileHandle.standardError.write(Data("hangwatch-hummingbird-service: \(error)\n".utf8))
-            exit(2)
-        }
+    /// The options as `run` reads them.
+    struct Options {
+        var reports: String?
+        var thresholdMilliseconds: Int
+        var port: Int
+        var portFile: String?
+        var measurements: String?
+        var toggleWatch: Bool
+        var loopTicks: Bool
+        var poolWatch: Bool
+        var upstreamPort: Int?
+        var foldsRepeats: Bool
+    }
+
+    func run() async throws {
+        try await Self.run(
+            Options(
+                reports: common.reports, thresholdMilliseconds: common.thresholdMilliseconds, port: common.port, portFile: common.portFile,
+                measurements: common.measurements, toggleWatch: common.toggleWatch, loopTicks: !withoutLoopTicks,
+                poolWatch: !withoutPoolWatch, upstreamPort: upstreamPort, foldsRepeats: !everyHangReported))
     }
 
     static func run(_ options: Options) async throws {

@@ -2,7 +2,8 @@
 import Foundation
 import HangWatch
 import HangWatchNIO
-import ServiceWatchToggle
+import ArgumentParser
+import ServiceHarness
 import Vapor
 
 /// A Vapor 4 store whose synchronous routes block the event loop that runs them for 300 ms
@@ -22,51 +23,35 @@ import Vapor
 /// SIGTERM or SIGINT stops it gracefully (Vapor's own signal handling); the monitor stops after
 /// the server, so the reports' repeat counts are final.
 @main
-struct VaporService {
-    struct Options {
-        var reports: String?
-        var thresholdMilliseconds = 250
-        var port = 8080
-        var portFile: String?
-        var measurements: String?
-        var blockMilliseconds = 300
-        var toggleWatch = false
+struct VaporService: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hangwatch-vapor-service", abstract: "A Vapor 4 store whose synchronous routes block their event loop, watched.")
 
-        init(_ arguments: [String]) throws {
-            var rest = arguments[...]
-            func value(_ flag: String) throws -> String {
-                guard let value = rest.popFirst() else { throw ServiceError("\(flag) needs a value") }
-                return value
-            }
-            func number(_ flag: String, in range: ClosedRange<Int>) throws -> Int {
-                let text = try value(flag)
-                guard let number = Int(text), range.contains(number) else {
-                    throw ServiceError("\(flag): '\(text)' is not a whole number in \(range.lowerBound)...\(range.upperBound)")
-                }
-                return number
-            }
-            while let flag = rest.popFirst() {
-                switch flag {
-                case "--reports": reports = try value(flag)
-                case "--threshold-ms": thresholdMilliseconds = try number(flag, in: 10...60_000)
-                case "--port": port = try number(flag, in: 0...65535)
-                case "--port-file": portFile = try value(flag)
-                case "--measurements": measurements = try value(flag)
-                case "--block-ms": blockMilliseconds = try number(flag, in: 1...600_000)
-                case "--toggle-watch": toggleWatch = true
-                default: throw ServiceError("unknown argument '\(flag)'")
-                }
-            }
-        }
+    @OptionGroup var common: ServiceOptions
+
+    @ArgumentParser.Option(name: .customLong("block-ms"), help: "How long each blocking route blocks, in milliseconds (1 ... 600000).")
+    var blockMilliseconds = 300
+
+    func validate() throws {
+        guard (1...600_000).contains(blockMilliseconds) else { throw ValidationError("--block-ms: \(blockMilliseconds) is not in 1...600000") }
     }
 
-    static func main() async {
-        do {
-            try await run(Options(Array(CommandLine.arguments.dropFirst())))
-        } catch {
-            FileHandle.standardError.write(Data("hangwatch-vapor-service: \(error)\n".utf8))
-            exit(2)
-        }
+    /// The options as `run` reads them.
+    struct Options {
+        var reports: String?
+        var thresholdMilliseconds: Int
+        var port: Int
+        var portFile: String?
+        var measurements: String?
+        var blockMilliseconds: Int
+        var toggleWatch: Bool
+    }
+
+    func run() async throws {
+        try await Self.run(
+            Options(
+                reports: common.reports, thresholdMilliseconds: common.thresholdMilliseconds, port: common.port, portFile: common.portFile,
+                measurements: common.measurements, blockMilliseconds: blockMilliseconds, toggleWatch: common.toggleWatch))
     }
 
     static func run(_ options: Options) async throws {
