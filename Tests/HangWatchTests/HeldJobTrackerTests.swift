@@ -284,6 +284,27 @@ import Testing
         #expect(episode.samples.count == 5)
     }
 
+    /// The labels of a job found held only at its end are those its sightings read, not those in
+    /// effect when the end was seen: the next request of a kept-alive connection runs in the same
+    /// task, with labels of its own (seen in a real Hummingbird service: the first report of a
+    /// route had none, its request's labels gone by the look that found the end).
+    @Test func aJobReportedAtItsEndKeepsTheLabelsItsSightingsRead() throws {
+        var tracker = HeldJobTracker()
+        let first = [["route": "GET /cart"]]
+        let next = [["route": "GET /quote"]]
+        let jobB = JobActivation(function: 0x2000, context: 0xb000, taskContext: 0xb100)
+        var events: [HeldJobTracker.Event] = []
+        for ms in stride(from: UInt64(0), through: 400, by: 50) {
+            // Blocked from 20 to 290 ms under `first`; from 300 on, the next job, under `next`.
+            var job = look(worker, (20..<290).contains(ms) ? jobA : ms >= 300 ? jobB : nil, at: ms)
+            job.labels = (20..<290).contains(ms) ? first : ms >= 300 ? next : []
+            events += tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold)
+        }
+        let held = events.compactMap { if case .held(let episode) = $0 { episode } else { nil } }
+        try #require(held.count == 1, "\(events)")
+        #expect(held[0].labels == first)
+    }
+
     /// Each thread is dated by its own sample, not by the end of the round: the looks at a
     /// round's threads are taken one after the other, and a capture may wait for its thread.
     @Test func aJobIsDatedByItsThreadsOwnSamplesNotByTheEndOfTheRound() throws {

@@ -75,6 +75,8 @@ struct HeldJobTracker: Sendable {
         var activation: JobActivation?
         /// Known to be a worker of the pool (it ran a probe job); a thread seen in a job is one too.
         var isWorker = false
+        /// The labels in effect in the thread's job at this look (`LabelsInEffect`), outermost first.
+        var labels: [[String: String]] = []
     }
 
     /// A job seen on a thread, from its first sighting.
@@ -95,6 +97,10 @@ struct HeldJobTracker: Sendable {
         var voluntarySwitches: UInt64? = nil
         /// The last sighting's sample (its CPU and run-queue times end a computing job exactly).
         var lastSample: StackSample? = nil
+        /// The labels the job had in effect at its latest sighting that saw any: read during the
+        /// job, never after it (a job found held only at its end, the next request of its task
+        /// may have put its own labels in effect by then).
+        var labels: [[String: String]] = []
     }
 
     enum Event: Sendable {
@@ -237,7 +243,7 @@ struct HeldJobTracker: Sendable {
                 startMicroseconds: seenBefore?.startMicroseconds ?? Self.start(before: before, first: look, previous: previousSighting, at: at),
                 firstSeenMicroseconds: seenBefore?.seenMicroseconds ?? at,
                 lastSeenMicroseconds: at, samples: [look.sample], voluntarySwitches: look.sample.voluntarySwitches,
-                lastSample: look.sample)
+                lastSample: look.sample, labels: look.labels)
         }
         return events
     }
@@ -251,6 +257,7 @@ struct HeldJobTracker: Sendable {
         episode.lastSeenMicroseconds = at
         episode.voluntarySwitches = look.sample.voluntarySwitches
         episode.lastSample = look.sample
+        if !look.labels.isEmpty { episode.labels = look.labels }
         if episode.held { return .sampled(tid: look.thread.tid, look.sample) }
         if episode.samples.count < maxSamplesBeforeHeld { episode.samples.append(look.sample) }
         if !episode.covered, at - min(at, episode.startMicroseconds) >= thresholdMicroseconds,

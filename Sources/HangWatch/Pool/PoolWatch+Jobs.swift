@@ -19,9 +19,12 @@ extension PoolWatch {
             enqueueOwn { for thread in due { attach(CooperativePool(threadName: thread.name) ?? .default) } }
         }
         let tracked = looks.map { thread, sample, isWorker in
-            HeldJobTracker.Look(
-                thread: thread, sample: sample, activation: functionStart.flatMap { JobActivation(sample, functionStart: $0) },
-                isWorker: isWorker)
+            let activation = functionStart.flatMap { JobActivation(sample, functionStart: $0) }
+            // A job's labels, read while it runs: a job found held only once it ended is reported
+            // with the labels it had, not those of whatever its task runs next.
+            return HeldJobTracker.Look(
+                thread: thread, sample: sample, activation: activation, isWorker: isWorker,
+                labels: activation == nil ? [] : LabelsInEffect.read(thread, taskID: activation?.taskID))
         }
         let events = tracker.observe(
             tracked, at: now, thresholdMicroseconds: thresholdMicroseconds, probeStartedMicroseconds: probeStarted)
@@ -65,13 +68,16 @@ extension PoolWatch {
             recording.source = .poolJob
             for sample in episode.samples { recording.add(sample) }
             if let last = episode.samples.last { inspectWait(of: episode.thread.tid, last, into: &recording) }
-            let sets = LabelsInEffect.read(episode.thread, taskID: episode.activation.taskID)
-            if !sets.isEmpty { recording.labels = sets }
+            if !episode.labels.isEmpty { recording.labels = episode.labels }
             images?.refreshIfNeeded(for: recording.samples.flatMap(\.frames))
             heldJobs[episode.thread.tid] = recording
             logger.debug(
                 "pool thread held by one job",
-                metadata: ["hangwatch.id": "\(recording.id)", "hangwatch.tid": "\(episode.thread.tid)"])
+                metadata: [
+                    "hangwatch.id": "\(recording.id)", "hangwatch.tid": "\(episode.thread.tid)",
+                    "hangwatch.task": "\(episode.activation.taskID.map(String.init) ?? "unknown")",
+                    "hangwatch.labelSets": "\(episode.labels.count)",
+                ])
             sink.hangStarted(recording)
         case .sampled(let tid, let sample):
             guard var recording = heldJobs[tid] else { return }

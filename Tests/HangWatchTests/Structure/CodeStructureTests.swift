@@ -117,8 +117,8 @@ import Testing
         }.map(\.path)
         #expect(
             readers == [
-                "HangWatchReport/System/SystemCall.swift", "Tools/ServiceHarness/Measurements.swift", "Tools/hangwatch-hummingbird-bench/Bench.swift",
-                "Tools/hangwatch-hummingbird-service/Routes.swift", "Tools/hangwatch-vapor-service/Routes.swift",
+                "HangWatchReport/System/SystemCall.swift", "Tools/ServiceHarness/Measurements.swift", "Tools/ServiceHarness/PipeWait.swift",
+                "Tools/hangwatch-hummingbird-bench/Bench.swift", "Tools/hangwatch-hummingbird-service/Routes.swift",
                 "hangwatch-stackcorpus/Cases.swift",
             ], "\(readers)")
     }

@@ -19,20 +19,8 @@ enum Work {
     /// Reads one byte from a pipe that another thread writes `milliseconds` later.
     @inline(never)
     static func readPipe(milliseconds: Int) throws {
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw ServiceError("pipe: \(String(cString: strerror(errno)))") }
-        defer {
-            close(ends[0])
-            close(ends[1])
-        }
-        let writer = ends[1]
-        Thread.detachNewThread {
-            usleep(UInt32(milliseconds) * 1000)
-            var byte: UInt8 = 1
-            _ = write(writer, &byte, 1)
-        }
-        var byte: UInt8 = 0
-        while read(ends[0], &byte, 1) < 0 && errno == EINTR {}
+        try PipeWait.readByteWritten(after: milliseconds)
+        PipeWait.reads.add()
     }
 
     /// Connects to 127.0.0.1:`port`, sends a line and reads the answer (to its end of line or the

@@ -11,20 +11,8 @@ enum Blocking {
     /// Reads one byte from a pipe that another thread writes `milliseconds` later.
     @inline(never)
     static func readReply(milliseconds: Int) throws {
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw ServiceError("pipe: \(String(cString: strerror(errno)))") }
-        defer {
-            close(ends[0])
-            close(ends[1])
-        }
-        let writer = ends[1]
-        Thread.detachNewThread {
-            usleep(UInt32(milliseconds) * 1000)
-            var byte: UInt8 = 1
-            _ = write(writer, &byte, 1)
-        }
-        var byte: UInt8 = 0
-        while read(ends[0], &byte, 1) < 0 && errno == EINTR {}
+        try PipeWait.readByteWritten(after: milliseconds)
+        PipeWait.reads.add()
     }
 
     /// Waits for a pthread mutex that another thread holds for `milliseconds`.

@@ -135,7 +135,9 @@ import Testing
             try #require(mine.count == 1, "\(route): \(mine.map(\.id)); all: \(all.map { names($0, async: false).prefix(4) })")
             let report = mine[0]
             // The middleware's labels: the route matched, and the request's trace context.
-            #expect(report.labels == ["route": "GET \(route)", "traceparent": traceparent(route)], "\(route): \(report.labels ?? [:])")
+            #expect(
+                report.labels == ["route": "GET \(route)", "traceparent": traceparent(route)],
+                "\(route): \(report.labels ?? [:]); \(log().split(separator: "\n").filter { $0.contains(report.id) }.joined(separator: "\n"))")
             // The step runs now (a frame of the thread's stack); the handler that awaited it is
             // the first async caller.
             let physical = names(report, async: false)
