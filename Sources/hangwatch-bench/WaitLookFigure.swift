@@ -82,18 +82,32 @@ func benchThreadID() -> Int32 {
 /// 127.0.0.1 whose other end a `sleep` child holds. The first look of an inspector asks the socket
 /// and the kernel (`sock_diag`) and reads every process's descriptors (the host-wide scan, `cold`);
 /// the looks after it within a second reuse that scan (`warm`, as a hang's samples do).
+///
+/// With `crowd` (figure 20c, issue 45's goal): the same look on a host with `crowd.sockets` more
+/// TCP sockets (loopback pairs, held by a second `sleep` child) and the hung process holding
+/// `crowd.descriptors` more descriptors of its own.
 struct IOWaitLookFigure {
     var count = 500
     var coldCount = 20
+    var crowd: (sockets: Int, descriptors: Int)? = nil
 
     struct Outcome {
         var processes: Int
+        /// Every look of a fresh inspector until it named the other end, microseconds.
         var cold: [Double]
+        /// How many looks that took, each time.
+        var looksToName: [Int]
         var warm: [Double]
+        /// TCP sockets on the host while it was measured (`/proc/net/sockstat`'s `TCP: inuse`).
+        var hostTCPSockets: Int
+        /// Descriptors of this process while it was measured.
+        var ownDescriptors: Int
     }
 
     func measure() throws -> Outcome {
         try CaptureProbe.install(signal: CaptureProbe.defaultSignal)
+        let crowded = try crowd.map { try Crowd(sockets: $0.sockets, descriptors: $0.descriptors) }
+        defer { crowded?.end() }
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -136,16 +150,24 @@ struct IOWaitLookFigure {
             _ = read(client, &byte, 1)
         }.start()
         waiting.wait()
+        // A fresh inspector each time: its looks until one names the other end (a scan of every
+        // process's descriptors, a bounded part at each look), each timed.
         var cold: [Double] = []
+        var looksToName: [Int] = []
         for _ in 0..<coldCount {
             usleep(2000)
             let inspector = CaptureProbe.waitInspector()
-            guard let look = CaptureProbe.timeWaitLook(tid: waiterTID, inspector: inspector), look.endpoints == 1 else { continue }
-            guard look.holderProcess == child else {
-                throw BenchError.setup("the other end was not found (\(look.holderProcess.map(String.init) ?? "none"))")
+            for attempt in 1...2000 {
+                guard let look = CaptureProbe.timeWaitLook(tid: waiterTID, inspector: inspector), look.endpoints == 1 else { break }
+                cold.append(Double(look.waitNanoseconds) / 1000)
+                if let holder = look.holderProcess {
+                    guard holder == child else { throw BenchError.setup("the other end was named \(holder), not \(child)") }
+                    looksToName.append(attempt)
+                    break
+                }
             }
-            cold.append(Double(look.waitNanoseconds) / 1000)
         }
+        guard looksToName.count == coldCount else { throw BenchError.setup("the other end was not named (\(looksToName.count) of \(coldCount))") }
         let inspector = CaptureProbe.waitInspector()
         _ = CaptureProbe.timeWaitLook(tid: waiterTID, inspector: inspector)
         var warm: [Double] = []
@@ -155,6 +177,80 @@ struct IOWaitLookFigure {
             warm.append(Double(look.waitNanoseconds) / 1000)
         }
         let processes = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { Int($0) != nil }.count
-        return Outcome(processes: processes, cold: cold, warm: warm)
+        return Outcome(
+            processes: processes, cold: cold, looksToName: looksToName, warm: warm, hostTCPSockets: Self.hostTCPSockets(),
+            ownDescriptors: ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count)
+    }
+
+    /// `TCP: inuse N` of `/proc/net/sockstat` (0 when unreadable).
+    static func hostTCPSockets() -> Int {
+        let text = (try? String(contentsOfFile: "/proc/net/sockstat", encoding: .utf8)) ?? ""
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("TCP:") }) else { return 0 }
+        let words = line.split(separator: " ")
+        return words.firstIndex(of: "inuse").flatMap { $0 + 1 < words.count ? Int(words[$0 + 1]) : nil } ?? 0
+    }
+
+    /// A crowded host: `sockets` TCP sockets (loopback pairs) held by a `sleep` child, and
+    /// `descriptors` more descriptors (`/dev/null`) in this process.
+    final class Crowd {
+        private var child: pid_t = 0
+        private var own: [Int32] = []
+
+        init(sockets: Int, descriptors: Int) throws {
+            var limit = rlimit()
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            let needed = rlim_t(sockets + descriptors + 1024)
+            if limit.rlim_cur < needed {
+                limit.rlim_cur = min(max(needed, limit.rlim_cur), limit.rlim_max)
+                setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            }
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(listener, $0, length) == 0 && listen(listener, 4096) == 0 && getsockname(listener, $0, &length) == 0
+                }
+            }
+            guard bound else { throw BenchError.setup("no listener for the crowd") }
+            defer { close(listener) }
+            // The pairs are made here without close-on-exec, inherited by the child, then closed here.
+            var pairs: [Int32] = []
+            for _ in 0..<(sockets / 2) {
+                let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                let connected = withUnsafePointer(to: &address) { pointer in
+                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
+                }
+                let server = connected ? accept(listener, nil, nil) : -1
+                guard client >= 0, server >= 0 else {
+                    pairs.forEach { close($0) }
+                    throw BenchError.setup("the crowd stopped at \(pairs.count) sockets (the descriptor limit?)")
+                }
+                pairs += [client, server]
+            }
+            let words = ["/bin/sleep", "300"]
+            let argv = words.map { strdup($0) } + [nil]
+            let spawned = posix_spawn(&child, "/bin/sleep", nil, nil, argv, environ)
+            argv.forEach { free($0) }
+            pairs.forEach { close($0) }
+            guard spawned == 0 else { throw BenchError.setup("could not start the crowd's sleep") }
+            for _ in 0..<descriptors {
+                let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { throw BenchError.setup("the process's descriptors stopped at \(own.count)") }
+                own.append(descriptor)
+            }
+        }
+
+        func end() {
+            own.forEach { close($0) }
+            own = []
+            guard child > 0 else { return }
+            kill(child, SIGKILL)
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+            child = 0
+        }
     }
 }

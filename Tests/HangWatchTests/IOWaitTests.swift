@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 @testable import HangWatch
 import HangWatchTestSupport
@@ -171,7 +172,7 @@ import Testing
         try #require(connected && server >= 0)
         var byte: UInt8 = 7
         #expect(write(server, &byte, 1) == 1)
-        let naming = DescriptorNaming(now: { 0 })
+        let naming = DescriptorNaming(now: { 0 }, budgetMicroseconds: nil)
         let named = naming.name(client, waiter: 0, direction: .read)
         let port = UInt16(bigEndian: address.sin_port)
         #expect(named.type == "tcp" && named.state == "ESTABLISHED" && named.remote == "127.0.0.1:\(port)", "\(named)")
@@ -187,7 +188,7 @@ import Testing
     }
 
     @Test func aFileIsNamedWithItsFileSystemAndAPipeWithThisProcessAtTheOtherEnd() throws {
-        let naming = DescriptorNaming(now: { 0 })
+        let naming = DescriptorNaming(now: { 0 }, budgetMicroseconds: nil)
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("hangwatch-io-\(getpid())").path
         let file = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         try #require(file >= 0)
@@ -207,5 +208,43 @@ import Testing
         // The write end of a pipe nobody else holds: for a write, the read end is this process's.
         #expect(naming.name(ends[1], waiter: 0, direction: .write).peers == [.process(getpid())])
         #expect(naming.name(999_999, waiter: 0, direction: .read).peerNote == "the descriptor is closed")
+    }
+
+    /// The scan of every process's descriptors reads a bounded part at each look (a host with ten
+    /// thousand sockets took 64 ms in one go): until it is done a look says how far it got, and a
+    /// later look goes on where it stopped and names the other end.
+    @Test func theOwnerScanIsReadAPartAtEachLookAndNamesTheOtherEndWhenDone() throws {
+        // 150 pipes more (300 descriptors) before the one waited on: more than one look's part.
+        var crowd: [Int32] = []
+        defer { crowd.forEach { close($0) } }
+        for _ in 0..<150 {
+            var ends: [Int32] = [0, 0]
+            try #require(pipe(&ends) == 0)
+            crowd += ends
+        }
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { ends.forEach { close($0) } }
+        // A clock that moves a millisecond each time it is read: a later look's budget is spent
+        // at its first check (after 32 descriptors), the first look's (8 times as much) at its fourth.
+        let clock = Mutex<UInt64>(0)
+        let tick = { clock.withLock { $0 += 1_000; return $0 } }
+        let naming = DescriptorNaming(now: tick, spent: tick)
+        var looks = 0
+        var named = naming.name(ends[0], waiter: 0, direction: .read)
+        let first = named
+        while named.peers.isEmpty, looks < 100 {
+            looks += 1
+            named = naming.name(ends[0], waiter: 0, direction: .read)
+        }
+        #expect(first.peers.isEmpty && first.peerNote?.hasPrefix("its holder not found yet: 0 of ") == true, "\(first)")
+        #expect(named.peers == [.process(getpid())], "\(named)")
+        // 300 descriptors and more: the first part at most 4 ms (128 of them), then 32 at a look:
+        // at least 5 looks after the first.
+        #expect(looks >= 5 && looks < 100, "\(looks) looks")
+
+        // Without a budget (a dump's naming) one look reads everything, however the clock moves.
+        let whole = DescriptorNaming(now: tick, budgetMicroseconds: nil, spent: tick)
+        #expect(whole.name(ends[0], waiter: 0, direction: .read).peers == [.process(getpid())])
     }
 }

@@ -24,7 +24,7 @@ struct ProcessDump {
 
     /// Looks at every thread of this process.
     static func take(maxFrames: Int, timeoutNanoseconds: Int64, images: ImageRegistry, clock: any MonotonicClock) -> ProcessDump {
-        let inspector = LinuxWaitInspector(images: images, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
+        let inspector = LinuxWaitInspector(images: images, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, scansWhole: true)
         var mappings: [StackMapping]?
         let ownTID = UnsafeCaptureBridge.currentThreadID()
         let schedClock = SchedClock()

@@ -27,13 +27,17 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     /// The holders' samplers (each keeps its thread's proc files open) and last samples, by tid:
     /// a holder still blocked in the same call is not walked again.
     private let holders = Mutex<[Int32: (sampler: LinuxStackSampler, thread: MonitoredThread, last: StackSample?)]>([:])
-    /// Names an I/O wait's descriptors (its host-wide scans kept a second).
-    private let naming = DescriptorNaming(now: { SystemMonotonicClock().microseconds() })
+    /// Names an I/O wait's descriptors (its host-wide scans kept a second, each look's part bounded
+    /// unless `scansWhole`).
+    private let naming: DescriptorNaming
     /// When each thread was first found in the sleep it is in (its call's key).
     private let sleepsSeen = Mutex<[Int32: (key: [UInt], microseconds: UInt64)]>([:])
 
     /// `captureSignal`: a holder on a CPU is captured with it, when an inspection allows (0: never).
-    init(images: ImageRegistry?, maxFrames: Int, timeoutNanoseconds: Int64, captureSignal: Int32 = 0) {
+    /// `scansWhole`: each look reads every process's descriptors it needs at once (a dump, one look
+    /// off the watchdog's thread), not a bounded part at a time (a hang's samples).
+    init(images: ImageRegistry?, maxFrames: Int, timeoutNanoseconds: Int64, captureSignal: Int32 = 0, scansWhole: Bool = false) {
+        self.naming = DescriptorNaming(now: { SystemMonotonicClock().microseconds() }, budgetMicroseconds: scansWhole ? nil : DescriptorNaming.lookBudgetMicroseconds)
         self.images = images
         self.maxFrames = maxFrames
         self.timeoutNanoseconds = timeoutNanoseconds

@@ -47,11 +47,44 @@ final class DescriptorNaming {
     /// How long a scan's answer is kept, microseconds.
     static let keepMicroseconds: UInt64 = 1_000_000
 
+    /// How long one look of a hang's samples reads descriptors, microseconds: a scan not done by
+    /// then goes on at the next.
+    static let lookBudgetMicroseconds: UInt64 = 500
+    /// A scan's first look may read this many times the budget.
+    static let firstPartFactor: UInt64 = 8
+    /// This naming's budget per look; nil: none (each scan read whole at once).
+    let budgetMicroseconds: UInt64?
+
     private var holdersKept: [String: (microseconds: UInt64, holders: [(pid: Int32, descriptor: Int32, flags: Int)])] = [:]
+    /// Calls this far apart belong to two looks (each look has its own budget), microseconds.
+    static let lookGapMicroseconds: UInt64 = 5_000
+    /// The budget of the look now: when it began, how much of it scans spent.
+    private var budget: (start: UInt64, spent: UInt64) = (0, 0)
+    /// Scans not finished, by target, with when each was last advanced (dropped after a second unused).
+    private var scans: [String: (scan: DescriptorScan, used: UInt64)] = [:]
+    /// The last scan's progress when it stopped for its budget (processes read, of how many).
+    private(set) var lastScanUnfinished: (read: Int, of: Int)?
     private let now: () -> UInt64
 
-    init(now: @escaping () -> UInt64) {
+    /// `spent`: the clock a look's budget is counted on, microseconds: by default the calling
+    /// thread's CPU time (what the scan costs; a watchdog preempted on a busy host is not
+    /// charged for the time others ran).
+    init(
+        now: @escaping () -> UInt64, budgetMicroseconds: UInt64? = DescriptorNaming.lookBudgetMicroseconds,
+        spent: @escaping () -> UInt64 = DescriptorNaming.threadCPUMicroseconds
+    ) {
         self.now = now
+        self.budgetMicroseconds = budgetMicroseconds
+        self.spent = spent
+    }
+
+    private let spent: () -> UInt64
+
+    /// The calling thread's CPU time, microseconds.
+    static func threadCPUMicroseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec) / 1000
     }
 
     /// Descriptor `descriptor` of this process, named; `waiter` is the thread waiting on it (never
@@ -71,7 +104,7 @@ final class DescriptorNaming {
         } else if let inode = Self.inode(target, kind: "pipe") {
             look.type = "pipe"
             look.peers = otherEnd(of: "pipe:[\(inode)]", ownDescriptor: descriptor, waiter: waiter, direction: direction)
-            if look.peers.isEmpty { look.peerNote = "no process this one may look at holds the other end" }
+            if look.peers.isEmpty { look.peerNote = unfoundNote("no process this one may look at holds the other end") }
         } else if target.hasPrefix("anon_inode:") {
             let kind = target.dropFirst("anon_inode:".count).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
             look.type = ["eventfd", "eventpoll", "timerfd", "signalfd"].contains(kind) ? (kind == "eventpoll" ? "epoll" : kind) : "other"
@@ -141,7 +174,7 @@ final class DescriptorNaming {
                 return
             }
             look.peers = holders(of: "socket:[\(peer.inode)]", waiter: waiter)
-            if look.peers.isEmpty { look.peerNote = "on this host, held by a process this one may not look at" }
+            if look.peers.isEmpty { look.peerNote = unfoundNote("on this host, held by a process this one may not look at") }
         case AF_UNIX:
             look.type = "unix"
             look.local = Self.unixPath(descriptor, getsockname)
@@ -160,7 +193,7 @@ final class DescriptorNaming {
                 return
             }
             look.peers = holders(of: "socket:[\(answer.peer)]", waiter: waiter)
-            if look.peers.isEmpty { look.peerNote = "held by a process this one may not look at" }
+            if look.peers.isEmpty { look.peerNote = unfoundNote("held by a process this one may not look at") }
         default:
             look.type = "socket"
             look.peerNote = "a socket of another family (netlink, packet, ...)"
@@ -234,7 +267,7 @@ final class DescriptorNaming {
         if stat("/proc/self/fd/\(descriptor)", &info) == 0, info.st_mode & S_IFMT == S_IFIFO {
             look.type = "fifo"
             look.peers = otherEnd(of: path, ownDescriptor: descriptor, waiter: waiter, direction: direction)
-            if look.peers.isEmpty { look.peerNote = "no process this one may look at holds the other end" }
+            if look.peers.isEmpty { look.peerNote = unfoundNote("no process this one may look at holds the other end") }
             return
         }
         look.type = "file"
@@ -258,6 +291,12 @@ final class DescriptorNaming {
             return access == Int(O_RDWR) || access == (writing ? Int(O_RDONLY) : Int(O_WRONLY))
         }
         return owners(found, waiter: waiter)
+    }
+
+    /// Why no holder is named: `otherwise`, or, while the scan is not done, how far it got.
+    private func unfoundNote(_ otherwise: String) -> String {
+        guard let unfinished = lastScanUnfinished else { return otherwise }
+        return "its holder not found yet: \(unfinished.read) of \(unfinished.of) processes' descriptors read (the scan goes on at the next look)"
     }
 
     /// The holders of a socket (the peer's): any descriptor naming it.
@@ -294,26 +333,108 @@ final class DescriptorNaming {
 
     /// Every descriptor naming `target` (`socket:[n]`, `pipe:[n]`, a FIFO's path) in this process
     /// and the others this one may read, with its open flags; this process first. Kept a second.
+    ///
+    /// A look reads descriptors for at most `budgetMicroseconds` (a host with ten thousand sockets
+    /// held by one process took 64 ms in one go, on the watchdog's thread): a scan not finished
+    /// goes on where it stopped at the next look, and until it is done the look has the holders
+    /// found so far, or the last finished scan's (`scanning` says how far it got).
     private func scan(_ target: String) -> [(pid: Int32, descriptor: Int32, flags: Int)] {
         let time = now()
+        lastScanUnfinished = nil
         if let kept = holdersKept[target], time - min(time, kept.microseconds) < Self.keepMicroseconds { return kept.holders }
-        var found: [(pid: Int32, descriptor: Int32, flags: Int)] = []
-        let own = getpid()
-        let others = ((try? DirectoryEntries.names(in: "/proc")) ?? []).compactMap { Int32($0) }.filter { $0 != own }
-        for pid in [own] + others.sorted().prefix(Self.maxProcesses) {
-            let directory = "/proc/\(pid)/fd"
-            guard let entries = try? DirectoryEntries.names(in: directory) else { continue }
-            for entry in entries {
-                guard let descriptor = Int32(entry), SmallFile.link("\(directory)/\(entry)") == target else { continue }
-                let flags = SmallFile.text("/proc/\(pid)/fdinfo/\(descriptor)").flatMap { EndpointText.fdinfoField("flags", in: $0) }
-                    .flatMap { Int($0, radix: 8) } ?? Int(O_RDWR)
-                found.append((pid, descriptor, flags))
-            }
-            if found.count >= Self.maxHolders * 2 { break }
+        // One budget for every scan of a look (a poll's descriptors each have theirs to find):
+        // calls further apart than `lookGapMicroseconds` are another look's.
+        if time - min(time, budget.start) >= Self.lookGapMicroseconds { budget = (time, 0) }
+        let resumed = scans[target]?.scan
+        // A scan's first part is larger: on most hosts the whole scan, so the hang's first look
+        // names the other end; only a crowded host's goes on over later looks.
+        let allowed = budgetMicroseconds.map { resumed == nil ? $0 * Self.firstPartFactor : $0 } ?? .max
+        let remaining = allowed - min(allowed, budget.spent)
+        let progress = resumed ?? DescriptorScan(target: target, own: getpid())
+        let began = spent()
+        let finished = progress.advance(
+            until: { let at = self.spent(); return at - min(at, began) >= remaining }, maxFound: Self.maxHolders * 2)
+        let after = spent()
+        budget.spent += after - min(after, began)
+        guard finished else {
+            scans = scans.filter { time - min(time, $0.value.used) < Self.keepMicroseconds }
+            scans[target] = (progress, time)
+            lastScanUnfinished = (progress.processesRead, progress.processCount)
+            return progress.found.isEmpty ? holdersKept[target]?.holders ?? [] : progress.found
         }
+        scans[target] = nil
         holdersKept = holdersKept.filter { time - min(time, $0.value.microseconds) < Self.keepMicroseconds }
-        holdersKept[target] = (time, found)
-        return found
+        holdersKept[target] = (time, progress.found)
+        return progress.found
+    }
+}
+
+/// One scan of every process's descriptors for the ones naming `target`, read a part at a time:
+/// `advance` reads until told to stop and says whether it is done; the next call goes on at the
+/// process and the entry where it stopped (the process's descriptor directory kept open between
+/// the two: listing it again would cost as much as reading it). One buffer, no string made per
+/// descriptor.
+final class DescriptorScan {
+    let target: [UInt8]
+    private(set) var found: [(pid: Int32, descriptor: Int32, flags: Int)] = []
+    private let pids: [Int32]
+    private var index = 0
+    /// `pids[index]`'s descriptor directory, while it is being read.
+    private var directory: OpaquePointer?
+    private var link = [UInt8](repeating: 0, count: 256)
+
+    var processCount: Int { pids.count }
+    var processesRead: Int { index }
+
+    /// This process first, then the others with the fewest descriptors first where the kernel
+    /// says how many (the size of `/proc/<pid>/fd`, Linux 6.2 on; else by pid): one process with
+    /// ten thousand connections does not hold up the naming of an end most processes hold.
+    init(target: String, own: Int32) {
+        self.target = Array(target.utf8)
+        let others = ((try? DirectoryEntries.names(in: "/proc")) ?? []).compactMap { Int32($0) }.filter { $0 != own }.sorted()
+            .prefix(DescriptorNaming.maxProcesses)
+        let sized = others.map { pid -> (pid: Int32, count: Int) in
+            var info = stat()
+            return (pid, stat("/proc/\(pid)/fd", &info) == 0 ? Int(info.st_size) : 0)
+        }
+        pids = [own] + sized.sorted { ($0.count, $0.pid) < ($1.count, $1.pid) }.map(\.pid)
     }
 
+    deinit {
+        if let directory { closedir(directory) }
+    }
+
+    /// Reads on until `stop()` (asked every 32 descriptors) or `maxFound` holders; whether the scan is done.
+    func advance(until stop: () -> Bool, maxFound: Int) -> Bool {
+        var sinceAsked = 0
+        while index < pids.count {
+            let pid = pids[index]
+            if directory == nil { directory = opendir("/proc/\(pid)/fd") }
+            if let open = directory {
+                while let item = readdir(open) {
+                    let name = (UnsafeRawPointer(item) + MemoryLayout<dirent>.offset(of: \.d_name)!).assumingMemoryBound(to: CChar.self)
+                    let first = UInt8(bitPattern: name.pointee)
+                    guard first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { continue }
+                    let length = link.withUnsafeMutableBytes {
+                        readlinkat(dirfd(open), name, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count)
+                    }
+                    if length == target.count, link.prefix(length).elementsEqual(target), let descriptor = Int32(String(cString: name)) {
+                        let flags = SmallFile.text("/proc/\(pid)/fdinfo/\(descriptor)").flatMap { EndpointText.fdinfoField("flags", in: $0) }
+                            .flatMap { Int($0, radix: 8) } ?? Int(O_RDWR)
+                        found.append((pid, descriptor, flags))
+                        if found.count >= maxFound { return true }
+                    }
+                    sinceAsked += 1
+                    if sinceAsked >= 32 {
+                        sinceAsked = 0
+                        if stop() { return false }
+                    }
+                }
+                closedir(open)
+                directory = nil
+            }
+            index += 1
+        }
+        return true
+    }
 }
