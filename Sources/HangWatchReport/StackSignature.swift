@@ -21,11 +21,15 @@ public enum StackSignature {
     public static let entryDepth = 4
 
     /// Signature of `frames` (innermost first) resolved against `images`; `complete` when the stack
-    /// reached its outermost frame.
-    public static func compute(frames: [HangReport.Frame], images: [HangReport.Image], complete: Bool = true) -> String {
+    /// reached its outermost frame. `computing`: the thread computed at this stack (no sample of it
+    /// blocked): its innermost app frame counts by its function, not by the call it was in, so a
+    /// loop sampled in its own code and in a system function it calls (`clock_gettime`, `memcpy`)
+    /// is one problem. A thread that blocked keeps the call site: which call waits matters.
+    public static func compute(frames: [HangReport.Frame], images: [HangReport.Image], complete: Bool = true, computing: Bool = false) -> String {
         let app = appFrameIndices(frames, images: images)
         let entry = complete ? max(0, frames.count - entryDepth) : frames.count
         let chosen = app.contains { $0 < entry } ? app : Array(frames.indices)
+        let byFunction = computing ? chosen.first ?? 0 : 0
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func mix(_ text: String) {
             for byte in text.utf8 + [0] {
@@ -36,7 +40,7 @@ public enum StackSignature {
         if !complete { mix("truncated") }
         for index in chosen {
             let frame = frames[index]
-            if let image = frame.image(in: images), let offset = index == 0 ? frame.functionOffset ?? frame.offset : frame.offset {
+            if let image = frame.image(in: images), let offset = index == 0 || index == byFunction ? frame.functionOffset ?? frame.offset : frame.offset {
                 mix(baseName(image.path) + "+" + offset)
             } else {
                 mix(frame.address)

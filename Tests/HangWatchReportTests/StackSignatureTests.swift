@@ -37,6 +37,18 @@ import Testing
         #expect(signature(first) != signature(second))
     }
 
+    /// A computing loop sampled in its own code and in a system function it calls is one problem
+    /// (seen: a Hummingbird route's spin loop gave two reports, one for the samples inside
+    /// `clock_gettime`); a blocked thread keeps its call site.
+    @Test func aComputingFunctionAgreesWithItselfInASystemCallItMakes() {
+        let inClock = [libc("0x30"), app("0x124", function: "0x100"), app("0x340")] + runLoop + entry
+        let inLoop = [app("0x13c", function: "0x100"), app("0x340")] + runLoop + entry
+        #expect(StackSignature.compute(frames: inClock, images: images, computing: true) == StackSignature.compute(frames: inLoop, images: images, computing: true))
+        #expect(signature(inClock) != signature(inLoop))
+        let otherSite = [libc("0x30"), app("0x188", function: "0x100"), app("0x340")] + runLoop + entry
+        #expect(StackSignature.compute(frames: inClock, images: images, computing: true) == StackSignature.compute(frames: otherSite, images: images, computing: true))
+    }
+
     @Test func samplesAtDifferentInstructionsOfTheInnermostFunctionAgree() {
         let first = [app("0x124", function: "0x100"), app("0x340")] + runLoop + entry
         let second = [app("0x13c", function: "0x100"), app("0x340")] + runLoop + entry

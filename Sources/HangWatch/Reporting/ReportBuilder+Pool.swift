@@ -51,7 +51,8 @@ extension ReportBuilder {
             report.heaviestStack = HangReport.HeaviestStack(
                 stack: path.stack, sampleCount: path.sampleCount, weightMs: Self.milliseconds(Int64(wait)),
                 frames: report.frames(of: stack))
-            report.signature = StackSignature.compute(frames: report.frames(of: stack), images: report.images, complete: !stack.truncated)
+            report.signature = StackSignature.compute(
+                frames: report.frames(of: stack), images: report.images, complete: !stack.truncated, computing: report.heaviestWait == nil)
         }
         // Exact: from the probe's enqueue to its start (or to the last look while it lasts).
         report.durationMs = Self.milliseconds(Int64(wait))

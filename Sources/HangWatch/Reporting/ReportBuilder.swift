@@ -55,8 +55,13 @@ struct ReportBuilder: Sendable {
                 frames: table.stacks[path.stack].frames.map { table.frames[$0] })
         }
         let reportImages = images.reportImages
+        // Computing at the heaviest stack: no sample of it blocked (as `HangReport.heaviestWait`).
+        let computing = heaviest.map { stack in
+            !reportSamples.contains { $0.stack == stack.stack && ($0.state == "S" || $0.state == "D") }
+        } ?? false
         let signature = StackSignature.compute(
-            frames: heaviest?.frames ?? [], images: reportImages, complete: heaviest.map { !table.stacks[$0.stack].truncated } ?? true)
+            frames: heaviest?.frames ?? [], images: reportImages, complete: heaviest.map { !table.stacks[$0.stack].truncated } ?? true,
+            computing: computing)
         let waitsFor = self.waitsFor(recording, table: &table, start: recording.startMicroseconds)
 
         var report = HangReport(
