@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import HangWatch
 import Synchronization
@@ -119,7 +120,11 @@ func runPool(_ options: Options, mode: String) -> Never {
     do {
         // HANGWATCH_CONCURRENCY_POOL=false turns the pool watch off (the idle mode's baseline).
         configuration = try configuration.applying(environment: ProcessInfo.processInfo.environment)
-        monitor = try HangMonitor(configuration: configuration)
+        // FAULTS_LOG_LEVEL=debug: the monitor's debug log on standard error (why a job
+        // got no report), for a failure to be explained.
+        var logger = Logger(label: "hangwatch") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = ProcessInfo.processInfo.environment["FAULTS_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        monitor = try HangMonitor(configuration: configuration, logger: logger)
         try monitor.startWatchingScopes()
     } catch {
         fail("the monitor did not start: \(error)", code: 3)

@@ -45,6 +45,13 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     /// The thread ids of the last look, and the pool threads among them in that order.
     private var lastThreadIDs: [Int32] = []
     private var poolThreads: [(tid: Int32, known: Known)] = []
+    /// Threads first seen under a name of no pool, by tid, with the looks left to read their name
+    /// again: a worker libdispatch just made has its creator's name until it starts its first job
+    /// (seen beside a busy CPU: a fresh worker learnt a moment early was never looked at, and the
+    /// job it ran got no report).
+    private var unnamed: [Int32: Int] = [:]
+    /// How many looks a thread's name is read again for (about two seconds of looks).
+    static let nameRechecks = 40
     private let threadList = ProcessThreadList()
     /// When a sleeping thread went off its CPU: read for a thread asleep in a job (the start of
     /// its blocking call) or asleep just after one (the job's end).
@@ -60,6 +67,7 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     func look() -> [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] {
         let tids = threadList.threadIDs()
         if tids != lastThreadIDs { learn(tids) }
+        if !unnamed.isEmpty { recheckNames() }
         var looks: [(thread: MonitoredThread, sample: StackSample, isWorker: Bool)] = []
         looks.reserveCapacity(poolThreads.count)
         var stackMappings: [StackMapping]?
@@ -136,23 +144,46 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
         let alive = Set(tids)
         known = known.filter { alive.contains($0.key) }
         poolThreads = []
+        unnamed = unnamed.filter { alive.contains($0.key) }
         for tid in tids {
             let entry: Known
             if let existing = known[tid] {
                 entry = existing
             } else {
-                let task = ProcTask(tid: tid)
-                let name = task.name()
-                let isPool = CooperativePool(threadName: name) != nil
-                let start = isPool ? task.stat()?.startTimeTicks ?? 0 : 0
-                entry = Known(
-                    isPool: isPool,
-                    thread: MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: name, isMain: false))
+                entry = Self.learnt(tid)
                 known[tid] = entry
+                if !entry.isPool { unnamed[tid] = Self.nameRechecks }
             }
             if entry.isPool { poolThreads.append((tid, entry)) }
         }
         findTaskSlots()
+    }
+
+    /// Thread `tid` by its name now.
+    private static func learnt(_ tid: Int32) -> Known {
+        let task = ProcTask(tid: tid)
+        let name = task.name()
+        let isPool = CooperativePool(threadName: name) != nil
+        let start = isPool ? task.stat()?.startTimeTicks ?? 0 : 0
+        return Known(isPool: isPool, thread: MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: name, isMain: false))
+    }
+
+    /// Reads the names of threads first seen under no pool's name again: one that took a pool's
+    /// name since is a pool thread from now on.
+    private func recheckNames() {
+        var found = false
+        for (tid, left) in unnamed {
+            let entry = Self.learnt(tid)
+            if entry.isPool {
+                known[tid] = entry
+                poolThreads.append((tid, entry))
+                unnamed[tid] = nil
+                found = true
+            } else {
+                unnamed[tid] = left > 1 ? left - 1 : nil
+            }
+        }
+        if found { findTaskSlots() }
     }
 
     /// The current-task words of pool threads no probe or attach job ran on, from their thread
