@@ -108,22 +108,10 @@ struct IOWaitLookFigure {
         try CaptureProbe.install(signal: CaptureProbe.defaultSignal)
         let crowded = try crowd.map { try Crowd(sockets: $0.sockets, descriptors: $0.descriptors) }
         defer { crowded?.end() }
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
-        }
-        let server = accept(listener, nil, nil)
-        guard bound, connected, server >= 0 else { throw BenchError.setup("no loopback connection") }
+        guard let (listener, address) = Self.loopbackListener(backlog: 1) else { throw BenchError.setup("no loopback listener") }
+        let client = Self.connected(to: address)
+        let server = client >= 0 ? accept(listener, nil, nil) : -1
+        guard server >= 0 else { throw BenchError.setup("no loopback connection") }
         close(listener)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -182,6 +170,39 @@ struct IOWaitLookFigure {
             ownDescriptors: ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count)
     }
 
+    /// A TCP listener on 127.0.0.1 (close-on-exec), on a port of the kernel's choice, and its address.
+    static func loopbackListener(backlog: Int32) -> (descriptor: Int32, address: sockaddr_in)? {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, backlog) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            close(listener)
+            return nil
+        }
+        return (listener, address)
+    }
+
+    /// A TCP socket (inherited across exec) connected to `address`; -1 when it could not connect.
+    static func connected(to address: sockaddr_in) -> Int32 {
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard client >= 0 else { return -1 }
+        var address = address
+        let done = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        if done { return client }
+        close(client)
+        return -1
+    }
+
     /// `TCP: inuse N` of `/proc/net/sockstat` (0 when unreadable).
     static func hostTCPSockets() -> Int {
         let text = (try? String(contentsOfFile: "/proc/net/sockstat", encoding: .utf8)) ?? ""
@@ -204,26 +225,15 @@ struct IOWaitLookFigure {
                 limit.rlim_cur = min(max(needed, limit.rlim_cur), limit.rlim_max)
                 setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
             }
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(listener, $0, length) == 0 && listen(listener, 4096) == 0 && getsockname(listener, $0, &length) == 0
-                }
+            guard let (listener, address) = IOWaitLookFigure.loopbackListener(backlog: 4096) else {
+                throw BenchError.setup("no listener for the crowd")
             }
-            guard bound else { throw BenchError.setup("no listener for the crowd") }
             defer { close(listener) }
             // The pairs are made here without close-on-exec, inherited by the child, then closed here.
             var pairs: [Int32] = []
             for _ in 0..<(sockets / 2) {
-                let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                let connected = withUnsafePointer(to: &address) { pointer in
-                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
-                }
-                let server = connected ? accept(listener, nil, nil) : -1
+                let client = IOWaitLookFigure.connected(to: address)
+                let server = client >= 0 ? accept(listener, nil, nil) : -1
                 guard client >= 0, server >= 0 else {
                     pairs.forEach { close($0) }
                     throw BenchError.setup("the crowd stopped at \(pairs.count) sockets (the descriptor limit?)")
