@@ -53,7 +53,7 @@ extension HangMonitor {
         if let scopes, scopes.isOwnThread { return scopes }
         guard let watching else { return nil }  // stopped: nothing to tell
         let misuse: ScopeMisuse = scopes == nil ? .anotherSource(watching) : .anotherThread
-        if scopeMisuseTold.first(misuse) {
+        if scopeMisuseLogged.first(misuse) {
             logger.warning("\(misuse.message)", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
         }
         return nil
@@ -76,14 +76,14 @@ enum ScopeMisuse: Equatable {
         }
     }
 
-    /// Which kinds were told (once each per monitor).
-    final class Told: Sendable {
-        private let told = Atomic<UInt8>(0)
+    /// Which kinds of misuse were logged (once each per monitor).
+    final class Logged: Sendable {
+        private let logged = Atomic<UInt8>(0)
 
         /// True the first time for its kind.
         func first(_ misuse: ScopeMisuse) -> Bool {
             let bit: UInt8 = misuse == .anotherThread ? 2 : 1
-            return told.bitwiseOr(bit, ordering: .relaxed).oldValue & bit == 0
+            return logged.bitwiseOr(bit, ordering: .relaxed).oldValue & bit == 0
         }
     }
 }

@@ -35,7 +35,7 @@ public final class HangMonitor: Sendable {
     /// Numbers the starts (`Lifecycle.starting`).
     private let starts = Atomic<UInt64>(0)
     /// Whether a scope call that could do nothing was told in the log (once per monitor and kind).
-    let scopeMisuseTold = ScopeMisuse.Told()
+    let scopeMisuseLogged = ScopeMisuse.Logged()
     /// Monitors created with the same sharing report through one writer and are watched by one
     /// watchdog thread (a SwiftNIO group's loops).
     private let sharing: MonitorSharing?
