@@ -169,6 +169,7 @@ test: deps test-deps
 # a real Hummingbird 2 server's throughput watched and not, and a real Vapor 4 server's (the tools' package).
 bench: deps test-deps
 	$(SWIFT) build -c release --product hangwatch-bench
+	$(SWIFT) build -c release --product hangwatch-faults
 	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch
 	HANGWATCH_CLI="$$($(SWIFT) build -c release $(TOOLS_PACKAGE) --show-bin-path)/hangwatch" \
 		"$$($(SWIFT) build -c release --show-bin-path)/hangwatch-bench"

@@ -98,6 +98,24 @@ if wanted("3") {
     add("3", "watchdog context switches in \(Int(seconds)) s of an idle loop", String(wakeups), "<= 1", wakeups <= 1)
 }
 
+// 3b: an idle run-loop service's monitor threads, counted from outside its process, beside the
+// same service unmonitored (the whole process's count).
+if wanted("3b") {
+    var figure = IdleServiceWakeupFigure(settleSeconds: quick ? 3 : 5, windowSeconds: 10, windows: quick ? 1 : 3)
+    figure.monitored = false
+    let baseline = try figure.measure()
+    figure.monitored = true
+    let outcome = try figure.measure()
+    let median = { (values: [Int]) in values.sorted()[values.count / 2] }
+    let threads = outcome.byThread.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+    add(
+        "3b", "idle run-loop service, whole process per 10 s, from outside: unmonitored \(baseline.processPerWindow), monitored "
+            + "\(outcome.processPerWindow)", "\(median(baseline.processPerWindow)) / \(median(outcome.processPerWindow))", "(reference)")
+    add(
+        "3b", "idle run-loop service, the monitor's threads' context switches per 10 s, from outside (windows \(outcome.perWindow); "
+            + "by thread over all: \(threads))", String(median(outcome.perWindow)), "<= 1", median(outcome.perWindow) <= 1)
+}
+
 // 5: capture pause.
 if wanted("5") {
     let figure = CapturePauseFigure(hangMilliseconds: quick ? 400 : 1500)

@@ -22,6 +22,9 @@ import HangWatchReport
 //   hangwatch-faults labels --reports DIR
 //       hangs under labels (HangMonitor.withLabels) on the run loop, on the main actor and in
 //       pool jobs, and right after them without (LabelScenario.swift).
+//   hangwatch-faults idle --reports DIR --seconds S [--mode unmonitored]
+//       a run-loop service at rest for S seconds, monitored with the default configuration (or
+//       not monitored at all: the baseline) (IdleScenario.swift).
 //   hangwatch-faults lifecycle --reports DIR --source run-loop|scopes|queue --count N [--warm-up W]
 //       starts and stops one monitor W + N times; prints the growth of resident memory over the
 //       last N as one JSON line (Lifecycle.swift).
@@ -53,7 +56,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 func parseOptions() -> Options {
     var options = Options()
     var arguments = CommandLine.arguments.dropFirst()
-    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|lifecycle --reports DIR ...") }
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|labels|idle|lifecycle --reports DIR ...") }
     options.scenario = scenario
     while let name = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
@@ -66,7 +69,9 @@ func parseOptions() -> Options {
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
         case "--mode":
-            guard ["block", "hold", "healthy", "yield", "idle", "rest"].contains(value) else { fail("--mode takes block, hold, healthy, yield, idle or rest") }
+            guard ["block", "hold", "healthy", "yield", "idle", "rest", "unmonitored"].contains(value) else {
+                fail("--mode takes block, hold, healthy, yield, idle, rest (pool) or unmonitored (idle)")
+            }
             options.mode = value
         case "--source": options.source = value
         case "--warm-up": options.warmUp = Int(value) ?? -1
@@ -200,5 +205,6 @@ case "write-reports": runReportWrites(options)
 case "pool": runPool(options, mode: options.mode)
 case "lifecycle": runLifecycle(options)
 case "labels": runLabels(options)
+case "idle": runIdle(options)
 default: fail("unknown scenario \(options.scenario)")
 }

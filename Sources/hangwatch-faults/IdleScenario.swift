@@ -1,0 +1,25 @@
+import Foundation
+import HangWatch
+
+/// `idle`: a run-loop service at rest, monitored with the default configuration (heartbeat, pool
+/// watch): `HangMonitor.start()` on `RunLoop.main`, then the loop sleeps for `--seconds` with
+/// nothing to do, and the monitor stops. What an outside counter reads of its threads' wake-ups
+/// (bench figure 3b) is then the monitor's own cost at rest; `--mode unmonitored` is the same
+/// service without the monitor, the baseline.
+func runIdle(_ options: Options) -> Never {
+    let configuration = HangMonitor.Configuration(serviceName: "idle", reportDirectory: options.reports)
+    var monitor: HangMonitor?
+    if options.mode != "unmonitored" {
+        do {
+            monitor = try HangMonitor(configuration: configuration)
+            try monitor?.start()
+        } catch {
+            fail("the monitor did not start: \(error)", code: 3)
+        }
+    }
+    // Told on stdout, so the counter knows the monitor runs.
+    FileHandle.standardOutput.write(Data("started\n".utf8))
+    RunLoop.main.run(until: Date().addingTimeInterval(options.seconds))
+    monitor?.stop()
+    exit(0)
+}
