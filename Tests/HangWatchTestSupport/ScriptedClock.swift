@@ -16,6 +16,10 @@ package final class ScriptedClock: @unchecked Sendable {
     /// Called when a wait without a deadline finds nothing left to happen (the script is over):
     /// it must make the waiter stop (set a stop flag); the wait then returns as woken.
     package var whenScriptEnds: () -> Void = { Issue.record("the script ended while something waited forever") }
+    /// Called before the time moves: work other threads do at once in a real process (the report
+    /// writer's queue) is done before the script goes on, so what it decides (the time a held
+    /// report is due) is known at the scripted instant it was decided at.
+    package var beforeTimeMoves: () -> Void = {}
     /// Every wait, as (time it began, its deadline): what a test can assert about the cadence.
     package private(set) var waits: [(at: UInt64, deadline: UInt64?)] = []
     /// Stretches in which nothing of the process runs (stopped by SIGSTOP, or starved of a CPU).
@@ -62,6 +66,7 @@ package final class ScriptedClock: @unchecked Sendable {
     package func wait(_ semaphore: WatchdogWake, until deadline: UInt64?) -> Bool {
         waits.append((now, deadline))
         while true {
+            beforeTimeMoves()
             if semaphore.tryWait() { return true }
             guard let next = events.first, deadline.map({ effective(next.at) <= effective($0) }) ?? true else {
                 if let deadline {

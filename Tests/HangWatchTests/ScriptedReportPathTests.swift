@@ -129,6 +129,28 @@ import Testing
     }
 }
 
+extension ScriptedReportPathTests {
+    /// A report the rate limit holds is written when its token comes, on the script's time (the
+    /// writer's hold-back lane of the watchdog waits for it), not only at the stop: with one token a
+    /// minute, the second of two hangs on different paths is on disk before a stop 70 s in; with a
+    /// stop 30 s in, the stop writes it. Nothing is dropped either way.
+    @Test(arguments: [false, true]) func aHeldReportIsWrittenWhenItsTokenComesOnTheScriptsTime(stopsSooner: Bool) throws {
+        let h = ScriptedReportPathTests.harness(burst: 1, perMinute: 1)
+        h.busy(from: 100, for: 300)
+        h.busy(from: 1_000, for: 300)
+        let second = h.t(1_000)
+        h.sampler.next = { now, _ in now >= second ? ScriptedSampler.computing([0x30_0000, 0x30_0100, 0x1030]) : ScriptedSampler.computing() }
+        h.stop(at: stopsSooner ? 30_000 : 70_000)
+        h.run()
+        h.writer.waitUntilQueueIsEmpty()
+        let beforeStop = ReportDirectory(path: h.directory.path).reports()
+        #expect(beforeStop.count == (stopsSooner ? 1 : 2), "\(beforeStop.map(\.id))")
+        h.writer.flush()
+        #expect(ReportDirectory(path: h.directory.path).reports().count == 2)
+        #expect(h.statistics.hangsSuppressed.load(ordering: .relaxed) == 0)
+    }
+}
+
 /// A Swift runtime whose task layout the monitor does not read: said once in the log, in the
 /// heartbeat and in every report, never left silently out.
 @Suite struct UnrecognisedTaskLayoutTests {

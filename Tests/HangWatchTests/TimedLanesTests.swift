@@ -125,7 +125,7 @@ import Testing
         var steps = 0
         var done = false
         let finished = DispatchSemaphore(value: 0)
-        func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
+        func advance(_ turn: WatchdogTurn) -> WatchdogWait {
             steps += 1
             return done ? .finished : .rest(until: nil)
         }
@@ -138,8 +138,8 @@ import Testing
         let end: UInt64
         let finished = DispatchSemaphore(value: 0)
         init(end: UInt64) { self.end = end }
-        func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
-            let now = environment.now()
+        func advance(_ turn: WatchdogTurn) -> WatchdogWait {
+            let now = turn.environment.now()
             if let next, now < next { return .at(next) }
             if now >= end { return .finished }
             ticks.append(now)

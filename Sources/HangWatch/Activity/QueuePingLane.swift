@@ -19,7 +19,8 @@ final class QueuePingLane: WatchdogLane, @unchecked Sendable {
         self.firstTickIn = firstTickIn
     }
 
-    func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
+    func advance(_ turn: WatchdogTurn) -> WatchdogWait {
+        let environment = turn.environment
         guard let source, !source.isStopped else { return .finished }
         let now = environment.now()
         if let first = firstTickIn {

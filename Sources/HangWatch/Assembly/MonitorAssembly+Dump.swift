@@ -1,11 +1,17 @@
 import Foundation
+@_spi(Internal) import HangWatchReport
 
 extension MonitorAssembly {
-    /// Answers `hangwatch dump PID` from now on (`DumpServer`, as `DumpAdmission` allows).
-    func enrollDumps() {
-        DumpRegistry.enroll(
-            DumpRegistry.Entry(
-                owner: owner.id, wake: watchdog.wake,
-                server: DumpServer(configuration: configuration, logger: owner.logger, store: store, builder: builder, images: images)))
+    /// The lane that answers `hangwatch dump PID` for this monitor (`DumpServer`, as the world's
+    /// `DumpRegistry` admits), when the world takes dumps and, where it says so, the monitor has a
+    /// heartbeat (the CLI finds a monitor by its heartbeat file).
+    static func dumpLane(
+        world: MonitorWorld, owner: Owner, store: ReportStore, builder: ReportBuilder,
+        images: ImageRegistry, capture: MonitorWorld.Capture, hasHeartbeat: Bool, stop: StopFlag
+    ) -> DumpLane? {
+        guard let dumps = world.dumps, hasHeartbeat || !dumps.needHeartbeat else { return nil }
+        let server = DumpServer(
+            logger: owner.logger, store: store, builder: builder, images: images, clock: world.clock, take: { dumps.take(capture) })
+        return DumpLane(owner: owner.id, registry: dumps.registry, server: server, requests: dumps.requests, stop: stop)
     }
 }

@@ -31,10 +31,10 @@ extension MonitorAssembly {
     }
 
     /// The writer of the monitor's reports: the sharing's, when monitors share one (the first to
-    /// start makes it).
+    /// start makes it; they share the watchdog whose `wake` it posts too).
     static func reportWriter(
         _ configuration: HangMonitor.Configuration, owner: Owner, world: MonitorWorld, store: ReportStore, builder: ReportBuilder,
-        images: ImageRegistry
+        images: ImageRegistry, wake: WatchdogWake
     ) -> ReportWriter {
         let makeWriter = {
             ReportWriter(
@@ -44,7 +44,7 @@ extension MonitorAssembly {
                     limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
                     repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
                 enricher: owner.enricher, statistics: owner.statistics, logger: owner.logger, builder: builder, images: images,
-                clock: world.clock)
+                clock: world.clock, wake: wake)
         }
         return owner.sharing?.writer(orMake: makeWriter) ?? makeWriter()
     }

@@ -30,6 +30,8 @@ final class MonitorAssembly: Sendable {
     let latch: ActivityLatch
     let watchdog: Watchdog
     let hangLane: HangLane
+    /// Answers `hangwatch dump PID` (nil: this monitor does not).
+    let dumpLane: DumpLane?
     let threadSlot: ThreadSlot
     let writer: ReportWriter
     let store: ReportStore
@@ -39,8 +41,8 @@ final class MonitorAssembly: Sendable {
     let signal: Int32
     /// This start's stop: its lanes finish once it is raised (`end`).
     let stop = StopFlag()
-    /// Every lane of the watchdog the assembly runs, once begun (the hang lane, and the source's
-    /// timer lane when it has one).
+    /// Every lane of the watchdog the assembly runs, once begun (the hang lane, the source's timer
+    /// lane when it has one, the writer's hold-back lane, the dump lane when it answers dumps).
     private let lanes = Mutex<[any WatchdogLane]>([])
 
     /// Sets up everything `begin` needs; throws `HangMonitorError` when the directory cannot be
@@ -65,7 +67,8 @@ final class MonitorAssembly: Sendable {
         threadSlot = ThreadSlot()
         images = ImageRegistry(logger: owner.logger)
         builder = Self.reportBuilder(configuration, world: world, signal: signal, kind: source.kind)
-        writer = Self.reportWriter(configuration, owner: owner, world: world, store: store, builder: builder, images: images)
+        writer = Self.reportWriter(
+            configuration, owner: owner, world: world, store: store, builder: builder, images: images, wake: watchdog.wake)
         // The version found once for the reports, published as it is.
         heartbeat = Self.heartbeatPublisher(
             configuration, owner: owner, world: world, store: store, latch: latch, signal: signal, serviceVersion: builder.serviceVersion)
@@ -74,8 +77,11 @@ final class MonitorAssembly: Sendable {
             timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), images: images)
         hangLane = HangLane(
             settings: Self.watchdogSettings(configuration, world: world), source: source, latch: latch, control: owner.control,
-            stop: stop, threadSlot: threadSlot, sampler: world.sampler(capture), sink: world.tap?(writer) ?? writer, images: images,
+            stop: stop, threadSlot: threadSlot, sampler: world.sampler(capture), sink: world.sinkBeforeWriter?(writer) ?? writer, images: images,
             statistics: owner.statistics, logger: owner.logger, heartbeat: heartbeat, waits: world.waits(capture))
+        dumpLane = Self.dumpLane(
+            world: world, owner: owner, store: store, builder: builder, images: images, capture: capture,
+            hasHeartbeat: heartbeat != nil, stop: stop)
     }
 
     /// Starts watching: busy time counts from the end of the grace period, the source feeds the
@@ -93,18 +99,18 @@ final class MonitorAssembly: Sendable {
         if let unavailable = world.taskLayout.description {
             owner.logger.warning("part of the diagnosis is unavailable", metadata: ["hangwatch.reason": "\(unavailable)"])
         }
-        let lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
-        self.lanes.withLock { $0 = lanes }
+        var lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
+        lanes.append(ReportHoldBackLane(writer: writer, stop: stop))
+        if let dumpLane { lanes.append(dumpLane) }
+        self.lanes.withLock { [lanes] in $0 = lanes }
         for lane in lanes {
             if world.startsThreads { watchdog.add(lane) } else { watchdog.enlist(lane) }
         }
         if configuration.watchesConcurrencyPool && world.startsThreads {
             enrollPoolWatch()
         }
-        if heartbeat != nil && world.startsThreads {
-            // Found by its heartbeat file, it can be asked for a thread dump (`hangwatch dump`).
-            enrollDumps()
-        }
+        // Asked for a thread dump (`hangwatch dump`), this monitor answers from now on.
+        if dumpLane != nil { world.dumps?.registry.enroll(owner.id, wake: watchdog.wake) }
     }
 
     /// Stops watching: a hang in progress is written `monitor stopped during hang`; waits for the
@@ -113,7 +119,7 @@ final class MonitorAssembly: Sendable {
         stop.raise()
         source.stop()
         PoolWatchRegistry.withdraw(owner.id)
-        DumpRegistry.withdraw(owner.id)
+        world.dumps?.registry.withdraw(owner.id)
         if world.startsThreads {
             for lane in lanes.withLock({ $0 }) { watchdog.join(lane) }
         }

@@ -35,12 +35,25 @@ struct MonitorWorld: Sendable {
     /// the caller steps it (`Watchdog.run()` on its own thread, on scripted time).
     var startsThreads = true
     /// Sees each recording before the writer does (tests keep them); nil: the writer alone.
-    var tap: (@Sendable (any HangSink) -> any HangSink)?
+    var sinkBeforeWriter: (@Sendable (any HangSink) -> any HangSink)?
+    /// How `hangwatch dump PID` reaches a monitor, and how the dump is taken (nil: never answered).
+    var dumps: Dumps?
     /// The Swift runtime's task layout, as the monitor found it (`SwiftTaskLayout.current`).
     var taskLayout = SwiftTaskLayout.current
     /// The service's version from the configured one (`ServiceVersion.resolve`: then this
     /// process's environment, then its executable's build-id).
     var serviceVersion: @Sendable (_ configured: String?) -> ServiceVersion? = { ServiceVersion.ofThisProcess(configured: $0) }
+
+    /// Who answers dumps, the requests pending, and the look at every thread a dump is.
+    struct Dumps: Sendable {
+        var registry: DumpRegistry
+        /// Takes the pending requests' nonces.
+        var requests: @Sendable () -> [UInt64]
+        /// Every thread of the process, looked at.
+        var take: @Sendable (Capture) -> ProcessDump
+        /// Answered only by a monitor with a heartbeat (the CLI finds a monitor by its heartbeat file).
+        var needHeartbeat: Bool
+    }
 
     /// The machine: `CLOCK_MONOTONIC`, `/proc`, the signal handler, libunwind.
     static func system() -> MonitorWorld {
@@ -60,6 +73,13 @@ struct MonitorWorld: Sendable {
                     captureSignal: capture.signal)
             },
             host: ProcessSnapshot.hostName(), pid: getpid(),
-            process: HangReport.Process(executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()))
+            process: HangReport.Process(executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
+            dumps: Dumps(
+                registry: .process, requests: { UnsafeCaptureBridge.DumpRequests.takeAll() },
+                take: { capture in
+                    ProcessDump.take(
+                        maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds, images: capture.images,
+                        clock: SystemMonotonicClock())
+                }, needHeartbeat: true))
     }
 }

@@ -43,7 +43,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         var recording: HangRecording
         let snapshot: ActivitySnapshot
         let thread: MonitoredThread?
-        let vacancy: StackSample.Failure
+        let whyNoThread: StackSample.Failure
         var provisionalSamples: Int
         var provisionalAt: UInt64
         var nextSample: UInt64
@@ -88,7 +88,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
 
     /// The watchdog's wait ended at `woke` without a wake-up, `before` and `after` its own
     /// counters around it: if this lane's deadline had passed, note how late it woke for it.
-    func timedOut(woke: UInt64, before: ProcTask.SchedStat?, after: ProcTask.SchedStat?) {
+    private func noteLateWake(_ timedOut: WatchdogTurn.TimedOut) {
+        let (woke, before, after) = (timedOut.woke, timedOut.before, timedOut.after)
         guard let deadline, woke >= deadline else { return }
         let late = woke - deadline
         switch phase {
@@ -113,19 +114,12 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         }
     }
 
-    func park(_ snapshot: ActivitySnapshot) -> Bool {
-        latch.park() == snapshot && !stop.isRaised
-    }
-
-    func unpark() {
-        latch.unpark()
-    }
-
     /// Decides what the source's latch shows now, records and samples a hang, and says when to be
     /// stepped again. Called by the watchdog's thread after every wait (a wake-up for another
     /// lane included: every step is safe to repeat early).
-    func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
-        let wait = decide(environment)
+    func advance(_ turn: WatchdogTurn) -> WatchdogWait {
+        if let timedOut = turn.timedOut { noteLateWake(timedOut) }
+        let wait = decide(turn.environment)
         if case .until(let time) = wait { deadline = time } else { deadline = nil }
         return wait
     }
@@ -227,7 +221,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// Blocks until the loop leaves idle (or a control call wakes the watchdog). With a heartbeat,
     /// at least once per heartbeat interval to publish it.
     private func park(_ snapshot: ActivitySnapshot, _ environment: any WatchdogEnvironment) -> WatchdogWait {
-        .park(snapshot, deadline: heartbeat == nil ? nil : environment.now() + settings.heartbeatIntervalMicroseconds)
+        .park(
+            WatchdogPark(latch: latch, snapshot: snapshot, stop: stop),
+            deadline: heartbeat == nil ? nil : environment.now() + settings.heartbeatIntervalMicroseconds)
     }
 
     private func tick(_ state: HeartbeatPublisher.State, _ snapshot: ActivitySnapshot) {
@@ -245,7 +241,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         lastRecordedStart = snapshot.microseconds
         statistics.hangsDetected.add(1, ordering: .relaxed)
         let detected = environment.now()
-        let (thread, vacancy) = threadSlot.capture
+        let (thread, whyNoThread) = threadSlot.capture
         let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: startMicroseconds), serviceName: settings.serviceName)
         var recording = HangRecording(
             id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
@@ -255,12 +251,12 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
         recording.edges = source.edges
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
-        takeSample(&recording, thread: thread, vacancy: vacancy, hang: snapshot, environment)
+        takeSample(&recording, thread: thread, whyNoThread: whyNoThread, hang: snapshot, environment)
         noteLabels(&recording, thread: thread)
         sink.hangStarted(recording)
         phase = .recording(
             Hang(
-                recording: recording, snapshot: snapshot, thread: thread, vacancy: vacancy,
+                recording: recording, snapshot: snapshot, thread: thread, whyNoThread: whyNoThread,
                 provisionalSamples: recording.samples.count, provisionalAt: detected,
                 nextSample: detected + recording.sampleIntervalMicroseconds))
     }
@@ -284,7 +280,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             phase = .recording(hang)
             return .until(hang.nextSample)
         }
-        takeSample(&hang.recording, thread: hang.thread, vacancy: hang.vacancy, hang: hang.snapshot, environment)
+        takeSample(&hang.recording, thread: hang.thread, whyNoThread: hang.whyNoThread, hang: hang.snapshot, environment)
         noteLabels(&hang.recording, thread: hang.thread)
         if hang.recording.samples.last?.failure == .threadExited {
             // The stretch will never end by itself: count it as over, and wait for the next busy
@@ -330,7 +326,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// loop asleep in its own wait): its stack is not kept. On a busy machine the watchdog can be
     /// taken off its CPU between its look at the latch and the sample for many milliseconds.
     private func takeSample(
-        _ recording: inout HangRecording, thread: MonitoredThread?, vacancy: StackSample.Failure, hang: ActivitySnapshot,
+        _ recording: inout HangRecording, thread: MonitoredThread?, whyNoThread: StackSample.Failure, hang: ActivitySnapshot,
         _ environment: any WatchdogEnvironment
     ) {
         var sample: StackSample
@@ -344,7 +340,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             }
         } else {
             sample = StackSample(
-                microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: vacancy)
+                microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: whyNoThread)
         }
         if latch.snapshot() != hang, !sample.frames.isEmpty {
             // What the thread was doing then is after the hang: none of it is the hang's. A sample

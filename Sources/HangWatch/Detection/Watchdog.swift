@@ -6,8 +6,9 @@ import Synchronization
 
 /// The watchdog: one thread for one or more watched sources (`HangLane`s; HangWatchNIO gives a
 /// whole event-loop group one watchdog) and for every other timed duty of its monitor (a queue's
-/// pings, the pool watch: `WatchdogLane`). It sleeps while every loop sleeps (parked on the latches'
-/// shared semaphore, woken by a loop's next idle-to-busy transition), sleeps until the earliest
+/// pings, the pool watch, the writer's held reports, dump requests: `WatchdogLane`). It sleeps
+/// while every loop sleeps (parked on the latches' shared semaphore, woken by a loop's next
+/// idle-to-busy transition), sleeps until the earliest
 /// threshold deadline while a loop is busy, and when a deadline passes with no progress the lane
 /// records the hang: samples every `sampleInterval` until the loop moves, then hands the finished
 /// hang to the sink. Lanes record their hangs side by side: the thread never blocks in one.
@@ -75,16 +76,17 @@ final class Watchdog: @unchecked Sendable {
 
     /// Steps the lanes and waits, until no lane is left (each leaves once stopped). After a wake-up
     /// (an edge, a control call, a request) every lane steps; after a wait that timed out, only the
-    /// lanes whose time came: nothing was posted, so the others would answer as they did (a
-    /// queue's pings, 20 a second, do not step a parked loop's lane each time).
+    /// lanes whose time came, told how late it was (`WatchdogTurn.timedOut`): nothing was posted,
+    /// so the others would answer as they did (a queue's pings, 20 a second, do not step a parked
+    /// loop's lane each time).
     func run() {
         // Kept from turn to turn, so a wake-up allocates nothing: the lanes that finished, the
         // parked ones, and each lane's last answer (`answers[i]` is `answered[i]`'s).
         var done: [any WatchdogLane] = []
-        var parked: [(any WatchdogLane, ActivitySnapshot)] = []
+        var parked: [WatchdogPark] = []
         var answered: [any WatchdogLane] = []
         var answers: [WatchdogWait?] = []
-        var timedOutAt: UInt64?
+        var timedOut: WatchdogTurn.TimedOut?
         while true {
             let (current, dropped) = thread.turn(dropping: { lane in done.contains { $0 === lane } })
             for lane in dropped { lane.finished.signal() }
@@ -96,10 +98,10 @@ final class Watchdog: @unchecked Sendable {
             var timed = false
             for (index, lane) in current.enumerated() {
                 let wait: WatchdogWait
-                if let now = timedOutAt, let answer = answers[index], !Self.isDue(answer, at: now) {
+                if let now = timedOut?.woke, let answer = answers[index], !Self.isDue(answer, at: now) {
                     wait = answer
                 } else {
-                    wait = lane.advance(environment)
+                    wait = lane.advance(WatchdogTurn(environment: environment, timedOut: timedOut))
                     answers[index] = wait
                 }
                 switch wait {
@@ -112,17 +114,17 @@ final class Watchdog: @unchecked Sendable {
                     deadline = min(deadline ?? time, time)
                 case .rest(let time):
                     if let time { deadline = min(deadline ?? time, time) }
-                case .park(let snapshot, let time):
-                    parked.append((lane, snapshot))
+                case .park(let park, let time):
+                    parked.append(park)
                     if let time { deadline = min(deadline ?? time, time) }
                 }
             }
-            timedOutAt = nil
+            timedOut = nil
             if !done.isEmpty { continue }  // (they leave at the next turn)
             // Parking is the latches' handshake: announce, then re-read. A loop that moved since
             // its lane looked (or a stop requested meanwhile) means look again now.
             var block = true
-            for (lane, snapshot) in parked where !lane.park(snapshot) {
+            for park in parked where !park.announce() {
                 block = false
             }
             if block {
@@ -131,13 +133,10 @@ final class Watchdog: @unchecked Sendable {
                 let before = timed ? environment.ownSchedule() : nil
                 if !environment.wait(wake, until: deadline) {
                     let woke = environment.now()
-                    let after = before == nil ? nil : environment.ownSchedule()
-                    for lane in current { lane.timedOut(woke: woke, before: before, after: after) }
-                    timedOutAt = woke
+                    timedOut = WatchdogTurn.TimedOut(woke: woke, before: before, after: before == nil ? nil : environment.ownSchedule())
                 }
             }
-            for (lane, _) in parked { lane.unpark() }
-            DumpRegistry.servePending(now: environment.now())
+            for park in parked { park.withdraw() }
         }
     }
 

@@ -52,13 +52,13 @@ final class ThreadSlot: Sendable {
         var current: MonitoredThread?
         var attached: [MonitoredThread] = []
         /// Why there is no thread to capture when `current` is nil.
-        var vacancy = StackSample.Failure.threadNotAttached
+        var whyNoThread = StackSample.Failure.threadNotAttached
     }
     private let value = Mutex(State())
     var thread: MonitoredThread? { value.withLock { $0.current } }
 
     /// The thread to capture, or why there is none.
-    var capture: (thread: MonitoredThread?, vacancy: StackSample.Failure) { value.withLock { ($0.current, $0.vacancy) } }
+    var capture: (thread: MonitoredThread?, whyNoThread: StackSample.Failure) { value.withLock { ($0.current, $0.whyNoThread) } }
 
     /// No thread is to be captured, for `reason` (the work is known to run on a thread that cannot
     /// be captured: showing another thread's stack would name the wrong culprit). The next
@@ -66,7 +66,7 @@ final class ThreadSlot: Sendable {
     func vacate(_ reason: StackSample.Failure) {
         value.withLock { state in
             state.current = nil
-            state.vacancy = reason
+            state.whyNoThread = reason
         }
     }
 
@@ -75,14 +75,14 @@ final class ThreadSlot: Sendable {
     func adopt(_ thread: MonitoredThread) {
         value.withLock { state in
             state.current = thread
-            state.vacancy = .threadNotAttached
+            state.whyNoThread = .threadNotAttached
         }
     }
 
     func set(_ thread: MonitoredThread) {
         value.withLock { state in
             state.current = thread
-            state.vacancy = .threadNotAttached
+            state.whyNoThread = .threadNotAttached
             state.attached.removeAll { $0.tid == thread.tid }
             state.attached.append(thread)
             if state.attached.count > 8 { state.attached.removeFirst() }
@@ -101,7 +101,7 @@ final class ThreadSlot: Sendable {
                     || ProcTask(tid: tid).stat()?.startTimeTicks == thread.startTimeTicks
             else { return false }
             state.current = thread
-            state.vacancy = .threadNotAttached
+            state.whyNoThread = .threadNotAttached
             return true
         }
     }

@@ -4,7 +4,7 @@
 /// async-signal-safe), where a `DispatchSemaphore` is not.
 ///
 /// Its memory is its own and freed with it; whoever registered it for dump requests unregisters it
-/// first (`HangMonitor`).
+/// first (`DumpRegistry.withdraw`, at the monitor's stop).
 package final class WatchdogWake: @unchecked Sendable {
     let semaphore: UnsafeMutableRawPointer
 

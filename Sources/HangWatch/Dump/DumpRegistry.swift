@@ -1,66 +1,63 @@
 import Synchronization
 
-/// Who answers `hangwatch dump PID`: one running monitor of the process at a time (the latest to
-/// start; when it stops, the one before it). Its watchdog's wake is what the capture signal's dump
-/// request posts, and its report directory is where the dump is written. Any watchdog of the
-/// process that finds requests pending serves them with the registered monitor's server, as
-/// `DumpAdmission` decides (one at a time, a few a minute: the process's bound, whichever monitor
+/// Who answers `hangwatch dump PID` in a process: one running monitor at a time, the latest to
+/// start (when it stops, the one before it). A request arrives as the capture signal, whose
+/// handler posts the one wake registered with it: the answering monitor's watchdog wake. Only that
+/// monitor's dump lane (`DumpLane`) takes the requests, and this decides which it serves
+/// (`DumpAdmission`: one at a time, a few a minute: the process's bound, whichever monitor
 /// answers).
-enum DumpRegistry {
-    struct Entry: Sendable {
-        var owner: ObjectIdentifier
-        var wake: WatchdogWake
-        var server: DumpServer
-    }
-
+///
+/// The system world's is `process`, the one the signal handler posts for; a scripted world makes
+/// its own, whose registration goes nowhere.
+final class DumpRegistry: Sendable {
     private struct State {
-        var entries: [Entry] = []
+        /// Monitors that answer dumps, in the order they started: the last answers.
+        var monitors: [(owner: ObjectIdentifier, wake: WatchdogWake)] = []
         var admission = DumpAdmission()
     }
 
-    private static let state = Mutex(State())
+    private let state = Mutex(State())
+    /// Makes `wake` the one a request posts; nil: none (the last monitor stopped, `leaving`'s).
+    private let register: @Sendable (_ wake: WatchdogWake?, _ leaving: WatchdogWake?) -> Void
+
+    init(register: @escaping @Sendable (_ wake: WatchdogWake?, _ leaving: WatchdogWake?) -> Void = { _, _ in }) {
+        self.register = register
+    }
+
+    /// The process's: requests are the capture signal's (`UnsafeCaptureBridge.DumpRequests`).
+    static let process = DumpRegistry { wake, leaving in
+        if let wake {
+            UnsafeCaptureBridge.DumpRequests.register(wake.semaphore)
+        } else if let leaving {
+            UnsafeCaptureBridge.DumpRequests.unregister(leaving.semaphore)
+        }
+    }
 
     /// `owner` started: it answers from now on.
-    static func enroll(_ entry: Entry) {
+    func enroll(_ owner: ObjectIdentifier, wake: WatchdogWake) {
         state.withLock { state in
-            state.entries.removeAll { $0.owner == entry.owner }
-            state.entries.append(entry)
-            UnsafeCaptureBridge.DumpRequests.register(entry.wake.semaphore)
+            state.monitors.removeAll { $0.owner == owner }
+            state.monitors.append((owner, wake))
+            register(wake, nil)
         }
     }
 
     /// `owner` stopped: the monitor that started before it answers again (none: requests wake no one).
-    static func withdraw(_ owner: ObjectIdentifier) {
+    func withdraw(_ owner: ObjectIdentifier) {
         state.withLock { state in
-            guard let index = state.entries.firstIndex(where: { $0.owner == owner }) else { return }
-            let leaving = state.entries.remove(at: index)
-            if let next = state.entries.last {
-                UnsafeCaptureBridge.DumpRequests.register(next.wake.semaphore)
-            } else {
-                UnsafeCaptureBridge.DumpRequests.unregister(leaving.wake.semaphore)
-            }
+            guard let index = state.monitors.firstIndex(where: { $0.owner == owner }) else { return }
+            let leaving = state.monitors.remove(at: index)
+            register(state.monitors.last?.wake, leaving.wake)
         }
     }
 
-    /// Serves or refuses the pending requests, if there are any, and removes answers nobody took
-    /// (called by a watchdog after each wait: allocates nothing when there is nothing to do).
-    static func servePending(now: @autoclosure () -> UInt64) {
-        let nonces = UnsafeCaptureBridge.DumpRequests.takeAll()
-        guard !nonces.isEmpty else {
-            state.withLock { $0.entries.last?.server }?.sweep()
-            return
-        }
-        let (server, decisions) = state.withLock { state -> (DumpServer?, [DumpAdmission.Decision]) in
-            guard let server = state.entries.last?.server else { return (nil, []) }
-            return (server, state.admission.admit(nonces.count, at: now()))
-        }
-        guard let server else { return }
-        for (nonce, decision) in zip(nonces, decisions) {
-            switch decision {
-            case .serve: server.serve(nonce)
-            case .refuse(let reason): server.refuse(nonce, reason: reason)
-            }
-        }
-        server.sweep()
+    /// Whether `owner` is the monitor that answers.
+    func answers(_ owner: ObjectIdentifier) -> Bool {
+        state.withLock { $0.monitors.last?.owner == owner }
+    }
+
+    /// The decisions for `count` requests pending at `now`, in their order (the process's bound).
+    func admit(_ count: Int, at now: UInt64) -> [DumpAdmission.Decision] {
+        state.withLock { $0.admission.admit(count, at: now) }
     }
 }

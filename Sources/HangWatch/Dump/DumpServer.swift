@@ -7,26 +7,32 @@ import Synchronization
 /// state, stack and waits and writes them as a report (`source` `dump`) to `.dump-<nonce>.json` in
 /// the report directory; a refused request gets `.dump-<nonce>.refused`, one line saying why. Both
 /// are readable by the service's user only (the CLI runs as that user or as root) and removed by
-/// the CLI once read; an answer nobody took within `unclaimedAnswerSeconds` is removed here (at
-/// the watchdog's next turn: the heartbeat wakes it at least once per heartbeat interval).
+/// the CLI once read; an answer nobody took within `unclaimedAnswerSeconds` is removed here (the
+/// dump lane, `DumpLane`, wakes the watchdog for it when the time comes).
 final class DumpServer: Sendable {
     static let unclaimedAnswerSeconds: UInt64 = 30
 
-    private let configuration: HangMonitor.Configuration
     private let logger: Logger
     private let store: ReportStore
     private let builder: ReportBuilder
     private let images: ImageRegistry
-    private let clock = SystemMonotonicClock()
+    /// The environment's clock (the dump lane's deadlines are on it).
+    private let clock: any MonotonicClock
+    /// Takes the dump: every thread of the process looked at (`ProcessDump.take` on a real one).
+    private let take: @Sendable () -> ProcessDump
     /// Answers written and not yet known to be taken: path, and when written (µs).
     private let unclaimed = Mutex<[(path: String, writtenAt: UInt64)]>([])
 
-    init(configuration: HangMonitor.Configuration, logger: Logger, store: ReportStore, builder: ReportBuilder, images: ImageRegistry) {
-        self.configuration = configuration
+    init(
+        logger: Logger, store: ReportStore, builder: ReportBuilder, images: ImageRegistry, clock: any MonotonicClock,
+        take: @escaping @Sendable () -> ProcessDump
+    ) {
         self.logger = logger
         self.store = store
         self.builder = builder
         self.images = images
+        self.clock = clock
+        self.take = take
     }
 
     /// The file names of the answers to the request with `nonce`.
@@ -36,9 +42,7 @@ final class DumpServer: Sendable {
     /// Takes the dump and writes it.
     func serve(_ nonce: UInt64) {
         let started = clock.microseconds()
-        let dump = ProcessDump.take(
-            maxFrames: configuration.maxFrames, timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout),
-            images: images, clock: clock)
+        let dump = take()
         var dumpBuilder = builder
         dumpBuilder.source = .dump
         let report = dumpBuilder.build(dump: dump, id: "dump-\(nonce)", images: images.current)
@@ -71,17 +75,21 @@ final class DumpServer: Sendable {
         }
     }
 
-    /// Removes the answers nobody took in time. Cheap when there are none (every watchdog turn).
-    func sweep() {
-        guard unclaimed.withLock({ !$0.isEmpty }) else { return }
+    /// Removes the answers nobody took in time, and says when the next one left expires (its
+    /// clock's microseconds; nil: none is left). Cheap when there are none.
+    @discardableResult
+    func sweep() -> UInt64? {
+        guard unclaimed.withLock({ !$0.isEmpty }) else { return nil }
         let now = clock.microseconds()
-        let expired = unclaimed.withLock { answers -> [String] in
-            let old = answers.filter { now &- $0.writtenAt >= Self.unclaimedAnswerSeconds * 1_000_000 }
-            answers.removeAll { now &- $0.writtenAt >= Self.unclaimedAnswerSeconds * 1_000_000 }
-            return old.map(\.path)
+        let lifetime = Self.unclaimedAnswerSeconds * 1_000_000
+        let (expired, next) = unclaimed.withLock { answers -> ([String], UInt64?) in
+            let old = answers.filter { now &- $0.writtenAt >= lifetime }
+            answers.removeAll { now &- $0.writtenAt >= lifetime }
+            return (old.map(\.path), answers.map { $0.writtenAt + lifetime }.min())
         }
         for path in expired where unlink(path) == 0 {
             logger.notice("thread dump answer nobody took removed", metadata: ["hangwatch.path": "\(path)"])
         }
+        return next
     }
 }

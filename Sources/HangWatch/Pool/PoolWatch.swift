@@ -151,7 +151,8 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         wake.signal()
     }
 
-    func advance(_ environment: any WatchdogEnvironment) -> WatchdogWait {
+    func advance(_ turn: WatchdogTurn) -> WatchdogWait {
+        let environment = turn.environment
         self.environment = environment
         if isStopping {
             stopNow()

@@ -11,7 +11,11 @@ import Synchronization
 ///   (the process is killed) still leaves a report; it is replaced by the final one.
 /// - A final report is enriched (named) first, then the policy folds repeats into earlier reports
 ///   (by `HangReport.grouping`: names when named) and keeps new ones within the rate limit, holding
-///   a new report that has no token until one comes (written then, or at `flush()`).
+///   a new report that has no token until one comes (written then, or at `flush()`). The wait is
+///   the watchdog's, the process's one timer: the writer says when the next token comes
+///   (`heldReportsDue`, posting the watchdog's wake when that changes) and a lane of the watchdog
+///   (`ReportHoldBackLane`) asks it to write them then (`writeHeldReports(now:)`), on the
+///   environment's time: scripted time in tests, as the policy's clock is.
 /// - After each final write, retention removes the oldest reports beyond the limits.
 /// - A failed write (disk full, read-only directory) is counted and logged, never retried in a loop.
 final class ReportWriter: Sendable {
@@ -26,6 +30,11 @@ final class ReportWriter: Sendable {
     /// Every report passes through it in order (tests wait on it to see what the policy decided).
     let queue = DispatchQueue(label: "hangwatch.report-writer", qos: .utility)
     private let state: Mutex<State>
+    /// When the first report held for a token can be written (the environment's microseconds;
+    /// 0: none is held).
+    private let heldDue = Atomic<UInt64>(0)
+    /// The watchdog's wake, posted when `heldDue` changes (its hold-back lane then reads it).
+    private let wake: WatchdogWake?
 
     private struct State {
         var policy: ReportPolicy
@@ -35,15 +44,14 @@ final class ReportWriter: Sendable {
         /// Hangs the rate limit kept out since the last notice about it, and when that was.
         var suppressedSinceNotice = 0
         var lastSuppressionNotice: UInt64?
-        /// A write of waiting reports is scheduled.
-        var dueScheduled = false
     }
 
     init(
         store: ReportStore, retention: RetentionPolicy, policy: ReportPolicy, enricher: (any HangReportEnricher)?,
         statistics: MonitorStatistics, logger: Logger, builder: ReportBuilder, images: ImageRegistry,
-        clock: any MonotonicClock = SystemMonotonicClock()
+        clock: any MonotonicClock = SystemMonotonicClock(), wake: WatchdogWake? = nil
     ) {
+        self.wake = wake
         self.builder = builder
         self.images = images
         self.clock = clock
@@ -107,7 +115,7 @@ final class ReportWriter: Sendable {
                 return state.policy.hangEnded(report, startSignature: start, now: now)
             }
             self.perform(actions, now: now)
-            self.scheduleWaitingReports(now: now)
+            self.noteHeldReports(now: now)
         }
     }
 
@@ -177,22 +185,28 @@ final class ReportWriter: Sendable {
     /// At most one rate-limit notice per this many microseconds.
     static let suppressionNoticeInterval: UInt64 = 60_000_000
 
-    /// Runs on the queue: writes waiting reports when their token comes.
-    private func scheduleWaitingReports(now: UInt64) {
-        let due = state.withLock { state -> UInt64? in
-            guard !state.dueScheduled, let due = state.policy.nextDue(now: now) else { return nil }
-            state.dueScheduled = true
-            return due
-        }
-        guard let due else { return }
-        queue.asyncAfter(deadline: .now() + .microseconds(Int(min(due - min(due, now), 3_600_000_000)))) {
-            let now = self.clock.microseconds()
-            let actions = self.state.withLock { state -> [ReportPolicy.Action] in
-                state.dueScheduled = false
-                return state.policy.due(now: now)
-            }
+    /// Runs on the queue: records when the first held report's token comes, and wakes the
+    /// watchdog when that changed (its hold-back lane waits for it).
+    private func noteHeldReports(now: UInt64) {
+        let due = state.withLock { $0.policy.nextDue(now: now) }.map { max($0, 1) } ?? 0
+        if heldDue.exchange(due, ordering: .acquiringAndReleasing) != due { wake?.signal() }
+    }
+
+    /// When the first report held for a token can be written (nil: none is held).
+    var heldReportsDue: UInt64? {
+        let due = heldDue.load(ordering: .acquiring)
+        return due == 0 ? nil : due
+    }
+
+    /// The hold-back lane's step once `heldReportsDue` came (on the watchdog's thread, at its
+    /// time `now`): the reports whose tokens came are written on the queue, which then says when
+    /// the next is due.
+    func writeHeldReports(now: UInt64) {
+        heldDue.store(0, ordering: .releasing)
+        queue.async {
+            let actions = self.state.withLock { $0.policy.due(now: now) }
             self.perform(actions, now: now)
-            self.scheduleWaitingReports(now: now)
+            self.noteHeldReports(now: now)
         }
     }
 
@@ -204,6 +218,7 @@ final class ReportWriter: Sendable {
                 defer { state.policy.markAllWritten() }
                 return (state.policy.drainPending(), state.policy.unwrittenRepeats)
             }
+            heldDue.store(0, ordering: .releasing)
             let now = clock.microseconds()
             perform(waiting.map { .write($0) }, now: now)
             for (reportID, repeats) in counts {

@@ -290,4 +290,48 @@ import Testing
             ],
             "\(starters)")
     }
+
+    /// One timer (docs/architecture.md): the library's timed duties are lanes of the watchdog, and
+    /// its one wait (`WatchdogEnvironment.wait` on a `WatchdogWake`) is the only timed wait. What is
+    /// still outside it is listed here with why; nothing may join the list, and an entry whose wait
+    /// is gone must leave it.
+    @Test func noTimedWaitIsOutsideTheWatchdog() throws {
+        let timed =
+            #"asyncAfter\(|\bTimer\(|Timer\.scheduled|(?<![.\w])(?<!case )(u|nano|clock_nano)?sleep\(|Thread\.sleep|Task\.sleep|\.wait\(timeout:|wallTimeout:|timedwait\(|clockwait\(|epoll_wait\(|(?<![.\w])poll\(|untilNanoseconds"#
+        let watchdog: Set = [
+            "HangWatch/Detection/WatchdogWake.swift", "HangWatch/Detection/WatchdogEnvironment.swift",
+            // (The wake's semaphore, in C.)
+            "HangWatch/Capture/UnsafeCaptureBridge.swift",
+        ]
+        let stillOutside = [
+            "HangWatch/Activity/EventLoopWatcher.swift": "the event-loop watcher's own deadlines: its looks are not a lane yet",
+            "HangWatch/Linux/UnsafeLoopEpollWatch.swift": "the same wait, on the watcher's epoll instance",
+            "HangWatch/Pool/PoolProbe.swift": "the attach jobs' meeting on pool workers, bounded at 20 ms: not a duty of the monitor's",
+            "HangWatch/Capture/LinuxStackSampler.swift": "a capture guard's pause, on the watchdog's own thread within one look",
+            "HangWatch/Activity/RunLoopActivitySource.swift": "a zero-interval Timer: the way onto a run loop's thread, no time",
+        ]
+        var found: [String: [Int]] = [:]
+        for file in try Self.swiftSources() where file.path.hasPrefix("HangWatch/") || file.path.hasPrefix("HangWatchNIO/") {
+            for (index, line) in file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where Self.code(String(line)).range(of: timed, options: .regularExpression) != nil {
+                found[file.path, default: []].append(index + 1)
+            }
+        }
+        #expect(found["HangWatch/Detection/WatchdogEnvironment.swift"] != nil, "the finder is broken: \(found)")
+        let outside = found.filter { !watchdog.contains($0.key) && stillOutside[$0.key] == nil }
+        #expect(outside.isEmpty, "timed waits outside the watchdog: \(outside.map { "\($0.key):\($0.value)" }.sorted())")
+        let gone = stillOutside.keys.filter { found[$0] == nil }
+        #expect(gone.isEmpty, "no timed wait left in \(gone.sorted()): take it off the list")
+    }
+
+    /// A lane of the watchdog is one step (`advance(turn) -> WatchdogWait`) and the handle its
+    /// join waits on: the park handshake and the late-wake accounting are the watchdog's.
+    @Test func aWatchdogLaneIsOneStep() throws {
+        let file = try #require(try Self.swiftSources().first { $0.path == "HangWatch/Detection/WatchdogLane.swift" })
+        let start = try #require(file.text.range(of: "protocol WatchdogLane"))
+        let body = file.text[start.upperBound...].prefix { $0 != "}" }
+        let requirements = body.split(separator: "\n").map { Self.code(String($0)).trimmingCharacters(in: .whitespaces) }
+            .filter { $0.hasPrefix("func ") || $0.hasPrefix("var ") }
+        #expect(requirements == ["func advance(_ turn: WatchdogTurn) -> WatchdogWait", "var finished: DispatchSemaphore { get"], "\(requirements)")
+    }
 }

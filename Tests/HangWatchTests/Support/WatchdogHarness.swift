@@ -42,7 +42,8 @@ final class WatchdogHarness {
         clockResolutionMicroseconds: UInt64 = 4_000, busy: Set<Activity> = [.beforeSources, .afterWaiting],
         joining other: WatchdogHarness? = nil, configure: (inout HangMonitor.Configuration) -> Void = { _ in },
         logger: Logger = Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }),
-        taskLayout: SwiftTaskLayout = .recognised, processEnvironment: [String: String] = [:]
+        taskLayout: SwiftTaskLayout = .recognised, processEnvironment: [String: String] = [:], waits: ScriptedWaitInspector? = nil,
+        dumps: MonitorWorld.Dumps? = nil
     ) {
         clock = other?.clock ?? ScriptedClock()
         origin = other?.origin ?? clock.now
@@ -60,17 +61,23 @@ final class WatchdogHarness {
         configure(&configuration)
         var world = MonitorWorld.scripted(
             environment: environment, clock: clock, sampler: sampler, clockResolutionMicroseconds: clockResolutionMicroseconds,
-            tap: { [sink] writer in
+            sinkBeforeWriter: { [sink] writer in
                 sink.forward = writer
                 return sink
             })
         world.taskLayout = taskLayout
+        if let waits { world.waits = { _ in waits } }
+        world.dumps = dumps
         // The process's environment is the script's; its executable has no build-id.
         world.serviceVersion = { ServiceVersion.resolve(configured: $0, environment: processEnvironment, buildID: { nil }) }
         let owner = MonitorAssembly.Owner(
             id: ObjectIdentifier(control), control: control, statistics: statistics, logger: logger, enricher: nil, sharing: sharing)
         assembly = try! MonitorAssembly(configuration: configuration, source: source, handles: .none, world: world, owner: owner)
         restart = { [source] in try! MonitorAssembly(configuration: configuration, source: source, handles: .none, world: world, owner: owner) }
+        if other == nil {
+            // The writer's queue is done with what was handed to it before the script goes on.
+            clock.beforeTimeMoves = { [weak writer = assembly.writer] in writer?.queue.sync {} }
+        }
     }
 
     /// Another start of the same monitor (its control, statistics and sharing): what
@@ -188,16 +195,16 @@ final class RecordingSink: HangSink, @unchecked Sendable {
 
 extension MonitorWorld {
     /// Scripted time and samples; the watchdog stepped by the test (no thread); no signal handler;
-    /// `tap` sees each recording before the writer.
+    /// `sinkBeforeWriter` sees each recording before the writer.
     static func scripted(
         environment: FakeWatchdogEnvironment, clock: ScriptedClock, sampler: ScriptedSampler, clockResolutionMicroseconds: UInt64 = 4_000,
-        tap: (@Sendable (any HangSink) -> any HangSink)? = nil
+        sinkBeforeWriter: (@Sendable (any HangSink) -> any HangSink)? = nil
     ) -> MonitorWorld {
         MonitorWorld(
             environment: environment, clock: clock, clockResolutionMicroseconds: clockResolutionMicroseconds,
             installCapture: { _ in }, sampler: { _ in sampler }, waits: { _ in nil },
             host: "test-host", pid: 4242, process: HangReport.Process(executable: "/usr/bin/scripted", startTimeTicks: 1),
-            startsThreads: false, tap: tap)
+            startsThreads: false, sinkBeforeWriter: sinkBeforeWriter)
     }
 }
 
@@ -224,5 +231,28 @@ extension ReportWriter {
     /// was admitted), without writing held reports early.
     func waitUntilQueueIsEmpty() {
         queue.sync {}
+    }
+}
+
+/// A `WaitInspecting` whose looks the test scripts: what each look at a blocked thread finds
+/// (`next`, given the sample in hand, stamped with the scripted time), and every look asked for.
+final class ScriptedWaitInspector: WaitInspecting, @unchecked Sendable {
+    var next: (_ sample: StackSample) -> WaitObservation? = { _ in nil }
+    /// Every look: the thread, the sample's time, whether a holder could be signalled.
+    private(set) var asked: [(tid: Int32, microseconds: UInt64, signalAllowed: Bool)] = []
+
+    init() {}
+
+    func inspect(tid: Int32, sample: StackSample, signalAllowed: Bool) -> WaitObservation? {
+        asked.append((tid, sample.microseconds, signalAllowed))
+        return next(sample)
+    }
+
+    /// A thread blocked in `futex` on the mutex at `address`, as the sampler reads it from `/proc`
+    /// (its call's arguments in `blockedKey`: what makes the lane ask what it waits on).
+    static func blockedOnMutex(address: UInt = 0x7f00_0040) -> StackSample {
+        var sample = ScriptedSampler.blocked([0x2010, 0x1020, 0x1030], syscall: Syscalls.futex)
+        sample.blockedKey = [UInt(Syscalls.futex), address, 0x80, 0, 0, 0, 0x2010]
+        return sample
     }
 }
