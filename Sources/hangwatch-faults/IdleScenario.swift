@@ -7,7 +7,9 @@ import HangWatch
 /// (bench figure 3b) is then the monitor's own cost at rest; `--mode unmonitored` is the same
 /// service without the monitor, the baseline.
 func runIdle(_ options: Options) -> Never {
-    let configuration = HangMonitor.Configuration(serviceName: "idle", reportDirectory: options.reports)
+    var configuration = HangMonitor.Configuration(serviceName: "idle", reportDirectory: options.reports)
+    // `--mode no-pool`: the same without the pool watch (where the process's libdispatch wake-ups come from).
+    if options.mode == "no-pool" { configuration.watchesConcurrencyPool = false }
     var monitor: HangMonitor?
     if options.mode != "unmonitored" {
         do {

@@ -22,7 +22,7 @@ import HangWatchReport
 //   hangwatch-faults labels --reports DIR
 //       hangs under labels (HangMonitor.withLabels) on the run loop, on the main actor and in
 //       pool jobs, and right after them without (LabelScenario.swift).
-//   hangwatch-faults idle --reports DIR --seconds S [--mode unmonitored]
+//   hangwatch-faults idle --reports DIR --seconds S [--mode unmonitored|no-pool]
 //       a run-loop service at rest for S seconds, monitored with the default configuration (or
 //       not monitored at all: the baseline) (IdleScenario.swift).
 //   hangwatch-faults lifecycle --reports DIR --source run-loop|scopes|queue --count N [--warm-up W]
@@ -69,8 +69,8 @@ func parseOptions() -> Options {
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
         case "--mode":
-            guard ["block", "hold", "healthy", "yield", "idle", "rest", "unmonitored"].contains(value) else {
-                fail("--mode takes block, hold, healthy, yield, idle, rest (pool) or unmonitored (idle)")
+            guard ["block", "hold", "healthy", "yield", "idle", "rest", "unmonitored", "no-pool"].contains(value) else {
+                fail("--mode takes block, hold, healthy, yield, idle, rest (pool) or unmonitored, no-pool (idle)")
             }
             options.mode = value
         case "--source": options.source = value
