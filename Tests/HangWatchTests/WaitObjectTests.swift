@@ -196,6 +196,23 @@ import Testing
         #expect(record.holderLooks == 1 && record.holderLooksWithoutStack == 1)
     }
 
+    /// A child being waited for exits and is reaped as the wait ends: a last look that still saw
+    /// the wait but could no longer read the child's name does not hide the name the looks before
+    /// it read (seen in `WaitsForTests`: the report's holder without a name, 1 run in several).
+    @Test func aLookThatCouldNotReadTheSameHoldersNameKeepsTheNameBefore() {
+        func look(at microseconds: UInt64, name: String?) -> WaitObservation {
+            var observation = WaitObservation(
+                microseconds: microseconds, object: .childProcess(pid: 77), syscall: Syscalls.wait4, file: nil, owner: .process(77))
+            observation.holder = HolderLook(owner: .process(77), name: name, state: name == nil ? nil : "S", stackError: "another process")
+            return observation
+        }
+        var record = WaitRecord(latest: look(at: 100, name: "sleep"))
+        record.add(look(at: 150, name: "sleep"))
+        record.add(look(at: 200, name: nil))
+        #expect(record.latest.holder?.name == "sleep" && record.latest.microseconds == 150)
+        #expect(record.spans.map(\.lastMicroseconds) == [200])
+    }
+
     /// The looks that found the hung thread's holder, counted for the report, with those that
     /// could not take its stack; a new holder starts the count again.
     @Test func theLooksAtTheHolderAndThoseWithoutItsStackAreCounted() {

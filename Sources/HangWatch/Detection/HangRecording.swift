@@ -155,10 +155,12 @@ struct WaitRecord: Sendable, Equatable {
     /// on; so does a look as the thread of this process at the other end of a pipe or socket left
     /// its call (only this process is left holding that end); a look at the same holder that got
     /// no stack (it was waking, on a CPU) says less than the look that got the stack it waited
-    /// behind.
+    /// behind; and one that could not read the same holder's name (another process, which exited
+    /// and was reaped as the wait ended) says less than the look that named it.
     private func says(moreThanLatest observation: WaitObservation) -> Bool {
         guard latest.object == observation.object else { return true }
         if Self.holdersNamed(observation) < Self.holdersNamed(latest) { return false }
+        if latest.owner == observation.owner, latest.holder?.name != nil, observation.holder?.name == nil { return false }
         if latest.owner.thread != nil, case .process(let pid) = observation.owner, pid == ownProcess { return false }
         return !(latest.owner == observation.owner && latest.holder?.sample != nil && observation.holder?.sample == nil)
     }
