@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Internal) import HangWatchReport
+import HangWatchReport
 
 extension MonitorAssembly {
     /// The lane that answers `hangwatch dump PID` for this monitor (`DumpServer`, as the world's
