@@ -387,10 +387,13 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     private func ping() -> @Sendable () -> Void {
         { [self] in
             guard !stopped.load(ordering: .relaxed) else { return }
-            let now = coarseNow()
+            // The fine clock, for both the end of the work it waited behind and the boundary the
+            // answer is under load: the earliest start of a block after it. (Until 2026-12-02
+            // the boundary was the coarse clock's last tick, up to 4 ms earlier, and such a block
+            // was dated that much early.)
             let answeredAt = UnsafeCaptureBridge.monotonicNanoseconds()
             let actions = decisions.withLock { edges in
-                let actions = edges.pingAnswered(at: now)
+                let actions = edges.pingAnswered(at: answeredAt)
                 perform(actions, answeredAt: answeredAt)
                 return actions
             }

@@ -1,5 +1,8 @@
 /// Decides an event loop's busy edges from what its watcher sees (pure: times come in as values,
-/// so tests script them). Times are `CLOCK_MONOTONIC_COARSE` nanoseconds, the latch's clock.
+/// so tests script them). Times are monotonic nanoseconds, the latch's timebase: the watcher's
+/// looks and wakes on `CLOCK_MONOTONIC_COARSE`, a ping's answer (read on the loop) on the fine
+/// clock, which the coarse one follows a tick (4 ms) behind at most; a comparison of the two never
+/// assumes which is later.
 ///
 /// - The loop woke (its epoll instance had an event): work may have begun, at that moment.
 /// - A look an interval later (`lookInterval`: 10 ms at a 250 ms threshold): a loop back in its wait finished that work well within the

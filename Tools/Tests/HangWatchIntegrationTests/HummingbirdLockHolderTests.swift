@@ -53,13 +53,13 @@ import Testing
             [Seen(report: report, tid: report.thread.tid, name: report.thread.name, waits: report.waitsFor, stack: heaviest(report))]
                 + (report.threads ?? []).map { Seen(report: report, tid: $0.tid, name: $0.name, waits: $0.waitsFor, stack: names($0.stack, in: report)) }
         }
-        let seen = threads.map { "\($0.report.source ?? "-") \($0.tid): \($0.stack.prefix(6))" }
+        let seen = threads.map { "\($0.report.source) \($0.tid): \($0.stack.prefix(6))" }
         // The /restock job's thread, asleep under the lock; the /stock job's, waiting for it.
         let holderJob = try #require(threads.first { $0.stack.contains("Inventory.recount(_:)") }, "no report of /restock: \(seen)\n\(server.log)")
         let waiters = threads.filter { $0.stack.contains("Inventory.readStock(measurements:)") }
         let waiter = try #require(waiters.first { $0.waits != nil } ?? waiters.first, "no report of /stock: \(seen)\n\(server.log)")
         #expect(waiter.tid != holderJob.tid)
-        let waits = try #require(waiter.waits, "the /stock report (\(waiter.report.source ?? "-")) says nothing of its wait: \(waiter.stack)")
+        let waits = try #require(waiter.waits, "the /stock report (\(waiter.report.source)) says nothing of its wait: \(waiter.stack)")
         #expect(waits.kind == "mutex", "\(waits)")
         #expect(waits.owner == "held", "\(waits)")
         let holder = try #require(waits.holder)
@@ -72,7 +72,7 @@ import Testing
         let recount = try #require(held.firstIndex(of: "Inventory.recount(_:)"), "the holder's stack: \(held)")
         let sleeping = held.firstIndex { $0.contains("sleep") } ?? -1
         #expect(recount > sleeping, "\(held)")
-        print("[hummingbird] /stock (\(waiter.report.source ?? "-") report) waited for mutex \(waits.address ?? "-") held by thread \(holder.tid ?? 0) \"\(holder.name ?? "")\" (\(holder.verdict ?? "-")): \(held.prefix(6))")
+        print("[hummingbird] /stock (\(waiter.report.source) report) waited for mutex \(waits.address ?? "-") held by thread \(holder.tid ?? 0) \"\(holder.name ?? "")\" (\(holder.verdict ?? "-")): \(held.prefix(6))")
     }
 }
 

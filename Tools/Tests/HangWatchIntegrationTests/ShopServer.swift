@@ -41,7 +41,7 @@ final class ShopServer: @unchecked Sendable {
         // report says why (a test prints it: a missed request is explained in the output).
         process.environment = ProcessInfo.processInfo.environment.merging(["SHOP_HANGWATCH_LOG_LEVEL": "debug"]) { $1 }
         process.standardOutput = FileHandle.nullDevice
-        FileManager.default.createFile(atPath: scratch + "/log", contents: nil)
+        try #require(FileManager.default.createFile(atPath: scratch + "/log", contents: nil), "cannot create \(scratch)/log")
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch + "/log"))
         try process.run()
         var port: Int?
