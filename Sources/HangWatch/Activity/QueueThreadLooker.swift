@@ -120,6 +120,9 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         /// The thread at the last look that found it not running the queue: when, its CPU and
         /// run-queue time, its voluntary switches, and whether it was asleep (blocked) then.
         var baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)?
+        /// Pings it answered since that baseline: each may have been followed by one sleep (the
+        /// worker back in its idle wait) before the work a later look finds it running.
+        var answersSinceBaseline = 0
 
         init(_ word: QueueActivitySource.DrainSlot) {
             tid = word.tid
@@ -172,9 +175,14 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
                 var asleep = false
                 if case .inSyscall? = files.readSyscall() { asleep = true }
                 worker.baseline = (now, ran, files.readVoluntarySwitches(), asleep)
+                worker.answersSinceBaseline = 0
                 continue
             }
-            running = (worker, wasRunning ? nil : Self.start(of: worker, files: files, ran: ran, now: now))
+            // The start from the clock that read `ran`'s moment, not the look's coarse one (up
+            // to a tick, 4 ms, behind: the start was that much early until 2026-12-02); never
+            // after the look.
+            let fineNow = UnsafeCaptureBridge.monotonicNanoseconds()
+            running = (worker, wasRunning ? nil : Self.start(of: worker, files: files, ran: ran, now: fineNow).map { min($0, now) })
         }
         guard let running else { return .waiting }
         drainingThread = running.worker.tid
@@ -184,13 +192,23 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     /// When a worker found running the queue began, where its clock proves it: asleep at its
     /// baseline and never asleep since, it has been on a CPU or its run queue ever since it woke;
     /// with no baseline (found while it ran), never asleep since it was made (a worker libdispatch
-    /// started for this work), ever since its start.
+    /// started for this work), ever since its start. A ping it answered since the baseline, and
+    /// the sleep after it, do not break the proof: the work began after that answer (the ping
+    /// would have waited behind it), so at most one sleep per answer came before it, and the
+    /// CPU and run-queue time counted since the baseline is the work's plus the pings' (a few
+    /// microseconds each: the start is that much early; the source keeps it after the answer).
+    /// (Until 2026-12-02 any sleep since the baseline made the start half-way between two looks:
+    /// every ping sent once per threshold, and the pings an interval apart of a source's first
+    /// seconds, did.) A sleep inside the work instead, with a ping answered just before it, dates
+    /// the start that sleep late: within the look interval, as half-way would be.
     private static func start(of worker: Worker, files: ProcTaskFiles, ran: UInt64, now: UInt64) -> UInt64? {
         guard files.readSyscall() == .running, let switches = files.readVoluntarySwitches() else { return nil }
         guard let baseline = worker.baseline else {
             return switches == 0 && now >= ran ? now &- ran : nil
         }
-        guard baseline.asleep, baseline.voluntarySwitches == switches, ran >= baseline.ran, now >= ran &- baseline.ran else { return nil }
+        guard baseline.asleep, let before = baseline.voluntarySwitches, switches >= before,
+            switches - before <= UInt64(worker.answersSinceBaseline), ran >= baseline.ran, now >= ran &- baseline.ran
+        else { return nil }
         return now &- (ran &- baseline.ran)
     }
 
@@ -237,6 +255,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
 
     func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64) {
         drainingThread = tid
+        workers[tid]?.answersSinceBaseline += 1
         guard idleWait == nil else { return }
         guard let candidate, now >= enqueuedAt, now &- enqueuedAt <= learnWithinNanoseconds else {
             confirmedOnce = nil

@@ -12,10 +12,11 @@ import HangWatchReport
 struct AsyncDemo {
     @MainActor static var requestsServed = 0
     /// How long each hang took, measured by the code that hangs (printed; the tests compare).
-    @MainActor static var measured: [(name: String, milliseconds: Double)] = []
+    @MainActor static var measured: [(name: String, milliseconds: Double, startedAt: Date)] = []
 
-    @MainActor static func record(_ name: String, since start: UInt64) {
-        measured.append((name, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6))
+    /// `wall`: when the hang began on the wall clock (a report's start is compared with it).
+    @MainActor static func record(_ name: String, since start: UInt64, wall: Date) {
+        measured.append((name, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6, wall))
     }
 
     @inline(never)
@@ -43,9 +44,10 @@ struct AsyncDemo {
     @inline(never)
     @MainActor static func computeScore(id: Int) async -> Int {
         await Task.yield()
+        let wall = Date()
         let start = DispatchTime.now().uptimeNanoseconds
         rebuildSearchIndex(milliseconds: 800)
-        record("rebuildSearchIndex", since: start)
+        record("rebuildSearchIndex", since: start, wall: wall)
         return id
     }
 
@@ -59,9 +61,10 @@ struct AsyncDemo {
     @inline(never)
     @MainActor static func storeBlob(size: Int) async -> Int {
         await Task.yield()
+        let wall = Date()
         let start = DispatchTime.now().uptimeNanoseconds
         usleep(700_000)
-        record("storeBlob", since: start)
+        record("storeBlob", since: start, wall: wall)
         return size
     }
 
@@ -89,12 +92,18 @@ struct AsyncDemo {
         try await Task.sleep(nanoseconds: 1_000_000_000)
         monitor.stop()
         let reports = (try? ReportStore(directory: directory).list()) ?? []
-        for (name, milliseconds) in measured {
+        for (name, milliseconds, _) in measured {
             print("  measured: \(name) \(String(format: "%.1f", milliseconds)) ms")
         }
         for file in reports {
             guard let data = FileManager.default.contents(atPath: file.path), let report = try? HangReport.decode(data) else { continue }
-            print("  reported: \(report.durationMs) ms, edges \(report.edges ?? "-"), detected \(Int(report.detectedAt.timeIntervalSince(report.startedAt) * 1000)) ms in")
+            // Where a difference is: the report's start before the hang's, its end after it.
+            let hang = measured.min { abs($0.startedAt.timeIntervalSince(report.startedAt)) < abs($1.startedAt.timeIntervalSince(report.startedAt)) }
+            let split = hang.map { hang -> String in
+                let early = hang.startedAt.timeIntervalSince(report.startedAt) * 1000
+                return String(format: ", %@: start %.1f ms early, end %.1f ms late", hang.name, early, report.durationMs - hang.milliseconds - early)
+            } ?? ""
+            print("  reported: \(report.durationMs) ms, edges \(report.edges ?? "-"), detected \(Int(report.detectedAt.timeIntervalSince(report.startedAt) * 1000)) ms in\(split)")
         }
         print("\(reports.count) hang report(s) in \(directory) (expected 2)")
         exit(reports.count == 2 ? 0 : 1)
