@@ -12,8 +12,9 @@ import Synchronization
 //      awake by its due time.
 //   3. Waits until it rests again and libdispatch's idle workers exited (5 s idle), then one task
 //      computes S seconds (`holdPoolThreadComputing`) on a fresh worker.
-//   Prints each step's start and end (milliseconds since the Unix epoch) as `holds`, and when the
-//   watch was found resting before each task (0: it never rested within 10 s).
+//   Prints each step's start and end (milliseconds since the Unix epoch) as `holds`, when the
+//   watch was found resting before each task (0: it never rested within 10 s), and how many pool
+//   workers existed before the first task (0: the watch's first rest, dormant, made none).
 
 @inline(never)
 func holdPoolThreadAfterSleeping(seconds: Double, sleep: Duration) async -> (start: Double, end: Double) {
@@ -35,6 +36,7 @@ func runPoolRest(_ options: Options, monitor: HangMonitor) -> Never {
     let group = DispatchGroup()
 
     let firstRest = restedAt(after: 0)
+    let workersBeforeFirstTask = poolThreadIDs().count
     group.enter()
     Task.detached(priority: .medium) {
         let route = await poolJobRoute(seconds: seconds)
@@ -78,6 +80,7 @@ func runPoolRest(_ options: Options, monitor: HangMonitor) -> Never {
     let holds = (routeSteps.withLock { $0 } + sleepSteps.withLock { $0 } + computeSteps.withLock { $0 }).map { "{\"startUnixMs\":\($0.start),\"endUnixMs\":\($0.end)}" }.joined(separator: ",")
     print(
         "{\"holds\":[\(holds)],\"restedAtUnixMs\":[\(firstRest),\(secondRest),\(restWhileSleeping),\(thirdRest)],\"workersLeft\":\(workersLeft),"
+            + "\"workersBeforeFirstTask\":\(workersBeforeFirstTask),"
             + "\"rests\":\(rests()),\"reportsWritten\":\(monitor.statistics.reportsWritten),"
             + "\"starvations\":\(monitor.statistics.concurrencyPool.starvations)}")
     exit(0)

@@ -169,13 +169,14 @@ import Testing
         var holds: [HoldRun.Step]
         var restedAtUnixMs: [Double]
         var workersLeft: Int
+        var workersBeforeFirstTask: Int
         var rests: Int
         var reportsWritten: Int
         var starvations: Int
     }
 
     /// The pool watch rests while every pool thread is idle (no probes, no looks) and the
-    /// runtime's enqueue hooks wake it: a task started on an idle pool, a task resumed from
+    /// runtime's enqueue hooks wake it: a task started on a pool never used (the watch dormant), a task resumed from
     /// `Task.sleep` after the watch went back to rest, and a task computing on a fresh worker once
     /// libdispatch let the idle ones exit, each hold their pool thread 0.6 s, and each step gets
     /// its report as on a watch that never rested. (Without the attach jobs queued ahead of the
@@ -186,6 +187,9 @@ import Testing
         // It rested before the first task, again before the sleeping task, and again while it slept.
         try #require(child.holds.count == 4 && child.restedAtUnixMs.count == 4)
         #expect(child.workersLeft == 0, "the idle workers did not exit: \(child.workersLeft) left")
+        // The first rest was the dormant start: no probe, so no pool worker (and no libdispatch
+        // worker-pool monitor) before the first task.
+        #expect(child.workersBeforeFirstTask == 0, "\(child.workersBeforeFirstTask) pool workers before the first task")
         #expect(child.restedAtUnixMs.allSatisfy { $0 > 0 }, "\(child.restedAtUnixMs)")
         #expect(child.restedAtUnixMs[0] <= child.holds[0].startUnixMs)
         #expect(child.restedAtUnixMs[2] < child.holds[2].startUnixMs, "rested at \(child.restedAtUnixMs[2]), woke for \(child.holds[2].startUnixMs)")

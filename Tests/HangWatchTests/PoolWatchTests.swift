@@ -259,6 +259,42 @@ import Testing
         #expect(Set(looker.looks.map(h.ms)).isSuperset(of: stride(from: 1_300.0, through: 1_950, by: 50)))
     }
 
+    @Test func aProcessThatNeverUsedThePoolIsNotProbedUntilItsFirstJob() throws {
+        // No worker until a job is enqueued at 2,000 ms; it holds thread 101 until 2,800.
+        let (h, looker, wake) = harness(job: { (1_002_000_000..<1_002_800_000).contains($0) ? 101 : nil })
+        h.threads.workersFrom = h.t(2_000)
+        h.clock.at(h.t(2_000)) { wake.enqueue() }
+        h.run(until: 4_000)
+
+        // Dormant from the first step: the hooks armed at once, then looked for a worker twice (at
+        // the start and a look interval later), and nothing more until the job.
+        #expect(wake.arms.map(h.ms).first == 0)
+        #expect(h.threads.workerChecks.map(h.ms).prefix(3) == [0, 0, 50], "\(h.threads.workerChecks.map(h.ms))")
+        #expect(h.enqueued.map(h.ms).first == 2_000, "\(h.enqueued.map(h.ms))")
+        #expect(!looker.looks.contains { $0 < h.t(2_000) })
+        #expect(h.clock.waits.filter { $0.at < h.t(2_000) }.count <= 2, "\(h.clock.waits.map { h.ms($0.at) })")
+        // The job is reported, dated from its enqueue (the look at the wake-up saw it), and its
+        // enqueue first queued one attach job per worker the pool may have.
+        #expect(h.sink.events.prefix(2) == ["job held", "job ended"], "\(h.sink.events)")
+        let (recording, _) = try #require(h.sink.jobs.first)
+        #expect(h.ms(recording.startMicroseconds) == 2_000)
+        #expect(attachesAhead.values.first == ProcessInfo.processInfo.activeProcessorCount)
+    }
+
+    @Test func aWorkerMadeBeforeTheHooksWereArmedEndsTheDormancyAtTheSecondLook() {
+        // A job enqueued just before the hooks were armed (no wake) made its worker at 10 ms.
+        let (h, _, wake) = harness(job: { _ in nil })
+        h.threads.workersFrom = h.t(10)
+        h.run(until: 1_000)
+        #expect(wake.arms.map(h.ms).first == 0)
+        #expect(h.enqueued.map(h.ms).first == 50, "\(h.enqueued.map(h.ms))")
+
+        // A process that used the pool already probes at once, never dormant.
+        let (used, _, usedWake) = harness(job: { _ in nil })
+        used.run(until: 300)
+        #expect(used.enqueued.map(used.ms).first == 0 && usedWake.arms.isEmpty)
+    }
+
     @Test func aWatchWhoseHooksWereReplacedOrWithoutThemNeverRests() {
         let (h, looker, replaced) = harness(job: { _ in nil }) { $0.hooksCurrent = false }
         h.run(until: 3_000)
@@ -357,7 +393,16 @@ final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
 final class ScriptedPoolThreads: PoolThreadCapturing, @unchecked Sendable {
     let clock: ScriptedClock
     var appearing: [(at: UInt64, tid: Int32)] = []
+    /// When the pool's first worker appears (nil: they exist from the start).
+    var workersFrom: UInt64?
     private(set) var looks: [UInt64] = []
+    /// When the watch asked whether any worker exists.
+    private(set) var workerChecks: [UInt64] = []
+
+    func anyWorkerExists() -> Bool {
+        workerChecks.append(clock.now)
+        return workersFrom.map { clock.now >= $0 } ?? true
+    }
 
     init(clock: ScriptedClock) {
         self.clock = clock

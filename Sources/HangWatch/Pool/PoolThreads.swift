@@ -19,6 +19,9 @@ struct PoolThreadSample: Sendable, Equatable {
 protocol PoolThreadCapturing: Sendable {
     /// Every pool thread whose id is not in `skipping`, captured once.
     func capture(skipping: Set<Int32>, signalAllowed: Bool) -> [PoolThreadSample]
+    /// Whether any worker of any of the pools (`CooperativePool`) exists: false in a process that
+    /// never ran a task or a global-queue job.
+    func anyWorkerExists() -> Bool
 }
 
 /// The probed pool on Linux: libdispatch names each worker of a root queue after the last 15 bytes
@@ -46,6 +49,10 @@ struct LinuxPoolThreads: PoolThreadCapturing {
             guard let name = ProcTask(tid: tid).name(), poolThreadNames.contains(name) else { return nil }
             return (tid, name)
         }
+    }
+
+    func anyWorkerExists() -> Bool {
+        ProcessThreadList.current().contains { CooperativePool(threadName: ProcTask(tid: $0).name()) != nil }
     }
 
     func capture(skipping: Set<Int32>, signalAllowed: Bool) -> [PoolThreadSample] {

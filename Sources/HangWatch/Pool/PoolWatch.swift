@@ -64,8 +64,12 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
 
     /// What the watch waits for; `wakeAt`: when it looks next.
     enum Phase {
-        /// No probe out: the next step sends one.
+        /// No probe out: the next step sends one (the first step may go dormant instead).
         case starting
+        /// The pool was never used (no worker of any of its pools exists): no probe, the hooks armed,
+        /// until a job is enqueued. `confirmAt`: when a second look for a worker confirms it (a job
+        /// enqueued just before the hooks were armed may have made one since); nil: confirmed.
+        case dormant(confirmAt: UInt64?)
         case probing(Probe, wakeAt: UInt64)
         case confirmingRest(Rest, wakeAt: UInt64)
         case resting(Rest)
@@ -107,6 +111,8 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     let waits: (any WaitInspecting)?
     /// Since when every look found every pool thread idle (nil: the last look did not).
     var quietSince: UInt64?
+    /// Whether a probe was ever sent (before the first, a pool never used lets the watch go dormant).
+    var hasProbed = false
     let stopRequested = Atomic<Bool>(false)
     /// Set by the armed hooks' first job (`restIfQuiet`): the wake they post is the watchdog's,
     /// which other lanes' loops post too.
@@ -161,7 +167,9 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         let now = environment.now()
         switch phase {
         case .starting:
-            return sendProbe()
+            return (hasProbed ? nil : dormantIfUnused(now: now)) ?? sendProbe()
+        case .dormant(let confirmAt):
+            return dormant(confirmAt: confirmAt, now: now)
         case .probing(let probe, let wakeAt):
             return probing(probe, wakeAt: wakeAt, now: now)
         case .confirmingRest(let rest, let wakeAt):
@@ -177,6 +185,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
 
     /// Enqueues the next probe: a threshold later it must have started.
     func sendProbe() -> WatchdogWait {
+        hasProbed = true
         let threshold = max(settings.thresholdMicroseconds(), 1000)
         let slot = PoolProbeSlot()
         let enqueued = environment.now()
@@ -209,7 +218,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     /// handed on `monitor stopped`.
     private func stopNow() {
         switch phase {
-        case .confirmingRest, .resting:
+        case .confirmingRest, .resting, .dormant:
             _ = wakeSource?.disarm()
         case .starved(let starvation, _):
             var recording = starvation.recording
@@ -262,12 +271,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         // worker the pool may have (`enqueueAttachEveryWorker`): whichever worker takes that job
         // was prepared before it. (It also notes that the hooks fired: the wake is the watchdog's,
         // which other lanes' loops post too.)
-        let width = max(1, settings.poolWidth)
-        restWoken.store(false, ordering: .releasing)
-        wakeSource.arm(wake) { [self, attachEveryWorker] in
-            restWoken.store(true, ordering: .releasing)
-            attachEveryWorker?(width)
-        }
+        armForFirstJob(wakeSource)
         let slot = PoolProbeSlot()
         wakeSource.ownEnqueues { enqueue(slot) }
         let armed = environment.now()
@@ -316,6 +320,59 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         // by up to that).
         if enqueuedAt != nil { lookAtJobs(thresholdMicroseconds: rest.probe.threshold) }
         logger.debug("pool watch woken", metadata: ["hangwatch.by": "\(enqueuedAt != nil ? "a job enqueued" : "a delayed job due")"])
+        return sendProbe()
+    }
+
+    /// The first step, when the process never used the pool (no worker of any of its pools exists)
+    /// and the hooks can wake the watch: dormant instead of probing. The first probe is what would
+    /// make the pool's first worker, and with it libdispatch's worker-pool monitor, a timer that
+    /// wakes the process once a second for as long as it lives (docs/performance.md, figure 3b).
+    /// The hooks are armed before the look for a worker, so a job enqueued after the look wakes
+    /// the watch; one enqueued before it made its worker by the second look (`dormant`).
+    private func dormantIfUnused(now: UInt64) -> WatchdogWait? {
+        guard let wakeSource, wakeSource.canRest(), wakeSource.nextDelayed(after: now) == PoolDelayedJobs.none,
+            !threads.anyWorkerExists()
+        else { return nil }
+        armForFirstJob(wakeSource)
+        guard !threads.anyWorkerExists() else {
+            _ = wakeSource.disarm()
+            return nil
+        }
+        let confirmAt = environment.now() + lookInterval(max(settings.thresholdMicroseconds(), 1000))
+        phase = .dormant(confirmAt: confirmAt)
+        return .rest(until: confirmAt)
+    }
+
+    /// Arms the hooks: the first job enqueued that is not the watch's own first queues an attach
+    /// job for every worker the pool may have (it may run on a fresh one), then wakes the watch.
+    private func armForFirstJob(_ wakeSource: any PoolWakeSource) {
+        let width = max(1, settings.poolWidth)
+        restWoken.store(false, ordering: .releasing)
+        wakeSource.arm(wake) { [self, attachEveryWorker] in
+            restWoken.store(true, ordering: .releasing)
+            attachEveryWorker?(width)
+        }
+    }
+
+    /// Dormant: until a job is enqueued (then probing starts, and a look dates the job from its
+    /// enqueue), or until a worker appears that no enqueue the hooks saw made.
+    private func dormant(confirmAt: UInt64?, now: UInt64) -> WatchdogWait {
+        let woken = restWoken.load(ordering: .acquiring)
+        if !woken, let confirmAt {
+            if now < confirmAt { return .rest(until: confirmAt) }
+            if !threads.anyWorkerExists() {
+                logger.debug("pool watch dormant: this process has not used the pool")
+                histogram.addRest()
+                phase = .dormant(confirmAt: nil)
+                return .rest(until: nil)
+            }
+        } else if !woken {
+            return .rest(until: nil)
+        }
+        let enqueuedAt = wakeSource?.disarm()
+        tracker.resume(at: enqueuedAt ?? now)
+        if enqueuedAt != nil { lookAtJobs(thresholdMicroseconds: max(settings.thresholdMicroseconds(), 1000)) }
+        logger.debug("pool watch woken from dormancy", metadata: ["hangwatch.by": "\(enqueuedAt != nil ? "a job enqueued" : "a worker found")"])
         return sendProbe()
     }
 }
