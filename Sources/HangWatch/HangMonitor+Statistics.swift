@@ -62,13 +62,14 @@ final class MonitorStatistics: Sendable {
     let captureFailures = Atomic<Int>(0)
     let directoriesRecreated = Atomic<Int>(0)
 
-    var snapshot: HangMonitor.Statistics {
+    /// The monitor's counters, with the process's (`runtime`'s) pool delays and calls cut short.
+    func snapshot(_ runtime: ProcessRuntime) -> HangMonitor.Statistics {
         HangMonitor.Statistics(
             hangsDetected: hangsDetected.load(ordering: .relaxed), reportsWritten: reportsWritten.load(ordering: .relaxed),
             hangsFolded: hangsFolded.load(ordering: .relaxed), hangsSuppressed: hangsSuppressed.load(ordering: .relaxed),
             writeFailures: writeFailures.load(ordering: .relaxed), captureFailures: captureFailures.load(ordering: .relaxed),
             directoriesRecreated: directoriesRecreated.load(ordering: .relaxed),
-            callsCutShort: LinuxStackSampler.callsCutShort.load(ordering: .relaxed),
-            concurrencyPool: PoolProbeHistogram.shared.snapshot)
+            callsCutShort: runtime.threads.callsCutShort.load(ordering: .relaxed),
+            concurrencyPool: runtime.poolDelays.snapshot)
     }
 }

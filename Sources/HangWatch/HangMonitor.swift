@@ -103,7 +103,8 @@ public final class HangMonitor: Sendable {
     public func start(runLoop: RunLoop) throws {
         try start(
             source: RunLoopActivitySource(
-                runLoop: runLoop, busyActivities: configuration.busyActivities, additionalModes: configuration.additionalModes))
+                runLoop: runLoop, busyActivities: configuration.busyActivities, additionalModes: configuration.additionalModes,
+                reachedLoops: ProcessRuntime.process.runLoops))
     }
 
     /// Starts watching the main queue by pinging it, for services that never run `RunLoop.main`:
@@ -283,7 +284,7 @@ public final class HangMonitor: Sendable {
 
     /// Counters since this monitor was created.
     public var statistics: Statistics {
-        statisticsStore.snapshot
+        statisticsStore.snapshot(.process)
     }
 
     private func wakeWatchdog() {

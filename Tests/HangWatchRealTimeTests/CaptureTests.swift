@@ -202,7 +202,7 @@ import Testing
         let thread = MonitoredThread(
             tid: attached.tid, startTimeTicks: ProcTask(tid: attached.tid).stat()?.startTimeTicks ?? 0, stackLow: attached.stackLow,
             stackHigh: attached.stackHigh, name: nil, isMain: false)
-        let sampler = LinuxStackSampler(signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000, clock: SystemMonotonicClock())
+        let sampler = ProcessRuntime.process.threads.sampler(signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000)
         func sampleInRead(previous: StackSample?) -> StackSample {
             Eventually.value({ sampler.sample(thread, previous: previous, signalAllowed: true) }) { $0.syscall.map(SyscallNames.name) == "read" }
         }

@@ -154,9 +154,8 @@ import Testing
             tid: attached.tid, startTimeTicks: ProcTask(tid: attached.tid).stat()?.startTimeTicks ?? 0,
             stackLow: attached.stackLow, stackHigh: attached.stackHigh, name: nil, isMain: false)
         func cutShortWhileLooking(_ signalGuard: SignalGuard, seconds: Double) -> (cut: Int, flagged: Int) {
-            let sampler = LinuxStackSampler(
-                signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000, clock: SystemMonotonicClock(),
-                signalGuard: signalGuard)
+            let sampler = ProcessRuntime.process.threads.sampler(
+                signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000, signalGuard: signalGuard)
             let before = cutShort.load(ordering: .relaxed)
             var previous: StackSample?
             var flagged = 0
@@ -176,7 +175,7 @@ import Testing
             usleep(2_000)
             return (cutShort.load(ordering: .relaxed) - before, flagged)
         }
-        let countedBefore = LinuxStackSampler.callsCutShort.load(ordering: .relaxed)
+        let countedBefore = ProcessRuntime.process.threads.callsCutShort.load(ordering: .relaxed)
         let sleeper = ProcTask(tid: attached.tid)
         let before = sleeper.schedStat()
         let lookAlone = cutShortWhileLooking(.lookAlone, seconds: 0.5)
@@ -194,7 +193,7 @@ import Testing
         #expect(lookAlone.flagged == lookAlone.cut)
         #expect(guarded.flagged == guarded.cut)
         // And the monitors' statistics count them (process-wide: at least these).
-        #expect(LinuxStackSampler.callsCutShort.load(ordering: .relaxed) - countedBefore >= lookAlone.cut + guarded.cut)
+        #expect(ProcessRuntime.process.threads.callsCutShort.load(ordering: .relaxed) - countedBefore >= lookAlone.cut + guarded.cut)
         // The benchmark measured about 200 a second for the look alone; generous bounds here.
         if lookAlone.cut < 5 && waited >= 0.05 {
             try ControlCheck.cannotRun(

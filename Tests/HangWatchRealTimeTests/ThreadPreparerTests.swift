@@ -74,7 +74,7 @@ import Testing
     }
 
     func sampler() -> LinuxStackSampler {
-        LinuxStackSampler(signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000, clock: SystemMonotonicClock())
+        ProcessRuntime.process.threads.sampler(signal: signal, maxFrames: 128, timeoutNanoseconds: 200_000_000)
     }
 
     /// Samples `thread` until a sample has a stack or fails for a reason other than the thread
@@ -106,7 +106,7 @@ import Testing
         #expect(after == before & ~(1 << UInt64(signal - 1)), "\(String(before, radix: 16)) -> \(String(after, radix: 16))")
         #expect(UnsafeCaptureBridge.handlerIsCurrent(signal: SIGPROF))
         // Prepared once: the next capture is a plain capture of a known thread.
-        let prepared = try #require(ThreadPreparer.shared.prepared(target.thread))
+        let prepared = try #require(ProcessRuntime.process.threads.preparer.prepared(target.thread))
         #expect(prepared.preparedForSignals && prepared.stackLow < prepared.stackHigh)
         #expect(capture(prepared).failure == nil)
     }
@@ -145,7 +145,7 @@ import Testing
         #expect(sample.method == .syscall || sample.method == .unchanged, "\(String(describing: sample.failure))")
         #expect(overlap(sample.frames, target) >= 3, "captured \(sample.frames), truth \(target.groundTruth)")
         #expect(target.interruptions.count.load(ordering: .relaxed) == 0, "a sleep was cut short")
-        #expect(ThreadPreparer.shared.prepared(target.thread) == nil, "prepared while it slept")
+        #expect(ProcessRuntime.process.threads.preparer.prepared(target.thread) == nil, "prepared while it slept")
     }
 }
 

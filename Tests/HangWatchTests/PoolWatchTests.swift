@@ -43,7 +43,7 @@ import Testing
                 wake: wake, enqueue: { [unowned self] slot in self.enqueue(slot) }, attach: attach,
                 attachEveryWorker: attachEveryWorker, threads: threads,
                 looker: looker,
-                sink: sink, histogram: histogram, statistics: nil, images: nil, functionStart: { $0 & ~0xff },
+                sink: sink, histogram: histogram, naming: ReportNaming(), statistics: nil, images: nil, functionStart: { $0 & ~0xff },
                 wakeSource: wakeSource, logger: Logger(label: "test"))
             clock.whenScriptEnds = { [unowned self] in watch.requestStop() }
         }

@@ -36,7 +36,7 @@ import Testing
 
     static func harness(_ requests: Requests, log: LogRecorder? = nil) -> WatchdogHarness {
         let dumps = MonitorWorld.Dumps(
-            registry: DumpRegistry(), requests: { requests.take() },
+            requests: { requests.take() },
             take: { _ in
                 requests.dumpsTaken += 1
                 return dump(at: requests.clock?.now ?? 0)

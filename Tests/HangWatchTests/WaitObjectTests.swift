@@ -196,6 +196,30 @@ import Testing
         #expect(record.holderLooks == 1 && record.holderLooksWithoutStack == 1)
     }
 
+    /// A holder caught as it lets go, in the dynamic linker's lazy binding of a first call (seen
+    /// beside a busy CPU: the stack ended at `_dl_runtime_resolve_xsavec`, the walk stopped there):
+    /// that look's stack does not replace the whole one an earlier look walked; a later whole one does.
+    @Test func aLookWhoseWalkOfTheSameHolderStoppedEarlyKeepsTheWholeStackBefore() {
+        func look(_ owner: WaitOwner, at microseconds: UInt64, stoppedEarly: Bool) -> WaitObservation {
+            var observation = Self.look(owner, at: microseconds)
+            var sample = StackSample(
+                microseconds: microseconds, frames: stoppedEarly ? [0x70, 0x80] : [0x10, 0x20, 0x30], method: .signal,
+                truncated: stoppedEarly, state: "R")
+            if stoppedEarly { sample.truncation = .unwindFailed }
+            observation.holder = HolderLook(owner: owner, state: "R", sample: sample)
+            return observation
+        }
+        var record = WaitRecord(latest: look(.thread(5), at: 100, stoppedEarly: false))
+        record.add(look(.thread(5), at: 150, stoppedEarly: true))
+        #expect(record.latest.microseconds == 100 && record.latest.holder?.sample?.frames == [0x10, 0x20, 0x30])
+        #expect(record.spans.map(\.lastMicroseconds) == [150])
+        record.add(look(.thread(5), at: 200, stoppedEarly: false))
+        #expect(record.latest.microseconds == 200)
+        // Another holder's look replaces it, whole or not; a stopped walk is kept when it is all there is.
+        record.add(look(.thread(6), at: 250, stoppedEarly: true))
+        #expect(record.latest.owner == .thread(6) && record.latest.holder?.sample?.truncated == true)
+    }
+
     /// A child being waited for exits and is reaped as the wait ends: a last look that still saw
     /// the wait but could no longer read the child's name does not hide the name the looks before
     /// it read (seen in `WaitsForTests`: the report's holder without a name, 1 run in several).

@@ -17,6 +17,8 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
     private let target: RunLoop
     private let additionalModes: [String]
     private let observedActivities: UInt8
+    /// The process's loops reached before from another thread (`ProcessRuntime.runLoops`).
+    private let reachedLoops: ReachedRunLoops
     private let state = Mutex<State>(State())
 
     /// CoreFoundation objects are thread-safe; the lock guards which ones we hold.
@@ -29,8 +31,9 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
         var invalidated = false
     }
 
-    init(runLoop: RunLoop, busyActivities: Set<HangMonitor.Activity>, additionalModes: [String]) {
+    init(runLoop: RunLoop, busyActivities: Set<HangMonitor.Activity>, additionalModes: [String], reachedLoops: ReachedRunLoops) {
         target = runLoop
+        self.reachedLoops = reachedLoops
         self.additionalModes = additionalModes
         // The detector needs the busy activities, the sleep edge and the wake edge.
         self.observedActivities =
@@ -52,7 +55,7 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
             bindMainLoop()
             install(additionalModes: additionalModes)
             perform(attach)
-        } else if let known = Self.reached(target) {
+        } else if let known = reachedLoops.loop(of: target) {
             bind(known)
             install(additionalModes: additionalModes)
             perform(attach)
@@ -61,36 +64,14 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
             // it, with no release callback): this one, and what its block holds, stays for good. So
             // a loop is reached by a timer once (the block holds this source weakly), and by
             // CFRunLoopPerformBlock from then on.
-            let timer = Timer(timeInterval: 0, repeats: false) { [weak self] _ in
-                Self.remember(RunLoop.current, CFRunLoopGetCurrent())
+            let timer = Timer(timeInterval: 0, repeats: false) { [weak self, reachedLoops] _ in
+                reachedLoops.remember(RunLoop.current, CFRunLoopGetCurrent())
                 guard let self else { return }
                 bindCurrentLoop()
                 install(additionalModes: self.additionalModes)
                 attach()
             }
             target.add(timer, forMode: .common)
-        }
-    }
-
-    /// The CFRunLoop behind a RunLoop reached before from another thread (Foundation on Linux does
-    /// not expose it). An entry lasts as long as its RunLoop (which holds its CFRunLoop); entries of
-    /// loops gone are dropped when another is remembered.
-    private struct ReachedLoop: @unchecked Sendable {
-        weak var runLoop: RunLoop?
-        let loop: Unmanaged<CFRunLoop>
-    }
-    private static let reachedLoops = Mutex<[ReachedLoop]>([])
-
-    private static func reached(_ runLoop: RunLoop) -> CFRunLoop? {
-        reachedLoops.withLock { loops in
-            loops.first { $0.runLoop === runLoop }.map { $0.loop.takeUnretainedValue() }
-        }
-    }
-
-    private static func remember(_ runLoop: RunLoop, _ loop: CFRunLoop) {
-        reachedLoops.withLock { loops in
-            loops.removeAll { $0.runLoop == nil || $0.runLoop === runLoop }
-            loops.append(ReachedLoop(runLoop: runLoop, loop: .passUnretained(loop)))
         }
     }
 
@@ -262,5 +243,30 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
         var buffer = [CChar](repeating: 0, count: capacity)
         guard CFStringGetCString(value, &buffer, capacity, CFStringBuiltInEncodings.UTF8.rawValue) else { return "?" }
         return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The CFRunLoops behind RunLoops reached before from another thread (Foundation on Linux does not
+/// expose them), one table per process (`ProcessRuntime.runLoops`): a loop reached by one monitor's
+/// timer is bound at once by the next monitor of it. An entry lasts as long as its RunLoop (which
+/// holds its CFRunLoop); entries of loops gone are dropped when another is remembered.
+final class ReachedRunLoops: Sendable {
+    private struct ReachedLoop: @unchecked Sendable {
+        weak var runLoop: RunLoop?
+        let loop: Unmanaged<CFRunLoop>
+    }
+    private let loops = Mutex<[ReachedLoop]>([])
+
+    func loop(of runLoop: RunLoop) -> CFRunLoop? {
+        loops.withLock { loops in
+            loops.first { $0.runLoop === runLoop }.map { $0.loop.takeUnretainedValue() }
+        }
+    }
+
+    func remember(_ runLoop: RunLoop, _ loop: CFRunLoop) {
+        loops.withLock { loops in
+            loops.removeAll { $0.runLoop == nil || $0.runLoop === runLoop }
+            loops.append(ReachedLoop(runLoop: runLoop, loop: .passUnretained(loop)))
+        }
     }
 }

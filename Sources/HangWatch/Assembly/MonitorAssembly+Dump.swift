@@ -12,6 +12,6 @@ extension MonitorAssembly {
         guard let dumps = world.dumps, hasHeartbeat || !dumps.needHeartbeat else { return nil }
         let server = DumpServer(
             logger: owner.logger, store: store, builder: builder, images: images, clock: world.clock, take: { dumps.take(capture) })
-        return DumpLane(owner: owner.id, registry: dumps.registry, server: server, requests: dumps.requests, stop: stop)
+        return DumpLane(owner: owner.id, registry: world.runtime.dumps, server: server, requests: dumps.requests, stop: stop)
     }
 }

@@ -60,9 +60,9 @@ extension MonitorAssembly {
             return try HeartbeatPublisher(
                 directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
                 thresholdMicroseconds: owner.control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
-                poolDelays: { [id = owner.id] in
-                    PoolWatchRegistry.activeOwner() == id ? PoolProbeHistogram.shared.snapshot : nil
-                }, dumpSignal: signal, taskLayoutUnrecognised: world.taskLayout.description != nil,
+                poolDelays: { [id = owner.id, runtime = world.runtime] in
+                    runtime.poolWatch.activeOwner() == id ? runtime.poolDelays.snapshot : nil
+                }, callsCutShort: { [threads = world.runtime.threads] in threads.callsCutShort.load(ordering: .relaxed) }, dumpSignal: signal, taskLayoutUnrecognised: world.taskLayout.description != nil,
                 serviceVersion: serviceVersion)
         } catch {
             owner.logger.warning(

@@ -12,17 +12,20 @@ extension MonitorAssembly {
             serviceName: configuration.serviceName, maxSamples: configuration.maxSamplesPerHang)
         let probe = GlobalExecutorProbe(alternateStackSize: configuration.alternateSignalStackSize, signal: signal)
         let timeout = DurationText.nanoseconds(configuration.captureTimeout)
-        let threads = LinuxPoolThreads(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout)
+        let runtime = world.runtime
+        let threads = LinuxPoolThreads(
+            inspection: runtime.threads, signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout)
         let capture = MonitorWorld.Capture(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout, images: images)
-        PoolWatchRegistry.enroll(owner.id) { [owner, world, configuration, signal, watchdog, writer, images] in
+        runtime.poolWatch.enroll(owner.id) { [owner, world, configuration, signal, watchdog, writer, images] in
             let watch = PoolWatch(
                 settings: settings, wake: watchdog.wake, enqueue: { probe.enqueue($0) },
                 attach: { probe.enqueueAttach(priority: $0.priority) }, attachEveryWorker: { probe.enqueueAttachEveryWorker(width: $0) },
                 threads: threads,
-                looker: LinuxPoolThreadLooker(signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
-                sink: writer, statistics: owner.statistics, images: images, wakeSource: UnsafeRuntimeEnqueueHooks.shared,
+                looker: LinuxPoolThreadLooker(
+                    inspection: runtime.threads, signal: signal, maxFrames: configuration.maxFrames, timeoutNanoseconds: timeout),
+                sink: writer, histogram: runtime.poolDelays, naming: runtime.reportNaming, statistics: owner.statistics, images: images, wakeSource: UnsafeRuntimeEnqueueHooks.shared,
                 waits: world.waits(capture), logger: owner.logger)
-            return PoolWatchRegistry.Active(watch: watch, watchdog: watchdog)
+            return PoolWatchSeat.Active(watch: watch, watchdog: watchdog)
         }
     }
 }

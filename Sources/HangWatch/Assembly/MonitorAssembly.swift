@@ -78,7 +78,8 @@ final class MonitorAssembly: Sendable {
         hangLane = HangLane(
             settings: Self.watchdogSettings(configuration, world: world), source: source, latch: latch, control: owner.control,
             stop: stop, threadSlot: threadSlot, sampler: world.sampler(capture), sink: world.sinkBeforeWriter?(writer) ?? writer, images: images,
-            statistics: owner.statistics, logger: owner.logger, heartbeat: heartbeat, waits: world.waits(capture))
+            statistics: owner.statistics, logger: owner.logger, heartbeat: heartbeat, waits: world.waits(capture),
+            naming: world.runtime.reportNaming)
         dumpLane = Self.dumpLane(
             world: world, owner: owner, store: store, builder: builder, images: images, capture: capture,
             hasHeartbeat: heartbeat != nil, stop: stop)
@@ -110,7 +111,7 @@ final class MonitorAssembly: Sendable {
             enrollPoolWatch()
         }
         // Asked for a thread dump (`hangwatch dump`), this monitor answers from now on.
-        if dumpLane != nil { world.dumps?.registry.enroll(owner.id, wake: watchdog.wake) }
+        if dumpLane != nil { world.runtime.dumps.enroll(owner.id, wake: watchdog.wake) }
     }
 
     /// Stops watching: a hang in progress is written `monitor stopped during hang`; waits for the
@@ -118,8 +119,8 @@ final class MonitorAssembly: Sendable {
     func end() {
         stop.raise()
         source.stop()
-        PoolWatchRegistry.withdraw(owner.id)
-        world.dumps?.registry.withdraw(owner.id)
+        world.runtime.poolWatch.withdraw(owner.id)
+        world.runtime.dumps.withdraw(owner.id)
         if world.startsThreads {
             for lane in lanes.withLock({ $0 }) { watchdog.join(lane) }
         }

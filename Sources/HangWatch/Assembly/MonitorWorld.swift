@@ -38,15 +38,18 @@ struct MonitorWorld: Sendable {
     var sinkBeforeWriter: (@Sendable (any HangSink) -> any HangSink)?
     /// How `hangwatch dump PID` reaches a monitor, and how the dump is taken (nil: never answered).
     var dumps: Dumps?
+    /// What is one per process (the report ids, the pool watch, dump serving, the loops reached,
+    /// the looks at threads): the process's in a service, a fresh one in each scripted world.
+    var runtime = ProcessRuntime()
     /// The Swift runtime's task layout, as the monitor found it (`SwiftTaskLayout.current`).
     var taskLayout = SwiftTaskLayout.current
     /// The service's version from the configured one (`ServiceVersion.resolve`: then this
     /// process's environment, then its executable's build-id).
     var serviceVersion: @Sendable (_ configured: String?) -> ServiceVersion? = { ServiceVersion.ofThisProcess(configured: $0) }
 
-    /// Who answers dumps, the requests pending, and the look at every thread a dump is.
+    /// The requests pending, and the look at every thread a dump is (who answers is the runtime's
+    /// `dumps`).
     struct Dumps: Sendable {
-        var registry: DumpRegistry
         /// Takes the pending requests' nonces.
         var requests: @Sendable () -> [UInt64]
         /// Every thread of the process, looked at.
@@ -58,28 +61,28 @@ struct MonitorWorld: Sendable {
     /// The machine: `CLOCK_MONOTONIC`, `/proc`, the signal handler, libunwind.
     static func system() -> MonitorWorld {
         let environment = SystemWatchdogEnvironment()
+        let runtime = ProcessRuntime.process
+        let threads = runtime.threads
         return MonitorWorld(
             environment: environment, clock: SystemMonotonicClock(),
             clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
             installCapture: { try UnsafeCaptureBridge.install(signal: $0) },
             sampler: { capture in
-                LinuxStackSampler(
-                    signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds,
-                    clock: SystemMonotonicClock())
+                threads.sampler(signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds)
             },
             waits: { capture in
                 LinuxWaitInspector(
-                    images: capture.images, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds,
+                    inspection: threads, images: capture.images, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds,
                     captureSignal: capture.signal)
             },
             host: ProcessSnapshot.hostName(), pid: getpid(),
             process: HangReport.Process(executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
             dumps: Dumps(
-                registry: .process, requests: { UnsafeCaptureBridge.DumpRequests.takeAll() },
+                requests: { UnsafeCaptureBridge.DumpRequests.takeAll() },
                 take: { capture in
                     ProcessDump.take(
-                        maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds, images: capture.images,
+                        inspection: threads, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds, images: capture.images,
                         clock: SystemMonotonicClock())
-                }, needHeartbeat: true))
+                }, needHeartbeat: true), runtime: runtime)
     }
 }

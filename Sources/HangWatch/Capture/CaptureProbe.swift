@@ -38,9 +38,8 @@ package enum CaptureProbe {
 
         package init(_ target: Target, signal: Int32, signalGuard: SignalGuard = .stayedOnCPU) {
             self.target = target
-            sampler = LinuxStackSampler(
-                signal: signal, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 200_000_000,
-                clock: SystemMonotonicClock(), signalGuard: signalGuard)
+            sampler = ProcessRuntime.process.threads.sampler(
+                signal: signal, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 200_000_000, signalGuard: signalGuard)
         }
 
         package func look() -> Sample {
@@ -71,9 +70,8 @@ package enum CaptureProbe {
     /// Samples `target` the way the watchdog does: a signal if it runs, no signal if it is blocked
     /// in a system call.
     package static func sample(_ target: Target, signal: Int32) -> Sample {
-        let sampler = LinuxStackSampler(
-            signal: signal, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 200_000_000,
-            clock: SystemMonotonicClock())
+        let sampler = ProcessRuntime.process.threads.sampler(
+            signal: signal, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 200_000_000)
         return sample(sampler.sample(target.thread, previous: nil, signalAllowed: true))
     }
 
@@ -152,7 +150,7 @@ extension CaptureProbe {
         var mappings: [StackMapping]?
         StackMapping.boundBlockedThread(&thread, mappings: &mappings)
         let clock = SystemMonotonicClock()
-        let sampler = LinuxStackSampler(signal: 0, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0, clock: clock)
+        let sampler = ProcessRuntime.process.threads.sampler(signal: 0, maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0, clock: clock)
         let began = clock.nanoseconds()
         let sample = sampler.sample(thread, previous: nil, signalAllowed: false)
         let sampled = clock.nanoseconds()
@@ -180,6 +178,8 @@ extension CaptureProbe {
 
     /// An inspector like the monitor's (the images read now).
     package static func waitInspector() -> LinuxWaitInspector {
-        LinuxWaitInspector(images: ImageRegistry(logger: Logger(label: "bench")), maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0)
+        LinuxWaitInspector(
+            inspection: ProcessRuntime.process.threads, images: ImageRegistry(logger: Logger(label: "bench")),
+            maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0)
     }
 }

@@ -32,28 +32,27 @@ struct LinuxStackSampler: StackSampling {
     let timeoutNanoseconds: Int64
     let clock: any MonotonicClock
     private let files = OpenFiles()
-    /// Prepares a thread that never ran the attach step, before its first capture by signal.
-    let preparer: ThreadPreparer = .shared
+    /// What every sampler of the process shares: the preparer of threads that never ran the attach
+    /// step (before their first capture by signal), the count of calls cut short.
+    let inspection: ThreadInspection
+    private var preparer: ThreadPreparer { inspection.preparer }
 
     /// What a capture proves before it sends the signal: `stayedOnCPU`, the others only to measure
     /// what it saves.
     let signalGuard: SignalGuard
 
+    /// Made by `ThreadInspection.sampler` only (the one way to look at a thread).
     init(
-        signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, clock: any MonotonicClock,
-        signalGuard: SignalGuard = .stayedOnCPU
+        inspection: ThreadInspection, signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, clock: any MonotonicClock,
+        signalGuard: SignalGuard
     ) {
+        self.inspection = inspection
         self.signalGuard = signalGuard
         self.signal = signal
         self.maxFrames = maxFrames
         self.timeoutNanoseconds = timeoutNanoseconds
         self.clock = clock
     }
-
-    private static let captureLock = Mutex(())
-
-    /// Captures whose signal cut a system call short, process-wide (`HangMonitor.Statistics`).
-    static let callsCutShort = Atomic<Int>(0)
 
     /// The open proc files of the monitored thread. Files opened on a thread stay bound to it: once
     /// it exits their reads fail, even if its id is reused, so its identity (start time) is checked
@@ -184,7 +183,7 @@ struct LinuxStackSampler: StackSampling {
             thread.stackLow = mapping.start
             thread.stackHigh = mapping.end
         }
-        let walk = Self.captureLock.withLock { _ in
+        let walk = UnsafeCaptureBridge.captureSlot.withLock { _ in
             UnsafeCaptureBridge.captureBlocked(
                 stackPointer: call.stackPointer, programCounter: call.programCounter, stackLow: thread.stackLow,
                 stackHigh: thread.stackHigh, maxFrames: maxFrames)
@@ -215,7 +214,7 @@ struct LinuxStackSampler: StackSampling {
         var armed: CapturePlan.ArmedGuard?
         if let armedGuard = arm(captureGuard, files) {
             armed = armedGuard
-            capture = Self.captureLock.withLock { _ in
+            capture = UnsafeCaptureBridge.captureSlot.withLock { _ in
                 var target = thread
                 if let mask = prepareWithMask {
                     switch preparer.prepare(
@@ -226,7 +225,7 @@ struct LinuxStackSampler: StackSampling {
                         target = prepared.thread
                         if prepared.cutCallShort {
                             sample.cutCallShort = true
-                            Self.callsCutShort.add(1, ordering: .relaxed)
+                            inspection.callsCutShort.add(1, ordering: .relaxed)
                         }
                     case .failure(.sleptAtPreparation): return .failure(.sleptAtCapture)
                     case .failure(.capture(let error)): return .failure(error)
@@ -252,7 +251,7 @@ struct LinuxStackSampler: StackSampling {
             sample.asyncCallers = result.asyncCallers
             sample.cutCallShort = sample.cutCallShort || result.cutCallShort
             sample.awakeVoluntarySwitches = armed?.awakeVoluntarySwitches(previous: previous)
-            if result.cutCallShort { Self.callsCutShort.add(1, ordering: .relaxed) }
+            if result.cutCallShort { inspection.callsCutShort.add(1, ordering: .relaxed) }
             sample.method = .signal
         case .failure(let error):
             outcome = CapturePlan.outcome(error, lookedAgain: lookedAgain)

@@ -7,13 +7,11 @@ import Glibc
 /// Prepares threads that never ran the attach step for captures, from the watchdog's thread
 /// (`ThreadPreparation` decides how; `hw_prepare.c` is the handler's side), and remembers them.
 ///
-/// One per process: a thread's alternate stack and signal mask are the process's, whichever
-/// monitor's watchdog first met the thread. A prepared thread keeps the alternate stack it was
+/// One per process (`ThreadInspection`, `ProcessRuntime.threads`): a thread's alternate stack and
+/// signal mask are the process's, whichever monitor's watchdog first met the thread. A prepared thread keeps the alternate stack it was
 /// given until it exits; the stack is unmapped at a later preparation that finds it gone (never
 /// before: a thread that answered late may have taken it).
 final class ThreadPreparer: Sendable {
-    static let shared = ThreadPreparer()
-
     /// A thread prepared (or asked to be): its stack bounds once it answered, and the alternate
     /// stack it was handed (base and length of the whole mapping, its guard page included).
     private struct Entry {

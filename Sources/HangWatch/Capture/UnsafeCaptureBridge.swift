@@ -1,4 +1,5 @@
 import CHangWatchCapture
+import Synchronization
 @_spi(Internal) import HangWatchReport
 
 #if canImport(Glibc)
@@ -217,6 +218,10 @@ enum UnsafeCaptureBridge {
             status_fd: captureGuard.statusFile, voluntary_switches: captureGuard.voluntarySwitches)
         return body(&cGuard)
     }
+
+    /// The C side keeps one capture slot and one blocked-thread walk state for the process: a signal
+    /// capture (with the preparation before it) or a walk holds this while it runs.
+    static let captureSlot = Mutex(())
 
     /// Signals thread `tid` and waits up to `timeoutNanoseconds` for it to unwind itself. With a
     /// `guard`, nothing is sent unless it holds right before the send; nil sends whatever the thread

@@ -27,6 +27,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     private let heartbeat: HeartbeatPublisher?
     /// What a blocked thread waits on and who holds it, looked at with each of its samples.
     private let waits: (any WaitInspecting)?
+    /// The process's report ids (`ProcessRuntime.reportNaming`).
+    private let naming: ReportNaming
     /// Signalled once the lane has finished (stopped, its hang in progress handed on).
     let finished = DispatchSemaphore(value: 0)
 
@@ -63,8 +65,10 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     init(
         settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
         stop: StopFlag, threadSlot: ThreadSlot, sampler: any StackSampling, sink: any HangSink, images: ImageRegistry?,
-        statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil, waits: (any WaitInspecting)? = nil
+        statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil, waits: (any WaitInspecting)? = nil,
+        naming: ReportNaming
     ) {
+        self.naming = naming
         self.stop = stop
         self.waits = waits
         self.settings = settings
@@ -201,7 +205,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             late.start >= control.countFromMicroseconds.load(ordering: .acquiring)
         else { return }
         statistics.hangsDetected.add(1, ordering: .relaxed)
-        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: late.start), serviceName: settings.serviceName)
+        let id = naming.nextID(start: environment.date(ofMicroseconds: late.start), serviceName: settings.serviceName)
         let lateness = now &- min(now, late.start + threshold + settings.clockResolutionMicroseconds)
         var recording = HangRecording(
             id: id, startMicroseconds: late.start, detectedMicroseconds: now, activity: late.activity, mode: nil,
@@ -242,7 +246,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         statistics.hangsDetected.add(1, ordering: .relaxed)
         let detected = environment.now()
         let (thread, whyNoThread) = threadSlot.capture
-        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: startMicroseconds), serviceName: settings.serviceName)
+        let id = naming.nextID(start: environment.date(ofMicroseconds: startMicroseconds), serviceName: settings.serviceName)
         var recording = HangRecording(
             id: id, startMicroseconds: startMicroseconds, detectedMicroseconds: detected, activity: snapshot.activity,
             mode: context, thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed),

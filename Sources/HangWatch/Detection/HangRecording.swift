@@ -155,12 +155,30 @@ struct WaitRecord: Sendable, Equatable {
     /// on; so does a look as the thread of this process at the other end of a pipe or socket left
     /// its call (only this process is left holding that end); a look at the same holder that got
     /// no stack (it was waking, on a CPU) says less than the look that got the stack it waited
-    /// behind; and one that could not read the same holder's name (another process, which exited
-    /// and was reaped as the wait ended) says less than the look that named it.
+    /// behind; one that could not read the same holder's name (another process, which exited
+    /// and was reaped as the wait ended) says less than the look that named it; and one whose walk
+    /// of the same holder's stack stopped early says less than a look that walked it whole (a holder
+    /// caught as it let go, in the dynamic linker's lazy binding of its first call to a function:
+    /// seen in `WaitsForTests` beside a busy CPU, the stack ending at `_dl_runtime_resolve_xsavec`).
+    /// A stack walked to its outermost frame (or to the frame cap).
+    private static func walkedWhole(_ sample: StackSample?) -> Bool {
+        guard let sample, !sample.frames.isEmpty else { return false }
+        return !sample.truncated || sample.truncation == .frameLimit
+    }
+
+    /// A stack whose walk stopped before its outermost frame for another reason than the cap.
+    private static func stoppedEarly(_ sample: StackSample?) -> Bool {
+        guard let sample, !sample.frames.isEmpty else { return false }
+        return sample.truncated && sample.truncation != .frameLimit
+    }
+
     private func says(moreThanLatest observation: WaitObservation) -> Bool {
         guard latest.object == observation.object else { return true }
         if Self.holdersNamed(observation) < Self.holdersNamed(latest) { return false }
         if latest.owner == observation.owner, latest.holder?.name != nil, observation.holder?.name == nil { return false }
+        if latest.owner == observation.owner, Self.walkedWhole(latest.holder?.sample), Self.stoppedEarly(observation.holder?.sample) {
+            return false
+        }
         if latest.owner.thread != nil, case .process(let pid) = observation.owner, pid == ownProcess { return false }
         return !(latest.owner == observation.owner && latest.holder?.sample != nil && observation.holder?.sample == nil)
     }

@@ -34,17 +34,6 @@ final class Watchdog: @unchecked Sendable {
     /// The thread, while it has lanes (it exits when its last lane leaves; the next `add` starts
     /// another).
     private let thread: OnDemandThread<any WatchdogLane>
-    /// Numbers hangs across every monitor in the process, so report ids (and file names) of
-    /// monitors sharing a directory never collide.
-    private static let hangSequence = Atomic<Int>(0)
-
-    /// The id of a new report (watchdog or pool watch): its start on the wall clock (`namingTime`),
-    /// the service, the pid and the process-wide sequence number.
-    static func nextReportID(start: Date, serviceName: String) -> String {
-        let sequence = hangSequence.add(1, ordering: .relaxed).newValue
-        return ReportTimestamp.compact(namingTime(start)) + "-" + serviceName + "-" + String(getpid()) + "-" + String(sequence)
-    }
-
     /// `lanes`: watched from the start (by `run()` on the caller's thread, in tests); the latches
     /// must post `wake`.
     init(environment: any WatchdogEnvironment, wake: WatchdogWake = WatchdogWake(), lanes: [any WatchdogLane] = []) {
@@ -154,24 +143,6 @@ final class Watchdog: @unchecked Sendable {
         case .until(let time), .at(let time): time <= now
         case .rest(let time), .park(_, let time): time.map { $0 <= now } ?? false
         case .finished: true
-        }
-    }
-
-    /// The last time put into a report id, in milliseconds since 1970 (process-wide).
-    private static let lastNamingMilliseconds = Atomic<Int64>(0)
-
-    /// The time a report id starts with: the hang's start on the wall clock, but never earlier than
-    /// the previous id's. Ids sort oldest first, and retention removes the first ones: after the
-    /// wall clock is set back, a new report must not pass for an old one.
-    static func namingTime(_ start: Date) -> Date {
-        let wanted = Int64((start.timeIntervalSince1970 * 1000).rounded(.down))
-        var previous = lastNamingMilliseconds.load(ordering: .relaxed)
-        while true {
-            let chosen = max(wanted, previous + 1)
-            let (exchanged, original) = lastNamingMilliseconds.compareExchange(
-                expected: previous, desired: chosen, ordering: .relaxed)
-            if exchanged { return Date(timeIntervalSince1970: Double(chosen) / 1000) }
-            previous = original
         }
     }
 

@@ -7,8 +7,8 @@ import Synchronization
 /// (`DumpAdmission`: one at a time, a few a minute: the process's bound, whichever monitor
 /// answers).
 ///
-/// The system world's is `process`, the one the signal handler posts for; a scripted world makes
-/// its own, whose registration goes nowhere.
+/// One per process (`ProcessRuntime.dumps`): the process's registers the wake the signal handler
+/// posts; a scripted world's runtime makes its own, whose registration goes nowhere.
 final class DumpRegistry: Sendable {
     private struct State {
         /// Monitors that answer dumps, in the order they started: the last answers.
@@ -22,15 +22,6 @@ final class DumpRegistry: Sendable {
 
     init(register: @escaping @Sendable (_ wake: WatchdogWake?, _ leaving: WatchdogWake?) -> Void = { _, _ in }) {
         self.register = register
-    }
-
-    /// The process's: requests are the capture signal's (`UnsafeCaptureBridge.DumpRequests`).
-    static let process = DumpRegistry { wake, leaving in
-        if let wake {
-            UnsafeCaptureBridge.DumpRequests.register(wake.semaphore)
-        } else if let leaving {
-            UnsafeCaptureBridge.DumpRequests.unregister(leaving.semaphore)
-        }
     }
 
     /// `owner` started: it answers from now on.

@@ -23,8 +23,11 @@ struct ProcessDump {
     var microseconds: UInt64
 
     /// Looks at every thread of this process.
-    static func take(maxFrames: Int, timeoutNanoseconds: Int64, images: ImageRegistry, clock: any MonotonicClock) -> ProcessDump {
-        let inspector = LinuxWaitInspector(images: images, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, scansWhole: true)
+    static func take(
+        inspection: ThreadInspection, maxFrames: Int, timeoutNanoseconds: Int64, images: ImageRegistry, clock: any MonotonicClock
+    ) -> ProcessDump {
+        let inspector = LinuxWaitInspector(
+            inspection: inspection, images: images, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, scansWhole: true)
         var mappings: [StackMapping]?
         let ownTID = UnsafeCaptureBridge.currentThreadID()
         let schedClock = SchedClock()
@@ -33,7 +36,7 @@ struct ProcessDump {
             guard let start = task.stat()?.startTimeTicks else { return nil }
             var thread = MonitoredThread(tid: tid, startTimeTicks: start, stackLow: 0, stackHigh: 0, name: task.name(), isMain: tid == getpid())
             StackMapping.boundBlockedThread(&thread, mappings: &mappings)
-            let sampler = LinuxStackSampler(signal: 0, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: clock)
+            let sampler = inspection.sampler(signal: 0, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: clock)
             var sample = tid == ownTID
                 ? StackSample(microseconds: clock.microseconds(), frames: [], method: nil, truncated: false, state: "R", failure: .takingTheDump)
                 : sampler.sample(thread, previous: nil, signalAllowed: false)

@@ -17,6 +17,8 @@ final class HeartbeatPublisher: @unchecked Sendable {
     private let page: UnsafeHeartbeatPage
     /// The pool probe's delays when this monitor runs the process's pool watch, else nil.
     private let poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)?
+    /// The process's captures that cut a system call short (`ThreadInspection.callsCutShort`).
+    private let callsCutShort: @Sendable () -> Int
     /// Whether the page holds the pool section (the watchdog thread only, like every tick).
     private var publishesPool = false
 
@@ -29,9 +31,11 @@ final class HeartbeatPublisher: @unchecked Sendable {
     init(
         directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64,
         loopHistogram: UnsafeLoopHistogram? = nil, poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)? = nil,
+        callsCutShort: @escaping @Sendable () -> Int = { 0 },
         dumpSignal: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: ServiceVersion? = nil
     ) throws(SystemCallError) {
         self.poolDelays = poolDelays
+        self.callsCutShort = callsCutShort
         let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
         let mode: mode_t = access == .private ? 0o600 : 0o640
         let size = UnsafeHeartbeatPage.size
@@ -108,7 +112,7 @@ final class HeartbeatPublisher: @unchecked Sendable {
         // counts it once per process, however many monitors publish it.
         page.tick(
             state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected, hangsSuppressed: hangsSuppressed,
-            callsCutShort: UInt64(LinuxStackSampler.callsCutShort.load(ordering: .relaxed)),
+            callsCutShort: UInt64(callsCutShort()),
             thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
         // Written while this monitor runs the pool watch, and cleared once when it stops running it.
         if let poolDelays {

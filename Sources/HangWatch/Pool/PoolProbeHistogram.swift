@@ -1,11 +1,9 @@
 import Synchronization
 
-/// The pool probe's start delays, process-wide (one pool watch per process, whichever monitor
-/// runs it): `HangMonitor.Statistics.concurrencyPool`. Written by the pool watch's thread once per
+/// The pool probe's start delays, process-wide (`ProcessRuntime.poolDelays`: one pool watch per
+/// process, whichever monitor runs it): `HangMonitor.Statistics.concurrencyPool`. Written by the pool watch's thread once per
 /// period; the buckets are the loop-busy histogram's (`hw_loop_bounds_ns`).
 final class PoolProbeHistogram: Sendable {
-    static let shared = PoolProbeHistogram()
-
     private let state: Mutex<HangMonitor.PoolProbeDelays>
 
     init(bounds: [UInt64] = UnsafeLoopHistogram.bucketBounds) {

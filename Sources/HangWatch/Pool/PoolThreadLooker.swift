@@ -37,6 +37,7 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
         }
     }
 
+    private let inspection: ThreadInspection
     private let signal: Int32
     private let maxFrames: Int
     private let timeoutNanoseconds: Int64
@@ -57,7 +58,11 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
     /// its blocking call) or asleep just after one (the job's end).
     private let schedClock = SchedClock()
 
-    init(signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64, attachments: UnsafePoolThreadAttachments = .shared) {
+    init(
+        inspection: ThreadInspection, signal: Int32, maxFrames: Int, timeoutNanoseconds: Int64,
+        attachments: UnsafePoolThreadAttachments = .shared
+    ) {
+        self.inspection = inspection
         self.signal = signal
         self.maxFrames = maxFrames
         self.timeoutNanoseconds = timeoutNanoseconds
@@ -82,7 +87,7 @@ final class LinuxPoolThreadLooker: PoolThreadLooking, @unchecked Sendable {
                 entry.stackLookedUp = StackMapping.boundBlockedThread(&entry.thread, mappings: &stackMappings)
             }
             let sampler = entry.sampler
-                ?? LinuxStackSampler(signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock())
+                ?? inspection.sampler(signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
             entry.sampler = sampler
             // A thread not attached (libdispatch's mask blocks the capture signal, it has no
             // alternate stack) is prepared for the capture by the sampler, behind its guard.

@@ -38,6 +38,7 @@ protocol PoolThreadCapturing: Sendable {
 struct LinuxPoolThreads: PoolThreadCapturing {
     static let poolThreadNames: Set<String> = [CooperativePool.default.rawValue]
 
+    var inspection: ThreadInspection
     var signal: Int32
     var maxFrames: Int
     var timeoutNanoseconds: Int64
@@ -61,8 +62,7 @@ struct LinuxPoolThreads: PoolThreadCapturing {
         var stackMappings: [StackMapping]?
         return threads.map { tid, name in
             let task = ProcTask(tid: tid)
-            let sampler = LinuxStackSampler(
-                signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock())
+            let sampler = inspection.sampler(signal: signal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds)
             let startTime = task.stat()?.startTimeTicks ?? 0
             if let attached = attachments.thread(tid: tid, startTimeTicks: startTime) {
                 return PoolThreadSample(

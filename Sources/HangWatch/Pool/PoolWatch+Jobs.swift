@@ -55,7 +55,7 @@ extension PoolWatch {
             // the thread's clocks, read after the sample's own time, may land microseconds after it).
             let start = min(episode.startMicroseconds, first?.microseconds ?? episode.startMicroseconds)
             var recording = HangRecording(
-                id: Watchdog.nextReportID(start: environment.date(ofMicroseconds: start), serviceName: settings.serviceName),
+                id: naming.nextID(start: environment.date(ofMicroseconds: start), serviceName: settings.serviceName),
                 startMicroseconds: start, detectedMicroseconds: episode.lastSeenMicroseconds, activity: 0, mode: nil,
                 thresholdMicroseconds: thresholdMicroseconds, thread: episode.thread, process: environment.processSnapshot(),
                 baseline: first.flatMap { sample in

@@ -20,7 +20,7 @@ extension PoolWatch {
         }
         histogram.addStarvation()
         statistics?.hangsDetected.add(1, ordering: .relaxed)
-        let id = Watchdog.nextReportID(start: environment.date(ofMicroseconds: probe.enqueued), serviceName: settings.serviceName)
+        let id = naming.nextID(start: environment.date(ofMicroseconds: probe.enqueued), serviceName: settings.serviceName)
         var recording = PoolRecording(
             id: id, startMicroseconds: probe.enqueued, detectedMicroseconds: detected, thresholdMicroseconds: probe.threshold,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds, process: process)

@@ -24,7 +24,7 @@ import Synchronization
 /// The probe's phases and the rest are here; the looks for held jobs in `PoolWatch+Jobs`, a
 /// starvation in `PoolWatch+Starvation`.
 ///
-/// One per process (`PoolWatchRegistry`): a lane of its monitor's watchdog (a thread the pool does
+/// One per process (`ProcessRuntime.poolWatch`): a lane of its monitor's watchdog (a thread the pool does
 /// not need), every wait a state of `Phase`; tests step it with a `Watchdog` on their own thread
 /// against a scripted environment.
 final class PoolWatch: WatchdogLane, @unchecked Sendable {
@@ -102,6 +102,8 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     /// When a probe job last started (the pool had room then).
     var probeStarted: UInt64?
     let histogram: PoolProbeHistogram
+    /// The process's report ids (`ProcessRuntime.reportNaming`).
+    let naming: ReportNaming
     let statistics: MonitorStatistics?
     let images: ImageRegistry?
     let logger: Logger
@@ -127,7 +129,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         attach: (@Sendable (CooperativePool) -> Void)? = nil, attachEveryWorker: (@Sendable (Int) -> Void)? = nil,
         threads: any PoolThreadCapturing, looker: (any PoolThreadLooking)? = nil,
         sink: any PoolSink,
-        histogram: PoolProbeHistogram = .shared,
+        histogram: PoolProbeHistogram, naming: ReportNaming,
         statistics: MonitorStatistics?, images: ImageRegistry?, functionStart: (@Sendable (UInt) -> UInt?)? = nil,
         wakeSource: (any PoolWakeSource)? = nil, waits: (any WaitInspecting)? = nil, logger: Logger
     ) {
@@ -143,6 +145,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         self.looker = looker
         self.sink = sink
         self.histogram = histogram
+        self.naming = naming
         self.statistics = statistics
         self.images = images
         self.logger = logger

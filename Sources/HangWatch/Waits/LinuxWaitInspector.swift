@@ -36,7 +36,14 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
     /// `captureSignal`: a holder on a CPU is captured with it, when an inspection allows (0: never).
     /// `scansWhole`: each look reads every process's descriptors it needs at once (a dump, one look
     /// off the watchdog's thread), not a bounded part at a time (a hang's samples).
-    init(images: ImageRegistry?, maxFrames: Int, timeoutNanoseconds: Int64, captureSignal: Int32 = 0, scansWhole: Bool = false) {
+    /// How a holder's stack is taken.
+    private let inspection: ThreadInspection
+
+    init(
+        inspection: ThreadInspection, images: ImageRegistry?, maxFrames: Int, timeoutNanoseconds: Int64, captureSignal: Int32 = 0,
+        scansWhole: Bool = false
+    ) {
+        self.inspection = inspection
         self.naming = DescriptorNaming(now: { SystemMonotonicClock().microseconds() }, budgetMicroseconds: scansWhole ? nil : DescriptorNaming.lookBudgetMicroseconds)
         self.images = images
         self.maxFrames = maxFrames
@@ -348,7 +355,7 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             var mappings: [StackMapping]?
             StackMapping.boundBlockedThread(&thread, mappings: &mappings)
             entry = (
-                LinuxStackSampler(signal: captureSignal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds, clock: SystemMonotonicClock()),
+                inspection.sampler(signal: captureSignal, maxFrames: maxFrames, timeoutNanoseconds: timeoutNanoseconds),
                 thread, nil
             )
         }

@@ -9,17 +9,18 @@ import Testing
 /// order reports oldest first for retention, never go backwards when it is set back.
 @Suite struct ClockJumpTests {
     @Test func reportIDsNeverGoBackwardsWhenTheWallClockIsSetBack() {
+        let naming = ReportNaming()
         let now = Date()
-        let first = Watchdog.namingTime(now)
-        let afterJumpBack = Watchdog.namingTime(now.addingTimeInterval(-86_400))
-        let later = Watchdog.namingTime(now.addingTimeInterval(-86_399))
+        let first = naming.time(of: now)
+        let afterJumpBack = naming.time(of: now.addingTimeInterval(-86_400))
+        let later = naming.time(of: now.addingTimeInterval(-86_399))
         #expect(afterJumpBack > first)
         #expect(later > afterJumpBack)
         let names = [first, afterJumpBack, later].map(ReportTimestamp.compact)
         #expect(names == names.sorted(), "\(names)")
         // A jump forward is taken as it comes.
         let forward = now.addingTimeInterval(365 * 86_400)
-        #expect(abs(Watchdog.namingTime(forward).timeIntervalSince(forward)) < 0.002)
+        #expect(abs(naming.time(of: forward).timeIntervalSince(forward)) < 0.002)
     }
 
     @Test func aHangsDurationComesFromTheMonotonicClockNotTheWallClock() throws {

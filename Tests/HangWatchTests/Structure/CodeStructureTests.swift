@@ -324,6 +324,40 @@ import Testing
         #expect(gone.isEmpty, "no timed wait left in \(gone.sorted()): take it off the list")
     }
 
+    /// One runtime per process: state shared by every monitor of the process lives in
+    /// `ProcessRuntime` (its `process`), or beside the C or runtime state it mirrors (an `Unsafe…`
+    /// file: the capture slot, the enqueue hooks, the label and attachment tables). A `static`
+    /// lock, atomic or shared instance anywhere else fails here.
+    @Test func processWideStateIsTheRuntimesOrBesideTheCStateItMirrors() throws {
+        let singleton = #"static\s+(let|var)\s+(shared|process)\b|static\s+(let|var)\s+\w+\s*(:\s*[^=]+)?=\s*(Mutex|Atomic)\b"#
+        let allowed: Set = [
+            "HangWatch/Runtime/ProcessRuntime.swift",
+            // (The package's probe for its own tools: an image map cached for them, no monitor's.)
+            "HangWatch/Capture/CaptureProbe.swift",
+        ]
+        var found: [String] = []
+        for file in try Self.swiftSources() where file.path.hasPrefix("HangWatch/") || file.path.hasPrefix("HangWatchNIO/") {
+            let name = file.path.split(separator: "/").last.map(String.init) ?? ""
+            guard !name.hasPrefix("Unsafe"), !allowed.contains(file.path) else { continue }
+            for (index, line) in file.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where Self.code(String(line)).range(of: singleton, options: .regularExpression) != nil {
+                found.append("\(file.path):\(index + 1)")
+            }
+        }
+        #expect(found.isEmpty, "process-wide state outside the runtime: \(found)")
+        let runtime = try #require(try Self.swiftSources().first { $0.path == "HangWatch/Runtime/ProcessRuntime.swift" })
+        #expect(runtime.text.range(of: singleton, options: .regularExpression) != nil, "the finder is broken")
+    }
+
+    /// One way to look at a thread: every stack sampler is made by `ThreadInspection` (the hang
+    /// lane's, the wait inspector's, the pool watch's, a dump's, the tools' probe).
+    @Test func everySamplerIsMadeByTheThreadInspection() throws {
+        let makers = try Self.swiftSources().filter { !$0.path.hasPrefix("Tools/") }.filter { file in
+            file.text.split(separator: "\n").contains { Self.code(String($0)).contains("LinuxStackSampler(") }
+        }.map(\.path)
+        #expect(makers == ["HangWatch/Capture/ThreadInspection.swift"], "\(makers)")
+    }
+
     /// A lane of the watchdog is one step (`advance(turn) -> WatchdogWait`) and the handle its
     /// join waits on: the park handshake and the late-wake accounting are the watchdog's.
     @Test func aWatchdogLaneIsOneStep() throws {

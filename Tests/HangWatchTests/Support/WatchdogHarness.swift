@@ -68,6 +68,8 @@ final class WatchdogHarness {
         world.taskLayout = taskLayout
         if let waits { world.waits = { _ in waits } }
         world.dumps = dumps
+        // Loops of one watchdog are of one process: one runtime (report ids, dump serving).
+        if let other { world.runtime = other.assembly.world.runtime }
         // The process's environment is the script's; its executable has no build-id.
         world.serviceVersion = { ServiceVersion.resolve(configured: $0, environment: processEnvironment, buildID: { nil }) }
         let owner = MonitorAssembly.Owner(

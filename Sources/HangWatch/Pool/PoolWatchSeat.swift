@@ -1,9 +1,10 @@
 import Synchronization
 
-/// One pool watch per process, whatever the number of monitors: the first running monitor that
-/// watches the pool runs it as a lane of its watchdog (reports go to its directory, under its
-/// service name and threshold); when that monitor stops, the next one still running takes over.
-enum PoolWatchRegistry {
+/// The process's one pool watch (`ProcessRuntime.poolWatch`), whatever the number of monitors: the
+/// first running monitor that watches the pool runs it as a lane of its watchdog (reports go to its
+/// directory, under its service name and threshold); when that monitor stops, the next one still
+/// running takes over.
+final class PoolWatchSeat: Sendable {
     private struct State {
         /// Monitors that would watch the pool, in the order they started: (owner, how it starts one).
         var candidates: [(owner: ObjectIdentifier, make: @Sendable () -> Active)] = []
@@ -24,10 +25,10 @@ enum PoolWatchRegistry {
         }
     }
 
-    private static let state = Mutex(State())
+    private let state = Mutex(State())
 
     /// `owner` started and would watch the pool; it does at once if no other monitor does.
-    static func enroll(_ owner: ObjectIdentifier, make: @escaping @Sendable () -> Active) {
+    func enroll(_ owner: ObjectIdentifier, make: @escaping @Sendable () -> Active) {
         state.withLock { state in
             state.candidates.append((owner, make))
             if state.active == nil {
@@ -40,7 +41,7 @@ enum PoolWatchRegistry {
 
     /// `owner` stopped; if it ran the pool watch, that stops (a starvation in progress is written
     /// `monitor stopped`) and the next monitor's starts.
-    static func withdraw(_ owner: ObjectIdentifier) {
+    func withdraw(_ owner: ObjectIdentifier) {
         let stopping = state.withLock { state -> Active? in
             state.candidates.removeAll { $0.owner == owner }
             guard let active = state.active, active.owner == owner else { return nil }
@@ -58,7 +59,7 @@ enum PoolWatchRegistry {
     }
 
     /// Whether a pool watch runs in this process, and for which monitor.
-    static func activeOwner() -> ObjectIdentifier? {
+    func activeOwner() -> ObjectIdentifier? {
         state.withLock { $0.active?.owner }
     }
 }
