@@ -9,13 +9,14 @@ import Glibc
 /// exact edges, and no wake-ups once it has been idle for a minute (`lookWindow`).
 ///
 /// A watcher thread (`EventLoopWatcher`, one for a whole group) sleeps on the loop's own epoll
-/// instance (`UnsafeLoopEpollWatch`): it wakes when the loop wakes, which is when its work begins.
-/// An interval later it looks at the loop's thread (`/proc`): back in `epoll_wait` means done.
-/// Still busy, it enqueues a ping, which runs right after the work in hand: its answer is the
-/// work's end. A threshold after the wake with the ping still out, the loop is declared busy since
-/// the wake, and the watchdog records a hang at once and samples it; the answer ends it. The
-/// decisions are `EventLoopEdges'`; this type carries them out, one step per thing the watcher saw
-/// (`watcherStep`), and says when it must be stepped again.
+/// instance (`UnsafeLoopEpollWatch`): it wakes when the loop wakes, which is when its work begins,
+/// and posts the watchdog's wake. The rest is the loop's lane of the watchdog (`EventLoopLane`,
+/// the source's `timerLane`): an interval after the wake it looks at the loop's thread (`/proc`):
+/// back in `epoll_wait` means done. Still busy, it enqueues a ping, which runs right after the
+/// work in hand: its answer is the work's end. A threshold after the wake with the ping still out,
+/// the loop is declared busy since the wake, and the hang lane records a hang at once and samples
+/// it; the answer ends it. The decisions are `EventLoopEdges'`; this type carries them out, one
+/// step per thing the lane found (`watcherStep`), and says when it must be stepped again.
 ///
 /// Until the loop has been seen in its wait once (its epoll instance is learnt from the thread's
 /// `syscall` file then), and wherever that is not possible, it is pinged once per threshold as a
@@ -27,7 +28,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// first): the boundaries under load, read at each look (`EventLoopEdges.look(…, lastIterationEnd:)`). Without it,
     /// a ping at each look is the boundary. Either way the looks of every loop fall on one grid.
     private let lastIterationEnd: (@Sendable () -> UInt64?)?
-    /// The iteration end the last look read (touched only by the watcher's thread).
+    /// The iteration end the last look read (touched only by the watchdog's thread).
     private var iterationEndSeen: UInt64 = 0
     private let fallback: QueueActivitySource
     private let thresholdMicroseconds: @Sendable () -> UInt64
@@ -40,12 +41,17 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// The loop's thread, recorded by the first ping that runs there.
     private let loopThread = Mutex<Int32?>(nil)
     private let stopped = Atomic<Bool>(false)
-    /// A ping's answer the watcher waits for came (`nudge`); the watcher steps this loop for it.
+    /// A ping's answer the lane waits for came; the lane steps this loop for it.
     private let nudged = Atomic<Bool>(false)
+    /// When the watcher saw the loop wake (`CLOCK_MONOTONIC_COARSE` ns; 0: not since the lane
+    /// last took it).
+    private let sawWake = Atomic<UInt64>(0)
+    /// The key of the loop's registration in the watcher's instance (0: none), for the watcher's thread.
+    private let registrationKeyWord = Atomic<UInt64>(0)
     /// Which mode the watcher is in (tests and reports of the source's state).
     private let exactEdges = Atomic<Bool>(false)
 
-    /// What the watcher does for this loop; touched only by the watcher's thread.
+    /// What the lane does for this loop; touched only by the watchdog's thread.
     private enum Watch {
         /// Pinged once per threshold until the loop is seen in its wait (`files`: its thread's).
         case learning(files: ProcTaskFiles?)
@@ -63,7 +69,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         var ranAt: (at: UInt64, ran: UInt64, timeslices: UInt64)?
         var waiting: Waiting
     }
-    /// What the watcher waits for.
+    /// What the lane waits for.
     private enum Waiting {
         /// The time of the next look at the busy loop (its instance out of the watcher's).
         case look
@@ -82,8 +88,12 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         let certain: Bool
     }
     private var watchState = Watch.learning(files: nil)
-    /// When the watcher must step this loop next (`CLOCK_MONOTONIC_COARSE` ns); nil: only for news.
+    /// When the lane must step this loop next (`CLOCK_MONOTONIC_COARSE` ns); nil: only for news.
     private(set) var watcherDeadline: UInt64?
+    /// The lane that steps this loop (`start` makes it).
+    private(set) var timerLane: (any WatchdogLane)?
+    /// The lane's first step was made (`started`).
+    private var laneStarted = false
 
     init(
         kind: ActivitySourceKind = .nioEventLoop, thresholdMicroseconds: @escaping @Sendable () -> UInt64,
@@ -119,24 +129,52 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             loopThread.withLock { $0 = UnsafeCaptureBridge.currentThreadID() }
             attach()
         }
+        timerLane = EventLoopLane(source: self)
         watcher.add(self)
     }
 
-    /// What the watcher saw for this loop.
-    enum WatcherEvent {
-        /// It was just added.
+    /// The watcher saw the loop wake (on its thread): the lane takes it at its next step, which
+    /// the watchdog's wake brings on now. The earliest wake not taken yet is kept.
+    func watcherSawWake(at coarse: UInt64) {
+        _ = sawWake.compareExchange(expected: 0, desired: max(coarse, 1), ordering: .releasing)
+        latch.wake.signal()
+    }
+
+    /// The key of the loop's registration in the watcher's instance, once learnt (any thread).
+    var registeredKey: UInt64? {
+        let key = registrationKeyWord.load(ordering: .acquiring)
+        return key == 0 ? nil : key
+    }
+
+    /// The lane's step (on the watchdog's thread): the first one starts the watch; then the loop's
+    /// wake the watcher saw, a ping's answer, and the deadline if `due` or passed, in that order.
+    func laneStep(due: Bool) {
+        if !laneStarted {
+            laneStarted = true
+            watcherStep(.started)
+        }
+        let woke = sawWake.load(ordering: .relaxed) == 0 ? 0 : sawWake.exchange(0, ordering: .acquiring)
+        if woke != 0 { watcherStep(.loopWoke(at: woke)) }
+        if takeNudge() { watcherStep(.nudged) }
+        if let deadline = watcherDeadline, due || deadline <= coarseNow() { watcherStep(.due) }
+    }
+
+    /// What the lane found for this loop.
+    enum WatcherEvent: Equatable {
+        /// Its first step.
         case started
         /// Its deadline passed.
         case due
-        /// Its epoll instance had an event ready: the loop woke.
-        case loopWoke
+        /// Its epoll instance had an event ready: the loop woke (when the watcher saw it, coarse ns).
+        case loopWoke(at: UInt64)
         /// A ping's answer it waited for came.
         case nudged
     }
 
-    /// The watcher's step for this loop (on the watcher's thread): carries out what `event` means,
+    /// The lane's step for this loop (on the watchdog's thread): carries out what `event` means,
     /// and sets `watcherDeadline`.
-    func watcherStep(_ event: WatcherEvent, _ epollWatch: UnsafeLoopEpollWatch?) {
+    func watcherStep(_ event: WatcherEvent) {
+        let epollWatch = watcher.epollWatch
         switch watchState {
         case .learning(let files):
             guard event == .started || event == .due else { return }
@@ -147,15 +185,15 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 look(&watched)
             case (.due, .wake(var wait)):
                 if idleLook(&wait, watched) {
-                    loopWoke()
+                    loopWoke(at: coarseNow())
                 } else {
                     watched.waiting = .wake(wait)
                     watchState = .watching(watched)
                     watcherDeadline = nextIdleLook(wait, after: watcherDeadline)
                     return
                 }
-            case (.loopWoke, .wake):
-                loopWoke()
+            case (.loopWoke(let at), .wake):
+                loopWoke(at: at)
             case (.nudged, _):
                 break  // the answer the watcher waited for: decide again
             case (.started, _), (.due, .answer), (.loopWoke, .look), (.loopWoke, .answer):
@@ -166,19 +204,24 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         }
     }
 
-    /// Takes the loop's nudge (a ping's answer the watcher waited for), if one came.
-    func takeNudge() -> Bool {
+    /// Takes the loop's nudge (a ping's answer the lane waited for), if one came.
+    private func takeNudge() -> Bool {
         nudged.load(ordering: .relaxed) && nudged.exchange(false, ordering: .acquiringAndReleasing)
     }
 
-    /// The key of the loop's registration in the watcher's epoll instance, once learnt.
-    var registrationKey: UInt64? {
-        if case .watching(let watched) = watchState { return watched.registration.key }
-        return nil
+    /// Microseconds from now to coarse instant `next`, at most `longestWaitMicroseconds`.
+    func microseconds(untilCoarse next: UInt64) -> UInt64 {
+        let now = coarseNow()
+        return min(next > now ? (next - now) / 1000 : 0, Self.longestWaitMicroseconds)
     }
 
-    /// The watcher lets go of the loop (stopped): its epoll instance leaves the watcher's.
+    /// The lane waits a minute at most at a time.
+    static let longestWaitMicroseconds: UInt64 = 60_000_000
+
+    /// The lane lets go of the loop (stopped; on the watchdog's thread): its epoll instance
+    /// leaves the watcher's.
     func watcherRemoved() {
+        registrationKeyWord.store(0, ordering: .releasing)
         watchState = .learning(files: nil)
         watcherDeadline = nil
     }
@@ -193,6 +236,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
                 Self.epollWaitedOn(files) == epoll, fallback.isQuiet
             {
                 exactEdges.store(true, ordering: .releasing)
+                registrationKeyWord.store(registration.key, ordering: .releasing)
                 var watched = Watched(registration: registration, epoll: epoll, files: files, ranAt: nil, waiting: .look)
                 decide(&watched)
                 watchState = .watching(watched)
@@ -236,7 +280,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             // a loop that got busy again since the last look is busy from now.
             let nested = watched.registration.nest()
             if !Self.isWaiting(watched.files.readSyscall(), on: watched.epoll) {
-                loopWoke()
+                loopWoke(at: coarseNow())
                 continue
             }
             let now = coarseNow()
@@ -303,10 +347,10 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         return (max(now, served ?? 0) / period + 1) &* period
     }
 
-    /// The loop was seen to wake (its epoll instance, or out of its wait right after a look): a
-    /// stretch that begins now has an exact start.
-    private func loopWoke() {
-        if decisions.withLock({ $0.loopWoke(at: coarseNow()) }) { startFoundByLook.store(false, ordering: .relaxed) }
+    /// The loop was seen to wake at `coarse` (its epoll instance, or out of its wait right after a
+    /// look): a stretch that begins then has an exact start.
+    private func loopWoke(at coarse: UInt64) {
+        if decisions.withLock({ $0.loopWoke(at: coarse) }) { startFoundByLook.store(false, ordering: .relaxed) }
     }
 
     /// A look at the idle loop, whose wake comes through its epoll instance, nested in the
@@ -401,7 +445,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             if !actions.isEmpty { startFoundByLook.store(false, ordering: .relaxed) }
             if actions.contains(.wakeWatcher) {
                 nudged.store(true, ordering: .releasing)
-                watcher.nudge()
+                latch.wake.signal()
             }
         }
     }

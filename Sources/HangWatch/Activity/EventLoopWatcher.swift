@@ -1,16 +1,18 @@
-import Dispatch
 import Synchronization
 
-/// The thread that watches event loops' epoll instances (`EventLoopActivitySource`): one for a whole
-/// SwiftNIO group (`MonitorSharing`), however many loops. It waits on one epoll instance of its own
-/// holding every idle loop's (`UnsafeLoopEpollWatch`), until the earliest time a loop must be looked
-/// at, and steps each loop for what it saw: its wake, its deadline, a ping's answer it waited for.
-/// It runs while it has loops (the last one removed ends it; the next added starts another).
+/// The thread that waits for idle event loops to wake (`EventLoopActivitySource`): one for a whole
+/// SwiftNIO group (`MonitorSharing`), however many loops. Its one wait has no time limit: on one
+/// epoll instance of its own holding every idle loop's (`UnsafeLoopEpollWatch`, polled through an
+/// io_uring or nested), and at each wake it tells the loop when it woke and posts the watchdog's
+/// wake (`EventLoopActivitySource.watcherSawWake`). Everything timed (the looks at a busy loop,
+/// the looks of an idle loop's first minute, the pings) is the loop's lane of the watchdog
+/// (`EventLoopLane`), which also registers, nests and unnests the loops' instances. It runs while
+/// it has loops (the last one stopped ends it; the next added starts another), and not at all
+/// where no epoll instance could be made (the loops are then pinged, from their lanes).
 final class EventLoopWatcher: @unchecked Sendable {
     /// Nil when this process could not make one (out of descriptors): the loops are then pinged
-    /// (`EventLoopActivitySource`'s fallback), and waits are on `interrupts`.
-    private let epollWatch: UnsafeLoopEpollWatch?
-    private let interrupts = DispatchSemaphore(value: 0)
+    /// (`EventLoopActivitySource`'s fallback) and no thread runs.
+    let epollWatch: UnsafeLoopEpollWatch?
     /// The thread, while it has loops (it exits when its last loop leaves).
     private let thread = OnDemandThread<EventLoopActivitySource>(name: EventLoopWatcher.threadName, stackSize: 256 << 10)
     private let coarseNow: @Sendable () -> UInt64
@@ -36,67 +38,28 @@ final class EventLoopWatcher: @unchecked Sendable {
     /// The watcher thread's name (15 bytes at most).
     static let threadName = "hangwatch-loop"
 
-    /// Watches `loop` from now on, starting the thread if none runs.
+    /// Waits for `loop`'s wakes from now on, starting the thread if none runs.
     func add(_ loop: EventLoopActivitySource) {
-        if !thread.add(loop, body: { [self] in run() }) { interrupt() }
+        guard let epollWatch else { return }
+        if !thread.add(loop, body: { [self] in run(epollWatch) }) { epollWatch.interrupt() }
     }
 
     /// Lets go of `loop` (it was stopped): the thread drops it at its next turn, which this brings
     /// on at once.
     func remove(_ loop: EventLoopActivitySource) {
-        interrupt()
+        epollWatch?.interrupt()
     }
 
-    /// A loop answered a ping the watcher waits for (the loop flagged itself first).
-    func nudge() {
-        if let epollWatch { epollWatch.nudge() } else { interrupts.signal() }
-    }
-
-    private func interrupt() {
-        if let epollWatch { epollWatch.interrupt() } else { interrupts.signal() }
-    }
-
-    private func run() {
-        var started: [ObjectIdentifier] = []
+    private func run(_ epollWatch: UnsafeLoopEpollWatch) {
         var wakes = UnsafeLoopEpollWatch.Wakes()
         while true {
-            // Loops stopped since the last turn let go of their epoll instances (on this thread,
-            // the only one that nests and unnests them); new ones start.
-            let (current, removed) = thread.turn(dropping: \.isStopped)
-            for loop in removed { loop.watcherRemoved() }
+            let (current, _) = thread.turn(dropping: \.isStopped)
             guard !current.isEmpty else { return }
-            started.removeAll { id in removed.contains { ObjectIdentifier($0) == id } }
-            for loop in current where !started.contains(ObjectIdentifier(loop)) {
-                started.append(ObjectIdentifier(loop))
-                loop.watcherStep(.started, epollWatch)
-            }
-
+            epollWatch.wait(into: &wakes)
+            guard !wakes.loops.isEmpty else { continue }
             let now = coarseNow()
-            let deadline = current.compactMap(\.watcherDeadline).min()
-            let milliseconds = deadline.map { $0 > now ? Int32(min(($0 - now + 999_999) / 1_000_000, 60_000)) : 0 } ?? -1
-            if let epollWatch {
-                epollWatch.wait(milliseconds: milliseconds, into: &wakes)
-            } else {
-                wakes = UnsafeLoopEpollWatch.Wakes()
-                let result = milliseconds < 0 ? interrupts.wait(timeout: .distantFuture)
-                    : interrupts.wait(timeout: .now() + .milliseconds(Int(milliseconds)))
-                wakes.interrupted = result == .success
-            }
-
             for key in wakes.loops {
-                current.first { $0.registrationKey == key }?.watcherStep(.loopWoke, epollWatch)
-            }
-            for loop in current where loop.takeNudge() {
-                loop.watcherStep(.nudged, epollWatch)
-            }
-            // A wait that timed out was for the earliest deadline: that one is due even when the
-            // coarse clock has not reached it yet (it ticks every 4 ms), or the watcher would wake
-            // again for the rest. (Not a wait cut to a minute: its deadline is still ahead.)
-            let after = coarseNow()
-            let reached = deadline.map { $0 <= now &+ 60_000_000_000 } ?? false
-            let dueBy = wakes.timedOut && reached ? max(after, deadline ?? after) : after
-            for loop in current {
-                if let due = loop.watcherDeadline, due <= dueBy { loop.watcherStep(.due, epollWatch) }
+                current.first { $0.registeredKey == key }?.watcherSawWake(at: now)
             }
         }
     }

@@ -1,5 +1,6 @@
 import CEpoll
 @_spi(Internal) import HangWatchReport
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -27,36 +28,36 @@ import Glibc
 ///
 /// Unsafe: a registration holds a duplicate of another component's descriptor (so the instance
 /// stays valid even if the loop closes its own), and checks it is an epoll instance before using
-/// it. One thread waits on the watch and nests and unnests; `interrupt()` and `nudge()` (writes to
-/// eventfds) are safe from any thread.
+/// it. Two threads: the watchdog's (its event-loop lanes register, nest and unnest, and submit to
+/// the ring) and the watcher's (it waits on the watch and drains the ring); what both touch (the
+/// polls pending, those refused) is under a lock. `interrupt()` (a write to an eventfd) is safe
+/// from any thread.
 final class UnsafeLoopEpollWatch: @unchecked Sendable {
-    /// Ours: the nested loops' instances (edge-triggered), the interrupt and nudge events.
+    /// Ours: the nested loops' instances (edge-triggered), the interrupt event.
     private let watching: Int32
     private let interruptEvent: Int32
-    private let nudgeEvent: Int32
     private static let interruptKey: UInt64 = 0
-    private static let nudgeKey: UInt64 = 1
     private static let ringKey: UInt64 = 2
-    /// Keys of registrations start here.
+    /// Keys of registrations start here (made on the watchdog's thread only).
     private static let firstLoopKey: UInt64 = 3
     private var nextKey = firstLoopKey
     /// Polls idle loops' instances where io_uring is available: their wakes are then never lost
     /// (`UnsafeLoopWakeRing`); nil: they are nested in ours.
     private let ring: UnsafeLoopWakeRing?
-    /// Keys of the loops whose poll is pending in the ring.
-    private var armed: Set<UInt64> = []
-    /// Keys of the loops whose poll the ring refused: nested from then on.
-    private var unpolled: Set<UInt64> = []
+    private struct Polls {
+        /// Keys of the loops whose poll is pending in the ring.
+        var armed: Set<UInt64> = []
+        /// Keys of the loops whose poll the ring refused: nested from then on.
+        var unpolled: Set<UInt64> = []
+    }
+    private let polls = Mutex(Polls())
 
     /// What one wait saw.
     struct Wakes {
         /// Keys of the loops whose instance had an event ready: they woke.
         var loops: [UInt64] = []
-        /// `nudge()` was called (since the last wait that saw it).
-        var nudged = false
         /// `interrupt()` was called.
         var interrupted = false
-        var timedOut: Bool { loops.isEmpty && !nudged && !interrupted }
     }
 
     /// Why idle loops' wakes are not polled through an io_uring (`polling` false, or the ring
@@ -80,16 +81,11 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
         }
         watching = epoll_create1(Int32(EPOLL_CLOEXEC))
         interruptEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        nudgeEvent = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         var interruptInterest = epoll_event()
         interruptInterest.events = EPOLLIN.rawValue
         interruptInterest.data.u64 = Self.interruptKey
-        var nudgeInterest = epoll_event()
-        nudgeInterest.events = EPOLLIN.rawValue
-        nudgeInterest.data.u64 = Self.nudgeKey
-        guard watching >= 0, interruptEvent >= 0, nudgeEvent >= 0,
+        guard watching >= 0, interruptEvent >= 0,
             epoll_ctl(watching, EPOLL_CTL_ADD, interruptEvent, &interruptInterest) == 0,
-            epoll_ctl(watching, EPOLL_CTL_ADD, nudgeEvent, &nudgeInterest) == 0,
             ring.map({ ring in
                 var ringInterest = epoll_event()
                 ringInterest.events = EPOLLIN.rawValue
@@ -105,15 +101,15 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
     }
 
     deinit {
-        for fd in [watching, interruptEvent, nudgeEvent] where fd >= 0 { close(fd) }
+        for fd in [watching, interruptEvent] where fd >= 0 { close(fd) }
     }
 
     /// Whether the loops' wakes come through the ring (never lost), rather than through nested
     /// instances (lost now and then: the watcher then also looks at idle loops).
     var pollsThroughRing: Bool { ring != nil }
 
-    /// One loop's epoll instance, held for the watch (polled, nested or neither). Only the watching
-    /// thread uses it; its duplicate is closed when it goes.
+    /// One loop's epoll instance, held for the watch (polled, nested or neither). Only the
+    /// watchdog's thread uses it (the loop's lane); its duplicate is closed when it goes.
     final class Registration {
         let key: UInt64
         private let loop: Int32
@@ -129,27 +125,33 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
 
         deinit {
             if nested { _ = epoll_ctl(watch.watching, EPOLL_CTL_DEL, loop, nil) }
-            if watch.armed.remove(key) != nil { watch.ring?.cancel(key: key) }
-            watch.unpolled.remove(key)
+            let wasArmed = watch.polls.withLock { polls in
+                polls.unpolled.remove(key)
+                return polls.armed.remove(key) != nil
+            }
+            if wasArmed { watch.ring?.cancel(key: key) }
             close(loop)
         }
 
         /// Whether a wake of the loop from now on is sure to reach the watcher (polled through the
         /// ring), rather than nested (a wake can be lost) or neither.
-        var wakeIsCertain: Bool { watch.ring != nil && !watch.unpolled.contains(key) }
+        var wakeIsCertain: Bool { watch.ring != nil && !watch.polls.withLock { $0.unpolled.contains(key) } }
 
         /// Watches the loop's instance for its wake, before waiting for the loop to wake: a wake
         /// from now on is news, and one pending now (events the loop has not taken yet) is seen
         /// at once. Polled through the ring (once; a poll still pending from before stays), else
         /// nested in ours. False when neither is possible (then only looks can see the loop wake).
         func nest() -> Bool {
-            if let ring = watch.ring, !watch.unpolled.contains(key) {
-                if watch.armed.contains(key) { return true }
-                if ring.arm(loop, key: key) {
-                    watch.armed.insert(key)
-                    return true
+            if let ring = watch.ring, let pending = watch.polls.withLock({ $0.unpolled.contains(key) ? nil : $0.armed.contains(key) }) {
+                if pending { return true }
+                // (Marked armed before the submission: its completion, drained on the watcher's
+                // thread, may come before `arm` returns.)
+                watch.polls.withLock { _ = $0.armed.insert(key) }
+                if ring.arm(loop, key: key) { return true }
+                watch.polls.withLock { polls in
+                    polls.armed.remove(key)
+                    polls.unpolled.insert(key)
                 }
-                watch.unpolled.insert(key)
             }
             guard !nested else { return true }
             var loopInterest = epoll_event()
@@ -168,7 +170,7 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
     }
 
     /// Holds the loop's epoll instance `descriptor` for this watch, not nested yet. Nil when it is
-    /// not an epoll instance (any longer). Call on the watching thread.
+    /// not an epoll instance (any longer). Call on the watchdog's thread.
     func register(loopEpoll descriptor: Int32) -> Registration? {
         let duplicate = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
         guard duplicate >= 0 else { return nil }
@@ -185,51 +187,45 @@ final class UnsafeLoopEpollWatch: @unchecked Sendable {
         SmallFile.link("/proc/self/fd/\(descriptor)") == "anon_inode:[eventpoll]"
     }
 
-    /// Waits for a nested loop to wake, a nudge or an interrupt, for at most `milliseconds` (-1: no limit).
-    func wait(milliseconds: Int32, into wakes: inout Wakes) {
+    /// Waits, with no time limit, for a nested or polled loop to wake or for an interrupt: the
+    /// watcher's one wait.
+    func wait(into wakes: inout Wakes) {
         wakes = Wakes()
-        // (On the stack: the watcher waits once per look, and a look under load is every 10 ms.)
+        // (On the stack: the watcher waits once per idle loop's wake.)
         withUnsafeTemporaryAllocation(of: epoll_event.self, capacity: 16) { events in
             do {
-                // (Cut short by a signal, it waits again, for the whole time: a look comes a little late.)
-                let count = try SystemCall.check("epoll_wait") { epoll_wait(watching, events.baseAddress, 16, milliseconds) }
+                // (Cut short by a signal, it waits again.)
+                let count = try SystemCall.check("epoll_wait") { epoll_wait(watching, events.baseAddress, 16, -1) }
                 for event in events[0..<Int(max(0, count))] {
                     switch event.data.u64 {
                     case Self.interruptKey:
                         var value: UInt64 = 0
                         _ = read(interruptEvent, &value, 8)
                         wakes.interrupted = true
-                    case Self.nudgeKey:
-                        var value: UInt64 = 0
-                        _ = read(nudgeEvent, &value, 8)
-                        wakes.nudged = true
                     case Self.ringKey:
                         ring?.drain { key, result in
-                            guard key != UnsafeLoopWakeRing.cancelKey, armed.remove(key) != nil else { return }
-                            // A poll the kernel refused: that loop is nested from now on (and
-                            // stepped now, to be watched again).
-                            if result < 0 { unpolled.insert(key) }
-                            wakes.loops.append(key)
+                            guard key != UnsafeLoopWakeRing.cancelKey else { return }
+                            let known = polls.withLock { polls -> Bool in
+                                guard polls.armed.remove(key) != nil else { return false }
+                                // A poll the kernel refused: that loop is nested from now on (and
+                                // stepped now, to be watched again).
+                                if result < 0 { polls.unpolled.insert(key) }
+                                return true
+                            }
+                            if known { wakes.loops.append(key) }
                         }
                     default: wakes.loops.append(event.data.u64)
                     }
                 }
             } catch {
-                // Not expected (our own instance); as a timeout, the watcher looks at the loops.
+                // Not expected (our own instance): the watcher waits again.
             }
         }
     }
 
-    /// Wakes the watcher from any wait (it has loops to add or remove): one `write` to an eventfd.
+    /// Wakes the watcher from its wait (it has loops to add or remove): one `write` to an eventfd.
     func interrupt() {
         var one: UInt64 = 1
         _ = write(interruptEvent, &one, 8)
-    }
-
-    /// Wakes the watcher from any wait (a loop answered a ping it waits for): one `write` to an
-    /// eventfd.
-    func nudge() {
-        var one: UInt64 = 1
-        _ = write(nudgeEvent, &one, 8)
     }
 }

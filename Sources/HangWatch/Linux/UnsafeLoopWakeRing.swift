@@ -1,5 +1,6 @@
 import CEpoll
 @_spi(Internal) import HangWatchReport
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -19,10 +20,13 @@ import Glibc
 /// Where io_uring is unavailable (kernels before 5.1, `kernel.io_uring_disabled`, container
 /// sandboxes that filter it out), `init` throws why and the watcher nests the instances and looks.
 ///
-/// Unsafe: it maps memory the kernel shares and writes submission entries into it; only the
-/// watcher's thread uses it. One poll per loop is pending at most, so the queues never fill
-/// (`entries` loops at most; more are nested instead: `arm` returns false).
-final class UnsafeLoopWakeRing {
+/// Unsafe: it maps memory the kernel shares and writes submission entries into it. One thread
+/// submits (`arm`, `cancel`: the watchdog's, whose event-loop lanes nest and unnest the loops) and
+/// one drains the completions (`drain`: the event-loop watcher's, which waits on the ring): the
+/// submission and completion queues are the kernel's two separate rings. One poll per loop is
+/// pending at most, so the queues never fill (`entries` loops at most; more are nested instead:
+/// `arm` returns false).
+final class UnsafeLoopWakeRing: @unchecked Sendable {
     let descriptor: Int32
     private let ringBase: UnsafeMutableRawPointer
     private let ringLength: Int
@@ -31,8 +35,8 @@ final class UnsafeLoopWakeRing {
     private let entries: UnsafeMutablePointer<io_uring_sqe>
     private let entriesLength: Int
     private let params: io_uring_params
-    /// Polls submitted and not completed yet.
-    private var pending = 0
+    /// Polls submitted and not completed yet (counted up by the submitter, down by the drainer).
+    private let pending = Atomic<Int>(0)
 
     init(entries wanted: UInt32 = 256) throws(SystemCallError) {
         var params = io_uring_params()
@@ -110,7 +114,7 @@ final class UnsafeLoopWakeRing {
         let offsets = params.sq_off
         let head = hw_ring_load_acquire(word(ringBase, offsets.head))
         let tail = word(ringBase, offsets.tail).pointee
-        guard tail &- head < params.sq_entries, pending < Int(params.cq_entries) / 2 else { return false }
+        guard tail &- head < params.sq_entries, pending.load(ordering: .relaxed) < Int(params.cq_entries) / 2 else { return false }
         let index = tail & word(ringBase, offsets.ring_mask).pointee
         var entry = io_uring_sqe()
         fill(&entry)
@@ -118,7 +122,7 @@ final class UnsafeLoopWakeRing {
         word(ringBase, offsets.array).advanced(by: Int(index)).pointee = index
         hw_ring_store_release(word(ringBase, offsets.tail), tail &+ 1)
         guard (try? SystemCall.check("io_uring_enter") { hw_io_uring_enter(descriptor, 1, 0, 0) }) == 1 else { return false }
-        pending += 1
+        pending.add(1, ordering: .relaxed)
         return true
     }
 
@@ -134,7 +138,7 @@ final class UnsafeLoopWakeRing {
         while head != tail {
             let completion = completions[Int(head & mask)]
             head &+= 1
-            pending -= 1
+            pending.subtract(1, ordering: .relaxed)
             body(completion.user_data, completion.res)
         }
         hw_ring_store_release(headWord, head)

@@ -304,8 +304,7 @@ import Testing
             "HangWatch/Capture/UnsafeCaptureBridge.swift",
         ]
         let stillOutside = [
-            "HangWatch/Activity/EventLoopWatcher.swift": "the event-loop watcher's own deadlines: its looks are not a lane yet",
-            "HangWatch/Linux/UnsafeLoopEpollWatch.swift": "the same wait, on the watcher's epoll instance",
+            "HangWatch/Linux/UnsafeLoopEpollWatch.swift": "the event-loop watcher's one wait, with no time limit (-1): idle loops' wakes",
             "HangWatch/Pool/PoolProbe.swift": "the attach jobs' meeting on pool workers, bounded at 20 ms: not a duty of the monitor's",
             "HangWatch/Capture/LinuxStackSampler.swift": "a capture guard's pause, on the watchdog's own thread within one look",
             "HangWatch/Activity/RunLoopActivitySource.swift": "a zero-interval Timer: the way onto a run loop's thread, no time",
