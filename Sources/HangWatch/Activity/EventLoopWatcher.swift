@@ -9,7 +9,7 @@ import Synchronization
 /// (`EventLoopLane`), which also registers, nests and unnests the loops' instances. It runs while
 /// it has loops (the last one stopped ends it; the next added starts another), and not at all
 /// where no epoll instance could be made (the loops are then pinged, from their lanes).
-final class EventLoopWatcher: @unchecked Sendable {
+final class EventLoopWatcher: Sendable {
     /// Nil when this process could not make one (out of descriptors): the loops are then pinged
     /// (`EventLoopActivitySource`'s fallback) and no thread runs.
     let epollWatch: UnsafeLoopEpollWatch?
