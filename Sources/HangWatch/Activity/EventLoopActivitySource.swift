@@ -209,14 +209,9 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         nudged.load(ordering: .relaxed) && nudged.exchange(false, ordering: .acquiringAndReleasing)
     }
 
-    /// Microseconds from now to coarse instant `next`, at most `longestWaitMicroseconds`.
-    func microseconds(untilCoarse next: UInt64) -> UInt64 {
-        let now = coarseNow()
-        return min(next > now ? (next - now) / 1000 : 0, Self.longestWaitMicroseconds)
-    }
-
-    /// The lane waits a minute at most at a time.
-    static let longestWaitMicroseconds: UInt64 = 60_000_000
+    /// Microseconds from now to coarse instant `next`, on the same clock and with the same cap as
+    /// the fallback's (`QueueActivitySource.longestWaitMicroseconds`).
+    func microseconds(untilCoarse next: UInt64) -> UInt64 { fallback.microseconds(untilCoarse: next) }
 
     /// The lane lets go of the loop (stopped; on the watchdog's thread): its epoll instance
     /// leaves the watcher's.

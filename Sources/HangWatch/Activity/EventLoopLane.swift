@@ -30,7 +30,7 @@ final class EventLoopLane: WatchdogLane, @unchecked Sendable {
             return .rest(until: nil)
         }
         let distance = source.microseconds(untilCoarse: deadline)
-        capped = distance >= EventLoopActivitySource.longestWaitMicroseconds
+        capped = distance >= QueueActivitySource.longestWaitMicroseconds
         next = now + distance
         return .at(now + distance)
     }

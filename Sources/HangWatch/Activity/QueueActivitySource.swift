@@ -101,11 +101,14 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         timerLane = QueuePingLane(source: self, firstTickIn: microseconds(untilCoarse: tick()))
     }
 
-    /// Microseconds from now to coarse instant `next` (at most a minute).
+    /// Microseconds from now to coarse instant `next`, at most `longestWaitMicroseconds`.
     func microseconds(untilCoarse next: UInt64) -> UInt64 {
         let now = coarseNow()
-        return min(next > now ? next - now : 0, 60_000_000_000) / 1000
+        return min(next > now ? (next - now) / 1000 : 0, Self.longestWaitMicroseconds)
     }
+
+    /// A timer lane waits a minute at most at a time.
+    static let longestWaitMicroseconds: UInt64 = 60_000_000
 
     var isStopped: Bool { stopped.load(ordering: .relaxed) }
 
