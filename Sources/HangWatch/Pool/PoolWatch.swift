@@ -186,10 +186,13 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         }
     }
 
+    /// The probe period and starvation threshold now: the monitor's threshold, at least 1 ms.
+    private var probeThreshold: UInt64 { max(settings.thresholdMicroseconds(), 1000) }
+
     /// Enqueues the next probe: a threshold later it must have started.
     func sendProbe() -> WatchdogWait {
         hasProbed = true
-        let threshold = max(settings.thresholdMicroseconds(), 1000)
+        let threshold = probeThreshold
         let slot = PoolProbeSlot()
         let enqueued = environment.now()
         enqueueOwn { enqueue(slot) }
@@ -341,7 +344,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
             _ = wakeSource.disarm()
             return nil
         }
-        let confirmAt = environment.now() + lookInterval(max(settings.thresholdMicroseconds(), 1000))
+        let confirmAt = environment.now() + lookInterval(probeThreshold)
         phase = .dormant(confirmAt: confirmAt)
         return .rest(until: confirmAt)
     }
@@ -374,7 +377,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         }
         let enqueuedAt = wakeSource?.disarm()
         tracker.resume(at: enqueuedAt ?? now)
-        if enqueuedAt != nil { lookAtJobs(thresholdMicroseconds: max(settings.thresholdMicroseconds(), 1000)) }
+        if enqueuedAt != nil { lookAtJobs(thresholdMicroseconds: probeThreshold) }
         logger.debug("pool watch woken from dormancy", metadata: ["hangwatch.by": "\(enqueuedAt != nil ? "a job enqueued" : "a worker found")"])
         return sendProbe()
     }
