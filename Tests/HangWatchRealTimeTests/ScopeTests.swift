@@ -13,9 +13,8 @@ import Testing
         let done = DispatchSemaphore(value: 0)
         let started = Mutex<(any Error)?>(nil)
         let thread = Thread {
-            // Named here: Foundation names a Thread's pthread lazily on Linux.
-            Thread.current.name = "scope-loop"
             do {
+                guard ThreadName.setCurrent("scope-loop") else { throw CocoaError(.featureUnsupported) }
                 try monitor.startWatchingScopes()
                 body(monitor)
             } catch {
@@ -98,6 +97,7 @@ import Testing
         defer { monitor.stop() }
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
+            try? #require(ThreadName.setCurrent("scope-loop"), "the test could not name its thread")
             defer { done.signal() }
             guard let scopes = try? monitor.startWatchingScopes() else { return }
             scopes.watch { _ = hangInDeclaredScope(milliseconds: 500) }
@@ -126,6 +126,7 @@ import Testing
         // Scopes of another thread, called from this one.
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
+            try? #require(ThreadName.setCurrent("scope-loop"), "the test could not name its thread")
             _ = try? monitor.startWatchingScopes()
             done.signal()
         }

@@ -18,6 +18,7 @@ package final class LoopThread: @unchecked Sendable {
 
     package init(name: String = "test-loop") {
         thread = Thread { [self] in
+            ThreadName.setCurrent(name)
             runLoop = RunLoop.current
             tid = CPUShare.currentTID()
             cfRunLoop = CFRunLoopGetCurrent()
@@ -40,7 +41,6 @@ package final class LoopThread: @unchecked Sendable {
             keepAlive.invalidate()
             finished.signal()
         }
-        thread.name = name
         thread.start()
         ready.wait()
     }
