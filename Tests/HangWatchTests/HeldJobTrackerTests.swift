@@ -369,20 +369,21 @@ import Testing
         for ms in stride(from: UInt64(0), through: 500, by: 50) {
             let events = tracker.observe(
                 [look(worker, jobA, at: ms), look(other, jobB, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold,
-                probeStartedMicroseconds: t(0) - 10_000)
+                startedProbeEnqueuedMicroseconds: t(0) - 10_000)
             #expect(events.isEmpty)
         }
-        // A probe that starts now shows room: both are held at the next look...
+        // A probe enqueued after they were first seen (at 520) that started shows room: both are
+        // held at the next look...
         var fresh = tracker
         let held = fresh.observe(
             [look(worker, jobA, at: 550), look(other, jobB, at: 550)], at: t(550), thresholdMicroseconds: Self.threshold,
-            probeStartedMicroseconds: t(520))
+            startedProbeEnqueuedMicroseconds: t(520))
         #expect(held.count == 2)
         // ...unless a starvation report took them.
         tracker.coverUnheld()
         let covered = tracker.observe(
             [look(worker, jobA, at: 550), look(other, jobB, at: 550)], at: t(550), thresholdMicroseconds: Self.threshold,
-            probeStartedMicroseconds: t(520))
+            startedProbeEnqueuedMicroseconds: t(520))
         #expect(covered.isEmpty)
     }
 
@@ -400,7 +401,7 @@ import Testing
             for ms in stride(from: UInt64(0), through: 500, by: 50) {
                 // Both default-pool workers busy (no room there), the high pool's job and idle worker beside them.
                 let looks = [look(worker, jobA, at: ms), look(other, jobB, at: ms), look(high, jobA, at: ms), look(idleHigh, nil, at: ms)]
-                for event in tracker.observe(looks, at: t(ms), thresholdMicroseconds: Self.threshold, probeStartedMicroseconds: t(0) - 10_000) {
+                for event in tracker.observe(looks, at: t(ms), thresholdMicroseconds: Self.threshold, startedProbeEnqueuedMicroseconds: t(0) - 10_000) {
                     if case .held(let episode) = event { held.append(episode.thread.tid) }
                 }
                 if starvationAt100 && ms == 100 { tracker.coverUnheld() }

@@ -142,6 +142,28 @@ import Testing
         #expect(Set(looker.looks.map { h.ms($0) }) == Set(stride(from: 50.0, through: 1_450, by: 50).map { $0 }))
     }
 
+    /// Seen in CI (`hangwatch-faults pool --mode block` beside a busy CPU): a burst of blocking
+    /// tasks spawned right behind a probe, the probe starting on one worker a moment after the
+    /// first tasks were seen on the others. Its start is no room for them (it was ahead of them in
+    /// the queue): the next probe does not start, and the one starvation report holds them all.
+    @Test func aProbeAheadOfABurstStartingAfterItsFirstTasksWereSeenProvesNoRoomForThem() throws {
+        let clock = ScriptedClock(start: 1_000_000_000)
+        let looker = ScriptedPoolLooker(clock: clock)
+        // Both threads blocked in a job each from 270 to 1,000 ms (first seen at the 300 ms look).
+        looker.jobs = { now in (1_000_270_000..<1_001_000_000).contains(now) ? [101, 102] : [] }
+        let h = Harness(clock: clock, looker: looker)
+        // The probe enqueued at 250 ms starts at 310 ms; the next (500 ms) once the jobs end.
+        h.delays[1] = 60
+        h.delays[2] = 500
+        h.run(until: 1_500)
+
+        #expect(h.sink.jobs.isEmpty, "\(h.sink.jobs.map { ($0.recording.thread?.tid ?? 0, h.ms($0.recording.startMicroseconds)) })")
+        #expect(h.sink.events.filter { $0 != "progressed" } == ["starved", "recovered"], "\(h.sink.events)")
+        let recording = try #require(h.sink.recovered.first?.recording)
+        #expect(h.ms(recording.startMicroseconds) == 500)
+        #expect(recording.threads.map(\.tid) == [101, 102])
+    }
+
     @Test func aPoolThreadNotAttachedGetsAttachJobsUntilOneRunsOnItOrPatienceRunsOut() {
         let clock = ScriptedClock(start: 1_000_000_000)
         let looker = ScriptedPoolLooker(clock: clock)
@@ -364,6 +386,8 @@ final class ScriptedPoolWake: PoolWakeSource, @unchecked Sendable {
 final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
     let clock: ScriptedClock
     var job: (UInt64) -> Int32? = { _ in nil }
+    /// Threads in a job besides `job`'s (each blocked in its own).
+    var jobs: (UInt64) -> Set<Int32> = { _ in [] }
     /// Threads not attached (they ran no probe), besides 101 and 102 (either may be one).
     var unattached: Set<Int32> = []
     /// Thread names other than the default pool's.
@@ -380,9 +404,10 @@ final class ScriptedPoolLooker: PoolThreadLooking, @unchecked Sendable {
             let thread = MonitoredThread(tid: tid, startTimeTicks: 1, stackLow: 0, stackHigh: 1, name: names[tid] ?? "oot.default-qos", isMain: false)
             var sample = ScriptedSampler.blocked([0x2010, 0x3010, 0x1020], syscall: 230)
             sample.microseconds = clock.now
-            if job(clock.now) == tid {
+            if job(clock.now) == tid || jobs(clock.now).contains(tid) {
                 sample.method = .unchanged
-                sample.asyncCallers = AsyncCallers(after: 1, resumeAddresses: [0x4000], end: .complete, contexts: (0xa0, 0xb0))
+                sample.asyncCallers = AsyncCallers(
+                    after: 1, resumeAddresses: [0x4000], end: .complete, contexts: (0xa0 + UInt(tid) << 12, 0xb0 + UInt(tid) << 12))
             }
             return (thread, sample, !unattached.contains(tid))
         }

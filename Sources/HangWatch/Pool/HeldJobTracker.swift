@@ -63,9 +63,11 @@ struct JobActivation: Hashable, Sendable {
 /// busy all the same).
 
 /// A job in the probed pool (the default one) is reported as held only when that pool had room
-/// after it was first seen (an idle worker of it, or a probe job that started): while every
-/// worker is busy, it may be one of the jobs of a starvation, which gets one report holding every
-/// thread (`coverUnheld`). A job in another priority's pool needs no such proof: no starved-pool
+/// while the job held its thread: an idle worker of it seen at the same look, or a probe job
+/// enqueued after the job was first seen that started (one enqueued before may have been ahead
+/// of it in the queue, and its start proves nothing about the pool with this job in it). While
+/// every worker is busy, the job may be one of the jobs of a starvation, which gets one report
+/// holding every thread (`coverUnheld`). A job in another priority's pool needs no such proof: no starved-pool
 /// report ever holds it.
 struct HeldJobTracker: Sendable {
     /// One pool thread as a look found it.
@@ -157,12 +159,13 @@ struct HeldJobTracker: Sendable {
     /// Bounds the samples kept before a report opens (a long job is sampled on in the report).
     var maxSamplesBeforeHeld = 256
 
-    /// Takes one round of looks (every pool thread) taken at `now`. `probeStartedMicroseconds`: when
-    /// a probe job last started (the pool had room then).
+    /// Takes one round of looks (every pool thread) taken at `now`. `startedProbeEnqueuedMicroseconds`:
+    /// when the last probe job that started was enqueued (a job seen running by then held its
+    /// thread while the pool still had room for one more).
     mutating func observe(
-        _ looks: [Look], at now: UInt64, thresholdMicroseconds: UInt64, probeStartedMicroseconds: UInt64? = nil
+        _ looks: [Look], at now: UInt64, thresholdMicroseconds: UInt64, startedProbeEnqueuedMicroseconds: UInt64? = nil
     ) -> [Event] {
-        let room = roomShown(in: looks, at: now, probeStartedMicroseconds: probeStartedMicroseconds)
+        let room = roomShown(in: looks, at: now, startedProbeEnqueuedMicroseconds: startedProbeEnqueuedMicroseconds)
         var events: [Event] = []
         var seen = Set<Int32>()
         let previous = previousLookMicroseconds
@@ -183,8 +186,8 @@ struct HeldJobTracker: Sendable {
 
     /// Learns the pool's workers from `looks` and says when the probed pool last had room: now, if
     /// a worker of it runs no job and its stack was read (a thread a job started is named like the
-    /// pool's workers, but is none of them), else when a probe job last started.
-    private mutating func roomShown(in looks: [Look], at now: UInt64, probeStartedMicroseconds: UInt64?) -> UInt64? {
+    /// pool's workers, but is none of them), else when the last probe job that started was enqueued.
+    private mutating func roomShown(in looks: [Look], at now: UInt64, startedProbeEnqueuedMicroseconds: UInt64?) -> UInt64? {
         for look in looks where look.activation != nil {
             workers.insert([UInt64(look.thread.tid), look.thread.startTimeTicks])
         }
@@ -193,7 +196,7 @@ struct HeldJobTracker: Sendable {
             Self.inProbedPool(look.thread) && look.activation == nil && look.sample.failure == nil && !look.sample.frames.isEmpty
                 && (look.isWorker || workers.contains([UInt64(look.thread.tid), look.thread.startTimeTicks]))
         }
-        return idleThreadSeen ? now : probeStartedMicroseconds
+        return idleThreadSeen ? now : startedProbeEnqueuedMicroseconds
     }
 
     /// One thread's look in the round taken at `now` (`roundBefore`: the round before's time): ends

@@ -27,7 +27,7 @@ extension PoolWatch {
                 labels: activation == nil ? [] : LabelsInEffect.read(thread, taskID: activation?.taskID))
         }
         let events = tracker.observe(
-            tracked, at: now, thresholdMicroseconds: thresholdMicroseconds, probeStartedMicroseconds: probeStarted)
+            tracked, at: now, thresholdMicroseconds: thresholdMicroseconds, startedProbeEnqueuedMicroseconds: startedProbeEnqueued)
         for event in events {
             handle(event, outcome: .recovered, thresholdMicroseconds: thresholdMicroseconds)
         }

@@ -57,7 +57,7 @@ extension PoolWatch {
             return .at(next)
         }
         recording.endMicroseconds = max(started, probe.enqueued)
-        probeStarted = started
+        startedProbeEnqueued = probe.enqueued
         histogram.add(delayNanoseconds: (max(started, probe.enqueued) - probe.enqueued) * 1000)
         finish(recording, outcome: .recovered)
         return sendProbe()
@@ -90,7 +90,7 @@ extension PoolWatch {
             phase = .awaitingProbe(probe, wakeAt: next)
             return .at(next)
         }
-        probeStarted = started
+        startedProbeEnqueued = probe.enqueued
         histogram.add(delayNanoseconds: (max(started, probe.enqueued) - probe.enqueued) * 1000)
         return sendProbe()
     }

@@ -99,8 +99,9 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     var tracker = HeldJobTracker()
     /// The open report of each held job, by thread.
     var heldJobs: [Int32: HangRecording] = [:]
-    /// When a probe job last started (the pool had room then).
-    var probeStarted: UInt64?
+    /// When the last probe job that started was enqueued: the pool had room for it, whatever ran
+    /// by then (`HeldJobTracker`'s proof of room).
+    var startedProbeEnqueued: UInt64?
     let histogram: PoolProbeHistogram
     /// The process's report ids (`ProcessRuntime.reportNaming`).
     let naming: ReportNaming
@@ -210,12 +211,12 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     /// whether it started.
     private func probing(_ probe: Probe, wakeAt: UInt64, now: UInt64) -> WatchdogWait {
         guard now >= wakeAt else { return .at(wakeAt) }
-        if let started = probe.slot.startedMicroseconds { probeStarted = started }
+        if probe.slot.startedMicroseconds != nil { startedProbeEnqueued = probe.enqueued }
         lookAtJobs(thresholdMicroseconds: probe.threshold)
         let looked = environment.now()
         if looked < probe.deadline { return waitProbing(probe, now: looked) }
         guard let started = probe.slot.startedMicroseconds else { return record(probe) }
-        probeStarted = started
+        startedProbeEnqueued = probe.enqueued
         histogram.add(delayNanoseconds: (started - min(started, probe.enqueued)) * 1000)
         return restIfQuiet(thresholdMicroseconds: probe.threshold) ?? sendProbe()
     }
@@ -299,7 +300,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
             phase = .confirmingRest(rest, wakeAt: next)
             return .rest(until: next)
         }
-        if let started = rest.probe.slot.startedMicroseconds { probeStarted = started }
+        if rest.probe.slot.startedMicroseconds != nil { startedProbeEnqueued = rest.probe.enqueued }
         guard !woken, rest.probe.slot.startedMicroseconds != nil, lookAtJobs(thresholdMicroseconds: rest.probe.threshold) else {
             _ = wakeSource?.disarm()
             quietSince = nil
