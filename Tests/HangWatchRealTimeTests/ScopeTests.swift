@@ -97,7 +97,6 @@ import Testing
         defer { monitor.stop() }
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
-            try? #require(ThreadName.setCurrent("scope-loop"), "the test could not name its thread")
             defer { done.signal() }
             guard let scopes = try? monitor.startWatchingScopes() else { return }
             scopes.watch { _ = hangInDeclaredScope(milliseconds: 500) }
@@ -126,7 +125,6 @@ import Testing
         // Scopes of another thread, called from this one.
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
-            try? #require(ThreadName.setCurrent("scope-loop"), "the test could not name its thread")
             _ = try? monitor.startWatchingScopes()
             done.signal()
         }

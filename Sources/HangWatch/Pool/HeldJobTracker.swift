@@ -67,8 +67,8 @@ struct JobActivation: Hashable, Sendable {
 /// enqueued after the job was first seen that started (one enqueued before may have been ahead
 /// of it in the queue, and its start proves nothing about the pool with this job in it). While
 /// every worker is busy, the job may be one of the jobs of a starvation, which gets one report
-/// holding every thread (`coverUnheld`). A job in another priority's pool needs no such proof: no starved-pool
-/// report ever holds it.
+/// holding every thread (`coverUnheld`). A job in another priority's pool needs no such proof: no
+/// starved-pool report ever holds it.
 struct HeldJobTracker: Sendable {
     /// One pool thread as a look found it.
     struct Look: Sendable {
