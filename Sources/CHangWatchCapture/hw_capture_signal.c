@@ -199,6 +199,13 @@ int hw_capture_install(int signo) {
     return 0;
 }
 
+void hw_capture_thread_unblock(int signo) {
+    sigset_t capture;
+    sigemptyset(&capture);
+    sigaddset(&capture, signo);
+    pthread_sigmask(SIG_UNBLOCK, &capture, NULL);
+}
+
 int hw_capture_thread_attach(size_t altstack_size, int signo) {
     int installed = 0;
     sigset_t capture;

@@ -36,9 +36,6 @@ public final class HangMonitor: Sendable {
     private let starts = Atomic<UInt64>(0)
     /// Whether a scope call that could do nothing was told in the log (once per monitor and kind).
     let scopeMisuseLogged = ScopeMisuse.Logged()
-    /// Monitors created with the same sharing report through one writer and are watched by one
-    /// watchdog thread (a SwiftNIO group's loops).
-    private let sharing: MonitorSharing?
 
     enum Lifecycle: Sendable {
         /// `start` is making its assembly; the number tells this start from a later one (after a
@@ -65,26 +62,19 @@ public final class HangMonitor: Sendable {
     /// Validates `configuration` (throwing `HangMonitorError.invalidConfiguration` naming the bad
     /// setting). `enricher` runs on each finished report before it is written, off the monitored
     /// thread, e.g. `Symbolicator()` from HangWatchSymbolication for names in every report.
-    public convenience init(
+    ///
+    /// Each monitor is one watch: its source, threshold and stop are its own. What a process has one
+    /// of is shared: one watchdog thread for every monitor, and one writer and heartbeat per report
+    /// directory (monitors writing to one directory share its rate limit and its fold of repeats,
+    /// and must agree on its settings: `start` throws `invalidConfiguration` otherwise).
+    public init(
         configuration: Configuration, logger: Logger = Logger(label: "hangwatch"),
         enricher: (any HangReportEnricher)? = nil
-    ) throws {
-        try self.init(configuration: configuration, logger: logger, enricher: enricher, sharing: nil)
-    }
-
-    /// The same, reporting through `sharing`'s writer with every other monitor made with it: one
-    /// rate limit, and the same culprit on two of their loops is one report with its repeats. The
-    /// first monitor to start makes the writer; its configuration's directory, limits and
-    /// retention apply to all.
-    package init(
-        configuration: Configuration, logger: Logger = Logger(label: "hangwatch"),
-        enricher: (any HangReportEnricher)? = nil, sharing: MonitorSharing?
     ) throws {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
         self.enricher = enricher
-        self.sharing = sharing
         control = WatchdogControl(thresholdMicroseconds: DurationText.microseconds(configuration.threshold))
     }
 
@@ -139,8 +129,7 @@ public final class HangMonitor: Sendable {
         let source = EventLoopActivitySource(
             thresholdMicroseconds: { control.thresholdMicroseconds.load(ordering: .relaxed) },
             intervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
-            watcher: sharing?.loopWatcher(orMake: { [configuration] in EventLoopWatcher(usesIoUring: configuration.usesIoUring) })
-                ?? EventLoopWatcher(usesIoUring: configuration.usesIoUring), enqueue: enqueue,
+            watcher: ProcessRuntime.process.loopWatcher(usesIoUring: configuration.usesIoUring), enqueue: enqueue,
             lastIterationEnd: lastIterationEnd)
         try start(source: source, handles: SourceHandles(loopWakesThroughIoUring: { source.wakesThroughIoUring }))
     }
@@ -176,8 +165,7 @@ public final class HangMonitor: Sendable {
             assembly = try MonitorAssembly(
                 configuration: configuration, source: source, handles: handles, world: .system(),
                 owner: MonitorAssembly.Owner(
-                    id: ObjectIdentifier(self), control: control, statistics: statisticsStore, logger: logger, enricher: enricher,
-                    sharing: sharing))
+                    id: ObjectIdentifier(self), control: control, statistics: statisticsStore, logger: logger, enricher: enricher))
         } catch {
             running.withLock { running in
                 if case .starting(start) = running { running = nil }
@@ -237,6 +225,12 @@ public final class HangMonitor: Sendable {
     /// Whether this process can make the io_uring an event-loop watcher polls idle loops' wakes
     /// through (`Configuration.usesIoUring`).
     package static var canPollLoopWakesThroughIoUring: Bool { (try? UnsafeLoopWakeRing(entries: 1)) != nil }
+
+    /// How this process's event-loop watcher for `usesIoUring` watches idle loops' wakes, and why
+    /// not through io_uring if not (what a group's start logs).
+    package static func loopWakeMethod(usesIoUring: Bool) -> String {
+        ProcessRuntime.process.loopWatcher(usesIoUring: usesIoUring).wakeMethod
+    }
 
     /// Whether the running source is an event loop whose idle wakes come through an io_uring
     /// (never lost: `Configuration.usesIoUring`); nil when not running an event-loop source.

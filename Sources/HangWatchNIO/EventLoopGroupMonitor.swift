@@ -6,10 +6,10 @@ import NIOCore
 /// the loop's own epoll instance (pinged until it is learnt). A loop busy past the threshold is
 /// blocked (one blocking call stalls every connection on it): its thread is captured and the
 /// report names it (`thread.name`, e.g. `NIO-ELT-0-#3`), with `source` `nio-eventloop`. The loops
-/// report through one writer: one rate limit, and the same culprit on two loops is one report
-/// with its repeats. However many loops, the group costs two threads: one watchdog, and one
-/// watcher of every loop's epoll instance (polled through io_uring where available:
-/// `Configuration.usesIoUring`).
+/// write to one directory, so through its one writer: one rate limit, and the same culprit on two
+/// loops is one report with its repeats; its heartbeat speaks for every loop. However many loops,
+/// the group costs no thread of its own: the process's one watchdog, and its one watcher of every
+/// loop's epoll instance (polled through io_uring where available: `Configuration.usesIoUring`).
 ///
 /// ```swift
 /// let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
@@ -53,8 +53,8 @@ public final class EventLoopGroupMonitor: Sendable {
 
 extension HangMonitor {
     /// Watches every event loop of `group` with `configuration` (all loops share the service
-    /// name, directory and threshold). Only the first loop's monitor keeps the heartbeat file
-    /// (there is one per process). `ticks`: the delegate the group was made with
+    /// name, directory and threshold; the directory's heartbeat speaks for them all). `ticks`: the
+    /// delegate the group was made with
     /// (`EventLoopTicks`); the loops' iterations then date busy stretches under load, with no
     /// pings on the loops until a hang is declared.
     public static func watch(
@@ -62,12 +62,9 @@ extension HangMonitor {
         logger: Logger = Logger(label: "hangwatch")
     ) throws -> EventLoopGroupMonitor {
         var monitors: [HangMonitor] = []
-        let sharing = MonitorSharing()
         do {
-            for (index, loop) in group.makeIterator().enumerated() {
-                var perLoop = configuration
-                if index > 0 { perLoop.heartbeatInterval = .zero }
-                let monitor = try HangMonitor(configuration: perLoop, logger: logger, sharing: sharing)
+            for loop in group.makeIterator() {
+                let monitor = try HangMonitor(configuration: configuration, logger: logger)
                 var lastIterationEnd: (@Sendable () -> UInt64?)?
                 if let slot = ticks?.slot(for: loop) { lastIterationEnd = { slot.lastEnd } }
                 try monitor.startPinging(eventLoop: { block in loop.execute(block) }, lastIterationEnd: lastIterationEnd)
@@ -77,10 +74,11 @@ extension HangMonitor {
             for monitor in monitors { monitor.stop() }
             throw error
         }
-        if configuration.isEnabled, let method = sharing.loopWakeMethod {
+        if configuration.isEnabled, !monitors.isEmpty {
+            let method = HangMonitor.loopWakeMethod(usesIoUring: configuration.usesIoUring)
             let boundaries = ticks == nil ? "a ping at each look" : "the loops' iterations (EventLoopTicks)"
             logger.info(
-                "event loops watched: \(monitors.count), one watchdog and one watcher thread; under load dated by \(boundaries); \(method)",
+                "event loops watched: \(monitors.count), by the process's watchdog and loop watcher threads; under load dated by \(boundaries); \(method)",
                 metadata: ["hangwatch.service": "\(configuration.serviceName)"])
         }
         return EventLoopGroupMonitor(monitors: monitors)

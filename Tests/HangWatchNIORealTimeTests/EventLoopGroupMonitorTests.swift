@@ -279,7 +279,7 @@ final class WatchedServer {
         let log = LogRecorder()
         let watch = try HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: log.logger)
         watch.stop()
-        let started = log.all.filter { $0.message.hasPrefix("event loops watched: 2, one watchdog and one watcher thread; ") }
+        let started = log.all.filter { $0.message.hasPrefix("event loops watched: 2, by the process's watchdog and loop watcher threads; ") }
         try #require(started.count == 1, "\(log.all.map(\.message))")
         let message = started[0].message
         let dated = usesIoUring ? "under load dated by the loops' iterations (EventLoopTicks); " : "under load dated by a ping at each look; "

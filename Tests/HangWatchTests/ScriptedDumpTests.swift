@@ -120,25 +120,43 @@ import Testing
         #expect(refusals[6]?.hasPrefix("rate limit") == true, "\(refusals)")
     }
 
-    /// The latest monitor started answers; when it stops, the one before it does again, and the
-    /// signal's wake follows.
-    @Test func theLatestMonitorAnswersAndTheOneBeforeItWhenItStops() {
+    /// One dump lane per process: the first directory that answers starts it and registers the
+    /// watchdog's wake with the signal once; the directory open longest answers; when the last
+    /// closes, the lane leaves and the wake is unregistered.
+    @Test func theDirectoryOpenLongestAnswersAndTheLaneLeavesWithTheLast() throws {
         final class Registrations: @unchecked Sendable { var calls: [(WatchdogWake?, WatchdogWake?)] = [] }
         let registrations = Registrations()
-        let registry = DumpRegistry { registrations.calls.append(($0, $1)) }
-        let (first, second) = (WatchdogControl(thresholdMicroseconds: 1), WatchdogControl(thresholdMicroseconds: 1))
-        let (wakeA, wakeB) = (WatchdogWake(), WatchdogWake())
-        registry.enroll(ObjectIdentifier(first), wake: wakeA)
-        #expect(registry.answers(ObjectIdentifier(first)))
-        registry.enroll(ObjectIdentifier(second), wake: wakeB)
-        #expect(registry.answers(ObjectIdentifier(second)) && !registry.answers(ObjectIdentifier(first)))
-        registry.withdraw(ObjectIdentifier(second))
-        #expect(registry.answers(ObjectIdentifier(first)))
-        registry.withdraw(ObjectIdentifier(first))
-        #expect(!registry.answers(ObjectIdentifier(first)))
+        let clock = ScriptedClock()
+        let environment = FakeWatchdogEnvironment(clock: clock)
+        let runtime = ProcessRuntime(environment: environment, startsThreads: false) { registrations.calls.append(($0, $1)) }
+        let requests = Requests()
+        requests.clock = clock
+        let (first, second) = (ReportDirectory(), ReportDirectory())
+        func server(_ directory: ReportDirectory) throws -> DumpServer {
+            let store = ReportStore(directory: directory.path)
+            try store.prepare()
+            return DumpServer(
+                logger: Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }), store: store,
+                builder: ReportBuilder(
+                    service: "scripted", host: "test-host", pid: 4242, process: HangReport.Process(executable: "/usr/bin/scripted", startTimeTicks: 1),
+                    signal: 35, maxFrames: 64, wallClock: { environment.date(ofMicroseconds: $0) }, source: .runLoop),
+                images: runtime.images(logger: Logger(label: "hangwatch.tests")), clock: clock,
+                take: { Self.dump(at: clock.now) })
+        }
+        let owners = (Requests(), Requests())
+        let (a, b) = (ObjectIdentifier(owners.0), ObjectIdentifier(owners.1))
+        runtime.dumps.offer(try server(first), signal: 35, from: a, requests: { requests.take() })
+        runtime.dumps.offer(try server(second), signal: 35, from: b, requests: { requests.take() })
+        runtime.dumps.answer([1], at: clock.now)
+        #expect(FileManager.default.fileExists(atPath: first.path + "/.dump-1.json"))
+        runtime.dumps.withdraw(a)
+        runtime.dumps.answer([2], at: clock.now)
+        #expect(FileManager.default.fileExists(atPath: second.path + "/.dump-2.json"))
+        #expect(!FileManager.default.fileExists(atPath: first.path + "/.dump-2.json"))
+        runtime.dumps.withdraw(b)
+        let wake = ObjectIdentifier(runtime.watchdog.wake)
         let calls = registrations.calls.map { ($0.0.map(ObjectIdentifier.init), $0.1.map(ObjectIdentifier.init)) }
-        let (a, b) = (ObjectIdentifier(wakeA), ObjectIdentifier(wakeB))
-        #expect(calls.count == 4)
-        #expect(calls.map { $0.0 } == [a, b, a, nil] && calls.map { $0.1 } == [nil, nil, b, a], "\(calls)")
+        #expect(calls.count == 2)
+        #expect(calls.map { $0.0 } == [wake, nil] && calls.map { $0.1 } == [nil, wake], "\(calls)")
     }
 }

@@ -139,6 +139,13 @@ int hw_capture_install(int signo);
 int hw_capture_handler_is_current(int signo);
 
 /**
+ * Unblock `signo` for the calling thread: the watchdog's, where a dump request is queued (a
+ * thread inherits its creator's mask, and a service may block the capture signal where it starts
+ * its monitor). Outside any signal handler.
+ */
+void hw_capture_thread_unblock(int signo);
+
+/**
  * Attach the calling thread: unblock `signo` for it (threads started from libdispatch workers
  * inherit a mask that blocks it), give it an alternate signal stack of `altstack_size` bytes unless
  * it already has one, and warm libunwind's caches with its current stack. Call on the monitored
@@ -280,6 +287,17 @@ static inline void hw_loop_histogram_add(struct hw_loop_histogram *histogram, ui
     __atomic_store_n(&histogram->counts[bucket], count + 1, __ATOMIC_RELAXED);
     uint64_t total = __atomic_load_n(&histogram->total_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&histogram->total_ns, total + busy_ns, __ATOMIC_RELAXED);
+}
+
+/**
+ * Adds `from`'s counts into `into` (the watchdog's sum of several loops' histograms for one
+ * heartbeat; `from` is read with relaxed loads, as the heartbeat's copy is). `into` is the caller's.
+ */
+static inline void hw_loop_histogram_accumulate(struct hw_loop_histogram *into, const struct hw_loop_histogram *from) {
+    into->total_ns += __atomic_load_n(&from->total_ns, __ATOMIC_RELAXED);
+    for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
+        into->counts[bucket] += __atomic_load_n(&from->counts[bucket], __ATOMIC_RELAXED);
+    }
 }
 
 struct hw_heartbeat {

@@ -98,7 +98,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     init(
         kind: ActivitySourceKind = .nioEventLoop, thresholdMicroseconds: @escaping @Sendable () -> UInt64,
         intervalMicroseconds: UInt64, coarseNow: @escaping @Sendable () -> UInt64 = QueueActivitySource.coarseNanoseconds,
-        watcher: EventLoopWatcher = EventLoopWatcher(),
+        watcher: EventLoopWatcher,
         enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
         lastIterationEnd: (@Sendable () -> UInt64?)? = nil
     ) {

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// The thread that waits for idle event loops to wake (`EventLoopActivitySource`): one for a whole
-/// SwiftNIO group (`MonitorSharing`), however many loops. Its one wait has no time limit: on one
+/// The thread that waits for idle event loops to wake (`EventLoopActivitySource`): one per process
+/// (`ProcessRuntime.loopWatcher`, one per way of polling), however many loops and groups. Its one wait has no time limit: on one
 /// epoll instance of its own holding every idle loop's (`UnsafeLoopEpollWatch`, polled through an
 /// io_uring or nested), and at each wake it tells the loop when it woke and posts the watchdog's
 /// wake (`EventLoopActivitySource.watcherSawWake`). Everything timed (the looks at a busy loop,

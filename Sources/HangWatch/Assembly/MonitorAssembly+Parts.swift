@@ -30,45 +30,30 @@ extension MonitorAssembly {
             serviceVersion: world.serviceVersion(configuration.serviceVersion))
     }
 
-    /// The writer of the monitor's reports: the sharing's, when monitors share one (the first to
-    /// start makes it; they share the watchdog whose `wake` it posts too).
-    static func reportWriter(
-        _ configuration: HangMonitor.Configuration, owner: Owner, world: MonitorWorld, store: ReportStore, builder: ReportBuilder,
-        images: ImageRegistry, wake: WatchdogWake
-    ) -> ReportWriter {
-        let makeWriter = {
-            ReportWriter(
-                store: store,
-                retention: RetentionPolicy(maxReports: configuration.maxReports, maxBytes: configuration.maxReportBytes),
-                policy: ReportPolicy(
-                    limiter: ReportRateLimiter(burst: configuration.reportBurst, perMinute: configuration.reportsPerMinute),
-                    repeats: RepeatTracker(windowMicroseconds: DurationText.microseconds(configuration.repeatWindow))),
-                enricher: owner.enricher, statistics: owner.statistics, logger: owner.logger, builder: builder, images: images,
-                clock: world.clock, wake: wake)
-        }
-        return owner.sharing?.writer(orMake: makeWriter) ?? makeWriter()
-    }
-
-    /// The heartbeat file the host agent reads, when one is configured and can be made (else a
-    /// warning: the agent cannot tell whether this watchdog is alive).
-    static func heartbeatPublisher(
-        _ configuration: HangMonitor.Configuration, owner: Owner, world: MonitorWorld, store: ReportStore, latch: ActivityLatch, signal: Int32,
-        serviceVersion: ServiceVersion?
-    ) -> HeartbeatPublisher? {
-        guard configuration.heartbeatInterval != .zero else { return nil }
-        do {
-            return try HeartbeatPublisher(
-                directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
-                thresholdMicroseconds: owner.control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram,
-                poolDelays: { [id = owner.id, runtime = world.runtime] in
-                    runtime.poolWatch.activeOwner() == id ? runtime.poolDelays.snapshot : nil
-                }, callsCutShort: { [threads = world.runtime.threads] in threads.callsCutShort.load(ordering: .relaxed) }, dumpSignal: signal, taskLayoutUnrecognised: world.taskLayout.description != nil,
-                serviceVersion: serviceVersion)
-        } catch {
-            owner.logger.warning(
-                "no heartbeat file: the host agent cannot tell whether this monitor's watchdog is alive",
-                metadata: ["hangwatch.directory": "\(configuration.reportDirectory)", "hangwatch.error": "\(error)"])
-            return nil
+    /// The report directory this start writes to, held in the process's runtime: the one other
+    /// monitors of the process already write to (their settings must be this one's), or opened now
+    /// with its writer, its heartbeat file (when one is configured) and its dump answers.
+    static func heldDirectory(
+        _ configuration: HangMonitor.Configuration, store: ReportStore, owner: Owner, world: MonitorWorld, builder: ReportBuilder,
+        images: ImageRegistry, capture: MonitorWorld.Capture
+    ) throws -> SharedReportDirectory {
+        let runtime = world.runtime
+        let settings = SharedReportDirectory.Settings(configuration)
+        let heartbeatFile: (() throws(SystemCallError) -> HeartbeatPublisher)? =
+            configuration.heartbeatInterval == .zero
+            ? nil
+            : { () throws(SystemCallError) -> HeartbeatPublisher in
+                try HeartbeatPublisher(
+                    directory: store.directory, access: store.access, interval: configuration.heartbeatInterval,
+                    thresholdMicroseconds: owner.control.thresholdMicroseconds.load(ordering: .relaxed),
+                    callsCutShort: { [threads = runtime.threads] in threads.callsCutShort.load(ordering: .relaxed) },
+                    dumpSignal: settings.captureSignal, taskLayoutUnrecognised: world.taskLayout.description != nil,
+                    serviceVersion: builder.serviceVersion)
+            }
+        return try runtime.directories.hold(ReportDirectories.key(of: store.directory), settings: settings, in: runtime) {
+            SharedReportDirectory(
+                settings: settings, store: store, runtime: runtime, clock: world.clock, images: images, heartbeatFile: heartbeatFile,
+                dumps: world.dumps, dumpBuilder: builder, capture: capture, logger: owner.logger)
         }
     }
 
@@ -79,7 +64,6 @@ extension MonitorAssembly {
             sampleIntervalMicroseconds: DurationText.microseconds(configuration.sampleInterval),
             maxSamples: configuration.maxSamplesPerHang,
             clockResolutionMicroseconds: world.clockResolutionMicroseconds,
-            serviceName: configuration.serviceName,
-            heartbeatIntervalMicroseconds: DurationText.microseconds(configuration.heartbeatInterval))
+            serviceName: configuration.serviceName)
     }
 }

@@ -3,12 +3,14 @@ import Foundation
 import Logging
 import Synchronization
 
-/// One running monitor, whole: its source and latch, its lanes of the watchdog, the report writer
-/// and its store, the heartbeat. Made from the configuration and a `MonitorWorld` with no lock
-/// held (the directory, the signal handler and the heartbeat file are set up here, and nothing
-/// starts); `HangMonitor.start` swaps it in and `begin`s it (the source starts feeding the latch,
-/// the lanes join the watchdog), `stop` `end`s it. Tests make one the same way from a scripted world
-/// and step its watchdog on their own thread.
+/// One start of a monitor, whole: the handle `start` makes, with what is this watch's own (its
+/// source and latch, its hang lane and the source's timer lane, its threshold through the owner's
+/// control, its stop) and its places in what the process shares (`ProcessRuntime`: the watchdog
+/// its lanes join, the report directory whose writer and heartbeat it shares with every monitor
+/// writing there, the pool watch it offers to run). Made from the configuration and a
+/// `MonitorWorld` with no lock held (the directory prepared, the signal handler installed, the
+/// directory held, nothing started); `HangMonitor.start` swaps it in and `begin`s it, `stop` `end`s
+/// it. Tests make one the same way from a scripted world and step the watchdog on their own thread.
 final class MonitorAssembly: Sendable {
     /// What the monitor that owns the assembly keeps across starts.
     struct Owner: Sendable {
@@ -17,8 +19,6 @@ final class MonitorAssembly: Sendable {
         var statistics: MonitorStatistics
         var logger: Logger
         var enricher: (any HangReportEnricher)?
-        /// Monitors made with it share a writer, a watchdog and an event-loop watcher.
-        var sharing: MonitorSharing?
     }
 
     let configuration: HangMonitor.Configuration
@@ -28,25 +28,32 @@ final class MonitorAssembly: Sendable {
     /// What the source can do beyond the common lifecycle, typed by the `start…` that made it.
     let handles: HangMonitor.SourceHandles
     let latch: ActivityLatch
-    let watchdog: Watchdog
     let hangLane: HangLane
-    /// Answers `hangwatch dump PID` (nil: this monitor does not).
-    let dumpLane: DumpLane?
     let threadSlot: ThreadSlot
-    let writer: ReportWriter
-    let store: ReportStore
+    /// The report directory, shared with the other monitors of the process writing to it.
+    let directory: SharedReportDirectory
+    /// This monitor's reports, on their way to the directory's writer.
+    let reports: MonitorReports
     let builder: ReportBuilder
     let images: ImageRegistry
-    let heartbeat: HeartbeatPublisher?
     let signal: Int32
     /// This start's stop: its lanes finish once it is raised (`end`).
     let stop = StopFlag()
-    /// Every lane of the watchdog the assembly runs, once begun (the hang lane, the source's timer
-    /// lane when it has one, the writer's hold-back lane, the dump lane when it answers dumps).
+    /// This start's own lanes of the watchdog, once begun (the hang lane, the source's timer lane
+    /// when it has one).
     private let lanes = Mutex<[any WatchdogLane]>([])
+    /// Whether `end` ran, and whether the directory was let go (by `end` or `discard`): once each.
+    private let ended = Atomic<Bool>(false)
+    private let released = Atomic<Bool>(false)
+
+    /// The process's watchdog, which this start's lanes join.
+    var watchdog: Watchdog { world.runtime.watchdog }
+    /// The directory's writer.
+    var writer: ReportWriter { directory.writer }
 
     /// Sets up everything `begin` needs; throws `HangMonitorError` when the directory cannot be
-    /// used or the signal handler cannot be installed.
+    /// used, when monitors already writing to it have other directory settings, or when the signal
+    /// handler cannot be installed.
     init(
         configuration: HangMonitor.Configuration, source: any ActivitySource, handles: HangMonitor.SourceHandles,
         world: MonitorWorld, owner: Owner
@@ -56,38 +63,34 @@ final class MonitorAssembly: Sendable {
         self.owner = owner
         self.source = source
         self.handles = handles
-        store = try Self.preparedStore(configuration)
+        let runtime = world.runtime
+        let store = try Self.preparedStore(configuration)
         signal = configuration.captureSignal ?? CaptureSignal.defaultSignal
         try world.installCapture(signal)
-        let makeWatchdog = { Watchdog(environment: world.environment) }
-        watchdog = owner.sharing?.watchdog(orMake: makeWatchdog) ?? makeWatchdog()
         latch = ActivityLatch(
             busyActivities: configuration.busyActivities,
-            loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero, wake: watchdog.wake)
+            loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero, wake: runtime.watchdog.wake)
         threadSlot = ThreadSlot()
-        images = ImageRegistry(logger: owner.logger)
+        images = runtime.images(logger: owner.logger)
         builder = Self.reportBuilder(configuration, world: world, signal: signal, kind: source.kind)
-        writer = Self.reportWriter(
-            configuration, owner: owner, world: world, store: store, builder: builder, images: images, wake: watchdog.wake)
-        // The version found once for the reports, published as it is.
-        heartbeat = Self.heartbeatPublisher(
-            configuration, owner: owner, world: world, store: store, latch: latch, signal: signal, serviceVersion: builder.serviceVersion)
         let capture = MonitorWorld.Capture(
             signal: signal, maxFrames: configuration.maxFrames,
             timeoutNanoseconds: DurationText.nanoseconds(configuration.captureTimeout), images: images)
+        directory = try Self.heldDirectory(
+            configuration, store: store, owner: owner, world: world, builder: builder, images: images, capture: capture)
+        reports = MonitorReports(
+            writer: directory.writer, builder: builder,
+            origin: ReportOrigin(statistics: owner.statistics, logger: owner.logger, enricher: owner.enricher))
         hangLane = HangLane(
             settings: Self.watchdogSettings(configuration, world: world), source: source, latch: latch, control: owner.control,
-            stop: stop, threadSlot: threadSlot, sampler: world.sampler(capture), sink: world.sinkBeforeWriter?(writer) ?? writer, images: images,
-            statistics: owner.statistics, logger: owner.logger, heartbeat: heartbeat, waits: world.waits(capture),
-            naming: world.runtime.reportNaming)
-        dumpLane = Self.dumpLane(
-            world: world, owner: owner, store: store, builder: builder, images: images, capture: capture,
-            hasHeartbeat: heartbeat != nil, stop: stop)
+            stop: stop, threadSlot: threadSlot, sampler: world.sampler(capture), sink: world.sinkBeforeWriter?(reports) ?? reports,
+            images: images, statistics: owner.statistics, logger: owner.logger, waits: world.waits(capture),
+            naming: runtime.reportNaming)
     }
 
     /// Starts watching: busy time counts from the end of the grace period, the source feeds the
-    /// latch and attaches its thread, its lanes join the watchdog, and the pool watch and dump
-    /// requests are offered to this monitor. Quick: no file or signal work.
+    /// latch and attaches its thread, its lanes join the watchdog, the directory's heartbeat
+    /// speaks for it, and the pool watch is offered to it. Quick: no file or signal work.
     func begin() throws {
         let control = owner.control
         control.countFromMicroseconds.store(
@@ -100,38 +103,41 @@ final class MonitorAssembly: Sendable {
         if let unavailable = world.taskLayout.description {
             owner.logger.warning("part of the diagnosis is unavailable", metadata: ["hangwatch.reason": "\(unavailable)"])
         }
-        var lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
-        lanes.append(ReportHoldBackLane(writer: writer, stop: stop))
-        if let dumpLane { lanes.append(dumpLane) }
-        self.lanes.withLock { [lanes] in $0 = lanes }
-        for lane in lanes {
-            if world.startsThreads { watchdog.add(lane) } else { watchdog.enlist(lane) }
+        let lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
+        self.lanes.withLock { $0 = lanes }
+        for lane in lanes { watchdog.add(lane) }
+        directory.heartbeat?.add(hangLane.heartbeatMember(owner: owner.id))
+        if configuration.watchesConcurrencyPool, let pool = world.pool {
+            enrollPoolWatch(pool)
         }
-        if configuration.watchesConcurrencyPool && world.startsThreads {
-            enrollPoolWatch()
-        }
-        // Asked for a thread dump (`hangwatch dump`), this monitor answers from now on.
-        if dumpLane != nil { world.runtime.dumps.enroll(owner.id, wake: watchdog.wake) }
     }
 
     /// Stops watching: a hang in progress is written `monitor stopped during hang`; waits for the
-    /// lanes to finish and for queued reports to be written.
+    /// lanes to finish and for this monitor's reports to be through the directory's writer (the
+    /// last monitor of the directory closes it: held reports written, the heartbeat removed).
+    /// Once; on scripted time it may be the script's own step that asks, and the rest then follows
+    /// when the watchdog's `run()` has let the lanes go.
     func end() {
+        guard !ended.exchange(true, ordering: .relaxed) else { return }
         stop.raise()
         source.stop()
         world.runtime.poolWatch.withdraw(owner.id)
-        world.runtime.dumps.withdraw(owner.id)
-        if world.startsThreads {
-            for lane in lanes.withLock({ $0 }) { watchdog.join(lane) }
+        watchdog.remove(lanes.withLock { $0 }) { [self] in
+            directory.heartbeat?.remove(owner.id)
+            writer.drain()
+            release()
         }
-        heartbeat?.retire()
-        writer.flush()
     }
 
     /// A start that did not happen (the monitor was stopped while this was made): nothing began,
-    /// only the heartbeat file is left to remove.
+    /// only the directory is let go.
     func discard() {
-        heartbeat?.retire()
+        release()
+    }
+
+    private func release() {
+        guard !released.exchange(true, ordering: .relaxed) else { return }
+        world.runtime.directories.release(directory, in: world.runtime)
     }
 
     /// What the source runs on each thread that does its work: prepares the thread for captures

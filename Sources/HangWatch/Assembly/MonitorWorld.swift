@@ -1,11 +1,12 @@
 import Foundation
 import HangWatchReport
 
-/// What a monitor runs against besides its configuration: the time and the waits, how a thread's
-/// stack is taken and what a blocked one waits on, how the capture signal is installed, the
-/// process its reports name, and who steps the watchdog. `MonitorAssembly` is made from a
-/// configuration and a world: `.system` in a service, a scripted one in tests (their clock, their
-/// samples, the watchdog stepped on the test's thread), so both build a monitor the same way.
+/// What a monitor runs against besides its configuration: the process's runtime (its watchdog and
+/// the time and waits it runs on, what the process shares), how a thread's stack is taken and what
+/// a blocked one waits on, how the capture signal is installed, the process its reports name.
+/// `MonitorAssembly` is made from a configuration and a world: `.system` in a service, a scripted
+/// one in tests (their clock, their samples, the watchdog stepped on the test's thread), so both
+/// build a monitor the same way.
 struct MonitorWorld: Sendable {
     /// What the capture side of a monitor is set to (from its configuration).
     struct Capture: Sendable {
@@ -15,8 +16,10 @@ struct MonitorWorld: Sendable {
         var images: ImageRegistry
     }
 
-    /// The time, the waits, the scheduler counters and the process facts the watchdog reads.
-    var environment: any WatchdogEnvironment
+    /// What is one per process (the watchdog, the report directories, the report ids, the pool
+    /// watch, dump serving, the images, the loops reached, the looks at threads): the process's in
+    /// a service, a fresh one on the script's time in each scripted world.
+    var runtime: ProcessRuntime
     /// The report writer's clock (rate limits, repeat windows), on the environment's time.
     var clock: any MonotonicClock
     /// The resolution of the clock the latches stamp edges with (`CLOCK_MONOTONIC_COARSE`).
@@ -31,21 +34,35 @@ struct MonitorWorld: Sendable {
     var host: String
     var pid: Int32
     var process: HangReport.Process
-    /// True: the watchdog runs on a thread of its own, started when the first lane joins it. False:
-    /// the caller steps it (`Watchdog.run()` on its own thread, on scripted time).
-    var startsThreads = true
     /// Sees each recording before the writer does (tests keep them); nil: the writer alone.
     var sinkBeforeWriter: (@Sendable (any HangSink) -> any HangSink)?
     /// How `hangwatch dump PID` reaches a monitor, and how the dump is taken (nil: never answered).
     var dumps: Dumps?
-    /// What is one per process (the report ids, the pool watch, dump serving, the loops reached,
-    /// the looks at threads): the process's in a service, a fresh one in each scripted world.
-    var runtime = ProcessRuntime()
+    /// The cooperative pool as the pool watch probes and looks at it (nil: the pool is not watched
+    /// in this world).
+    var pool: (@Sendable (PoolSetting) -> Pool)?
     /// The Swift runtime's task layout, as the monitor found it (`SwiftTaskLayout.current`).
     var taskLayout = SwiftTaskLayout.current
     /// The service's version from the configured one (`ServiceVersion.resolve`: then this
     /// process's environment, then its executable's build-id).
     var serviceVersion: @Sendable (_ configured: String?) -> ServiceVersion? = { ServiceVersion.ofThisProcess(configured: $0) }
+
+    /// What a pool watch is made for: the capture settings and the attach step's stack size.
+    struct PoolSetting: Sendable {
+        var capture: Capture
+        var alternateStackSize: Int
+    }
+
+    /// The cooperative pool, as the pool watch sees it: how its probe and attach jobs are
+    /// enqueued, how its threads are captured and looked at, and what wakes a dormant watch.
+    struct Pool: Sendable {
+        var enqueue: @Sendable (PoolProbeSlot) -> Void
+        var attach: (@Sendable (CooperativePool) -> Void)?
+        var attachEveryWorker: (@Sendable (Int) -> Void)?
+        var threads: any PoolThreadCapturing
+        var looker: (any PoolThreadLooking & Sendable)?
+        var wakeSource: (any PoolWakeSource)?
+    }
 
     /// The requests pending, and the look at every thread a dump is (who answers is the runtime's
     /// `dumps`).
@@ -58,13 +75,16 @@ struct MonitorWorld: Sendable {
         var needHeartbeat: Bool
     }
 
+    /// The time, the waits, the scheduler counters and the process facts the watchdog reads (the
+    /// runtime's).
+    var environment: any WatchdogEnvironment { runtime.environment }
+
     /// The machine: `CLOCK_MONOTONIC`, `/proc`, the signal handler, libunwind.
     static func system() -> MonitorWorld {
-        let environment = SystemWatchdogEnvironment()
         let runtime = ProcessRuntime.process
         let threads = runtime.threads
         return MonitorWorld(
-            environment: environment, clock: SystemMonotonicClock(),
+            runtime: runtime, clock: SystemMonotonicClock(),
             clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
             installCapture: { try UnsafeCaptureBridge.install(signal: $0) },
             sampler: { capture in
@@ -83,6 +103,18 @@ struct MonitorWorld: Sendable {
                     ProcessDump.take(
                         inspection: threads, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds, images: capture.images,
                         clock: SystemMonotonicClock())
-                }, needHeartbeat: true), runtime: runtime)
+                }, needHeartbeat: true),
+            pool: { setting in
+                let capture = setting.capture
+                let timeout = capture.timeoutNanoseconds
+                let probe = GlobalExecutorProbe(alternateStackSize: setting.alternateStackSize, signal: capture.signal)
+                return Pool(
+                    enqueue: { probe.enqueue($0) }, attach: { probe.enqueueAttach(priority: $0.priority) },
+                    attachEveryWorker: { probe.enqueueAttachEveryWorker(width: $0) },
+                    threads: LinuxPoolThreads(inspection: threads, signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: timeout),
+                    looker: LinuxPoolThreadLooker(
+                        inspection: threads, signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: timeout),
+                    wakeSource: UnsafeRuntimeEnqueueHooks.shared)
+            })
     }
 }

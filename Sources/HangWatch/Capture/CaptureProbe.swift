@@ -179,7 +179,7 @@ extension CaptureProbe {
     /// An inspector like the monitor's (the images read now).
     package static func waitInspector() -> LinuxWaitInspector {
         LinuxWaitInspector(
-            inspection: ProcessRuntime.process.threads, images: ImageRegistry(logger: Logger(label: "bench")),
+            inspection: ProcessRuntime.process.threads, images: ProcessRuntime.process.images(logger: Logger(label: "bench")),
             maxFrames: UnsafeCaptureBridge.maxFrames, timeoutNanoseconds: 0)
     }
 }

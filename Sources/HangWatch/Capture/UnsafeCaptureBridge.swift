@@ -88,6 +88,11 @@ enum UnsafeCaptureBridge {
         hw_gettid()
     }
 
+    /// Unblocks `signal` for the calling thread (the watchdog's: dump requests are queued to it).
+    static func unblockOnCurrentThread(signal: Int32) {
+        hw_capture_thread_unblock(signal)
+    }
+
     /// The calling thread's stack bounds (`pthread_getattr_np`: a glibc thread's whole stack block,
     /// its descriptor at the top included); nil when they cannot be read.
     static func currentThreadStack() -> (low: UInt, high: UInt)? {
@@ -332,6 +337,16 @@ struct UnsafeLoopHistogram: @unchecked Sendable {
 
     func deallocate() {
         storage.deallocate()
+    }
+
+    /// Sets every count to zero (the caller's own histogram: no loop writes it).
+    func reset() {
+        storage.pointee = hw_loop_histogram()
+    }
+
+    /// Adds `other`'s counts to this one (the caller's own), as the watchdog reads them.
+    func accumulate(_ other: UnsafeLoopHistogram) {
+        hw_loop_histogram_accumulate(storage, other.storage)
     }
 
     /// One iteration that was busy for `nanoseconds`. The loop's thread only.

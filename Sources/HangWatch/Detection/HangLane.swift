@@ -24,7 +24,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     private let images: ImageRegistry?
     private let statistics: MonitorStatistics
     private let logger: Logger
-    private let heartbeat: HeartbeatPublisher?
+    /// What the lane last saw, for its directory's heartbeat (`HeartbeatLane`, on the same thread).
+    private let seen = HeartbeatLane.Seen()
     /// What a blocked thread waits on and who holds it, looked at with each of its samples.
     private let waits: (any WaitInspecting)?
     /// The process's report ids (`ProcessRuntime.reportNaming`).
@@ -65,7 +66,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     init(
         settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
         stop: StopFlag, threadSlot: ThreadSlot, sampler: any StackSampling, sink: any HangSink, images: ImageRegistry?,
-        statistics: MonitorStatistics, logger: Logger, heartbeat: HeartbeatPublisher? = nil, waits: (any WaitInspecting)? = nil,
+        statistics: MonitorStatistics, logger: Logger, waits: (any WaitInspecting)? = nil,
         naming: ReportNaming
     ) {
         self.naming = naming
@@ -81,7 +82,6 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         self.images = images
         self.statistics = statistics
         self.logger = logger
-        self.heartbeat = heartbeat
     }
 
     private func detector() -> HangDetector {
@@ -222,19 +222,18 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         lastRecordedStart = late.start
     }
 
-    /// Blocks until the loop leaves idle (or a control call wakes the watchdog). With a heartbeat,
-    /// at least once per heartbeat interval to publish it.
+    /// Blocks until the loop leaves idle (or a control call wakes the watchdog).
     private func park(_ snapshot: ActivitySnapshot, _ environment: any WatchdogEnvironment) -> WatchdogWait {
-        .park(
-            WatchdogPark(latch: latch, snapshot: snapshot, stop: stop),
-            deadline: heartbeat == nil ? nil : environment.now() + settings.heartbeatIntervalMicroseconds)
+        .park(WatchdogPark(latch: latch, snapshot: snapshot, stop: stop), deadline: nil)
     }
 
     private func tick(_ state: HeartbeatPublisher.State, _ snapshot: ActivitySnapshot) {
-        heartbeat?.tick(
-            state, activityWord: snapshot.word, hangsDetected: UInt64(statistics.hangsDetected.load(ordering: .relaxed)),
-            hangsSuppressed: UInt64(statistics.hangsSuppressed.load(ordering: .relaxed)),
-            thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), loopHistogram: latch.loopHistogram)
+        seen.note(state, word: snapshot.word)
+    }
+
+    /// What this lane gives its directory's heartbeat.
+    func heartbeatMember(owner: ObjectIdentifier) -> HeartbeatLane.Member {
+        HeartbeatLane.Member(owner: owner, seen: seen, latch: latch, control: control, statistics: statistics)
     }
 
     private func startRecording(

@@ -4,9 +4,10 @@ import HangWatchReport
 import Logging
 import Synchronization
 
-/// The watchdog: one thread for one or more watched sources (`HangLane`s; HangWatchNIO gives a
-/// whole event-loop group one watchdog) and for every other timed duty of its monitor (a queue's
-/// pings, the pool watch, the writer's held reports, dump requests: `WatchdogLane`). It sleeps
+/// The watchdog: the process's one thread for every watched source (`HangLane`s: every monitor's,
+/// a whole event-loop group's) and for every other timed duty (a queue's pings, an event loop's
+/// looks, the pool watch, the writers' held reports, the heartbeats, dump requests: `WatchdogLane`),
+/// owned by the `ProcessRuntime`. It sleeps
 /// while every loop sleeps (parked on the latches' shared semaphore, woken by a loop's next
 /// idle-to-busy transition), sleeps until the earliest
 /// threshold deadline while a loop is busy, and when a deadline passes with no progress the lane
@@ -23,21 +24,27 @@ final class Watchdog: @unchecked Sendable {
         var maxSamples: Int
         var clockResolutionMicroseconds: UInt64
         var serviceName: String
-        /// With a heartbeat, the watchdog wakes at least this often to publish it.
-        var heartbeatIntervalMicroseconds: UInt64 = 0
     }
 
     private let environment: any WatchdogEnvironment
-    /// Posted by every lane's latch (a loop leaving idle while parked) and by control calls; the
-    /// latches of the lanes are made with it (`ActivityLatch(…, wake:)`).
+    /// Posted by every lane's latch (a loop leaving idle while parked), by control calls and by
+    /// the parties a resting lane waits for; the latches of the lanes are made with it
+    /// (`ActivityLatch(…, wake:)`).
     let wake: WatchdogWake
+    /// True: `run()` runs on a thread of its own while the watchdog has lanes. False (scripted
+    /// time): the caller runs it on its own thread.
+    let startsThread: Bool
     /// The thread, while it has lanes (it exits when its last lane leaves; the next `add` starts
     /// another).
     private let thread: OnDemandThread<any WatchdogLane>
     /// `lanes`: watched from the start (by `run()` on the caller's thread, in tests); the latches
     /// must post `wake`.
-    init(environment: any WatchdogEnvironment, wake: WatchdogWake = WatchdogWake(), lanes: [any WatchdogLane] = []) {
+    init(
+        environment: any WatchdogEnvironment, startsThread: Bool = true, wake: WatchdogWake = WatchdogWake(),
+        lanes: [any WatchdogLane] = []
+    ) {
         self.environment = environment
+        self.startsThread = startsThread
         self.wake = wake
         thread = OnDemandThread(name: Self.threadName, stackSize: 1 << 20, members: lanes)
     }
@@ -45,22 +52,55 @@ final class Watchdog: @unchecked Sendable {
     /// The watchdog thread's name, as `top -H` and `/proc/<pid>/task/*/comm` show it (15 bytes at most).
     static let threadName = "hangwatch-wdog"
 
-    /// Watches `lane` from now on (its latch must post `wake`), starting the thread if none runs.
+    /// Watches `lane` from now on (its latch must post `wake`): from its next turn, starting the
+    /// thread if none runs (scripted: from the next turn of the caller's `run()`).
     func add(_ lane: any WatchdogLane) {
+        guard startsThread else { return thread.enlist(lane) }
         if !thread.add(lane, body: { [self] in run() }) { wake.signal() }
     }
 
-    /// Watches `lane` from the next turn of a `run()` the caller makes itself (scripted time): no
-    /// thread is started.
-    func enlist(_ lane: any WatchdogLane) {
-        thread.enlist(lane)
+    /// Waits for `lane` to finish after its stop was raised (a hang in progress is handed on as
+    /// `monitor stopped during hang`). Scripted: the caller's `run()` drops it at its next turn.
+    func remove(_ lane: any WatchdogLane) {
+        remove([lane]) {}
     }
 
-    /// Waits for `lane` to finish after its stop was raised (a hang in progress is
-    /// handed on as `monitor stopped during hang`).
-    func join(_ lane: any WatchdogLane) {
+    /// Lets `lanes` go, their stops raised, and then runs `then`: on a thread, once each has
+    /// finished (a hang in progress handed on); scripted, at once when none of them is watched
+    /// (any more), else on the caller's `run()` at the turn that dropped the last of them (the
+    /// script's own step may be what asks: `run()` must go on to finish them first).
+    func remove(_ lanes: [any WatchdogLane], then: @escaping @Sendable () -> Void) {
+        guard startsThread else {
+            let watched = thread.contains { member in lanes.contains { $0 === member } }
+            if watched {
+                removals.withLock { $0.append(Removal(lanes: lanes.map(ObjectIdentifier.init), then: then)) }
+                wake.signal()
+            } else {
+                then()
+            }
+            return
+        }
         wake.signal()
-        lane.finished.wait()
+        for lane in lanes { lane.finished.wait() }
+        then()
+    }
+
+    /// Scripted removals waiting for their lanes to be dropped by `run()`.
+    private struct Removal {
+        var lanes: [ObjectIdentifier]
+        var then: @Sendable () -> Void
+    }
+    private let removals = Mutex<[Removal]>([])
+
+    /// Scripted: runs the removals none of whose lanes is watched any more.
+    private func completeRemovals(watching current: [any WatchdogLane]) {
+        let due = removals.withLock { removals -> [Removal] in
+            let watched = Set(current.map(ObjectIdentifier.init))
+            let due = removals.filter { $0.lanes.allSatisfy { !watched.contains($0) } }
+            removals.removeAll { $0.lanes.allSatisfy { !watched.contains($0) } }
+            return due
+        }
+        for removal in due { removal.then() }
     }
 
     /// Steps the lanes and waits, until no lane is left (each leaves once stopped). After a wake-up
@@ -79,6 +119,7 @@ final class Watchdog: @unchecked Sendable {
         while true {
             let (current, dropped) = thread.turn(dropping: { lane in done.contains { $0 === lane } })
             for lane in dropped { lane.finished.signal() }
+            if !startsThread && !dropped.isEmpty { completeRemovals(watching: current) }
             guard !current.isEmpty else { return }
             done.removeAll(keepingCapacity: true)
             parked.removeAll(keepingCapacity: true)

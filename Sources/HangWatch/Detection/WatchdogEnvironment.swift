@@ -34,8 +34,6 @@ protocol HangSink: Sendable {
     func hangEnded(_ recording: HangRecording, outcome: HangReport.Outcome)
 }
 
-extension ReportWriter: HangSink {}
-
 /// The real environment: `CLOCK_MONOTONIC`, semaphore waits, /proc.
 final class SystemWatchdogEnvironment: WatchdogEnvironment, @unchecked Sendable {
     private let clock = SystemMonotonicClock()

@@ -4,7 +4,7 @@
 /// async-signal-safe), where a `DispatchSemaphore` is not.
 ///
 /// Its memory is its own and freed with it; whoever registered it for dump requests unregisters it
-/// first (`DumpRegistry.withdraw`, at the monitor's stop).
+/// first (`DumpService.withdraw`, when the last directory that answers dumps closes).
 package final class WatchdogWake: @unchecked Sendable {
     let semaphore: UnsafeMutableRawPointer
 

@@ -1,42 +1,35 @@
 import Dispatch
 
-/// Dump serving as a lane of the watchdog: it rests until asked. A `hangwatch dump` request
-/// arrives as the capture signal, whose handler posts the answering monitor's watchdog wake
-/// (`DumpRegistry`); the wake steps every lane, and this one, while its monitor answers, takes the
-/// pending requests, serves or refuses each as the registry admits it, and rests again until the
-/// next request, or until an answer nobody took is due for removal (`DumpServer.sweep`).
-final class DumpLane: WatchdogLane {
-    private let owner: ObjectIdentifier
-    private let registry: DumpRegistry
-    private let server: DumpServer
+/// Dump serving as a lane of the watchdog, one per process (`DumpService`): it rests until asked.
+/// Only the watchdog's thread steps it (its `unblocked` is that thread's).
+/// A `hangwatch dump` request arrives as the capture signal, whose handler posts the watchdog's
+/// wake; the wake steps every lane, and this one takes the pending requests, has the service answer
+/// them, and rests again until the next request, or until an answer nobody took is due for removal
+/// (`DumpServer.sweep`).
+final class DumpLane: WatchdogLane, @unchecked Sendable {
+    private let service: DumpService
     /// Takes the pending requests' nonces (the signal handler's slots, freed).
     private let requests: @Sendable () -> [UInt64]
-    private let stop: StopFlag
+    /// Raised when the last directory that answers closed.
+    let stop = StopFlag()
+    /// The signals let through on the watchdog's thread so far (the lane lives on one thread).
+    private var unblocked: Set<Int32> = []
     let finished = DispatchSemaphore(value: 0)
 
-    init(
-        owner: ObjectIdentifier, registry: DumpRegistry, server: DumpServer, requests: @escaping @Sendable () -> [UInt64], stop: StopFlag
-    ) {
-        self.owner = owner
-        self.registry = registry
-        self.server = server
+    init(service: DumpService, requests: @escaping @Sendable () -> [UInt64]) {
+        self.service = service
         self.requests = requests
-        self.stop = stop
     }
 
     func advance(_ turn: WatchdogTurn) -> WatchdogWait {
         guard !stop.isRaised else { return .finished }
-        if registry.answers(owner) {
-            let nonces = requests()
-            if !nonces.isEmpty {
-                for (nonce, decision) in zip(nonces, registry.admit(nonces.count, at: turn.environment.now())) {
-                    switch decision {
-                    case .serve: server.serve(nonce)
-                    case .refuse(let reason): server.refuse(nonce, reason: reason)
-                    }
-                }
-            }
+        let signals = service.signals
+        if !signals.isSubset(of: unblocked) {
+            for signal in signals.subtracting(unblocked) { service.unblock(signal) }
+            unblocked.formUnion(signals)
         }
-        return .rest(until: server.sweep())
+        let nonces = requests()
+        if !nonces.isEmpty { service.answer(nonces, at: turn.environment.now()) }
+        return .rest(until: service.sweep())
     }
 }

@@ -5,18 +5,17 @@ import Foundation
 import Glibc
 #endif
 
-/// The monitor's heartbeat file, `.heartbeat-<pid>` in its report directory: a 512-byte shared
+/// The process's heartbeat file in one report directory, `.heartbeat-<pid>`: a 512-byte shared
 /// mapping the watchdog thread updates on every wake-up (plain stores and `clock_gettime`, no
 /// other system call), so the host agent can see that the watchdog is alive, what it last saw the
-/// loop do, and how many hangs it found. The layout is `MonitorHeartbeat` in HangWatchReport.
+/// directory's loops do, and how many hangs they had. The layout is `MonitorHeartbeat` in
+/// HangWatchReport. What it says is gathered by the directory's `HeartbeatLane`.
 ///
-/// Only the watchdog thread ticks. Removed on `stop()`; a file left by a crashed process is the
-/// agent's to clean up.
+/// Only the watchdog thread ticks. Removed when the last monitor writing to the directory stops;
+/// a file left by a crashed process is the agent's to clean up.
 final class HeartbeatPublisher: @unchecked Sendable {
     let path: String
     private let page: UnsafeHeartbeatPage
-    /// The pool probe's delays when this monitor runs the process's pool watch, else nil.
-    private let poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)?
     /// The process's captures that cut a system call short (`ThreadInspection.callsCutShort`).
     private let callsCutShort: @Sendable () -> Int
     /// Whether the page holds the pool section (the watchdog thread only, like every tick).
@@ -26,15 +25,13 @@ final class HeartbeatPublisher: @unchecked Sendable {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
     }
 
-    /// Creates the file (or shares the one another monitor of this process made) and maps it.
-    /// Throws the system call that failed (the monitor then runs without a heartbeat).
+    /// Creates the file and maps it. Throws the system call that failed (the directory's monitors
+    /// then run without a heartbeat).
     init(
         directory: String, access: ReportStore.Access, interval: Duration, thresholdMicroseconds: UInt64,
-        loopHistogram: UnsafeLoopHistogram? = nil, poolDelays: (@Sendable () -> HangMonitor.PoolProbeDelays?)? = nil,
         callsCutShort: @escaping @Sendable () -> Int = { 0 },
         dumpSignal: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: ServiceVersion? = nil
     ) throws(SystemCallError) {
-        self.poolDelays = poolDelays
         self.callsCutShort = callsCutShort
         let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
         let mode: mode_t = access == .private ? 0o600 : 0o640
@@ -53,7 +50,7 @@ final class HeartbeatPublisher: @unchecked Sendable {
             page = UnsafeHeartbeatPage(
                 mapping: mapping, pid: UInt64(getpid()), startTimeTicks: ProcessSnapshot.processStartTimeTicks(),
                 intervalMilliseconds: UInt64(DurationText.nanoseconds(interval) / 1_000_000),
-                thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
+                thresholdMicroseconds: thresholdMicroseconds, histogram: nil)
             page.captureSignal(dumpSignal)
             page.taskLayoutUnrecognised(taskLayoutUnrecognised)
             page.serviceVersion(serviceVersion?.version ?? "")
@@ -104,9 +101,11 @@ final class HeartbeatPublisher: @unchecked Sendable {
         throw SystemCallError(call: "open", path: path, code: EEXIST)
     }
 
+    /// Publishes the page: `pool`, the pool watch's delays while one of the directory's monitors
+    /// runs it (nil: none does; the section is cleared once).
     func tick(
         _ state: State, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64 = 0, thresholdMicroseconds: UInt64,
-        loopHistogram: UnsafeLoopHistogram? = nil
+        loopHistogram: UnsafeLoopHistogram? = nil, pool: HangMonitor.PoolProbeDelays? = nil
     ) {
         // The process's count (every monitor's captures and the pool watch's looks): the agent
         // counts it once per process, however many monitors publish it.
@@ -114,17 +113,14 @@ final class HeartbeatPublisher: @unchecked Sendable {
             state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected, hangsSuppressed: hangsSuppressed,
             callsCutShort: UInt64(callsCutShort()),
             thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
-        // Written while this monitor runs the pool watch, and cleared once when it stops running it.
-        if let poolDelays {
-            let delays = poolDelays()
-            if delays != nil || publishesPool {
-                page.pool(counts: delays?.counts, totalNanoseconds: delays?.totalNanoseconds ?? 0, starvations: UInt64(delays?.starvations ?? 0))
-            }
-            publishesPool = delays != nil
+        // Written while a monitor of the directory runs the pool watch, and cleared once when none does.
+        if pool != nil || publishesPool {
+            page.pool(counts: pool?.counts, totalNanoseconds: pool?.totalNanoseconds ?? 0, starvations: UInt64(pool?.starvations ?? 0))
         }
+        publishesPool = pool != nil
     }
 
-    /// The monitor stopped: say so, and remove the file.
+    /// The last monitor of the directory stopped: say so, and remove the file.
     func retire() {
         page.tick(
             state: State.stopped.rawValue, activityWord: 0, hangsDetected: 0, hangsSuppressed: 0, callsCutShort: 0, thresholdMicroseconds: 0,

@@ -38,6 +38,11 @@ final class OnDemandThread<Member: Sendable>: Sendable {
         state.withLock { $0.members.append(member) }
     }
 
+    /// Whether any member is one `matches` picks.
+    func contains(where matches: (Member) -> Bool) -> Bool {
+        state.withLock { $0.members.contains(where: matches) }
+    }
+
     /// The thread's turn: drops the members `leaving` picks (asked once each) and returns them
     /// with the rest. None left (`current` empty), the thread must return now: it counts as
     /// stopped from here.

@@ -34,18 +34,3 @@ protocol PoolSink: HangSink {
     /// The probe started (or the monitor stopped).
     func poolRecovered(_ recording: PoolRecording, outcome: HangReport.Outcome)
 }
-
-/// A starved pool's reports go through the owning monitor's writer (its policy, limits, retention).
-extension ReportWriter: PoolSink {
-    func poolStarved(_ recording: PoolRecording) {
-        reportStarted { [builder] images, outcome in builder.build(pool: recording, images: images, outcome: outcome) }
-    }
-
-    func poolProgressed(_ recording: PoolRecording) {
-        reportProgressed(id: recording.id) { [builder] images, outcome in builder.build(pool: recording, images: images, outcome: outcome) }
-    }
-
-    func poolRecovered(_ recording: PoolRecording, outcome: HangReport.Outcome) {
-        reportEnded(outcome: outcome) { [builder] images, outcome in builder.build(pool: recording, images: images, outcome: outcome) }
-    }
-}

@@ -1,9 +1,9 @@
 import Synchronization
 
 /// The process's one pool watch (`ProcessRuntime.poolWatch`), whatever the number of monitors: the
-/// first running monitor that watches the pool runs it as a lane of its watchdog (reports go to its
-/// directory, under its service name and threshold); when that monitor stops, the next one still
-/// running takes over.
+/// first running monitor that watches the pool runs it as a lane of the process's watchdog (reports
+/// go to its directory, under its service name and threshold); when that monitor stops, the next
+/// one still running takes over.
 final class PoolWatchSeat: Sendable {
     private struct State {
         /// Monitors that would watch the pool, in the order they started: (owner, how it starts one).
@@ -21,7 +21,7 @@ final class PoolWatchSeat: Sendable {
         /// Stops the watch (a starvation in progress is written `monitor stopped`) and waits for it.
         func stopAndJoin() {
             watch.requestStop()
-            watchdog.join(watch)
+            watchdog.remove(watch)
         }
     }
 

@@ -111,6 +111,9 @@ struct ReportPolicy: Sendable {
         pending.isEmpty ? nil : now + limiter.microsecondsUntilToken(now: now)
     }
 
+    /// Whether the final report of hang `id` waits for a token.
+    func isWaiting(_ id: String) -> Bool { pending.contains { $0.id == id } }
+
     /// Whether hang `id` has a provisional file (to be refreshed while it lasts).
     func hasProvisional(_ id: String) -> Bool { provisional.contains(id) }
 

@@ -348,6 +348,31 @@ import Testing
         #expect(runtime.text.range(of: singleton, options: .regularExpression) != nil, "the finder is broken")
     }
 
+    /// One runtime per process: what the process has one of is made in one place, never by a
+    /// monitor for itself: the watchdog and the event-loop watcher by `ProcessRuntime`, a report
+    /// directory's writer and heartbeat lane by `SharedReportDirectory` (held through the runtime),
+    /// the dump lane by `DumpService`. A second maker anywhere fails here.
+    @Test func whatAProcessHasOneOfIsMadeInOnePlace() throws {
+        let makers: [String: String] = [
+            "Watchdog(": "HangWatch/Runtime/ProcessRuntime.swift",
+            "EventLoopWatcher(": "HangWatch/Runtime/ProcessRuntime.swift",
+            "ImageRegistry(": "HangWatch/Runtime/ProcessRuntime.swift",
+            "ReportWriter(": "HangWatch/Runtime/SharedReportDirectory.swift",
+            "HeartbeatLane(": "HangWatch/Runtime/SharedReportDirectory.swift",
+            "ReportHoldBackLane(": "HangWatch/Runtime/SharedReportDirectory.swift",
+            "DumpLane(": "HangWatch/Dump/DumpService.swift",
+            "SharedReportDirectory(": "HangWatch/Assembly/MonitorAssembly+Parts.swift",
+        ]
+        let sources = try Self.swiftSources().filter { $0.path.hasPrefix("HangWatch/") || $0.path.hasPrefix("HangWatchNIO/") }
+        for (call, place) in makers.sorted(by: { $0.key < $1.key }) {
+            let pattern = "(?<![\\w.])" + NSRegularExpression.escapedPattern(for: call)
+            let found = sources.filter { file in
+                file.text.split(separator: "\n").contains { Self.code(String($0)).range(of: pattern, options: .regularExpression) != nil }
+            }.map(\.path)
+            #expect(found == [place], "\(call) is made in \(found), not only in \(place)")
+        }
+    }
+
     /// One way to look at a thread: every stack sampler is made by `ThreadInspection` (the hang
     /// lane's, the wait inspector's, the pool watch's, a dump's, the tools' probe).
     @Test func everySamplerIsMadeByTheThreadInspection() throws {

@@ -20,8 +20,8 @@ import Testing
     @Test func aTickReadsBackThroughTheAgentsReader() throws {
         let directory = ReportDirectory()
         try ReportStore(directory: directory.path).prepare()
-        // A runtime of its own: the count is exactly the three added.
-        let threads = ProcessRuntime().threads
+        // A thread inspection of its own: the count is exactly the three added.
+        let threads = ThreadInspection()
         let publisher = try HeartbeatPublisher(
             directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000,
             callsCutShort: { threads.callsCutShort.load(ordering: .relaxed) })
@@ -53,7 +53,7 @@ import Testing
         unversioned.retire()
     }
 
-    /// The pool probe's delays, published by the monitor that runs the pool watch, read back.
+    /// The pool probe's delays, published while a monitor of the directory runs the pool watch, read back.
     @Test func thePoolSectionReadsBackThroughTheAgentsReader() throws {
         let directory = ReportDirectory()
         try ReportStore(directory: directory.path).prepare()
@@ -63,16 +63,16 @@ import Testing
         delays.starvations = 4
         let published = delays
         let publisher = try HeartbeatPublisher(
-            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000, poolDelays: { published })
+            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
         defer { publisher.retire() }
-        publisher.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000)
+        publisher.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000, pool: published)
         let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
         let heartbeat = try MonitorHeartbeat.read(path: path)
         #expect(heartbeat.poolStartDelay?.buckets == delays.counts)
         #expect(heartbeat.poolStartDelay?.totalNanoseconds == 123_456 && heartbeat.poolStarvations == 4)
 
-        // A monitor that does not run the pool watch publishes none; a 256-byte page (older
-        // monitors) reads without it.
+        // A directory none of whose monitors runs the pool watch publishes none; a 256-byte page
+        // (older monitors) reads without it.
         let other = try HeartbeatPublisher(directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1)
         other.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1)
         #expect(try MonitorHeartbeat.read(path: path).poolStartDelay == nil)

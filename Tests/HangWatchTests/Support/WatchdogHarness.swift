@@ -21,21 +21,21 @@ final class WatchdogHarness {
     let source = ScriptedSource()
     let control: WatchdogControl
     let statistics = MonitorStatistics()
-    let directory = ReportDirectory()
+    /// Where the reports go (a joined harness writes to the first one's, through its writer).
+    let directory: ReportDirectory
     /// The monitor as started: its latch, lanes, watchdog and writer.
     let assembly: MonitorAssembly
     var latch: ActivityLatch { assembly.latch }
     var writer: ReportWriter { assembly.writer }
-    /// Monitors of one watchdog (`joining`) share it as a SwiftNIO group's do.
-    let sharing: MonitorSharing
     /// The monitored thread the watchdog finds attached (nil: not attached yet).
     var thread: MonitoredThread? = .scripted
 
     /// When the script starts: `t(0)`.
     let origin: UInt64
 
-    /// `joining`: another loop of the same watchdog (`run(together:)`): the same scripted time,
-    /// watchdog and writer (`MonitorSharing`), a latch, source, sampler and control of its own.
+    /// `joining`: another loop of the same process (`run(together:)`): the same scripted time and
+    /// runtime (so the same watchdog), the same directory (so the same writer), a latch, source,
+    /// sampler and control of its own.
     /// `configure`: the monitor's configuration beyond these settings; `logger`: the monitor's.
     init(
         thresholdMilliseconds: UInt64 = 250, sampleIntervalMilliseconds: UInt64 = 50, maxSamples: Int = 100,
@@ -43,21 +43,21 @@ final class WatchdogHarness {
         joining other: WatchdogHarness? = nil, configure: (inout HangMonitor.Configuration) -> Void = { _ in },
         logger: Logger = Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }),
         taskLayout: SwiftTaskLayout = .recognised, processEnvironment: [String: String] = [:], waits: ScriptedWaitInspector? = nil,
-        dumps: MonitorWorld.Dumps? = nil
+        dumps: MonitorWorld.Dumps? = nil, pool: MonitorWorld.Pool? = nil, scriptedClock: ScriptedClock? = nil
     ) {
-        clock = other?.clock ?? ScriptedClock()
+        clock = other?.clock ?? scriptedClock ?? ScriptedClock()
         origin = other?.origin ?? clock.now
         environment = other?.environment ?? FakeWatchdogEnvironment(clock: clock)
         sampler = ScriptedSampler(clock: clock)
         control = WatchdogControl(thresholdMicroseconds: thresholdMilliseconds * 1000)
-        sharing = other?.sharing ?? MonitorSharing()
+        directory = other?.directory ?? ReportDirectory()
         var configuration = HangMonitor.Configuration(
             serviceName: "scripted", threshold: .milliseconds(Int64(thresholdMilliseconds)), reportDirectory: directory.path)
         configuration.sampleInterval = .milliseconds(Int64(sampleIntervalMilliseconds))
         configuration.maxSamplesPerHang = maxSamples
         configuration.busyActivities = busy
         configuration.heartbeatInterval = .zero
-        configuration.watchesConcurrencyPool = false
+        configuration.watchesConcurrencyPool = pool != nil
         configure(&configuration)
         var world = MonitorWorld.scripted(
             environment: environment, clock: clock, sampler: sampler, clockResolutionMicroseconds: clockResolutionMicroseconds,
@@ -68,12 +68,14 @@ final class WatchdogHarness {
         world.taskLayout = taskLayout
         if let waits { world.waits = { _ in waits } }
         world.dumps = dumps
-        // Loops of one watchdog are of one process: one runtime (report ids, dump serving).
+        if let pool { world.pool = { _ in pool } }
+        // Loops of one watchdog are of one process: one runtime (the watchdog, the directory's
+        // writer, report ids, dump serving).
         if let other { world.runtime = other.assembly.world.runtime }
         // The process's environment is the script's; its executable has no build-id.
         world.serviceVersion = { ServiceVersion.resolve(configured: $0, environment: processEnvironment, buildID: { nil }) }
         let owner = MonitorAssembly.Owner(
-            id: ObjectIdentifier(control), control: control, statistics: statistics, logger: logger, enricher: nil, sharing: sharing)
+            id: ObjectIdentifier(control), control: control, statistics: statistics, logger: logger, enricher: nil)
         assembly = try! MonitorAssembly(configuration: configuration, source: source, handles: .none, world: world, owner: owner)
         restart = { [source] in try! MonitorAssembly(configuration: configuration, source: source, handles: .none, world: world, owner: owner) }
         if other == nil {
@@ -82,7 +84,7 @@ final class WatchdogHarness {
         }
     }
 
-    /// Another start of the same monitor (its control, statistics and sharing): what
+    /// Another start of the same monitor (its control and statistics): what
     /// `HangMonitor.start` makes when it is started again.
     let restart: () -> MonitorAssembly
 
@@ -111,12 +113,11 @@ final class WatchdogHarness {
         loop(.beforeWaiting, at: start + duration)
     }
 
-    /// `HangMonitor.stop()`'s effect on the watchdog at `milliseconds`.
+    /// `HangMonitor.stop()` at `milliseconds`: the lanes stop, and once the watchdog let them go,
+    /// the monitor's reports are through the writer and the directory is let go (the last monitor
+    /// of it closes it: held reports written, its lanes finish).
     func stop(at milliseconds: Double) {
-        clock.at(t(milliseconds)) { [assembly, latch] in
-            assembly.stop.raise()
-            latch.wake.signal()
-        }
+        clock.at(t(milliseconds)) { [assembly] in assembly.end() }
     }
 
     /// Runs `action` at `milliseconds`, then wakes the watchdog as the monitor's control calls do.
@@ -131,9 +132,9 @@ final class WatchdogHarness {
     /// while it waits for the loop), with `lanes` beside the monitor's own. (Reports may still be
     /// being written: `writer.flush()` waits for them.)
     func run(with lanes: [any WatchdogLane] = []) {
-        clock.whenScriptEnds = { [assembly] in assembly.stop.raise() }
+        clock.whenScriptEnds = { [assembly] in assembly.end() }
         begin()
-        for lane in lanes { assembly.watchdog.enlist(lane) }
+        for lane in lanes { assembly.watchdog.add(lane) }
         assembly.watchdog.run()
     }
 
@@ -149,7 +150,7 @@ final class WatchdogHarness {
     static func run(together harnesses: [WatchdogHarness]) {
         let first = harnesses[0]
         first.clock.whenScriptEnds = {
-            for harness in harnesses { harness.assembly.stop.raise() }
+            for harness in harnesses { harness.assembly.end() }
         }
         for harness in harnesses { harness.begin() }
         first.assembly.watchdog.run()
@@ -203,10 +204,10 @@ extension MonitorWorld {
         sinkBeforeWriter: (@Sendable (any HangSink) -> any HangSink)? = nil
     ) -> MonitorWorld {
         MonitorWorld(
-            environment: environment, clock: clock, clockResolutionMicroseconds: clockResolutionMicroseconds,
-            installCapture: { _ in }, sampler: { _ in sampler }, waits: { _ in nil },
+            runtime: ProcessRuntime(environment: environment, startsThreads: false), clock: clock,
+            clockResolutionMicroseconds: clockResolutionMicroseconds, installCapture: { _ in }, sampler: { _ in sampler }, waits: { _ in nil },
             host: "test-host", pid: 4242, process: HangReport.Process(executable: "/usr/bin/scripted", startTimeTicks: 1),
-            startsThreads: false, sinkBeforeWriter: sinkBeforeWriter)
+            sinkBeforeWriter: sinkBeforeWriter)
     }
 }
 

@@ -1,0 +1,155 @@
+import Dispatch
+import HangWatchReport
+import Synchronization
+
+/// A report directory's heartbeat as a lane of the watchdog: it publishes the page
+/// (`HeartbeatPublisher`) at every wake-up of the watchdog and at least once per heartbeat interval,
+/// so a silent page means a silent watchdog. The page speaks for every monitor writing to the
+/// directory (its members, each a hang lane): the most engaged state among them (recording, then
+/// watching, idle, paused) with that monitor's activity word, the smallest threshold, and the sums
+/// of their hangs, suppressions and loop-busy histograms, monitors that stopped included (the
+/// counts a reader differences never go back). The pool watch's delays are in it while a member
+/// runs the pool watch.
+final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
+    /// What a hang lane last saw, as its steps tell it (read by the heartbeat lane on the same
+    /// thread; atomics, so a reader elsewhere never tears it either). A change of state is
+    /// published at once (a hang's recording shows while it lasts, whatever the interval).
+    final class Seen: Sendable {
+        private let state = Atomic<UInt64>(HeartbeatPublisher.State.idle.rawValue)
+        private let word = Atomic<UInt64>(0)
+        /// The directory's heartbeat, once the lane is its member.
+        private let heartbeat = Mutex<HeartbeatLane?>(nil)
+
+        /// On the watchdog's thread (the hang lane's step).
+        func note(_ state: HeartbeatPublisher.State, word: UInt64) {
+            self.word.store(word, ordering: .relaxed)
+            guard self.state.exchange(state.rawValue, ordering: .relaxed) != state.rawValue else { return }
+            heartbeat.withLock { $0 }?.publish()
+        }
+
+        fileprivate func publish(to lane: HeartbeatLane?) {
+            heartbeat.withLock { $0 = lane }
+        }
+
+        var current: (state: HeartbeatPublisher.State, word: UInt64) {
+            (HeartbeatPublisher.State(rawValue: state.load(ordering: .relaxed)) ?? .idle, word.load(ordering: .relaxed))
+        }
+    }
+
+    /// One monitor of the directory, as its heartbeat sees it.
+    struct Member: Sendable {
+        var owner: ObjectIdentifier
+        var seen: Seen
+        var latch: ActivityLatch
+        var control: WatchdogControl
+        var statistics: MonitorStatistics
+    }
+
+    private struct Members {
+        var current: [Member] = []
+        /// What the members that stopped had counted (their loop histograms are in `departed`).
+        var departedHangs: UInt64 = 0
+        var departedSuppressed: UInt64 = 0
+        var anyHistogram = false
+    }
+
+    private let publisher: HeartbeatPublisher
+    private let intervalMicroseconds: UInt64
+    /// The pool watch's delays when one of `owners` runs it, else nil.
+    private let poolDelays: @Sendable (_ owners: [ObjectIdentifier]) -> HangMonitor.PoolProbeDelays?
+    private let stop: StopFlag
+    private let members = Mutex(Members())
+    /// The histograms of the members that stopped, and the sum published (the watchdog's own).
+    private let departed = UnsafeLoopHistogram.allocate()
+    private let sum = UnsafeLoopHistogram.allocate()
+    let finished = DispatchSemaphore(value: 0)
+
+    init(
+        publisher: HeartbeatPublisher, intervalMicroseconds: UInt64, stop: StopFlag,
+        poolDelays: @escaping @Sendable (_ owners: [ObjectIdentifier]) -> HangMonitor.PoolProbeDelays?
+    ) {
+        self.publisher = publisher
+        self.intervalMicroseconds = intervalMicroseconds
+        self.stop = stop
+        self.poolDelays = poolDelays
+    }
+
+    deinit {
+        departed.deallocate()
+        sum.deallocate()
+    }
+
+    /// A monitor began writing to the directory.
+    func add(_ member: Member) {
+        members.withLock { members in
+            members.current.append(member)
+            if member.latch.loopHistogram != nil { members.anyHistogram = true }
+        }
+        member.seen.publish(to: self)
+    }
+
+    /// A monitor stopped: what it counted stays in the page.
+    func remove(_ owner: ObjectIdentifier) {
+        members.withLock { members in
+            guard let index = members.current.firstIndex(where: { $0.owner == owner }) else { return }
+            let member = members.current.remove(at: index)
+            member.seen.publish(to: nil)
+            members.departedHangs += UInt64(member.statistics.hangsDetected.load(ordering: .relaxed))
+            members.departedSuppressed += UInt64(member.statistics.hangsSuppressed.load(ordering: .relaxed))
+            if let histogram = member.latch.loopHistogram { departed.accumulate(histogram) }
+        }
+    }
+
+    func advance(_ turn: WatchdogTurn) -> WatchdogWait {
+        guard !stop.isRaised else { return .finished }
+        publish()
+        return .rest(until: turn.environment.now() + intervalMicroseconds)
+    }
+
+    /// Publishes the page for the members as they are now.
+    func publish() {
+        let (state, word, hangs, suppressed, threshold, histogram, owners) = members.withLock {
+            members -> (HeartbeatPublisher.State, UInt64, UInt64, UInt64, UInt64, UnsafeLoopHistogram?, [ObjectIdentifier]) in
+            var best: (state: HeartbeatPublisher.State, word: UInt64)?
+            var hangs = members.departedHangs
+            var suppressed = members.departedSuppressed
+            var threshold = UInt64.max
+            if members.anyHistogram {
+                sum.reset()
+                sum.accumulate(departed)
+            }
+            for member in members.current {
+                let seen = member.seen.current
+                if best.map({ Self.rank(seen.state) > Self.rank($0.state) }) ?? true { best = seen }
+                hangs += UInt64(member.statistics.hangsDetected.load(ordering: .relaxed))
+                suppressed += UInt64(member.statistics.hangsSuppressed.load(ordering: .relaxed))
+                threshold = min(threshold, member.control.thresholdMicroseconds.load(ordering: .relaxed))
+                if let histogram = member.latch.loopHistogram { sum.accumulate(histogram) }
+            }
+            return (
+                best?.state ?? .idle, best?.word ?? 0, hangs, suppressed, threshold == .max ? 0 : threshold, members.anyHistogram ? sum : nil,
+                members.current.map(\.owner)
+            )
+        }
+        publisher.tick(
+            state, activityWord: word, hangsDetected: hangs, hangsSuppressed: suppressed, thresholdMicroseconds: threshold,
+            loopHistogram: histogram, pool: poolDelays(owners))
+    }
+
+    /// The directory closed and the lane finished: the page says so, and the file is removed.
+    func retire() {
+        publisher.retire()
+    }
+
+    /// The most engaged state speaks for the directory: a hang being recorded, then a loop being
+    /// watched busy, then idle, then paused.
+    private static func rank(_ state: HeartbeatPublisher.State) -> Int {
+        switch state {
+        case .recording: 4
+        case .watching: 3
+        case .idle: 2
+        case .paused: 1
+        case .stopped: 0
+        }
+    }
+}
