@@ -94,7 +94,7 @@ public final class HangMonitor: Sendable {
         try start(
             source: RunLoopActivitySource(
                 runLoop: runLoop, busyActivities: configuration.busyActivities, additionalModes: configuration.additionalModes,
-                reachedLoops: ProcessRuntime.process.runLoops))
+                knownLoops: ProcessRuntime.process.runLoops))
     }
 
     /// Starts watching the main queue by pinging it, for services that never run `RunLoop.main`:

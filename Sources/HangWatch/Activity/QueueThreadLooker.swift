@@ -189,27 +189,45 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         return .working(since: running.since)
     }
 
-    /// When a worker found running the queue began, where its clock proves it: asleep at its
-    /// baseline and never asleep since, it has been on a CPU or its run queue ever since it woke;
-    /// with no baseline (found while it ran), never asleep since it was made (a worker libdispatch
-    /// started for this work), ever since its start. A ping it answered since the baseline, and
-    /// the sleep after it, do not break the proof: the work began after that answer (the ping
-    /// would have waited behind it), so at most one sleep per answer came before it, and the
-    /// CPU and run-queue time counted since the baseline is the work's plus the pings' (a few
-    /// microseconds each: the start is that much early; the source keeps it after the answer).
-    /// (Until 2026-12-02 any sleep since the baseline made the start half-way between two looks:
-    /// every ping sent once per threshold, and the pings an interval apart of a source's first
-    /// seconds, did.) A sleep inside the work instead, with a ping answered just before it, dates
-    /// the start that sleep late: within the look interval, as half-way would be.
+    /// When a worker found running the queue began, where its clock proves it (`provenStart`).
     private static func start(of worker: Worker, files: ProcTaskFiles, ran: UInt64, now: UInt64) -> UInt64? {
         guard files.readSyscall() == .running, let switches = files.readVoluntarySwitches() else { return nil }
-        guard let baseline = worker.baseline else {
+        return provenStart(
+            baseline: worker.baseline.map { ($0.at, $0.ran, $0.voluntarySwitches, $0.asleep) }, switches: switches,
+            answers: worker.answersSinceBaseline, ran: ran, now: now)
+    }
+
+    /// When a worker found running the queue at `now` began, where its clock proves it, from what
+    /// the look found (`ran`: its CPU and run-queue time; `switches`: how often it has gone to
+    /// sleep) and what the last look that found it not running the queue did (`baseline`; nil:
+    /// never). Asleep at its baseline and asleep at most once since besides the sleep after each
+    /// ping it answered (`answers`), it has been on a CPU or its run queue ever since it woke for
+    /// the work, but for that one other wake: the start is `now` less that time, never before the
+    /// baseline. With no baseline (found while it ran), never asleep since it was made (a worker
+    /// libdispatch started for this work), ever since its start.
+    ///
+    /// - A ping it answered and the sleep after it do not break the proof: the work began after
+    ///   that answer (the ping would have waited behind it), so at most one sleep per answer came
+    ///   before it, and the time counted since the baseline is the work's plus the pings' (a few
+    ///   microseconds each). (Until 2026-12-02 any sleep made the start half-way between two looks.)
+    /// - One sleep more is the hop a job of an `async` service takes to the queue: the worker woke
+    ///   for a timer or another queue's job, enqueued this one, slept, and woke again for it; the
+    ///   start is then early by that hop's few microseconds. (Until 2026-12-06 it made the start
+    ///   half-way between two looks: a 400 ms MainActor computation after a `Task.sleep` read
+    ///   379–423 ms.) Were that sleep inside the work instead (a computation that blocked once
+    ///   briefly), the start is late by it: within the look interval, as half-way would be, and
+    ///   never before the baseline.
+    static func provenStart(
+        baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)?, switches: UInt64, answers: Int, ran: UInt64,
+        now: UInt64
+    ) -> UInt64? {
+        guard let baseline else {
             return switches == 0 && now >= ran ? now &- ran : nil
         }
         guard baseline.asleep, let before = baseline.voluntarySwitches, switches >= before,
-            switches - before <= UInt64(worker.answersSinceBaseline), ran >= baseline.ran, now >= ran &- baseline.ran
+            switches - before <= UInt64(answers) + 1, ran >= baseline.ran, now >= ran &- baseline.ran
         else { return nil }
-        return now &- (ran &- baseline.ran)
+        return max(now &- (ran &- baseline.ran), baseline.at)
     }
 
     /// The files of the last few draining threads (libdispatch may hand a serial queue to two

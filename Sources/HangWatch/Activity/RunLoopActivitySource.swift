@@ -18,7 +18,7 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
     private let additionalModes: [String]
     private let observedActivities: UInt8
     /// The process's loops reached before from another thread (`ProcessRuntime.runLoops`).
-    private let reachedLoops: ReachedRunLoops
+    private let knownLoops: ReachedRunLoops
     private let state = Mutex<State>(State())
 
     /// CoreFoundation objects are thread-safe; the lock guards which ones we hold.
@@ -31,9 +31,9 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
         var invalidated = false
     }
 
-    init(runLoop: RunLoop, busyActivities: Set<HangMonitor.Activity>, additionalModes: [String], reachedLoops: ReachedRunLoops) {
+    init(runLoop: RunLoop, busyActivities: Set<HangMonitor.Activity>, additionalModes: [String], knownLoops: ReachedRunLoops) {
         target = runLoop
-        self.reachedLoops = reachedLoops
+        self.knownLoops = knownLoops
         self.additionalModes = additionalModes
         // The detector needs the busy activities, the sleep edge and the wake edge.
         self.observedActivities =
@@ -55,7 +55,7 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
             bindMainLoop()
             install(additionalModes: additionalModes)
             perform(attach)
-        } else if let known = reachedLoops.loop(of: target) {
+        } else if let known = knownLoops.loop(of: target) {
             bind(known)
             install(additionalModes: additionalModes)
             perform(attach)
@@ -64,8 +64,8 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
             // it, with no release callback): this one, and what its block holds, stays for good. So
             // a loop is reached by a timer once (the block holds this source weakly), and by
             // CFRunLoopPerformBlock from then on.
-            let timer = Timer(timeInterval: 0, repeats: false) { [weak self, reachedLoops] _ in
-                reachedLoops.remember(RunLoop.current, CFRunLoopGetCurrent())
+            let timer = Timer(timeInterval: 0, repeats: false) { [weak self, knownLoops] _ in
+                knownLoops.remember(RunLoop.current, CFRunLoopGetCurrent())
                 guard let self else { return }
                 bindCurrentLoop()
                 install(additionalModes: self.additionalModes)

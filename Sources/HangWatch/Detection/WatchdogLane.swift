@@ -4,7 +4,8 @@ import HangWatchReport
 /// One timed duty of the watchdog thread, the process's only timing thread for every source: a
 /// watched source's hangs (`HangLane`), a queue's pings and looks (`QueuePingLane`), the cooperative
 /// pool's probes and looks (`PoolWatch`), reports held for the rate limit's token
-/// (`ReportHoldBackLane`), `hangwatch dump` requests (`DumpLane`). The watchdog steps every lane
+/// (`ReportHoldBackLane`), a report directory's heartbeat (`HeartbeatLane`), `hangwatch dump`
+/// requests (`DumpLane`), an event loop's looks (`EventLoopLane`). The watchdog steps every lane
 /// it holds, then waits on one wake for the earliest time any of them asked for; each lane is a
 /// state machine whose steps run
 /// only on that thread and depend only on the environment's time, so tests run any mix of lanes on
@@ -17,7 +18,7 @@ protocol WatchdogLane: AnyObject, Sendable {
     func advance(_ turn: WatchdogTurn) -> WatchdogWait
 
     /// Signalled once the lane returned `.finished` and the watchdog let it go (what
-    /// `Watchdog.join` waits for).
+    /// `Watchdog.remove` waits for).
     var finished: DispatchSemaphore { get }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The command line both test services share (the Hummingbird and the Vapor one): where the
 /// reports go, the threshold, the port and where to say it, where the handlers' measurements go,
@@ -23,6 +24,13 @@ package struct ServiceOptions: ParsableArguments {
     package var toggleWatch = false
 
     package init() {}
+
+    /// Says the port listened on in `portFile`, if one was given: written whole, then renamed, so
+    /// a reader never sees half a number.
+    package func announce(port: Int?) throws {
+        guard let portFile, let port else { return }
+        try Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
+    }
 
     package func validate() throws {
         guard (10...60_000).contains(thresholdMilliseconds) else {

@@ -19,6 +19,16 @@ package final class WatchToggle: Sendable {
         current.withLock { $0 = watch }
     }
 
+    /// Starts the watch now, or, with `toggled` (`--toggle-watch`), on SIGUSR1 (and stops it on
+    /// SIGUSR2): the signal sources to cancel at the end.
+    package func watch(toggled: Bool, start: @escaping @Sendable () throws -> EventLoopGroupMonitor) throws -> [any DispatchSourceSignal] {
+        guard toggled else {
+            adopt(try start())
+            return []
+        }
+        return listen(start: start)
+    }
+
     package func listen(start: @escaping @Sendable () throws -> EventLoopGroupMonitor) -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "watch-toggle")
         return [(SIGUSR1, true), (SIGUSR2, false)].map { number, on in

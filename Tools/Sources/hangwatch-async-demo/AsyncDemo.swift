@@ -5,9 +5,13 @@ import HangWatchReport
 /// An `async` `@main` service whose MainActor work hangs once: what a modern Swift service looks
 /// like with no run loop at all. HangWatch watches its main queue by pinging it.
 ///
-///   hangwatch-async-demo --reports DIR
+///   hangwatch-async-demo --reports DIR [--steady N]
 ///
-/// Exits 0 when exactly two reports were written, 1 otherwise.
+/// `--steady N`: then N more MainActor computations of 400 ms, a second and a half apart, once the
+/// service has settled (every hang its own report: no fold of repeats), each one's measured and
+/// reported durations printed (docs/performance.md's MainActor figure).
+///
+/// Exits 0 when exactly two reports (2 + N with `--steady`) were written, 1 otherwise.
 @main
 struct AsyncDemo {
     @MainActor static var requestsServed = 0
@@ -75,8 +79,20 @@ struct AsyncDemo {
             exit(2)
         }
         let directory = arguments[flag + 1]
-        let monitor = try HangMonitor(
-            configuration: .init(serviceName: "async-demo", threshold: .milliseconds(250), reportDirectory: directory))
+        let steadyFlag = arguments.firstIndex(of: "--steady")
+        let steady = steadyFlag.map { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) ?? -1 : -1 } ?? 0
+        guard (0...1000).contains(steady) else {
+            FileHandle.standardError.write(Data("hangwatch-async-demo: --steady takes 0 ... 1000\n".utf8))
+            exit(2)
+        }
+        var configuration = HangMonitor.Configuration(serviceName: "async-demo", threshold: .milliseconds(250), reportDirectory: directory)
+        if steady > 0 {
+            // Every hang its own report: no fold of repeats, no rate limit in reach.
+            configuration.repeatWindow = .zero
+            configuration.reportsPerMinute = 10_000
+            configuration.reportBurst = 10_000
+        }
+        let monitor = try HangMonitor(configuration: configuration)
         try monitor.startWatchingMainQueue()
         print("HangWatch async demo: watching the main queue (MainActor), threshold 250 ms")
         // Quick MainActor work: not hangs.
@@ -90,6 +106,16 @@ struct AsyncDemo {
         print("  MainActor blocked 700 ms: handleUpload -> storeBlob (async) -> usleep")
         _ = await handleUpload(size: 1)
         try await Task.sleep(nanoseconds: 1_000_000_000)
+        for _ in 0..<steady {
+            try await Task.sleep(nanoseconds: 1_500_000_000)
+            await MainActor.run {
+                let wall = Date()
+                let start = DispatchTime.now().uptimeNanoseconds
+                rebuildSearchIndex(milliseconds: 400)
+                record("steady", since: start, wall: wall)
+            }
+        }
+        if steady > 0 { try await Task.sleep(nanoseconds: 1_000_000_000) }
         monitor.stop()
         let reports = (try? ReportStore(directory: directory).list()) ?? []
         for (name, milliseconds, _) in measured {
@@ -105,7 +131,7 @@ struct AsyncDemo {
             } ?? ""
             print("  reported: \(report.durationMs) ms, edges \(report.edges ?? "-"), detected \(Int(report.detectedAt.timeIntervalSince(report.startedAt) * 1000)) ms in\(split)")
         }
-        print("\(reports.count) hang report(s) in \(directory) (expected 2)")
-        exit(reports.count == 2 ? 0 : 1)
+        print("\(reports.count) hang report(s) in \(directory) (expected \(2 + steady))")
+        exit(reports.count == 2 + steady ? 0 : 1)
     }
 }

@@ -58,29 +58,8 @@ struct HummingbirdService: AsyncParsableCommand {
         }
     }
 
-    /// The options as `run` reads them.
-    struct Options {
-        var reports: String?
-        var thresholdMilliseconds: Int
-        var port: Int
-        var portFile: String?
-        var measurements: String?
-        var toggleWatch: Bool
-        var loopTicks: Bool
-        var poolWatch: Bool
-        var upstreamPort: Int?
-        var foldsRepeats: Bool
-    }
-
     func run() async throws {
-        try await Self.run(
-            Options(
-                reports: common.reports, thresholdMilliseconds: common.thresholdMilliseconds, port: common.port, portFile: common.portFile,
-                measurements: common.measurements, toggleWatch: common.toggleWatch, loopTicks: !withoutLoopTicks,
-                poolWatch: !withoutPoolWatch, upstreamPort: upstreamPort, foldsRepeats: !everyHangReported))
-    }
-
-    static func run(_ options: Options) async throws {
+        let (common, upstreamPort) = (common, upstreamPort)
         let logger = Logger(label: "shop")
         // The monitor's own log; `SHOP_HANGWATCH_LOG_LEVEL=debug` adds each report opened and each
         // pool job seen for half a threshold or more that got none, with why (the test's evidence).
@@ -89,19 +68,19 @@ struct HummingbirdService: AsyncParsableCommand {
             logger.logLevel = ProcessInfo.processInfo.environment["SHOP_HANGWATCH_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
             return logger
         }()
-        let measurements = try Measurements(path: options.measurements)
+        let measurements = try Measurements(path: common.measurements)
         // Watched, the loops report each iteration's end to the monitor (EventLoopTicks).
-        let ticks = options.reports != nil && options.loopTicks ? EventLoopTicks() : nil
+        let ticks = common.reports != nil && !withoutLoopTicks ? EventLoopTicks() : nil
         let group = ticks.map { MultiThreadedEventLoopGroup(numberOfThreads: 2, metricsDelegate: $0) }
             ?? MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let toggled = WatchToggle()
         var toggleSources: [any DispatchSourceSignal] = []
-        if let reports = options.reports {
+        if let reports = common.reports {
             let configuration = {
                 var configuration = HangMonitor.Configuration(
-                    serviceName: "shop", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
-                configuration.watchesConcurrencyPool = options.poolWatch
-                if !options.foldsRepeats {
+                    serviceName: "shop", threshold: .milliseconds(common.thresholdMilliseconds), reportDirectory: reports)
+                configuration.watchesConcurrencyPool = !withoutPoolWatch
+                if everyHangReported {
                     // Every hang its own report: no fold of repeats, no rate limit in reach.
                     configuration.repeatWindow = .zero
                     configuration.reportsPerMinute = 10_000
@@ -110,10 +89,8 @@ struct HummingbirdService: AsyncParsableCommand {
                 return configuration
             }()
             // The loops, and (on by default, once per process) the cooperative pool.
-            if options.toggleWatch {
-                toggleSources = toggled.listen { try HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: monitorLogger) }
-            } else {
-                try toggled.adopt(HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: monitorLogger))
+            toggleSources = try toggled.watch(toggled: common.toggleWatch) {
+                try HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: monitorLogger)
             }
         }
         let served = ServedCount()
@@ -133,20 +110,14 @@ struct HummingbirdService: AsyncParsableCommand {
         shop.get("/cart") { _, _ in await Shop.updateCart(measurements: measurements) }
         shop.get("/receipt") { _, _ in try await Shop.renderReceipt(on: group.next(), measurements: measurements) }
         shop.get("/restock") { _, _ in await Inventory.restock(measurements: measurements) }
-        let upstreamPort = options.upstreamPort
         shop.get("/report") { _, _ in try await Shop.salesReport(upstreamPort: upstreamPort, measurements: measurements) }
         shop.get("/stock") { _, _ in await Inventory.readStock(measurements: measurements) }
         router.get("/restock/held") { _, _ in Inventory.recounting.load(ordering: .acquiring) ? "yes\n" : "no\n" }
 
-        let portFile = options.portFile
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: options.port), serverName: "shop"),
-            onServerRunning: { channel in
-                guard let portFile, let port = channel.localAddress?.port else { return }
-                // Written whole, then renamed: a reader never sees half a number.
-                try? Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
-            },
+            configuration: .init(address: .hostname("127.0.0.1", port: common.port), serverName: "shop"),
+            onServerRunning: { channel in try? common.announce(port: channel.localAddress?.port) },
             eventLoopGroupProvider: .shared(group),
             logger: logger
         )

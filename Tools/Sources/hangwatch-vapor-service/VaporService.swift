@@ -36,47 +36,25 @@ struct VaporService: AsyncParsableCommand {
         guard (1...600_000).contains(blockMilliseconds) else { throw ValidationError("--block-ms: \(blockMilliseconds) is not in 1...600000") }
     }
 
-    /// The options as `run` reads them.
-    struct Options {
-        var reports: String?
-        var thresholdMilliseconds: Int
-        var port: Int
-        var portFile: String?
-        var measurements: String?
-        var blockMilliseconds: Int
-        var toggleWatch: Bool
-    }
-
     func run() async throws {
-        try await Self.run(
-            Options(
-                reports: common.reports, thresholdMilliseconds: common.thresholdMilliseconds, port: common.port, portFile: common.portFile,
-                measurements: common.measurements, blockMilliseconds: blockMilliseconds, toggleWatch: common.toggleWatch))
-    }
-
-    static func run(_ options: Options) async throws {
         // Vapor reads its command from the arguments: ours are not its, so it gets none (`serve`).
         let app = try await Application.make(Environment(name: "production", arguments: ["hangwatch-vapor-service"]))
         app.http.server.configuration.hostname = "127.0.0.1"
-        app.http.server.configuration.port = options.port
+        app.http.server.configuration.port = common.port
         // Vapor logs every request at `info`: under wrk, that is the service's busiest work.
         app.logger.logLevel = .notice
         let watch = WatchToggle()
         var toggleSources: [any DispatchSourceSignal] = []
-        if let reports = options.reports {
+        if let reports = common.reports {
             let group = app.eventLoopGroup
             let configuration = HangMonitor.Configuration(
-                serviceName: "store", threshold: .milliseconds(options.thresholdMilliseconds), reportDirectory: reports)
-            if options.toggleWatch {
-                toggleSources = watch.listen { try HangMonitor.watch(group, configuration: configuration) }
-            } else {
-                try watch.adopt(HangMonitor.watch(group, configuration: configuration))
-            }
+                serviceName: "store", threshold: .milliseconds(common.thresholdMilliseconds), reportDirectory: reports)
+            toggleSources = try watch.watch(toggled: common.toggleWatch) { try HangMonitor.watch(group, configuration: configuration) }
         }
         defer { for source in toggleSources { source.cancel() } }
         let served = ServedCount()
         routes(
-            app, store: Store(measurements: try Measurements(path: options.measurements), blockMilliseconds: options.blockMilliseconds),
+            app, store: Store(measurements: try Measurements(path: common.measurements), blockMilliseconds: blockMilliseconds),
             served: served)
         app.get("served") { _ in "\(served.value)\n" }
         // `off`, or how the loops are watched: `exact` once every loop's epoll instance is watched
@@ -84,7 +62,7 @@ struct VaporService: AsyncParsableCommand {
         app.get("watch") { _ in "\(watch.state)\n" }
         do {
             try await app.startup()
-            if let portFile = options.portFile, let port = app.http.server.shared.localAddress?.port {
+            if let portFile = common.portFile, let port = app.http.server.shared.localAddress?.port {
                 // Written whole, then renamed: a reader never sees half a number.
                 try Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
             }
