@@ -48,6 +48,26 @@ import Testing
         #expect(end == t(525))
     }
 
+    /// An idle worker beside a pool whose width is taken is no room: libdispatch keeps more workers
+    /// than the width (the one that ran the last probe, say) and lets only that many run jobs. Two
+    /// jobs held on a pool of width 2 with a third worker idle: no held job (a starvation's jobs,
+    /// CI's three reports for one starvation); the same looks on a pool of width 3: held.
+    @Test func anIdleWorkerBesideAPoolWhoseWidthIsTakenIsNoRoom() {
+        let third = MonitoredThread(tid: 9, startTimeTicks: 100, stackLow: 0, stackHigh: 1, name: "oot.default-qos", isMain: false)
+        let jobB = JobActivation(function: 0x2000, context: 0xb000, taskContext: 0xb100)
+        func held(width: Int) -> [Int32] {
+            var tracker = HeldJobTracker(probedPoolWidth: width)
+            var events: [HeldJobTracker.Event] = []
+            for ms in stride(from: UInt64(0), through: 700, by: 50) {
+                let looks = [look(worker, jobA, at: ms), look(other, jobB, at: ms), look(third, nil, at: ms)]
+                events += tracker.observe(looks, at: t(ms), thresholdMicroseconds: Self.threshold)
+            }
+            return events.compactMap { if case .held(let episode) = $0 { episode.thread.tid } else { nil } }
+        }
+        #expect(held(width: 2).isEmpty, "\(held(width: 2))")
+        #expect(Set(held(width: 3)) == [7, 8])
+    }
+
     @Test func withoutItsTaskIdAThreadThatRanBetweenTwoLooksOrComputesIsNotProvenToStayInOneJob() {
         var tracker = HeldJobTracker()
         // Same activation at every look, but the thread had CPU time between them (its blocking

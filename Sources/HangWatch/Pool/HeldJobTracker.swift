@@ -63,7 +63,9 @@ struct JobActivation: Hashable, Sendable {
 /// busy all the same).
 
 /// A job in the probed pool (the default one) is reported as held only when that pool had room
-/// while the job held its thread: an idle worker of it seen at the same look, or a probe job
+/// while the job held its thread: an idle worker of it seen at the same look while fewer of its
+/// threads ran jobs than its width (an idle worker beside a full pool is no room: libdispatch
+/// keeps more workers than the width, and lets only that many run), or a probe job
 /// enqueued after the job was first seen that started (one enqueued before may have been ahead
 /// of it in the queue, and its start proves nothing about the pool with this job in it). While
 /// every worker is busy, the job may be one of the jobs of a starvation, which gets one report
@@ -158,6 +160,14 @@ struct HeldJobTracker: Sendable {
     }
     /// Bounds the samples kept before a report opens (a long job is sampled on in the report).
     var maxSamplesBeforeHeld = 256
+    /// The probed pool's width: the most of its threads that run jobs at once (one per CPU).
+    let probedPoolWidth: Int
+
+    /// `probedPoolWidth`: the probed pool's width (`PoolWatch.Settings.poolWidth`); unbounded by
+    /// default, where a test needs no width.
+    init(probedPoolWidth: Int = .max) {
+        self.probedPoolWidth = probedPoolWidth
+    }
 
     /// Takes one round of looks (every pool thread) taken at `now`. `startedProbeEnqueuedMicroseconds`:
     /// when the last probe job that started was enqueued (a job seen running by then held its
@@ -186,13 +196,15 @@ struct HeldJobTracker: Sendable {
 
     /// Learns the pool's workers from `looks` and says when the probed pool last had room: now, if
     /// a worker of it runs no job and its stack was read (a thread a job started is named like the
-    /// pool's workers, but is none of them), else when the last probe job that started was enqueued.
+    /// pool's workers, but is none of them) while fewer of its threads run jobs than its width,
+    /// else when the last probe job that started was enqueued.
     private mutating func roomShown(in looks: [Look], at now: UInt64, startedProbeEnqueuedMicroseconds: UInt64?) -> UInt64? {
         for look in looks where look.activation != nil {
             workers.insert([UInt64(look.thread.tid), look.thread.startTimeTicks])
         }
         workers = workers.intersection(looks.map { [UInt64($0.thread.tid), $0.thread.startTimeTicks] })
-        let idleThreadSeen = looks.contains { look in
+        let inJobs = looks.count { Self.inProbedPool($0.thread) && $0.activation != nil }
+        let idleThreadSeen = inJobs < probedPoolWidth && looks.contains { look in
             Self.inProbedPool(look.thread) && look.activation == nil && look.sample.failure == nil && !look.sample.frames.isEmpty
                 && (look.isWorker || workers.contains([UInt64(look.thread.tid), look.thread.startTimeTicks]))
         }

@@ -96,7 +96,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     let looker: (any PoolThreadLooking)?
     /// Where a job's function starts (the unwind tables of `images`, unless a test scripts it).
     let functionStart: (@Sendable (UInt) -> UInt?)?
-    var tracker = HeldJobTracker()
+    var tracker: HeldJobTracker
     /// The open report of each held job, by thread.
     var heldJobs: [Int32: HangRecording] = [:]
     /// When the last probe job that started was enqueued: the pool had room for it, whatever ran
@@ -138,6 +138,7 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         self.waits = waits
         self.functionStart = functionStart ?? images.map { images in { @Sendable address in images.current.functionStart(of: address) } }
         self.settings = settings
+        tracker = HeldJobTracker(probedPoolWidth: max(1, settings.poolWidth))
         self.wake = wake
         self.enqueue = enqueue
         self.attach = attach
