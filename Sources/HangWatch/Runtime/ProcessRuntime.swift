@@ -25,8 +25,6 @@ final class ProcessRuntime: Sendable {
 
     /// The time, the waits and the scheduler counters every lane of `watchdog` reads.
     let environment: any WatchdogEnvironment
-    /// Whether the watchdog (and the event-loop watcher) get threads of their own.
-    var startsThreads: Bool { watchdog.startsThread }
     /// The process's one watchdog: every timed duty of every monitor is a lane of it. On a thread
     /// of its own in a service; stepped by the test (`Watchdog.run()`, on scripted time) in a
     /// scripted world.
@@ -48,9 +46,10 @@ final class ProcessRuntime: Sendable {
     private let loopWatchers = Mutex<[Bool: EventLoopWatcher]>([:])
     private let imageRegistry = Mutex<ImageRegistry?>(nil)
 
-    /// `registerDumpWake`: makes the dump lane's wake the one the capture signal's handler posts
-    /// for a dump request (nil: none, `leaving`'s); `unblockDumpSignal`: lets a request's signal
-    /// through on the watchdog's thread. A scripted runtime's do nothing.
+    /// `startsThreads`: whether the watchdog runs on a thread of its own (false: scripted time, the
+    /// test runs it). `registerDumpWake`: makes the dump lane's wake the one the capture signal's
+    /// handler posts for a dump request (nil: none, `leaving`'s); `unblockDumpSignal`: lets a
+    /// request's signal through on the watchdog's thread. A scripted runtime's do nothing.
     init(
         environment: any WatchdogEnvironment, startsThreads: Bool,
         registerDumpWake: @escaping @Sendable (_ wake: WatchdogWake?, _ leaving: WatchdogWake?) -> Void = { _, _ in },
