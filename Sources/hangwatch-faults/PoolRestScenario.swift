@@ -17,7 +17,7 @@ import Synchronization
 //   workers existed before the first task (0: the watch's first rest, dormant, made none).
 
 @inline(never)
-func holdPoolThreadAfterSleeping(seconds: Double, sleep: Duration) async -> (start: Double, end: Double) {
+func holdPoolThreadAfterSleeping(seconds: Double, sleep: Duration) async -> HeldStep {
     try? await Task.sleep(for: sleep)
     return await holdPoolThreadSleeping(seconds: seconds)
 }
@@ -31,8 +31,8 @@ func runPoolRest(_ options: Options, monitor: HangMonitor) -> Never {
         return rests() > count ? Date().timeIntervalSince1970 * 1000 : 0
     }
     let seconds = options.seconds
-    let routeSteps = Mutex<[(start: Double, end: Double)]>([])
-    let sleepSteps = Mutex<[(start: Double, end: Double)]>([])
+    let routeSteps = Mutex<[HeldStep]>([])
+    let sleepSteps = Mutex<[HeldStep]>([])
     let group = DispatchGroup()
 
     let firstRest = restedAt(after: 0)
@@ -63,7 +63,7 @@ func runPoolRest(_ options: Options, monitor: HangMonitor) -> Never {
     let reapDeadline = Date().addingTimeInterval(15)
     while !poolThreadIDs().isEmpty, Date() < reapDeadline { usleep(100_000) }
     let workersLeft = poolThreadIDs().count
-    let computeSteps = Mutex<[(start: Double, end: Double)]>([])
+    let computeSteps = Mutex<[HeldStep]>([])
     group.enter()
     Task.detached(priority: .medium) {
         let step = await holdPoolThreadComputing(seconds: seconds)
@@ -77,7 +77,7 @@ func runPoolRest(_ options: Options, monitor: HangMonitor) -> Never {
     }
     usleep(500_000)
     monitor.stop()
-    let holds = (routeSteps.withLock { $0 } + sleepSteps.withLock { $0 } + computeSteps.withLock { $0 }).map { "{\"startUnixMs\":\($0.start),\"endUnixMs\":\($0.end)}" }.joined(separator: ",")
+    let holds = (routeSteps.withLock { $0 } + sleepSteps.withLock { $0 } + computeSteps.withLock { $0 }).map(\.json).joined(separator: ",")
     print(
         "{\"holds\":[\(holds)],\"restedAtUnixMs\":[\(firstRest),\(secondRest),\(restWhileSleeping),\(thirdRest)],\"workersLeft\":\(workersLeft),"
             + "\"workersBeforeFirstTask\":\(workersBeforeFirstTask),"

@@ -12,7 +12,8 @@ import Synchronization
 //   - hold: one task on the global executor (the rest of the pool free) awaits
 //     `poolJobRoute`, which holds its pool thread S seconds in `usleep`
 //     (`holdPoolThreadSleeping`), then S seconds computing (`holdPoolThreadComputing`). Prints
-//     when each step started and ended (milliseconds since the Unix epoch) as `holds`, and the
+//     when each step started and ended (milliseconds since the Unix epoch) and how long its
+//     thread ran on a CPU meanwhile as `holds`, and the
 //     name of the thread the task ran on. `--priority` (default `medium`) is the task's: `high`
 //     runs it on the user-initiated pool's workers.
 //   - healthy: short tasks (1 ms of computing each, ncpu at a time) for S seconds.
@@ -66,23 +67,54 @@ final class TaskLog: @unchecked Sendable {
     }
 }
 
-@inline(never)
-func holdPoolThreadSleeping(seconds: Double) async -> (start: Double, end: Double) {
-    let start = Date().timeIntervalSince1970 * 1000
-    usleep(UInt32(seconds * 1e6))
-    return (start, Date().timeIntervalSince1970 * 1000)
+/// One step a task held its pool thread: when it began and ended (milliseconds since the Unix
+/// epoch), and how long its thread ran on a CPU meanwhile (the thread's CPU clock). The tests read
+/// a report's verdict against the last: a spin that got a CPU less than half the time waited for one.
+struct HeldStep: Sendable {
+    var start: Double
+    var end: Double = 0
+    var onCPUMs: Double = 0
+    private var cpuAtStart: Double = 0
+
+    /// A step that begins now, on the calling thread.
+    static func begin() -> HeldStep {
+        HeldStep(start: Date().timeIntervalSince1970 * 1000, cpuAtStart: threadCPUMilliseconds())
+    }
+
+    /// The step ended now, on the thread it began on.
+    func ended() -> HeldStep {
+        var step = self
+        step.end = Date().timeIntervalSince1970 * 1000
+        step.onCPUMs = Self.threadCPUMilliseconds() - cpuAtStart
+        return step
+    }
+
+    var json: String { "{\"startUnixMs\":\(start),\"endUnixMs\":\(end),\"onCPUMs\":\(onCPUMs)}" }
+
+    private static func threadCPUMilliseconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1e6
+    }
 }
 
 @inline(never)
-func holdPoolThreadComputing(seconds: Double) async -> (start: Double, end: Double) {
-    let start = Date().timeIntervalSince1970 * 1000
+func holdPoolThreadSleeping(seconds: Double) async -> HeldStep {
+    let step = HeldStep.begin()
+    usleep(UInt32(seconds * 1e6))
+    return step.ended()
+}
+
+@inline(never)
+func holdPoolThreadComputing(seconds: Double) async -> HeldStep {
+    let step = HeldStep.begin()
     _ = spinComputing(seconds: seconds)
-    return (start, Date().timeIntervalSince1970 * 1000)
+    return step.ended()
 }
 
 /// An async caller for both, as a request handler would be.
 @inline(never)
-func poolJobRoute(seconds: Double) async -> [(start: Double, end: Double)] {
+func poolJobRoute(seconds: Double) async -> [HeldStep] {
     let slept = await holdPoolThreadSleeping(seconds: seconds)
     let computed = await holdPoolThreadComputing(seconds: seconds)
     return [slept, computed]
@@ -156,7 +188,7 @@ func runPool(_ options: Options, mode: String) -> Never {
     var spawnedUnix = Date().timeIntervalSince1970 * 1000
     let group = DispatchGroup()
     if mode == "hold" {
-        let holds = Mutex<[(start: Double, end: Double)]>([])
+        let holds = Mutex<[HeldStep]>([])
         let threadName = Mutex("")
         group.enter()
         Task.detached(priority: options.priority) {
@@ -172,7 +204,7 @@ func runPool(_ options: Options, mode: String) -> Never {
         }
         usleep(500_000)
         monitor.stop()
-        let steps = holds.withLock { $0 }.map { "{\"startUnixMs\":\($0.start),\"endUnixMs\":\($0.end)}" }.joined(separator: ",")
+        let steps = holds.withLock { $0 }.map(\.json).joined(separator: ",")
         print(
             "{\"holds\":[\(steps)],\"reportsWritten\":\(monitor.statistics.reportsWritten),\"threadName\":\"\(threadName.withLock { $0 })\","
                 + "\"hangsDetected\":\(monitor.statistics.hangsDetected),\"starvations\":\(monitor.statistics.concurrencyPool.starvations)}")
