@@ -13,7 +13,7 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 REPORTS ?= ./hangwatch-reports
 
-.PHONY: all deps test-deps build release demo test bench install clean deb pack test-deb test-package test-release-vapor test-release-hummingbird
+.PHONY: all deps test-deps build release demo test bench install clean deb pack test-deb test-package test-package-link test-package-deb test-release-vapor test-release-hummingbird
 
 # `make` (as yourself): the debug build and the release binaries `sudo make install` copies.
 all: build release
@@ -84,7 +84,6 @@ release: deps
 # itself would first build every product of Tools/ in release, the test servers too) reads each
 # release binary's `--experimental-dump-help`. Blank lines become paragraph breaks (mdoc's own).
 DEB_DIR ?= .build-deb
-GENERATE_MANUAL = $(DEB_DIR)/generate-manual/debug/generate-manual
 deb: release
 	$(MAKE) --no-print-directory pack PACK_BIN="$(RELEASE_BIN)" PACK_DIR="$(DEB_DIR)" PARSER="$(STATIC_SCRATCH)/checkouts/swift-argument-parser"
 
@@ -126,12 +125,22 @@ TOOLS_TRAITS ?=
 DEBUG_STATIC := $(TOOLS_PACKAGE) $(TOOLS_TRAITS) --static-swift-stdlib -Xlinker --start-group \
 	$(foreach library,$(STATIC_LIBRARIES),-Xlinker -l$(library)) -Xlinker --end-group
 TEST_DEB_DIR ?= .build-deb-test
-test-package: deps
+# test-package in two halves, which `make test` runs apart: the link, before the tools' tests (they
+# then run the binaries linked here; a link while a test runs one could hand it a half-written
+# file), and the packing and the package's test, beside the tools' integration tests (nothing there
+# installs anything or looks outside its own directories).
+test-package: test-package-link
+	$(MAKE) --no-print-directory test-package-deb
+test-package-link: deps
 	@# Everything compiled for the dynamic link first: a module compiled during a static build
 	@# would autolink the static libraries, and a later dynamic build would keep it and fail to link.
+	@# (Not a no-op right after the tools' build of `make test`: SwiftPM compiles SwiftProtobuf,
+	@# Hummingbird and HummingbirdCore again, 37 s; without it the static link below compiled them
+	@# for itself, and the next dynamic build could not link.)
 	$(SWIFT) build $(TOOLS_PACKAGE) $(TOOLS_TRAITS) --build-tests
 	$(SWIFT) build $(DEBUG_STATIC) --product hangwatch
 	$(SWIFT) build $(DEBUG_STATIC) --product hangwatchd
+test-package-deb:
 	rm -rf "$(TEST_DEB_DIR)"
 	$(MAKE) --no-print-directory pack PACK_BIN="$(DEBUG_BIN_DIR)" PACK_DIR="$(TEST_DEB_DIR)" PARSER=".build/checkouts/swift-argument-parser"
 	package=$$(cat "$(TEST_DEB_DIR)/package") && \
@@ -219,7 +228,7 @@ install:
 
 # Removes the build, and the demo's reports from a directory the demo made (nothing else).
 clean:
-	rm -rf .build $(TOOLS)/.build $(STATIC_SCRATCH) $(DEB_DIR)
+	rm -rf .build .build-release $(TOOLS)/.build $(TOOLS)/.build-rebuild $(STATIC_SCRATCH) $(DEB_DIR) $(TEST_DEB_DIR)
 	@if [ -f "$(REPORTS)/.hangwatch-demo" ]; then \
 		rm -f "$(REPORTS)"/hang-*-demo-*.json "$(REPORTS)/.hangwatch-demo"; \
 		rmdir "$(REPORTS)" 2>/dev/null || echo "kept $(REPORTS): it holds files the demo did not write"; \
