@@ -36,10 +36,50 @@ final class BlockingPolicy: Sendable {
             return true
         }
     }
+
+    /// `GET /together`: its two requests meet before they block (each waits up to 5 s for the
+    /// other), so their loops are blocked at the same time by construction, not by the client's
+    /// timing (beside a busy CPU, two requests sent at once once reached their loops 300 ms apart).
+    let together = Rendezvous(parties: 2, timeoutMilliseconds: 5_000)
+    /// Each `/together` block as its loop's thread saw it.
+    let togetherBlocks = Mutex<[TogetherBlock]>([])
+
+    struct TogetherBlock: Sendable {
+        var tid: Int32
+        var milliseconds: Double
+        var metPartner: Bool
+    }
+}
+
+/// Parties that wait for each other: each `arrive()` returns once all have arrived (true) or
+/// after the timeout (false).
+final class Rendezvous: Sendable {
+    private let parties: Int
+    private let timeoutMilliseconds: Int
+    private let arrived = Mutex(0)
+    private let all = DispatchSemaphore(value: 0)
+
+    init(parties: Int, timeoutMilliseconds: Int) {
+        self.parties = parties
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+
+    func arrive() -> Bool {
+        let count = arrived.withLock { count -> Int in
+            count += 1
+            return count
+        }
+        if count == parties {
+            for _ in 0..<parties { all.signal() }
+        }
+        return all.wait(timeout: .now() + .milliseconds(timeoutMilliseconds)) == .success
+    }
 }
 
 /// `GET /` answers at once; `GET /block` blocks its event loop for 300 ms first; `GET /sometimes`
-/// blocks for 300 ms when `policy` says so (a small share of requests under load).
+/// blocks for 300 ms when `policy` says so (a small share of requests under load); `GET /together`
+/// waits for the other `/together` request to reach its loop, then blocks for 300 ms (the wait
+/// blocks the loop too).
 final class TestHTTPHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -53,6 +93,13 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
         guard case .head(let head) = unwrapInboundIn(data) else { return }
         if head.uri == "/block" || (head.uri == "/sometimes" && policy.shouldBlock()) {
             lookUpCustomerSynchronously(milliseconds: 300)
+        } else if head.uri == "/together" {
+            let start = DispatchTime.now().uptimeNanoseconds
+            let met = policy.together.arrive()
+            lookUpCustomerSynchronously(milliseconds: 300)
+            let block = BlockingPolicy.TogetherBlock(
+                tid: CPUShare.currentTID(), milliseconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6, metPartner: met)
+            policy.togetherBlocks.withLock { $0.append(block) }
         }
         var headers = HTTPHeaders()
         headers.add(name: "Content-Length", value: "3")
@@ -202,37 +249,54 @@ final class WatchedServer {
     /// two loops blocked at the same time are each detected and timed by it, and
     /// stopping the group ends the thread.
     @Test func aGroupOfEightLoopsHasOneWatchdogAndOneWatcherThreadThatTimeTwoLoopsBlockedAtOnce() throws {
+        // The threads of the tests before end once their monitors stopped; one that returned may
+        // be listed a moment longer (a test beside a busy CPU once counted it, and then none more).
+        _ = Eventually.holds { Self.threads(named: "hangwatch-wdog") == 0 && Self.threads(named: "hangwatch-loop") == 0 }
         let watchdogsBefore = Self.threads(named: "hangwatch-wdog")
         let watchersBefore = Self.threads(named: "hangwatch-loop")
-        let server = try WatchedServer("eight", loops: 8) { $0.repeatWindow = .zero }
+        let policy = BlockingPolicy(spacingNanoseconds: 900_000_000)
+        let server = try WatchedServer("eight", loops: 8, policy: policy) { $0.repeatWindow = .zero }
         defer { server.close() }
         let (directory, watch, port) = (server.directory, server.watch, server.port)
         #expect(Eventually.holds(timeout: 10) {
             _ = Self.get(port, "/")
             return watch.monitors.allSatisfy(\.isAttached) && watch.watchesEventLoopsExactly
         })
-        #expect(Self.threads(named: "hangwatch-wdog") == watchdogsBefore + 1)
+        // The process's one watchdog (shared with any monitor still running), one watcher more.
+        #expect(Self.threads(named: "hangwatch-wdog") == 1)
         #expect(Self.threads(named: "hangwatch-loop") == watchersBefore + 1)
 
-        // Two connections at once: the group hands them to two different loops.
+        // Two connections at once: the group hands them to two different loops, whose handlers
+        // meet before they block: both loops are blocked at once.
         let answered = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 2) { _ in
-            if Self.get(port, "/block") { answered.withLock { $0 += 1 } }
+            if Self.get(port, "/together") { answered.withLock { $0 += 1 } }
         }
         #expect(answered.withLock { $0 } == 2)
+        let blocks = policy.togetherBlocks.withLock { $0 }
+        if blocks.count == 2, !blocks.allSatisfy(\.metPartner) {
+            try ControlCheck.cannotRun("the two requests reached their loops more than 5 s apart: \(blocks)")
+        }
+        try #require(blocks.count == 2 && Set(blocks.map(\.tid)).count == 2, "\(blocks)")
         let reports = ReportDirectory(path: directory).waitForFinished(2)
         try #require(reports.count == 2, "\(reports.map(\.id))")
         #expect(Set(reports.map(\.thread.name)).count == 2, "\(reports.map(\.thread.name))")
         for report in reports {
+            let block = try #require(blocks.first { $0.tid == report.thread.tid }, "a report of a thread that did not block: \(report.thread)")
+            // The hang is at least the block as the handler timed it (it began at the loop's wake,
+            // before the handler ran), and ends when the loop next answers.
             let slack = report.edges == "sampled" ? 25.0 : 0
-            #expect(report.durationMs >= 295 - slack && report.durationMs <= 315 + slack + Self.cpuWaitSlack, "\(report.edges ?? "-"): \(report.durationMs)")
+            #expect(
+                report.durationMs >= block.milliseconds - 5 - slack && report.durationMs <= block.milliseconds + 15 + slack + Self.cpuWaitSlack,
+                "\(report.edges ?? "-"): \(report.durationMs) ms for a block of \(block.milliseconds) ms")
             let detection = report.detectedAt.timeIntervalSince(report.startedAt) * 1000
             #expect(detection >= 100 && detection <= 100 + 2 * 50, "detected \(detection) ms after the start")
         }
-        // The two blocks overlapped, and neither detection waited for the other hang to end.
+        // The two hangs overlap as the blocks did, and neither detection waited for the other hang to end.
         let (first, second) = (reports[0], reports[1])
         let (firstEnd, secondEnd) = (try #require(first.endedAt), try #require(second.endedAt))
         #expect(first.startedAt < secondEnd && second.startedAt < firstEnd)
+        #expect(first.detectedAt < secondEnd && second.detectedAt < firstEnd)
         watch.stop()
         #expect(Eventually.holds {
             Self.threads(named: "hangwatch-wdog") == watchdogsBefore && Self.threads(named: "hangwatch-loop") == watchersBefore

@@ -85,7 +85,8 @@ import Testing
             $0.loopHistogram = true
         }
         defer { loop.stop() }
-        let before = try #require(try heartbeat(directory).loopBusy, "a monitor with the histogram publishes it")
+        // The page speaks for the monitor from the watchdog's first turn after the start.
+        let before = try #require(waitFor(directory) { $0.loopBusy != nil }?.loopBusy, "a monitor with the histogram publishes it")
         let share = CPUShare(tid: loop.tid)
         let blocks = Mutex<[(start: UInt64, end: UInt64)]>([])
         // One more before and after the 20: their blocks bound the first and the last.
@@ -126,7 +127,10 @@ import Testing
     @Test func withoutTheOptionThereIsNoHistogram() throws {
         let (directory, loop, monitor) = try startMonitoredLoop { $0.heartbeatInterval = .seconds(1) }
         defer { loop.stop() }
-        #expect(try heartbeat(directory).loopBusy == nil)
+        let started = UnsafeCaptureBridge.monotonicNanoseconds()
+        // A page the watchdog published after the start (so after the monitor joined it).
+        let page = waitFor(directory) { $0.tickMonotonicNanoseconds > started }
+        #expect(page != nil && page?.loopBusy == nil, "\(String(describing: page))")
         monitor.stop()
         var configuration = HangMonitor.Configuration(serviceName: "x", reportDirectory: directory.path)
         configuration.heartbeatInterval = .zero

@@ -66,4 +66,20 @@ import Testing
         #expect(afterOneStopped?.state == .idle && afterOneStopped?.hangsDetected == 2, "\(String(describing: afterOneStopped))")
         #expect(Self.heartbeat(a) == nil, "the last monitor's stop removes the file")
     }
+
+    /// The directory opens (its heartbeat lane joins the watchdog and ticks) before its first
+    /// monitor begins: a page published with no monitor keeps the threshold it was made with,
+    /// never 0 (an idle clean-clone run read 0 there once).
+    @Test func aPagePublishedBeforeTheFirstMonitorKeepsItsThreshold() throws {
+        let directory = ReportDirectory()
+        try ReportStore(directory: directory.path).prepare()
+        let publisher = try HeartbeatPublisher(
+            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
+        let lane = HeartbeatLane(publisher: publisher, intervalMicroseconds: 10_000_000, stop: StopFlag(), poolDelays: { _ in nil })
+        lane.publish()
+        let page = try MonitorHeartbeat.read(path: publisher.path)
+        #expect(page.thresholdMicroseconds == 250_000 && page.state == .idle, "\(page)")
+        lane.retire()
+        #expect(!FileManager.default.fileExists(atPath: publisher.path))
+    }
 }

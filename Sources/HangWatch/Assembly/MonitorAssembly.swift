@@ -89,8 +89,8 @@ final class MonitorAssembly: Sendable {
     }
 
     /// Starts watching: busy time counts from the end of the grace period, the source feeds the
-    /// latch and attaches its thread, its lanes join the watchdog, the directory's heartbeat
-    /// speaks for it, and the pool watch is offered to it. Quick: no file or signal work.
+    /// latch and attaches its thread, the directory's heartbeat speaks for it from the watchdog's
+    /// next turn, its lanes join the watchdog, and the pool watch is offered to it. Quick: no file or signal work.
     func begin() throws {
         let control = owner.control
         control.countFromMicroseconds.store(
@@ -103,10 +103,13 @@ final class MonitorAssembly: Sendable {
         if let unavailable = world.taskLayout.description {
             owner.logger.warning("part of the diagnosis is unavailable", metadata: ["hangwatch.reason": "\(unavailable)"])
         }
+        // The heartbeat counts the monitor before its lanes join: their joining wakes the
+        // watchdog, whose turn then publishes a page that speaks for it (its threshold, its
+        // loop histogram).
+        directory.heartbeat?.add(hangLane.heartbeatMember(owner: owner.id))
         let lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
         self.lanes.withLock { $0 = lanes }
         for lane in lanes { watchdog.add(lane) }
-        directory.heartbeat?.add(hangLane.heartbeatMember(owner: owner.id))
         if configuration.watchesConcurrencyPool, let pool = world.pool {
             enrollPoolWatch(pool)
         }

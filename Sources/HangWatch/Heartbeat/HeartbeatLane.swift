@@ -6,7 +6,8 @@ import Synchronization
 /// (`HeartbeatPublisher`) at every wake-up of the watchdog and at least once per heartbeat interval,
 /// so a silent page means a silent watchdog. The page speaks for every monitor writing to the
 /// directory (its members, each a hang lane): the most engaged state among them (recording, then
-/// watching, idle, paused) with that monitor's activity word, the smallest threshold, and the sums
+/// watching, idle, paused) with that monitor's activity word, the smallest threshold (with no
+/// member, the one the page already says: never 0), and the sums
 /// of their hangs, suppressions and loop-busy histograms, monitors that stopped included (the
 /// counts a reader differences never go back). The pool watch's delays are in it while a member
 /// runs the pool watch.
@@ -109,7 +110,7 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
     /// Publishes the page for the members as they are now.
     func publish() {
         let (state, word, hangs, suppressed, threshold, histogram, owners) = members.withLock {
-            members -> (HeartbeatPublisher.State, UInt64, UInt64, UInt64, UInt64, UnsafeLoopHistogram?, [ObjectIdentifier]) in
+            members -> (HeartbeatPublisher.State, UInt64, UInt64, UInt64, UInt64?, UnsafeLoopHistogram?, [ObjectIdentifier]) in
             var best: (state: HeartbeatPublisher.State, word: UInt64)?
             var hangs = members.departedHangs
             var suppressed = members.departedSuppressed
@@ -127,7 +128,7 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
                 if let histogram = member.latch.loopHistogram { sum.accumulate(histogram) }
             }
             return (
-                best?.state ?? .idle, best?.word ?? 0, hangs, suppressed, threshold == .max ? 0 : threshold, members.anyHistogram ? sum : nil,
+                best?.state ?? .idle, best?.word ?? 0, hangs, suppressed, threshold == .max ? nil : threshold, members.anyHistogram ? sum : nil,
                 members.current.map(\.owner)
             )
         }

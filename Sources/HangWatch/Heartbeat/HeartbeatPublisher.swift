@@ -20,6 +20,8 @@ final class HeartbeatPublisher: @unchecked Sendable {
     private let callsCutShort: @Sendable () -> Int
     /// Whether the page holds the pool section (the watchdog thread only, like every tick).
     private var publishesPool = false
+    /// The threshold the page says: the one it was made with until a tick names another.
+    private var thresholdMicroseconds: UInt64
 
     enum State: UInt64 {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
@@ -33,6 +35,7 @@ final class HeartbeatPublisher: @unchecked Sendable {
         dumpSignal: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: ServiceVersion? = nil
     ) throws(SystemCallError) {
         self.callsCutShort = callsCutShort
+        self.thresholdMicroseconds = thresholdMicroseconds
         let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
         let mode: mode_t = access == .private ? 0o600 : 0o640
         let size = UnsafeHeartbeatPage.size
@@ -101,18 +104,21 @@ final class HeartbeatPublisher: @unchecked Sendable {
         throw SystemCallError(call: "open", path: path, code: EEXIST)
     }
 
-    /// Publishes the page: `pool`, the pool watch's delays while one of the directory's monitors
-    /// runs it (nil: none does; the section is cleared once).
+    /// Publishes the page: `thresholdMicroseconds` nil keeps the threshold the page says (no
+    /// monitor of the directory is running to name one: the directory opens before its first
+    /// monitor begins); `pool`, the pool watch's delays while one of the directory's monitors runs
+    /// it (nil: none does; the section is cleared once).
     func tick(
-        _ state: State, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64 = 0, thresholdMicroseconds: UInt64,
+        _ state: State, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64 = 0, thresholdMicroseconds: UInt64?,
         loopHistogram: UnsafeLoopHistogram? = nil, pool: HangMonitor.PoolProbeDelays? = nil
     ) {
+        if let thresholdMicroseconds { self.thresholdMicroseconds = thresholdMicroseconds }
         // The process's count (every monitor's captures and the pool watch's looks): the agent
         // counts it once per process, however many monitors publish it.
         page.tick(
             state: state.rawValue, activityWord: activityWord, hangsDetected: hangsDetected, hangsSuppressed: hangsSuppressed,
             callsCutShort: UInt64(callsCutShort()),
-            thresholdMicroseconds: thresholdMicroseconds, histogram: loopHistogram)
+            thresholdMicroseconds: self.thresholdMicroseconds, histogram: loopHistogram)
         // Written while a monitor of the directory runs the pool watch, and cleared once when none does.
         if pool != nil || publishesPool {
             page.pool(counts: pool?.counts, totalNanoseconds: pool?.totalNanoseconds ?? 0, starvations: UInt64(pool?.starvations ?? 0))
