@@ -120,10 +120,15 @@ final class WatchedServer {
     let channel: any Channel
     let port: Int
 
+    /// The group the server accepts connections on when it is not the watched one.
+    let acceptor: MultiThreadedEventLoopGroup?
+
     /// `ticks`: the group is made with an `EventLoopTicks` delegate, given to the watch too.
+    /// `acceptsOnItsOwnLoop`: the server accepts on a loop of a group of its own (not watched), and
+    /// hands every connection to a loop of the watched group; else one of the watched loops accepts.
     init(
         _ name: String, loops: Int = 2, policy: BlockingPolicy = BlockingPolicy(spacingNanoseconds: 900_000_000),
-        ticks: Bool = false, configure: (inout HangMonitor.Configuration) -> Void
+        ticks: Bool = false, acceptsOnItsOwnLoop: Bool = false, configure: (inout HangMonitor.Configuration) -> Void
     ) throws {
         let directory = FileManager.default.temporaryDirectory.path + "/hangwatch-nio-\(name)-\(getpid())-\(UUID().uuidString.prefix(6))"
         let delegate = ticks ? EventLoopTicks() : nil
@@ -134,20 +139,23 @@ final class WatchedServer {
         configure(&configuration)
         var watch: EventLoopGroupMonitor?
         var channel: (any Channel)?
+        let acceptor = acceptsOnItsOwnLoop ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
         do {
             watch = try HangMonitor.watch(group, ticks: delegate, configuration: configuration)
-            channel = try EventLoopGroupMonitorTests.serve(group, policy: policy)
+            channel = try EventLoopGroupMonitorTests.serve(group, acceptingOn: acceptor, policy: policy)
             guard let port = channel?.localAddress?.port else { throw ChannelError.unknownLocalAddress }
             self.port = port
         } catch {
             try? channel?.close().wait()
             watch?.stop()
             try? group.syncShutdownGracefully()
+            try? acceptor?.syncShutdownGracefully()
             try? FileManager.default.removeItem(atPath: directory)
             throw error
         }
         self.directory = directory
         self.group = group
+        self.acceptor = acceptor
         self.watch = watch!
         self.channel = channel!
     }
@@ -156,6 +164,7 @@ final class WatchedServer {
         try? channel.close().wait()
         watch.stop()
         try? group.syncShutdownGracefully()
+        try? acceptor?.syncShutdownGracefully()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -177,9 +186,10 @@ final class WatchedServer {
         }
     }
 
-    /// An HTTP/1 server on loopback (any port) answering with `TestHTTPHandler`.
-    static func serve(_ group: any EventLoopGroup, policy: BlockingPolicy) throws -> any Channel {
-        try ServerBootstrap(group: group)
+    /// An HTTP/1 server on loopback (any port) answering with `TestHTTPHandler` on `group`'s loops,
+    /// accepting on one of `acceptor`'s (nil: of `group`'s).
+    static func serve(_ group: any EventLoopGroup, acceptingOn acceptor: (any EventLoopGroup)? = nil, policy: BlockingPolicy) throws -> any Channel {
+        try ServerBootstrap(group: acceptor ?? group, childGroup: group)
             .childChannelInitializer { channel in
                 channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(TestHTTPHandler(policy: policy)) }
             }
@@ -255,7 +265,7 @@ final class WatchedServer {
         let watchdogsBefore = Self.threads(named: "hangwatch-wdog")
         let watchersBefore = Self.threads(named: "hangwatch-loop")
         let policy = BlockingPolicy(spacingNanoseconds: 900_000_000)
-        let server = try WatchedServer("eight", loops: 8, policy: policy) { $0.repeatWindow = .zero }
+        let server = try WatchedServer("eight", loops: 8, policy: policy, acceptsOnItsOwnLoop: true) { $0.repeatWindow = .zero }
         defer { server.close() }
         let (directory, watch, port) = (server.directory, server.watch, server.port)
         #expect(Eventually.holds(timeout: 10) {
@@ -266,12 +276,20 @@ final class WatchedServer {
         #expect(Self.threads(named: "hangwatch-wdog") == 1)
         #expect(Self.threads(named: "hangwatch-loop") == watchersBefore + 1)
 
-        // Two connections at once: the group hands them to two different loops, whose handlers
-        // meet before they block: both loops are blocked at once.
+        // Two connections at once, from two threads of their own: the group hands them to two
+        // different loops (the server accepts on a loop of its own: a loop that accepted, blocked by
+        // the first request, would accept the second only after it), whose handlers meet before
+        // they block, so both loops are blocked at once.
         let answered = Mutex(0)
-        DispatchQueue.concurrentPerform(iterations: 2) { _ in
-            if Self.get(port, "/together") { answered.withLock { $0 += 1 } }
+        let clients = DispatchGroup()
+        for _ in 0..<2 {
+            clients.enter()
+            Thread {
+                if Self.get(port, "/together") { answered.withLock { $0 += 1 } }
+                clients.leave()
+            }.start()
         }
+        clients.wait()
         #expect(answered.withLock { $0 } == 2)
         let blocks = policy.togetherBlocks.withLock { $0 }
         if blocks.count == 2, !blocks.allSatisfy(\.metPartner) {

@@ -114,6 +114,7 @@ import Testing
     @Test func aBadFileLineIsNamed() {
         let path = FileManager.default.temporaryDirectory.path + "/hangwatch-bad-\(getpid()).env"
         FileManager.default.createFile(atPath: path, contents: Data("HANGWATCH_THRESHOLD=250ms\njust words\n".utf8))
+        defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(throws: HangMonitorError.unreadableConfigurationFile(
             path: path, reason: "line 2: expected KEY=VALUE, found \"just words\"")) {
             try HangMonitor.Configuration.load(serviceName: "svc", configFile: path, environment: [:])
