@@ -2,6 +2,7 @@ import Foundation
 import HangWatch
 import HangWatchReport
 import HangWatchSymbolication
+import Testing
 
 /// Reading what a monitor wrote, symbolicated, without sleeping and hoping: every wait polls for
 /// a condition up to a generous deadline and returns what it found.
@@ -20,9 +21,19 @@ public struct ReportDirectory {
         self.path = path
     }
 
+    /// The reports, symbolicated. Written atomically (renamed into place), a listed report that
+    /// cannot be read is the product's failure, recorded as an issue (one removed meanwhile, by
+    /// retention, is not).
     public func reports() -> [HangReport] {
         let files = (try? ReportStore(directory: path).list()) ?? []
-        return files.compactMap { try? ReportReader().read(path: $0.path) }.map { report in
+        return files.compactMap { file -> HangReport? in
+            do {
+                return try ReportReader().read(path: file.path)
+            } catch {
+                if FileManager.default.fileExists(atPath: file.path) { Issue.record("a report the reader cannot read: \(file.path): \(error)") }
+                return nil
+            }
+        }.map { report in
             var report = report
             Self.symbolicator.symbolicate(&report)
             return report
@@ -33,6 +44,16 @@ public struct ReportDirectory {
     @discardableResult
     public func waitFor(timeout: Double = 10, _ condition: ([HangReport]) -> Bool) -> [HangReport] {
         Eventually.value(timeout: timeout, interval: 0.02, reports, until: condition)
+    }
+
+    /// Every file in the directory, with its size: what a test that found no report says.
+    public func listing() -> String {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+        guard !names.isEmpty else { return "\(path): empty or missing" }
+        return names.map { name in
+            let size = (try? FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? Int) ?? nil
+            return "\(name) (\(size.map(String.init) ?? "?") bytes)"
+        }.joined(separator: ", ")
     }
 
     /// Waits until `count` reports exist and none is still ongoing.

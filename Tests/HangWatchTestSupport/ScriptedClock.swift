@@ -48,6 +48,12 @@ package final class ScriptedClock: @unchecked Sendable {
         stalls.append((start, start + duration))
     }
 
+    /// The watchdog's own work takes `duration` microseconds: the time moves without a wait (what
+    /// falls due meanwhile runs at the next wait, at once).
+    package func spend(_ duration: UInt64) {
+        now += duration
+    }
+
     /// How much of the time up to now was stalled.
     package var stalledMicroseconds: UInt64 {
         stalls.reduce(0) { $0 + (min(now, $1.end) - min(now, $1.start)) }

@@ -326,6 +326,49 @@ import Testing
         #expect(hang.watchdogOversleepMicroseconds >= 25_000)
     }
 
+    /// The watchdog's own turn runs past the hang lane's deadline (another lane's step, or the
+    /// thread taken off its CPU before it read its counters for the wait), and the wait then
+    /// returns at once: that lateness is not the wait's, and no stop. The hang, still on, is
+    /// recorded at once, not given a second look it would end in and be lost (a clean-clone run
+    /// beside a busy CPU lost a 500 ms hang past a 250 ms threshold so, once).
+    @Test func aTurnThatRunsPastTheDeadlineIsNoStopAndTheHangIsReported() throws {
+        let h = WatchdogHarness(thresholdMilliseconds: 100)
+        h.environment.ownCounters = ownCounters(h, starved: false)
+        h.busy(from: 100, for: 160)
+        // The turn the loop's edge at 100 ms wakes: 150 ms in a lane stepped after the hang lane,
+        // past its deadline (100 + 100 + 4 ms).
+        let slow = SlowTurnLane(clock: h.clock, at: h.t(100), spending: 150_000, end: h.t(1_000))
+        h.stop(at: 1_000)
+        h.run(with: [slow])
+        #expect(slow.spent)
+        try #require(h.hangs.count == 1, "the hang was lost")
+        let hang = h.hangs[0].recording
+        #expect(!hang.stopSuspected)
+        #expect(near(h.ms(hang.startMicroseconds), 100) && near(h.ms(hang.detectedMicroseconds), 250))
+        #expect(near(h.ms(hang.endMicroseconds ?? 0), 260))
+    }
+
+    /// A lane whose step at `at` takes `spending` microseconds of the watchdog's time, once.
+    final class SlowTurnLane: WatchdogLane, @unchecked Sendable {
+        let clock: ScriptedClock
+        let at: UInt64
+        let spending: UInt64
+        let end: UInt64
+        var spent = false
+        let finished = DispatchSemaphore(value: 0)
+        init(clock: ScriptedClock, at: UInt64, spending: UInt64, end: UInt64) {
+            (self.clock, self.at, self.spending, self.end) = (clock, at, spending, end)
+        }
+        func advance(_ turn: WatchdogTurn) -> WatchdogWait {
+            let now = turn.environment.now()
+            if !spent, now >= at {
+                spent = true
+                clock.spend(spending)
+            }
+            return now >= end ? .finished : .at(spent ? end : at)
+        }
+    }
+
     /// The loop moves on while a sample is taken (a watchdog taken off its CPU between its look at
     /// the latch and the capture, on a busy machine): that sample's stack, the loop asleep in its
     /// own wait, is not the hang's and is not kept; the samples before it are.

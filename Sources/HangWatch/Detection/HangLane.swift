@@ -100,7 +100,12 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         case .watching:
             oversleep = late
             if let before, let after {
-                stopSuspected = late > 0 && Watchdog.lateBecauseStopped(late: late, before: before, after: after)
+                // Only the wait's own lateness can be a stop: a turn that ran past the deadline
+                // before the wait began (off its CPU before its counters were read, or in its
+                // lanes' steps) is the watchdog's, not a stopped process (judged a stop, the loop
+                // caught up during the second look and a hang beside a busy CPU was lost).
+                let inWait = timedOut.lateInWait(for: deadline)
+                stopSuspected = inWait > 0 && Watchdog.lateBecauseStopped(late: inWait, before: before, after: after)
             } else {
                 // Without its own counters the watchdog cannot tell a stop from starvation.
                 stopSuspected = late > 0
@@ -108,10 +113,11 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         case .recording(var hang):
             // Woke far too late, and not for want of a CPU: the process was stopped (SIGSTOP, a
             // debugger) while hung. That time is not the code's.
-            guard !hang.recording.stopSuspected, late < UInt64(Int64.max),
-                late > max(100_000, 4 * hang.recording.sampleIntervalMicroseconds), let before, let after
+            let inWait = timedOut.lateInWait(for: deadline)
+            guard !hang.recording.stopSuspected, inWait < UInt64(Int64.max),
+                inWait > max(100_000, 4 * hang.recording.sampleIntervalMicroseconds), let before, let after
             else { return }
-            hang.recording.stopSuspected = Watchdog.lateBecauseStopped(late: late, before: before, after: after)
+            hang.recording.stopSuspected = Watchdog.lateBecauseStopped(late: inWait, before: before, after: after)
             phase = .recording(hang)
         case .confirming:
             break

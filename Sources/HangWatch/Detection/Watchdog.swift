@@ -161,9 +161,11 @@ final class Watchdog: @unchecked Sendable {
                 // (Its own counters tell a stopped process from a starved one when a lane's
                 // deadline comes late; a heartbeat's deadline needs none.)
                 let before = timed ? environment.ownSchedule() : nil
+                let began = environment.now()
                 if !environment.wait(wake, until: deadline) {
                     let woke = environment.now()
-                    timedOut = WatchdogTurn.TimedOut(woke: woke, before: before, after: before == nil ? nil : environment.ownSchedule())
+                    timedOut = WatchdogTurn.TimedOut(
+                        woke: woke, began: began, before: before, after: before == nil ? nil : environment.ownSchedule())
                 }
             }
             for park in parked { park.withdraw() }

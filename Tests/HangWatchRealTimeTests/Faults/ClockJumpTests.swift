@@ -27,7 +27,9 @@ import Testing
         let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
         loop.sync { _ = spinInTestHang(milliseconds: 500) }
-        let report = try #require(directory.waitForFinished(1).first)
+        let report = try #require(
+            directory.waitForFinished(1).first,
+            "no finished report in 10 s; the monitor counted \(monitor.statistics); the directory: \(directory.listing())")
         monitor.stop()
         // The report's wall-clock start and end are labels: derived from the monotonic duration.
         let end = try #require(report.endedAt)
