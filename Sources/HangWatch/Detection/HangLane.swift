@@ -113,11 +113,12 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         case .recording(var hang):
             // Woke far too late, and not for want of a CPU: the process was stopped (SIGSTOP, a
             // debugger) while hung. That time is not the code's.
-            let inWait = timedOut.lateInWait(for: deadline)
-            guard !hang.recording.stopSuspected, inWait < UInt64(Int64.max),
-                inWait > max(100_000, 4 * hang.recording.sampleIntervalMicroseconds), let before, let after
+            // (From the deadline, not only the wait's: a stop often lands in a turn that samples,
+            // before its wait. Misjudged, a starved turn flags the report, and loses nothing.)
+            guard !hang.recording.stopSuspected, late < UInt64(Int64.max),
+                late > max(100_000, 4 * hang.recording.sampleIntervalMicroseconds), let before, let after
             else { return }
-            hang.recording.stopSuspected = Watchdog.lateBecauseStopped(late: inWait, before: before, after: after)
+            hang.recording.stopSuspected = Watchdog.lateBecauseStopped(late: late, before: before, after: after)
             phase = .recording(hang)
         case .confirming:
             break

@@ -29,7 +29,8 @@ struct WatchdogTurn {
     /// watchdog's own counters around it (nil when no lane asked for `.until`). Only the wait's
     /// own lateness (past the deadline, or past its start when the turn before it ran past the
     /// deadline) is covered by the counters: time the turn itself took (its lanes' steps, or off
-    /// its CPU before `before` was read) is not.
+    /// its CPU before `before` was read) is not. A hang lane judges a stop before a hang (which
+    /// would give the loop a second look) by the wait's lateness only.
     struct TimedOut {
         var woke: UInt64
         var began: UInt64
