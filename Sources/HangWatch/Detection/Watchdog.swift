@@ -161,7 +161,7 @@ final class Watchdog: @unchecked Sendable {
                 // (Its own counters tell a stopped process from a starved one when a lane's
                 // deadline comes late; a heartbeat's deadline needs none.)
                 let before = timed ? environment.ownSchedule() : nil
-                let began = environment.now()
+                let began = timed ? environment.now() : nil
                 if !environment.wait(wake, until: deadline) {
                     let woke = environment.now()
                     timedOut = WatchdogTurn.TimedOut(

@@ -25,29 +25,22 @@ protocol WatchdogLane: AnyObject, Sendable {
 /// One turn of the watchdog, as its lanes see it: the environment (the time, the counters), and
 /// how the wait before it ended.
 struct WatchdogTurn {
-    /// The wait ended by its deadline at `woke`; it began at `began`; `before` and `after` are the
-    /// watchdog's own counters around it (nil when no lane asked for `.until`). Only the wait's
+    /// The wait ended by its deadline at `woke`; it began at `began`; `began`, `before` and `after`
+    /// are read around it only when a lane asked for `.until` (nil otherwise). Only the wait's
     /// own lateness (past the deadline, or past its start when the turn before it ran past the
     /// deadline) is covered by the counters: time the turn itself took (its lanes' steps, or off
     /// its CPU before `before` was read) is not. A hang lane judges a stop before a hang (which
     /// would give the loop a second look) by the wait's lateness only.
     struct TimedOut {
         var woke: UInt64
-        var began: UInt64
+        var began: UInt64?
         var before: ProcTask.SchedStat?
         var after: ProcTask.SchedStat?
-
-        init(woke: UInt64, began: UInt64? = nil, before: ProcTask.SchedStat? = nil, after: ProcTask.SchedStat? = nil) {
-            self.woke = woke
-            self.began = began ?? 0
-            self.before = before
-            self.after = after
-        }
 
         /// How late the wait itself woke for `deadline`: from the deadline, or from the wait's
         /// start if that came after it.
         func lateInWait(for deadline: UInt64) -> UInt64 {
-            let from = max(deadline, began)
+            let from = max(deadline, began ?? 0)
             return woke > from ? woke - from : 0
         }
     }
