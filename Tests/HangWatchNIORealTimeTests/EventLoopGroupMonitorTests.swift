@@ -1,5 +1,5 @@
 import Foundation
-import HangWatch
+@testable import HangWatch
 import HangWatchNIO
 import HangWatchReport
 import HangWatchSymbolication
@@ -40,7 +40,7 @@ final class BlockingPolicy: Sendable {
     /// `GET /together`: its two requests meet before they block (each waits up to 5 s for the
     /// other), so their loops are blocked at the same time by construction, not by the client's
     /// timing (beside a busy CPU, two requests sent at once once reached their loops 300 ms apart).
-    let together = Rendezvous(parties: 2, timeoutMilliseconds: 5_000)
+    let together = WorkerBarrier(count: 2)
     /// Each `/together` block as its loop's thread saw it.
     let togetherBlocks = Mutex<[TogetherBlock]>([])
 
@@ -48,31 +48,6 @@ final class BlockingPolicy: Sendable {
         var tid: Int32
         var milliseconds: Double
         var metPartner: Bool
-    }
-}
-
-/// Parties that wait for each other: each `arrive()` returns once all have arrived (true) or
-/// after the timeout (false).
-final class Rendezvous: Sendable {
-    private let parties: Int
-    private let timeoutMilliseconds: Int
-    private let arrived = Mutex(0)
-    private let all = DispatchSemaphore(value: 0)
-
-    init(parties: Int, timeoutMilliseconds: Int) {
-        self.parties = parties
-        self.timeoutMilliseconds = timeoutMilliseconds
-    }
-
-    func arrive() -> Bool {
-        let count = arrived.withLock { count -> Int in
-            count += 1
-            return count
-        }
-        if count == parties {
-            for _ in 0..<parties { all.signal() }
-        }
-        return all.wait(timeout: .now() + .milliseconds(timeoutMilliseconds)) == .success
     }
 }
 
@@ -95,7 +70,7 @@ final class TestHTTPHandler: ChannelInboundHandler, Sendable {
             lookUpCustomerSynchronously(milliseconds: 300)
         } else if head.uri == "/together" {
             let start = DispatchTime.now().uptimeNanoseconds
-            let met = policy.together.arrive()
+            let met = policy.together.arrive(timeout: .seconds(5))
             lookUpCustomerSynchronously(milliseconds: 300)
             let block = BlockingPolicy.TogetherBlock(
                 tid: CPUShare.currentTID(), milliseconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6, metPartner: met)

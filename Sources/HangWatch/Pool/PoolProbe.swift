@@ -65,7 +65,7 @@ struct GlobalExecutorProbe: Sendable {
 }
 
 /// `count` jobs meeting: each waits until all have arrived or `timeout` passed, so that they hold
-/// `count` different pool workers at once.
+/// `count` different pool workers at once. `arrive` says whether all arrived in time.
 final class WorkerBarrier: Sendable {
     private let count: Int
     private let arrived = Atomic<Int>(0)
@@ -75,12 +75,15 @@ final class WorkerBarrier: Sendable {
         self.count = count
     }
 
-    func arrive(timeout: DispatchTimeInterval) {
+    @discardableResult
+    func arrive(timeout: DispatchTimeInterval) -> Bool {
         let number = arrived.add(1, ordering: .acquiringAndReleasing).newValue
         if number == count {
             for _ in 1..<max(count, 1) { release.signal() }
+            return true
         } else if number < count {
-            _ = release.wait(timeout: .now() + timeout)
+            return release.wait(timeout: .now() + timeout) == .success
         }
+        return false
     }
 }
