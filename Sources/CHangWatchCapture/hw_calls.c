@@ -68,17 +68,22 @@ int hw_follows_call(const hw_table *table, uintptr_t return_address) {
 
 /* Follows the stubs a call goes through to reach a function: code that only jumps on, with the
  * stack as it found it and nothing called or branched on the way (`endbr64`, a PLT slot, a jump
- * thunk, a merged function's `push rbp; mov rbp, rsp; pop rbp; jmp`, an argument shuffle). */
-static uintptr_t hw_resolve_stubs(const hw_table *table, uintptr_t target) {
+ * thunk, a merged function's `push rbp; mov rbp, rsp; pop rbp; jmp`, an argument shuffle). Each
+ * place on the way, target first, goes in `hops` (its count returned): the call enters each, not
+ * only the last (`DispatchTime.now()`, reached by a PLT slot, jumps on to `dispatch_time`). */
+static int hw_resolve_stubs(const hw_table *table, uintptr_t target, uintptr_t hops[5]) {
+    int count = 0;
+    hops[count++] = target;
     for (int hop = 0; hop < 4; hop++) {
         uintptr_t next = 0;
         int plain = 0;
         if (hw_straight_exit(table, target, &next, &plain) != HW_EXIT_JUMP || !plain || hw_table_segment(table, next) == NULL) {
-            return target;
+            break;
         }
         target = next;
+        hops[count++] = target;
     }
-    return target;
+    return count;
 }
 
 /* What a call's target must reach: a known function start, or any function start in the stretch of
@@ -113,10 +118,13 @@ static int hw_reaches(const hw_table *table, void *arg, uintptr_t target, hw_goa
     queue[tail] = target;
     depth[tail++] = 0;
     while (head < tail) {
-        const uintptr_t resolved = hw_resolve_stubs(table, queue[head]);
+        uintptr_t hops[5];
+        const int count = hw_resolve_stubs(table, queue[head], hops);
+        const uintptr_t resolved = hops[count - 1];
         const int level = depth[head++];
-        if (hw_goal_met(table, arg, goal, resolved) || (resolved != queue[head - 1] && hw_goal_met(table, arg, goal, queue[head - 1]))) {
-            return 1;
+        /* Where the stubs lead first, then each stub on the way back to the target. */
+        for (int hop = count - 1; hop >= 0; hop--) {
+            if (hw_goal_met(table, arg, goal, hops[hop])) return 1;
         }
         if (goal->stubs_only) {
             continue;

@@ -82,6 +82,16 @@ __asm__(
     ".p2align 4\n" SHAPE(shape_d_other_caller) ".cfi_startproc\n" FRAME_ENTRY "call shape_d\n" SHAPE(shape_d_other_caller_ret)
     FRAME_EXIT ".cfi_endproc\n"
     OUTER(shape_outer_d_other, shape_d_other_caller)
+
+    /* W: a wrapper without call-frame information that sets an argument and tail-jumps on
+     * (`DispatchTime.now()`: xor edi, edi; xor esi, esi; jmp dispatch_time@plt), which its caller
+     * reaches through a stub (a PLT slot: jmp *slot(%rip)) placed after it, as another image's would be. */
+    ".p2align 4\n" SHAPE(shape_w) "xor %edi, %edi\njmp shape_h\n"
+    ".p2align 4\n" SHAPE(shape_w_stub) "jmp *.Lshape_w_slot(%rip)\n"
+    ".p2align 4\n" SHAPE(shape_w_caller) ".cfi_startproc\n" FRAME_ENTRY "call shape_w_stub\n" SHAPE(shape_w_caller_ret)
+    FRAME_EXIT ".cfi_endproc\n"
+    OUTER(shape_outer_w, shape_w_caller)
+    ".section .data.rel.ro,\"aw\"\n.p2align 3\n.Lshape_w_slot:\n.quad shape_w\n.text\n"
 );
 
 #define LABELS(X) \
@@ -90,7 +100,7 @@ __asm__(
     X(shape_thunk_h_caller_ret) X(shape_outer_thunk_h_ret) X(shape_u) X(shape_u_ret) X(shape_fu_ret) \
     X(shape_u_other_caller_ret) X(shape_fu_caller_ret) X(shape_outer_fu_ret) X(shape_z_ret) X(shape_z_caller_ret) \
     X(shape_outer_z_ret) X(shape_d_ret) X(shape_d_caller_ret) X(shape_outer_d_ret) X(shape_d_other_caller_ret) \
-    X(shape_outer_d_other_ret)
+    X(shape_outer_d_other_ret) X(shape_w) X(shape_w_caller_ret) X(shape_outer_w_ret)
 
 #define DECLARE(name) extern void name(void) __attribute__((visibility("hidden")));
 LABELS(DECLARE)

@@ -116,6 +116,27 @@ import Testing
         #expect(!flags.isTruncated)
     }
 
+    // MARK: interrupted on the first instruction of a wrapper without call-frame information
+
+    /// W (xor edi, edi; jmp H) has no call-frame information and is reached from its caller
+    /// through a stub (jmp *slot, a PLT slot) that is not in W's stretch of code. Interrupted on
+    /// W's first instruction, the return address at the stack pointer is its caller's: the call
+    /// reaches W on the way through the stub, though not at the stub's end (H). Seen on a pool
+    /// thread spinning on `DispatchTime.now()` (W's shape) beside a busy CPU: the stack stopped at
+    /// W, the job's function unread, and a 300 ms job was cut in two under the threshold.
+    @Test func aWrapperReachedThroughAStubIsSteppedFromItsFirstInstruction() throws {
+        let stack = HandStack()
+        stack[0] = try Self.address("shape_w_caller_ret")
+        stack[1] = stack.word(3)  // the caller's record
+        stack[2] = try Self.address("shape_outer_w_ret")
+        stack[3] = 0
+        stack[4] = 0
+        let walk = UnsafeCaptureBridge.captureBlocked(
+            stackPointer: stack.sp, programCounter: try Self.address("shape_w"), stackLow: stack.low, stackHigh: stack.high, maxFrames: 32)
+        #expect(walk.frames == [try Self.address("shape_w"), stack[0], stack[2]], "\(walk.flags)")
+        #expect(!walk.flags.isTruncated, "\(walk.flags)")
+    }
+
     // MARK: a prologue with no fixed frame, called through a function pointer
 
     /// Z (push rbp; mov rbp, rsp; call) is called indirectly, so no call proves its record: only
