@@ -169,6 +169,62 @@ import Testing
         #expect(ended.count == 1 && ended.first?.0 == 450 && ended.first?.1 == t(425), "\(ended)")
     }
 
+    /// A look that reads no job on a thread that runs on (a capture stopped short of the job's
+    /// function, at a program counter without unwind information) does not end the job when it read
+    /// the same task's id and the thread has not slept since: seen beside a busy CPU, such a look cut
+    /// a 300 ms request in two pieces under the threshold, and the hang was lost. The look dates the
+    /// job and is no sample of it; without the task's id, in another task, or after a sleep, the
+    /// job ended there as before.
+    @Test func aLookThatReadsNoJobOnTheSameTaskAwakeKeepsTheJob() throws {
+        /// Task 41 computes from 120 to 530 ms; the look at 300 ms stops short of its function and
+        /// reads task `unreadTask` with `unreadSwitches`. Held starts, ends, and the near misses.
+        func run(unreadTask: UInt64?, unreadSwitches: UInt64 = 10, uncaptured: Bool = false)
+            -> (held: [(UInt64, Int)], ended: [UInt64], sampledAt: [UInt64], missed: [HeldJobTracker.PassedOver])
+        {
+            var tracker = HeldJobTracker()
+            var result: (held: [(UInt64, Int)], ended: [UInt64], sampledAt: [UInt64], missed: [HeldJobTracker.PassedOver]) = ([], [], [], [])
+            for ms in stride(from: UInt64(0), through: 700, by: 50) {
+                var job = look(worker, nil, at: ms)
+                if (120..<530).contains(ms) {
+                    let unread = ms == 300
+                    job = look(worker, unread ? nil : JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: 41), at: ms)
+                    job.sample = unread && uncaptured ? ScriptedSampler.failed(.firstSightingOnCPU)
+                        : unread ? ScriptedSampler.computing([0x7777]) : ScriptedSampler.computing()
+                    job.sample.state = "R"
+                    job.sample.truncated = unread && !uncaptured
+                    job.sample.microseconds = t(ms)
+                    job.sample.taskID = unread ? unreadTask : 41
+                    job.sample.voluntarySwitches = unread ? unreadSwitches : (ms > 300 ? unreadSwitches : 10)
+                }
+                for event in tracker.observe([job, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold) {
+                    switch event {
+                    case .held(let episode): result.held.append((episode.startMicroseconds, episode.samples.count))
+                    case .ended(_, let end): result.ended.append(end)
+                    case .sampled: result.sampledAt.append(ms)
+                    }
+                }
+                result.missed += tracker.takePassedOver()
+            }
+            return result
+        }
+        // The same task, awake: one job, 125 to 525 ms, held at 400 with the five sightings that
+        // read it (150 to 400 less the one at 300), sampled at 450 and 500.
+        let kept = run(unreadTask: 41)
+        #expect(kept.held.map(\.0) == [t(125)] && kept.held.first?.1 == 5, "\(kept.held)")
+        #expect(kept.ended == [t(525)] && kept.sampledAt == [450, 500] && kept.missed.isEmpty, "\(kept)")
+        // Uncaptured (a first sighting on a CPU) in the same task, awake: the same.
+        let uncaptured = run(unreadTask: 41, uncaptured: true)
+        #expect(uncaptured.held.map(\.0) == [t(125)] && uncaptured.ended == [t(525)], "\(uncaptured)")
+        // No task read: the job ended half-way before the look (125 to 275 ms, a near miss), and the
+        // one seen from 350 ms on is another (325 to 525, under the threshold too).
+        let noTask = run(unreadTask: nil)
+        #expect(noTask.held.isEmpty && noTask.missed.map(\.endedBy) == ["no job read", "no job"], "\(noTask)")
+        #expect(noTask.missed.first.map { [$0.startMicroseconds, $0.endMicroseconds] } == [t(125), t(275)], "\(noTask.missed)")
+        // Another task, or the thread slept since: likewise ended there.
+        #expect(run(unreadTask: 42).missed.first?.endedBy == "another task")
+        #expect(run(unreadTask: 41, unreadSwitches: 11).missed.first?.endedBy == "slept")
+    }
+
     /// Requests on a kept-alive connection run one after the other in one task, with the same code
     /// (and reused memory): only the thread parking between them (its voluntary context switches
     /// move) tells them apart. Seen with Hummingbird 2 under wrk: two 300 ms requests read as one

@@ -46,6 +46,9 @@ struct JobActivation: Hashable, Sendable {
 ///   returned. The activation alone does not tell two tasks apart that run the same code one after
 ///   the other on one thread (the second task's memory is the first's, reused), so a job that
 ///   computes is not followed without the id.
+/// A look that reads no job on the thread (one on a CPU not captured, or a capture that stopped
+/// short of the job's function) keeps the job when it read the same task's id and the thread has
+/// not slept since (`unreadChange`): it dates the job, and is no sample of it.
 /// The edges are sampled: the job started between the look before it was first seen and that
 /// first sighting (a thread on a CPU is captured from a job's second sighting on, but the first,
 /// its task and count, dates it: `firstSightings`), and ended between its last sighting and the
@@ -228,6 +231,14 @@ struct HeldJobTracker: Sendable {
             events += end(episode, now: at, next: look, endedBy: change, thresholdMicroseconds: thresholdMicroseconds, room: room)
         }
         lastLooks[tid] = look
+        if var episode = episodes[tid], look.activation == nil || look.sample.failure != nil {
+            // Still the job it follows (`change` proved it), though this look did not read it.
+            if let event = follow(&episode, look, read: false, at: at, thresholdMicroseconds: thresholdMicroseconds, room: room) {
+                events.append(event)
+            }
+            episodes[tid] = episode
+            return events
+        }
         // The look before at this thread (of the round before, when it was not looked at).
         let previousSighting = Self.later(before.map { Self.sightingTime($0, round: previous ?? at) } ?? previous, resumedMicroseconds)
         let firstSighting = firstSightings.removeValue(forKey: tid)
@@ -243,7 +254,7 @@ struct HeldJobTracker: Sendable {
         guard let activation = look.activation, activation.taskID != nil || look.sample.syscall != nil, look.sample.failure == nil
         else { return events }
         if var episode = episodes[tid] {
-            if let event = follow(&episode, look, at: at, thresholdMicroseconds: thresholdMicroseconds, room: room) {
+            if let event = follow(&episode, look, read: true, at: at, thresholdMicroseconds: thresholdMicroseconds, room: room) {
                 events.append(event)
             }
             episodes[tid] = episode
@@ -265,16 +276,17 @@ struct HeldJobTracker: Sendable {
 
     /// One more sighting (at `at`) of the job `episode` follows: a sample of its report once held;
     /// before, held (`.held`) once it lasted the threshold, unless a starved-pool report covers it or
-    /// its pool has shown no room since it was first seen.
+    /// its pool has shown no room since it was first seen. A sighting that did not `read` the job
+    /// (`unreadChange`) dates it and may hold it, but is no sample of it.
     private func follow(
-        _ episode: inout Episode, _ look: Look, at: UInt64, thresholdMicroseconds: UInt64, room: UInt64?
+        _ episode: inout Episode, _ look: Look, read: Bool, at: UInt64, thresholdMicroseconds: UInt64, room: UInt64?
     ) -> Event? {
         episode.lastSeenMicroseconds = at
         episode.voluntarySwitches = look.sample.voluntarySwitches
         episode.lastSample = look.sample
         if !look.labels.isEmpty { episode.labels = look.labels }
-        if episode.held { return .sampled(tid: look.thread.tid, look.sample) }
-        if episode.samples.count < maxSamplesBeforeHeld { episode.samples.append(look.sample) }
+        if episode.held { return read ? .sampled(tid: look.thread.tid, look.sample) : nil }
+        if read, episode.samples.count < maxSamplesBeforeHeld { episode.samples.append(look.sample) }
         if !episode.covered, at - min(at, episode.startMicroseconds) >= thresholdMicroseconds,
             let room = Self.room(room, for: episode, now: at), room >= episode.firstSeenMicroseconds
         {
@@ -332,16 +344,29 @@ struct HeldJobTracker: Sendable {
     /// Why `look` is not the job `episode` follows (nil: it is): another job or none, a new thread
     /// under the tid, no proof the same task stayed, or the thread slept in between.
     private static func change(_ episode: Episode, _ look: Look) -> String? {
-        if look.sample.failure == .firstSightingOnCPU {
-            return look.sample.taskID != episode.activation.taskID ? "another task" : "no job read"
-        }
-        if let failure = look.sample.failure { return "look failed: \(failure.rawValue)" }
         if episode.thread.startTimeTicks != look.thread.startTimeTicks { return "another thread" }
-        guard let activation = look.activation else { return look.sample.state == "R" ? "no job read" : "no job" }
+        if look.sample.failure == .firstSightingOnCPU { return unreadChange(episode, look) }
+        if let failure = look.sample.failure { return "look failed: \(failure.rawValue)" }
+        guard let activation = look.activation else { return unreadChange(episode, look) }
         if activation != episode.activation {
             return activation.taskID != episode.activation.taskID ? "another task" : "another activation"
         }
         if activation.taskID == nil, look.sample.method != .unchanged { return "ran, no task id" }
+        if slept(episode, look.sample) { return "slept" }
+        return nil
+    }
+
+    /// Why a look that read no job on the thread ends `episode` (nil: it does not): a thread on a CPU
+    /// not captured (`firstSightingOnCPU`: its task is read, no stack), or a stack without the
+    /// job's function (a capture stopped short: a program counter without unwind information, seen
+    /// once in about ten runs of a computing request beside a busy CPU, cut a 300 ms job in two
+    /// under the threshold). Such a look still proves the job when it read the same task's id
+    /// (before and after a capture) and the thread has not slept since the job's last sighting:
+    /// one task, awake all along, is one job here as at any sighting (`slept`). Otherwise the job
+    /// ended: no task, another, or a sleep in between.
+    private static func unreadChange(_ episode: Episode, _ look: Look) -> String? {
+        guard let task = look.sample.taskID else { return look.sample.state == "R" ? "no job read" : "no job" }
+        if task != episode.activation.taskID { return "another task" }
         if slept(episode, look.sample) { return "slept" }
         return nil
     }
