@@ -113,7 +113,7 @@ import Testing
 
     /// Case 11: three busy processes share one CPU with the hung one. It gets a quarter of the CPU:
     /// the report blames the machine (starved), not the code.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset"), "taskset (util-linux) is not installed"))
     func aHangOnAnOverloadedCPUIsFlaggedStarved() throws {
         let directory = ReportDirectory()
         let hogs = try (0..<3).map { _ in
@@ -222,7 +222,7 @@ import Testing
     /// Case 13: a full disk. The service runs on; every failed write is counted; the failure is
     /// logged once (not once per report); nothing partial is left; once space is back, reports
     /// are written again. (A small tmpfs: needs root, as CI has.)
-    @Test(.enabled(if: isRoot)) func aFullDiskIsCountedAndLoggedOnceAndLeavesNothingPartial() throws {
+    @Test(.enabled(if: isRoot, "needs root (mounts a tmpfs)")) func aFullDiskIsCountedAndLoggedOnceAndLeavesNothingPartial() throws {
         let mount = try SmallFilesystem(bytes: 256 << 10)
         defer { mount.remove() }
         let directory = try mount.reportDirectory()
@@ -247,7 +247,7 @@ import Testing
     }
 
     /// Case 13: a read-only filesystem (root ignores permission bits, not a read-only mount).
-    @Test(.enabled(if: isRoot)) func aReadOnlyFilesystemIsCountedAndLoggedOnce() throws {
+    @Test(.enabled(if: isRoot, "needs root (mounts a tmpfs)")) func aReadOnlyFilesystemIsCountedAndLoggedOnce() throws {
         let mount = try SmallFilesystem(bytes: 1 << 20)
         defer { mount.remove() }
         let directory = try mount.reportDirectory()

@@ -6,9 +6,12 @@ import Testing
 
 /// Case 15: the wall clock jumps. Detection and durations never read it (the latch and the
 /// watchdog keep CLOCK_MONOTONIC time; the wall clock only labels a report), and report ids, which
-/// order reports oldest first for retention, never go backwards when it is set back.
-@Suite struct ClockJumpTests {
-    @Test func reportIDsNeverGoBackwardsWhenTheWallClockIsSetBack() {
+/// order reports oldest first for retention, never go backwards when it is set back. The host's
+/// clock is not moved here (setting it would disturb every process on the machine, the build's
+/// among them): the naming is given earlier wall times, and a report's wall-clock labels are
+/// checked to be derived from its monotonic duration.
+@Suite struct WallClockLabelTests {
+    @Test func reportIDsNeverGoBackwardsWhenGivenAnEarlierWallTime() {
         let naming = ReportNaming()
         let now = Date()
         let first = naming.time(of: now)
@@ -23,7 +26,7 @@ import Testing
         #expect(abs(naming.time(of: forward).timeIntervalSince(forward)) < 0.002)
     }
 
-    @Test func aHangsDurationComesFromTheMonotonicClockNotTheWallClock() throws {
+    @Test func aReportsWallClockEndIsItsStartPlusItsMonotonicDuration() throws {
         let (directory, loop, monitor) = try startMonitoredLoop()
         defer { loop.stop() }
         loop.sync { _ = spinInTestHang(milliseconds: 500) }
