@@ -92,9 +92,9 @@ import Testing
         // One more before and after the 20: their blocks bound the first and the last.
         for _ in 0..<22 {
             loop.iteration {
-                let start = UnsafeCaptureBridge.monotonicNanoseconds()
+                let start = UnsafeClock.monotonicNanoseconds()
                 _ = spinInTestHang(milliseconds: 3)
-                let end = UnsafeCaptureBridge.monotonicNanoseconds()
+                let end = UnsafeClock.monotonicNanoseconds()
                 blocks.withLock { $0.append((start, end)) }
             }
         }
@@ -127,7 +127,7 @@ import Testing
     @Test func withoutTheOptionThereIsNoHistogram() throws {
         let (directory, loop, monitor) = try startMonitoredLoop { $0.heartbeatInterval = .seconds(1) }
         defer { loop.stop() }
-        let started = UnsafeCaptureBridge.monotonicNanoseconds()
+        let started = UnsafeClock.monotonicNanoseconds()
         // A page the watchdog published after the start (so after the monitor joined it).
         let page = waitFor(directory) { $0.tickMonotonicNanoseconds > started }
         #expect(page != nil && page?.loopBusy == nil, "\(String(describing: page))")

@@ -98,7 +98,7 @@ struct MonitorWorld: Sendable {
             host: ProcessSnapshot.hostName(), pid: getpid(),
             process: HangReport.Process(executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
             dumps: Dumps(
-                requests: { UnsafeCaptureBridge.DumpRequests.takeAll() },
+                requests: { UnsafeDumpRequests.takeAll() },
                 take: { capture in
                     ProcessDump.take(
                         inspection: threads, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds, images: capture.images,

@@ -54,7 +54,7 @@ package enum CaptureProbe {
 
     package static func install(signal: Int32) throws {
         try UnsafeCaptureBridge.install(signal: signal)
-        _ = UnsafeCaptureBridge.publish(UnsafeImageMapReader.read())
+        _ = UnsafeImageTable.publish(UnsafeImageMapReader.read())
     }
 
     /// Prepares the calling thread.

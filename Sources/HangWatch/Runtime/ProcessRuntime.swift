@@ -17,9 +17,9 @@ final class ProcessRuntime: Sendable {
         environment: SystemWatchdogEnvironment(), startsThreads: true,
         registerDumpWake: { wake, leaving in
             if let wake {
-                UnsafeCaptureBridge.DumpRequests.register(wake.semaphore)
+                UnsafeDumpRequests.register(wake.semaphore)
             } else if let leaving {
-                UnsafeCaptureBridge.DumpRequests.unregister(leaving.semaphore)
+                UnsafeDumpRequests.unregister(leaving.semaphore)
             }
         }, unblockDumpSignal: { UnsafeCaptureBridge.unblockOnCurrentThread(signal: $0) })
 

@@ -75,7 +75,10 @@ import Testing
         #expect(cycle == nil, "call cycle: \(cycle?.joined(separator: " -> ") ?? "")")
     }
 
-    @Test func oneSwiftFileImportsTheCTarget() throws {
+    /// Only `HangWatch/Bridge/` talks to the C target, a file per concern (capture and the blocked
+    /// walk, the image table, the heartbeat page and loop histogram, the clock, wakes, dump
+    /// requests, pool hooks, affinity), each with `Unsafe` in its name.
+    @Test func onlyTheBridgeImportsTheCTarget() throws {
         let sources = Self.root.appendingPathComponent("Sources")
         let enumerator = FileManager.default.enumerator(atPath: sources.path)
         var importers: [String] = []
@@ -86,7 +89,10 @@ import Testing
                 importers.append(path)
             }
         }
-        #expect(importers == ["HangWatch/Capture/UnsafeCaptureBridge.swift"])
+        #expect(!importers.isEmpty && importers.allSatisfy { $0.hasPrefix("HangWatch/Bridge/") }, "\(importers)")
+        let bridge = try FileManager.default.contentsOfDirectory(atPath: sources.appendingPathComponent("HangWatch/Bridge").path)
+        #expect(bridge.allSatisfy { $0.hasPrefix("Unsafe") && $0.hasSuffix(".swift") }, "\(bridge)")
+        #expect(Set(bridge) == Set(importers.map { ($0 as NSString).lastPathComponent }), "every bridge file talks to the C target: \(bridge)")
     }
 
     /// Swift source files of the library's package (by path under Sources/) and of the tools'
@@ -285,8 +291,8 @@ import Testing
         }
         #expect(
             Set(starters) == [
-                "HangWatch/Detection/Watchdog.swift", "HangWatch/Activity/EventLoopWatcher.swift", "HangWatch/Linux/OnDemandThread.swift",
-                "HangWatch/Linux/NamedThread.swift",
+                "HangWatch/Detection/Watchdog.swift", "HangWatch/Activity/EventLoop/EventLoopWatcher.swift", "HangWatch/Runtime/OnDemandThread.swift",
+                "HangWatch/Runtime/NamedThread.swift",
             ],
             "\(starters)")
     }
@@ -301,13 +307,13 @@ import Testing
         let watchdog: Set = [
             "HangWatch/Detection/WatchdogWake.swift", "HangWatch/Detection/WatchdogEnvironment.swift",
             // (The wake's semaphore, in C.)
-            "HangWatch/Capture/UnsafeCaptureBridge.swift",
+            "HangWatch/Bridge/UnsafeWake.swift",
         ]
         let stillOutside = [
-            "HangWatch/Linux/UnsafeLoopEpollWatch.swift": "the event-loop watcher's one wait, with no time limit (-1): idle loops' wakes",
-            "HangWatch/Pool/PoolProbe.swift": "the attach jobs' meeting on pool workers, bounded at 20 ms: not a duty of the monitor's",
+            "HangWatch/Activity/EventLoop/UnsafeLoopEpollWatch.swift": "the event-loop watcher's one wait, with no time limit (-1): idle loops' wakes",
+            "HangWatch/Activity/Pool/PoolProbe.swift": "the attach jobs' meeting on pool workers, bounded at 20 ms: not a duty of the monitor's",
             "HangWatch/Capture/LinuxStackSampler.swift": "a capture guard's pause, on the watchdog's own thread within one look",
-            "HangWatch/Activity/RunLoopActivitySource.swift": "a zero-interval Timer: the way onto a run loop's thread, no time",
+            "HangWatch/Activity/RunLoop/RunLoopActivitySource.swift": "a zero-interval Timer: the way onto a run loop's thread, no time",
         ]
         var found: [String: [Int]] = [:]
         for file in try Self.swiftSources() where file.path.hasPrefix("HangWatch/") || file.path.hasPrefix("HangWatchNIO/") {

@@ -160,7 +160,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             if isNew || !capture.select(tid) { attach() }
             let noted = isNew ? workers.noteCurrentThread(tid: tid) : nil
             let now = coarseNow()
-            let answeredAt = UnsafeCaptureBridge.monotonicNanoseconds()
+            let answeredAt = UnsafeClock.monotonicNanoseconds()
             state.withLock { state in
                 if noted?.firstSeen == true { state.eagerPings = max(state.eagerPings, State.eagerBurst / 4) }
                 state.looker?.pingAnswered(by: tid, enqueuedAt: enqueuedAt, at: now)

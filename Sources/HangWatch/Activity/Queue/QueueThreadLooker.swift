@@ -181,7 +181,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
             // The start from the clock that read `ran`'s moment, not the look's coarse one (up
             // to a tick, 4 ms, behind: the start was that much early until 2026-12-02); never
             // after the look.
-            let fineNow = UnsafeCaptureBridge.monotonicNanoseconds()
+            let fineNow = UnsafeClock.monotonicNanoseconds()
             running = (worker, wasRunning ? nil : Self.start(of: worker, files: files, ran: ran, now: fineNow).map { min($0, now) })
         }
         guard let running else { return .waiting }

@@ -34,12 +34,12 @@ final class SchedClock: @unchecked Sendable {
     /// How long thread `tid`, asleep, has been off its CPU (µs).
     func offCPU(tid: Int32) -> UInt64? {
         guard let since = offCPUSince(tid: tid) else { return nil }
-        let now = UnsafeCaptureBridge.monotonicNanoseconds() / 1000
+        let now = UnsafeClock.monotonicNanoseconds() / 1000
         return now > since ? now - since : 0
     }
 
     private func offset(onCPU cpu: Int32) -> Int64? {
-        let now = UnsafeCaptureBridge.monotonicNanoseconds()
+        let now = UnsafeClock.monotonicNanoseconds()
         if let known = offsets.withLock({ $0[cpu] }), now &- known.measuredAt < Self.offsetLifetime { return known.nanoseconds }
         guard let measured = Self.measure(onCPU: cpu) else { return nil }
         offsets.withLock { $0[cpu] = Offset(nanoseconds: measured, measuredAt: now) }
@@ -48,11 +48,11 @@ final class SchedClock: @unchecked Sendable {
 
     /// `CLOCK_MONOTONIC` minus CPU `cpu`'s scheduler clock, ns (the calling thread visits the CPU).
     static func measure(onCPU cpu: Int32) -> Int64? {
-        guard let allowed = UnsafeCaptureBridge.Affinity.current(), allowed.contains(cpu) else { return nil }
-        defer { _ = UnsafeCaptureBridge.Affinity.set(allowed) }
-        guard UnsafeCaptureBridge.Affinity.set([cpu]) else { return nil }
+        guard let allowed = UnsafeAffinity.current(), allowed.contains(cpu) else { return nil }
+        defer { _ = UnsafeAffinity.set(allowed) }
+        guard UnsafeAffinity.set([cpu]) else { return nil }
         sched_yield()
-        let monotonic = Int64(UnsafeCaptureBridge.monotonicNanoseconds())
+        let monotonic = Int64(UnsafeClock.monotonicNanoseconds())
         guard let start = execStart(of: UnsafeCaptureBridge.currentThreadID()) else { return nil }
         return monotonic - Int64(start)
     }

@@ -58,7 +58,7 @@ struct GlobalExecutorProbe: Sendable {
         let alternateStackSize = alternateStackSize
         let signal = signal
         Task.detached(priority: .medium) {
-            slot.markStarted(at: UnsafeCaptureBridge.monotonicNanoseconds() / 1000)
+            slot.markStarted(at: UnsafeClock.monotonicNanoseconds() / 1000)
             UnsafePoolThreadAttachments.shared.attachCurrentThreadIfNeeded(alternateStackSize: alternateStackSize, signal: signal)
         }
     }

@@ -7,7 +7,7 @@ import Synchronization
 /// unarmed, that costs one relaxed load.
 final class UnsafeRuntimeEnqueueHooks: PoolWakeSource, @unchecked Sendable {
     /// Nil when this runtime has no such hooks: the watch never rests.
-    static let shared: UnsafeRuntimeEnqueueHooks? = UnsafeCaptureBridge.PoolHooks.install(wake: wakeArmed) ? UnsafeRuntimeEnqueueHooks() : nil
+    static let shared: UnsafeRuntimeEnqueueHooks? = UnsafePoolHooks.install(wake: wakeArmed) ? UnsafeRuntimeEnqueueHooks() : nil
 
     /// What the armed hooks run and signal.
     private static let target = Mutex<(wake: WatchdogWake, ahead: @Sendable () -> Void)?>(nil)
@@ -19,27 +19,27 @@ final class UnsafeRuntimeEnqueueHooks: PoolWakeSource, @unchecked Sendable {
 
     private init() {}
 
-    func canRest() -> Bool { UnsafeCaptureBridge.PoolHooks.areCurrent }
+    func canRest() -> Bool { UnsafePoolHooks.areCurrent }
 
     func arm(_ wake: WatchdogWake, ahead: @escaping @Sendable () -> Void) {
         Self.target.withLock { $0 = (wake, ahead) }
-        UnsafeCaptureBridge.PoolHooks.arm()
+        UnsafePoolHooks.arm()
     }
 
     func disarm() -> UInt64? {
-        let woken = UnsafeCaptureBridge.PoolHooks.disarm()
+        let woken = UnsafePoolHooks.disarm()
         Self.target.withLock { $0 = nil }
         return woken == 0 ? nil : woken / 1000
     }
 
     func ownEnqueues(_ body: () -> Void) {
-        UnsafeCaptureBridge.PoolHooks.ownEnqueues(true)
-        defer { UnsafeCaptureBridge.PoolHooks.ownEnqueues(false) }
+        UnsafePoolHooks.ownEnqueues(true)
+        defer { UnsafePoolHooks.ownEnqueues(false) }
         body()
     }
 
     func nextDelayed(after now: UInt64) -> PoolDelayedJobs {
-        let next = UnsafeCaptureBridge.PoolHooks.nextDelayed(afterNanoseconds: now &* 1000)
+        let next = UnsafePoolHooks.nextDelayed(afterNanoseconds: now &* 1000)
         return next < 0 ? .unknown : next == 0 ? .none : .due(UInt64(next) / 1000)
     }
 }
