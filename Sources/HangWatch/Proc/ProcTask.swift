@@ -1,17 +1,11 @@
+@_spi(Internal) import HangWatchReport
+
 /// What /proc says about one thread of this process (`/proc/self/task/<tid>/...`).
 /// Parsing is separate from reading so it can be tested with fixed text.
 package struct ProcTask: Sendable {
     let tid: Int32
 
     private var directory: String { "/proc/self/task/\(tid)" }
-
-    /// `stat`: scheduler state, CPU ticks, start time.
-    struct Stat: Equatable, Sendable {
-        var state: Character
-        var userTicks: UInt64
-        var systemTicks: UInt64
-        var startTimeTicks: UInt64
-    }
 
     /// `schedstat`: nanoseconds on a CPU and waiting on a run queue.
     package struct SchedStat: Equatable, Sendable {
@@ -41,8 +35,9 @@ package struct ProcTask: Sendable {
         case inSyscall(number: Int, arguments: [UInt], stackPointer: UInt, programCounter: UInt)
     }
 
-    func stat() -> Stat? {
-        SmallFile.text(directory + "/stat").flatMap(Self.parseStat)
+    /// `stat`: scheduler state, CPU ticks, start time.
+    func stat() -> ProcStat? {
+        ProcStat.read(path: directory + "/stat")
     }
 
     func schedStat() -> SchedStat? {
@@ -55,8 +50,7 @@ package struct ProcTask: Sendable {
 
     /// Signals blocked by the thread (`SigBlk` in `status`), bit n-1 for signal n.
     func blockedSignals() -> UInt64? {
-        guard let status = SmallFile.text(directory + "/status") else { return nil }
-        return Self.statusField("SigBlk", in: status).flatMap { UInt64($0, radix: 16) }
+        ProcStatus.read(path: directory + "/status")?.blockedSignals
     }
 
     /// Renames the thread (`comm`, 15 bytes at most). Only a thread of this process may be named.
@@ -72,31 +66,8 @@ package struct ProcTask: Sendable {
         SmallFile.text(directory + "/comm").map { $0.trimmingCharacters(in: .newlines) }
     }
 
-    static func parseStat(_ text: String) -> Stat? { parseStat(bytes: Array(text.utf8)[...]) }
     static func parseSchedStat(_ text: String) -> SchedStat? { parseSchedStat(bytes: Array(text.utf8)[...]) }
     static func parseSyscall(_ text: String) -> SyscallState? { parseSyscall(bytes: Array(text.utf8)[...]) }
-
-    static func parseStat(bytes: ArraySlice<UInt8>) -> Stat? {
-        // "tid (comm) S ppid ...": comm may contain spaces and parentheses; fields resume after the last ')'.
-        guard let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        var fields = ByteFields(bytes[(close + 1)...])
-        // The next field is field 3 (state); field n is the (n - 2)th from here.
-        guard let state = fields.next(), let letter = state.first else { return nil }
-        var user: UInt64?, system: UInt64?, start: UInt64?
-        var number = 3
-        while let field = fields.next() {
-            number += 1
-            switch number {
-            case 14: user = ByteFields.decimal(field)
-            case 15: system = ByteFields.decimal(field)
-            case 22: start = ByteFields.decimal(field)
-            default: break
-            }
-            if number >= 22 { break }
-        }
-        guard let user, let system, let start else { return nil }
-        return Stat(state: Character(Unicode.Scalar(letter)), userTicks: user, systemTicks: system, startTimeTicks: start)
-    }
 
     static func parseSchedStat(bytes: ArraySlice<UInt8>) -> SchedStat? {
         var fields = ByteFields(bytes)
@@ -105,15 +76,6 @@ package struct ProcTask: Sendable {
         else { return nil }
         let timeslices = fields.next().flatMap(ByteFields.decimal) ?? 0
         return SchedStat(onCPUNanoseconds: onCPU, runQueueNanoseconds: queue, timeslices: timeslices)
-    }
-
-    /// `voluntary_ctxt_switches:\t12` from `status` (not the `nonvoluntary_` line after it).
-    static func parseVoluntarySwitches(bytes: ArraySlice<UInt8>) -> UInt64? {
-        var fields = ByteFields(bytes)
-        while let field = fields.next() {
-            if field.elementsEqual("voluntary_ctxt_switches:".utf8) { return fields.next().flatMap(ByteFields.decimal) }
-        }
-        return nil
     }
 
     static func parseSyscall(bytes: ArraySlice<UInt8>) -> SyscallState? {
@@ -135,13 +97,6 @@ package struct ProcTask: Sendable {
         }
         guard values.count == 8 else { return nil }
         return .inSyscall(number: number, arguments: Array(values[0..<6]), stackPointer: values[6], programCounter: values[7])
-    }
-
-    static func statusField(_ name: String, in status: String) -> String? {
-        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
-            return line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)
-        }
-        return nil
     }
 }
 

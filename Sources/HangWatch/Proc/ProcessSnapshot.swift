@@ -1,3 +1,4 @@
+@_spi(Internal) import HangWatchReport
 import Foundation
 
 #if canImport(Glibc)
@@ -27,8 +28,7 @@ package struct ProcessSnapshot: Sendable, Equatable {
         let load = SmallFile.text("/proc/loadavg").map { text in
             text.split(separator: " ").prefix(3).compactMap { Double($0) }
         }
-        let tracer = SmallFile.text("/proc/self/status").flatMap { ProcTask.statusField("TracerPid", in: $0) }
-            .flatMap { Int32($0) }
+        let tracer = ProcStatus.read(path: "/proc/self/status")?.tracerPID
         return ProcessSnapshot(
             rssBytes: rss, loadAverage: load?.count == 3 ? load : nil, tracerPID: tracer,
             cpuCount: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
@@ -38,7 +38,7 @@ package struct ProcessSnapshot: Sendable, Equatable {
 
     /// This process's start time in clock ticks since boot (`/proc/self/stat` field 22).
     static func processStartTimeTicks() -> UInt64 {
-        SmallFile.text("/proc/self/stat").flatMap(ProcTask.parseStat)?.startTimeTicks ?? 0
+        ProcStat.read(path: "/proc/self/stat")?.startTimeTicks ?? 0
     }
 
     static func executablePath() -> String {

@@ -1,3 +1,5 @@
+import HangWatchReport
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Testing
 import ToolsTestSupport
@@ -329,7 +329,7 @@ import FoundationNetworking
         let agentPort = try #require(agent.metricsPort, "\(agent.log)")
 
         // A live monitor of version 2.4.0: this process's heartbeat, ticking twice a second.
-        let startTicks = try #require(ProcessStatus.read(pid: getpid())?.startTimeTicks)
+        let startTicks = try #require(ProcStat.read(pid: getpid())?.startTimeTicks)
         let heartbeatPath = canary + "/" + MonitorHeartbeat.fileName(pid: getpid())
         // Rewritten in place, as a monitor's mapped page is (never a new file: the agent follows
         // the file it found).

@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// Finishes provisional reports whose process has gone: the fatal hang that a watchdog kill
 /// (systemd's `WatchdogSec=` sends SIGABRT), the OOM killer or an operator ended. The report gets
@@ -8,15 +8,15 @@ import HangWatchReport
 struct HangFinisher: Sendable {
     let spool: Spool
     /// What /proc says about a pid (scripted in tests).
-    let processStatus: @Sendable (Int32) -> ProcessStatus?
+    let processStatus: @Sendable (Int32) -> ProcStat?
 
-    init(spool: Spool, processStatus: @escaping @Sendable (Int32) -> ProcessStatus? = { ProcessStatus.read(pid: $0) }) {
+    init(spool: Spool, processStatus: @escaping @Sendable (Int32) -> ProcStat? = { ProcStat.read(pid: $0) }) {
         self.spool = spool
         self.processStatus = processStatus
     }
 
     /// Why the process of a report is no longer there (`gone`, `pid reused`), or nil when it is.
-    static func exitReason(pid: Int32, startTimeTicks: UInt64, status: ProcessStatus?) -> String? {
+    static func exitReason(pid: Int32, startTimeTicks: UInt64, status: ProcStat?) -> String? {
         guard let status, !status.isZombie else { return "gone" }
         // Reports from before the start time was recorded (0) are judged by the pid alone.
         if startTimeTicks != 0 && status.startTimeTicks != startTimeTicks { return "pid reused" }

@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// The agent's outside view of one embedded monitor, from its heartbeat file and /proc.
 ///
@@ -22,7 +22,7 @@ enum MonitorHealth: Sendable, Equatable {
 
     /// Assesses `heartbeat` given the process's status and the time (`CLOCK_MONOTONIC`, ns).
     static func assess(
-        _ heartbeat: MonitorHeartbeat, status: ProcessStatus?, nowMonotonicNanoseconds: UInt64, grace: Duration
+        _ heartbeat: MonitorHeartbeat, status: ProcStat?, nowMonotonicNanoseconds: UInt64, grace: Duration
     ) -> MonitorHealth {
         if let reason = HangFinisher.exitReason(pid: heartbeat.pid, startTimeTicks: heartbeat.startTimeTicks, status: status) {
             return .stale(reason: reason)

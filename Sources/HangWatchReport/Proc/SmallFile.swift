@@ -1,21 +1,26 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-@_spi(Internal) import HangWatchReport
+#endif
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Reads small files (proc files, configuration) with plain system calls and a size limit.
-enum SmallFile {
-    struct ReadError: Error, CustomStringConvertible {
-        var path: String
-        var code: Int32
-        var description: String {
+/// Reads small files (`/proc` files, configuration) with plain system calls and a size limit:
+/// `/proc` says 0 for a file's size, so it is read to its end. The one reader of them for the
+/// monitor, the agent and the CLI.
+@_spi(Internal) public enum SmallFile {
+    public struct ReadError: Error, CustomStringConvertible {
+        public var path: String
+        public var code: Int32
+        public var description: String {
             code == EFBIG ? "\(path): file too large" : "\(path): \(SystemCallError(call: "read", path: path, code: code).reason)"
         }
     }
 
-    static func read(_ path: String, limit: Int = 64 << 10) throws -> Data {
+    public static func read(_ path: String, limit: Int = 64 << 10) throws -> Data {
         do {
             let fd = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
             defer { close(fd) }
@@ -34,13 +39,13 @@ enum SmallFile {
     }
 
     /// The file as text, or nil when it cannot be read.
-    static func text(_ path: String, limit: Int = 64 << 10) -> String? {
+    public static func text(_ path: String, limit: Int = 64 << 10) -> String? {
         guard let data = try? read(path, limit: limit) else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
 
     /// Where a symbolic link points (`readlink`), nil when it cannot be read.
-    static func link(_ path: String) -> String? {
+    public static func link(_ path: String) -> String? {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 4096) { buffer -> String? in
             let count = readlink(path, buffer.baseAddress!, buffer.count)
             guard count > 0 else { return nil }
