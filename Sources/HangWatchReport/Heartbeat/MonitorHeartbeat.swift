@@ -7,10 +7,6 @@ import Foundation
 import Glibc
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a running monitor publishes about itself in `.heartbeat-<pid>` in its report directory:
 /// 512 bytes (256 before the pool probe's section, 128 before the loop histogram; all are read), little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
 /// seqlock: `sequence` is odd while an update is in progress). Read by the host agent.

@@ -10,10 +10,6 @@ import Glibc
 @_spi(Internal) import HangWatchReport
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// All the reports under a directory: the directory itself and its subdirectories one level down
 /// (the agent keeps one per service). Summaries are cached in an index file keyed by each report's
 /// path, size, modification time and inode, so an unchanged report is never read twice.

@@ -8,10 +8,6 @@ import Glibc
 #endif
 @_spi(Internal) import HangWatchReport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Which reports a command looks at.
 public struct ReportFilter: Sendable, Equatable {
     public var services: Set<String> = []

@@ -8,10 +8,6 @@ import Glibc
 #endif
 @_spi(Internal) import HangWatchReport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Errors in plain words for the person at the terminal: what could not be done, to which path,
 /// why, and what to do about it. Every error a command lets go passes through here, so no
 /// Foundation or decoder text (`The file “x” couldn’t be opened`, `Swift.DecodingError…`) and

@@ -11,10 +11,6 @@ import HangWatchExport
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Which reports export and flamegraph work on: one, a group, or all matching.
 struct SelectionOptions: ParsableArguments {
     @Argument(help: "latest, a report id, or a path (omit with --signature or --all).")

@@ -1,10 +1,10 @@
 import Synchronization
 
-/// The process's one pool watch (`ProcessRuntime.poolWatch`), whatever the number of monitors: the
-/// first running monitor that watches the pool runs it as a lane of the process's watchdog (reports
-/// go to its directory, under its service name and threshold); when that monitor stops, the next
-/// one still running takes over.
-final class PoolWatchSeat: Sendable {
+/// Who runs the process's one pool watch (`ProcessRuntime.poolWatch`), whatever the number of
+/// monitors: the first running monitor that watches the pool runs it as a lane of the process's
+/// watchdog (reports go to its directory, under its service name and threshold); when that monitor
+/// stops, the next one still running takes over.
+final class PoolWatchSuccession: Sendable {
     private struct State {
         /// Monitors that would watch the pool, in the order they started: (owner, how it starts one).
         var candidates: [(owner: ObjectIdentifier, make: @Sendable () -> Active)] = []

@@ -1,5 +1,5 @@
 /*
- * hw_straight.c: what straight-line code does to the stack. From a function's start to an address
+ * hw_stack_depth.c: what straight-line code does to the stack. From a function's start to an address
  * in it, the instructions are decoded one by one; when every one is an instruction this reader
  * knows, none transfers control away (a conditional branch not taken, or a call, which returns,
  * may be passed), and none moves the stack pointer except by a push, a pop, or `sub`/`add rsp,
