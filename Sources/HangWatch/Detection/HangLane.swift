@@ -102,8 +102,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             if let before, let after {
                 // Only the wait's own lateness can be a stop: a turn that ran past the deadline
                 // before the wait began (off its CPU before its counters were read, or in its
-                // lanes' steps) is the watchdog's, not a stopped process (judged a stop, the loop
-                // caught up during the second look and a hang beside a busy CPU was lost).
+                // lanes' steps) is the watchdog's, not a stopped process. Judged a stop, the hang
+                // would get a second look, and one that ends during it is lost.
                 let inWait = timedOut.lateInWait(for: deadline)
                 stopSuspected = inWait > 0 && Watchdog.lateBecauseStopped(late: inWait, before: before, after: after)
             } else {
@@ -187,9 +187,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
                     // The watchdog itself woke late, and not for want of a CPU: this process was
                     // stopped (SIGSTOP, a debugger), and so was the loop, mid-iteration. Let the
                     // loop catch up before calling it a hang: the stop is not its code's time.
-                    // (Late for want of a CPU, the loop really has been busy this long: recorded
-                    // at once, while it still is, its report saying what the machine did. A
-                    // second look then lost real hangs that ended during it.)
+                    // (Late for want of a CPU, the loop really has been busy this long: it is
+                    // recorded at once, while it still is, its report saying what the machine
+                    // did; a second look would lose a hang that ends during it.)
                     let confirmation = min(threshold / 2, 100_000)
                     phase = .confirming(snapshot: snapshot, start: start, context: context, until: environment.now() + confirmation)
                     continue
