@@ -120,7 +120,7 @@ STATIC_LIBRARIES = Foundation FoundationEssentials FoundationInternationalizatio
 	_FoundationICU CoreFoundation swiftDispatch dispatch BlocksRuntime swiftSynchronization swift_Concurrency \
 	swift_StringProcessing swift_RegexParser swiftGlibc swiftCore
 # The traits of the tools' debug build that test-package relinks (`make test` builds them with
-# `--traits Vapor`; another set would recompile every target of the tools).
+# `--enable-all-traits`; another set would recompile every target of the tools).
 TOOLS_TRAITS ?=
 DEBUG_STATIC := $(TOOLS_PACKAGE) $(TOOLS_TRAITS) --static-swift-stdlib -Xlinker --start-group \
 	$(foreach library,$(STATIC_LIBRARIES),-Xlinker -l$(library)) -Xlinker --end-group
@@ -149,10 +149,13 @@ test-package-deb:
 
 # The demo service hangs five ways under the monitor; then the CLI reads what it wrote, and says
 # how to run it yourself.
+# Without the tools' default traits (the agent's and the test servers' packages, Tools/Package.swift):
+# the demo and the CLI resolve six packages, not thirty.
 DEBUG_BIN = $$($(SWIFT) build $(TOOLS_PACKAGE) --show-bin-path)
+DEMO_TRAITS := --disable-default-traits
 demo: deps
-	$(SWIFT) build $(TOOLS_PACKAGE) --product hangwatch-demo
-	$(SWIFT) build $(TOOLS_PACKAGE) --product hangwatch
+	$(SWIFT) build $(TOOLS_PACKAGE) $(DEMO_TRAITS) --product hangwatch-demo
+	$(SWIFT) build $(TOOLS_PACKAGE) $(DEMO_TRAITS) --product hangwatch
 	"$(DEBUG_BIN)/hangwatch-demo" --reports "$(REPORTS)"
 	@echo; echo "\$$ hangwatch list --dir $(REPORTS)"
 	@"$(DEBUG_BIN)/hangwatch" list --dir "$(REPORTS)"
@@ -185,7 +188,7 @@ bench: deps test-deps
 	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch-hummingbird-service
 	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch-hummingbird-bench
 	"$$($(SWIFT) build -c release $(TOOLS_PACKAGE) --show-bin-path)/hangwatch-hummingbird-bench"
-	$(SWIFT) build -c release $(TOOLS_PACKAGE) --traits Vapor --product hangwatch-vapor-service
+	$(SWIFT) build -c release $(TOOLS_PACKAGE) --enable-all-traits --product hangwatch-vapor-service
 	"$$($(SWIFT) build -c release $(TOOLS_PACKAGE) --show-bin-path)/hangwatch-hummingbird-bench" --vapor
 
 # The embedded library is a Swift package dependency. What a host gets: the `hangwatch` CLI (and
@@ -242,16 +245,16 @@ clean:
 # The Vapor service's integration test on its release build (merged functions, tail calls, llhttp's
 # callbacks through a function pointer): `make test` runs it on the debug build.
 test-release-vapor: deps test-deps
-	$(SWIFT) build $(TOOLS_PACKAGE) --build-tests --traits Vapor
-	$(SWIFT) build -c release $(TOOLS_PACKAGE) --traits Vapor --product hangwatch-vapor-service
-	HANGWATCH_VAPOR_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --traits Vapor --filter VaporServiceTests
+	$(SWIFT) build $(TOOLS_PACKAGE) --build-tests --enable-all-traits
+	$(SWIFT) build -c release $(TOOLS_PACKAGE) --enable-all-traits --product hangwatch-vapor-service
+	HANGWATCH_VAPOR_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --enable-all-traits --filter VaporServiceTests
 
 # The Hummingbird service's integration tests that read its reports (a lock's holder, a slow
 # upstream) on its release build: `make test` runs them on the debug build.
 test-release-hummingbird: deps test-deps
-	$(SWIFT) build $(TOOLS_PACKAGE) --build-tests --traits Vapor
+	$(SWIFT) build $(TOOLS_PACKAGE) --build-tests --enable-all-traits
 	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch-hummingbird-service
-	HANGWATCH_HUMMINGBIRD_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --traits Vapor --no-parallel \
+	HANGWATCH_HUMMINGBIRD_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --enable-all-traits --no-parallel \
 		--filter 'HummingbirdUpstreamTests|HummingbirdLockHolderTests'
 
 stress: deps test-deps

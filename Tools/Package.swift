@@ -9,7 +9,7 @@
 // swift-service-lifecycle, swift-metrics, swift-prometheus, swift-otel, Hummingbird, Vapor.
 //
 // Layers point one way:
-//   hangwatch -> HangWatchRendering, HangWatchReading, HangWatchExport, HangWatchSymbolication -> HangWatchReport
+//   hangwatch -> HangWatchRendering, HangWatchReading, HangWatchProfiles, HangWatchSymbolication -> HangWatchReport
 //   hangwatchd -> HangWatchAgent -> HangWatch (it watches its own loop), HangWatchSymbolication
 import PackageDescription
 
@@ -23,13 +23,22 @@ let package = Package(
         .executable(name: "hangwatch-async-demo", targets: ["hangwatch-async-demo"]),
         // For the report parser's fuzz target (Fuzz/), which feeds the CLI's views and exporters too.
         .library(name: "HangWatchReading", targets: ["HangWatchReading"]),
-        .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
+        .library(name: "HangWatchProfiles", targets: ["HangWatchProfiles"]),
     ],
+    // What a build pays for, by trait. With none (`--disable-default-traits`: `make demo`), the CLI
+    // and the demos resolve swift-argument-parser beside the library's own packages, six in all.
+    // `Agent` (default): the agent's Prometheus, OpenTelemetry and service-lifecycle packages.
+    // `Servers` (default): Hummingbird, for the service the integration tests and the bench watch.
     // `Vapor`: the Vapor 4 service is built with Vapor only when asked (`--traits Vapor`: its
-    // release build for its integration test and the bench). Vapor brings some twenty modules
-    // (swift-crypto's BoringSSL among them) that nothing else here needs: the debug build of the
-    // tools and their tests (`make test`) skips them.
-    traits: [.trait(name: "Vapor")],
+    // release build for its integration test and the bench); Vapor brings some twenty modules
+    // (swift-crypto's BoringSSL among them) that nothing else here needs. A target whose trait is
+    // off does not build (its imports are missing): nothing asks for one then.
+    traits: [
+        .trait(name: "Agent", description: "hangwatchd: Prometheus, OTLP, ServiceLifecycle"),
+        .trait(name: "Servers", description: "the Hummingbird service and bench the integration tests run"),
+        .trait(name: "Vapor", description: "the Vapor 4 service", enabledTraits: ["Servers"]),
+        .default(enabledTraits: ["Agent", "Servers"]),
+    ],
     dependencies: [
         .package(name: "HangWatch", path: ".."),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -68,14 +77,14 @@ let package = Package(
         ),
         // Folded stacks, speedscope files, pprof profiles and SVG flame graphs from reports.
         .target(
-            name: "HangWatchExport",
+            name: "HangWatchProfiles",
             dependencies: [.product(name: "HangWatchReport", package: "HangWatch"), "CZlib"]
         ),
         // The `hangwatch` command: read, group, explain and export reports.
         .executableTarget(
             name: "hangwatch",
             dependencies: [
-                "HangWatchReading", "HangWatchRendering", "HangWatchExport", "CThreadSignal",
+                "HangWatchReading", "HangWatchRendering", "HangWatchProfiles", "CThreadSignal",
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -89,15 +98,15 @@ let package = Package(
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Agent"])),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: .when(traits: ["Agent"])),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Agent"])),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Agent"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "OTel", package: "swift-otel"),
-                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["Agent"])),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing", condition: .when(traits: ["Agent"])),
             ]
         ),
         // `hangwatchd`: the agent, a systemd service.
@@ -108,7 +117,7 @@ let package = Package(
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Agent"])),
             ]
         ),
         // The demo service `make demo` runs: it hangs five ways under the monitor.
@@ -142,7 +151,7 @@ let package = Package(
                 "ServiceHarness", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Servers"])),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -193,9 +202,9 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "HangWatchExportTests",
+            name: "HangWatchProfilesTests",
             dependencies: [
-                "HangWatchExport", .product(name: "HangWatchReport", package: "HangWatch"),
+                "HangWatchProfiles", .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
         ),
@@ -224,7 +233,7 @@ let package = Package(
         .testTarget(
             name: "HangWatchIntegrationTests",
             dependencies: [
-                "HangWatchExport", "HangWatchAgent", "ToolsTestSupport",
+                "HangWatchProfiles", "HangWatchAgent", "ToolsTestSupport",
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),

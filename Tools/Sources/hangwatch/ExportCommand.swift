@@ -7,7 +7,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HangWatchExport
+import HangWatchProfiles
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 

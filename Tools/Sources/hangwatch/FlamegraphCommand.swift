@@ -7,7 +7,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HangWatchExport
+import HangWatchProfiles
 
 /// `hangwatch flamegraph`: a self-contained SVG.
 struct FlamegraphCommand: ParsableCommand {

@@ -1,4 +1,4 @@
-import HangWatchExport
+import HangWatchProfiles
 import HangWatchReport
 import HangWatchTestSupport
 import Testing
