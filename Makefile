@@ -60,7 +60,8 @@ test-deps:
 		|| python3 -m pip install --quiet --break-system-packages selenium; }
 
 # The tools (and with them the library). Each build made by make is stamped with the version
-# (scripts/stamp-version: git describe, or the VERSION file); a plain `swift build` says 0.0.0-dev.
+# (scripts/stamp-version: git describe, or the VERSION file); a plain `swift build` says VERSION's
+# version with -dev (0.1.0-dev).
 build: deps
 	@scripts/stamp-version >/dev/null
 	$(SWIFT) build $(TOOLS_PACKAGE)
@@ -114,7 +115,8 @@ test-deb: deb
 # package's: its files and maintainer scripts, lintian, the binaries running without a toolchain,
 # ldd, the man pages, the upgrade and the purge. The objects were compiled for a dynamic link, so
 # the static libraries their modules autolink are named here (a static build names them itself).
-# The unstamped debug build says 0.0.0-dev, packed as 0.0.0+dev-1: the earlier package is 0.0.0~test-1.
+# The unstamped debug build says VERSION's version with -dev (0.1.0-dev), packed as 0.1.0+dev-1: the
+# earlier package is 0.0.0~test-1.
 DEBUG_BIN_DIR = $$($(SWIFT) build $(TOOLS_PACKAGE) $(TOOLS_TRAITS) --show-bin-path)
 STATIC_LIBRARIES = Foundation FoundationEssentials FoundationInternationalization _FoundationCShims _FoundationCollections \
 	_FoundationICU CoreFoundation swiftDispatch dispatch BlocksRuntime swiftSynchronization swift_Concurrency \

@@ -67,6 +67,23 @@ public struct ReportFilter: Sendable, Equatable {
         return true
     }
 
+    /// Why nothing matched when a label's value is asked without wildcards (`route=/checkout`) and
+    /// hangs that pass every other filter carry that label with the value inside a longer one
+    /// (`GET /checkout`): a value is matched whole. Says so, with a value there and the pattern
+    /// that matches part of a value; nil when that is not why.
+    public func labelHint(_ summaries: [ReportSummary]) -> String? {
+        for (index, match) in labels.enumerated() {
+            guard let pattern = match.pattern, !pattern.isEmpty, !pattern.contains(where: { "*?[".contains($0) }) else { continue }
+            var others = self
+            others.labels.remove(at: index)
+            let values = Set(summaries.filter(others.matches).compactMap { $0.labels[match.key] }).filter { $0 != pattern && $0.contains(pattern) }
+            guard let example = values.sorted().first else { continue }
+            return "--label \(match.key)=\(pattern) matches whole values only (there is \(match.key)=\(example)); "
+                + "for part of a value: --label '\(match.key)=*\(pattern)*'"
+        }
+        return nil
+    }
+
     /// Parses `--since` and `--until` the way journalctl reads times: a duration back from `now`
     /// (`90s`, `2h30m`, `-1h`, `1h ago`; `+1h` ahead), `now`, `today`, `yesterday`, `tomorrow`
     /// (midnight, local time), a date (`2026-11-20`, midnight), a date and time (`2026-11-20 10:00`,
@@ -121,15 +138,5 @@ public struct ReportFilter: Sendable, Equatable {
         // A day the month does not have (2026-02-30) is no date.
         guard let date = calendar.date(from: components), calendar.component(.day, from: date) == dayOfMonth else { return nil }
         return date
-    }
-
-    /// Parses `--min-duration`: `500ms`, `1.5s`, `2m`, or a bare number of milliseconds.
-    public static func parseDuration(_ text: String) -> Double? {
-        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
-        for (suffix, milliseconds) in units where text.hasSuffix(suffix) {
-            if let value = Double(text.dropLast(suffix.count)), value >= 0, value.isFinite { return value * milliseconds }
-        }
-        if let value = Double(text), value >= 0, value.isFinite { return value }
-        return nil
     }
 }

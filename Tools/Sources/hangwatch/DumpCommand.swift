@@ -53,8 +53,8 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "Only this service's directory of the spool (its name, never a path).")
     var service: String?
 
-    @Option(help: ArgumentHelp("How long to wait for the answer: 5s, 500ms.", valueName: "duration"))
-    var timeout: SecondsArgument = SecondsArgument(seconds: 5)
+    @Option(help: DurationArgument.help("How long to wait for the answer: 5s, 500ms"))
+    var timeout: DurationArgument = DurationArgument(seconds: 5)
 
     @Option(help: "Frames of each stack to show.")
     var frames: Int = 24

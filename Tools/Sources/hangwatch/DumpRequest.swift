@@ -74,7 +74,7 @@ enum DumpRequest {
         case .failed(let error):
             throw CommandFailure(message: ErrorText.cannot(.read, root, code: error.code, option: "--dir"), exitCode: Exit.badInput)
         case .absent, .notADirectory:
-            throw CommandFailure(message: "no report directory \(root) (give --dir)", exitCode: Exit.badInput)
+            throw CommandFailure(message: DirectoryOptions.missing(root, origin: .option, code: ENOENT), exitCode: Exit.badInput)
         }
     }
 

@@ -28,7 +28,7 @@ struct ListCommand: ParsableCommand {
             Examples:
               hangwatch list --since 1h --min-duration 500ms
               hangwatch list --service billing --limit 20
-              hangwatch list --label route=/checkout --label tenant=acme
+              hangwatch list --label 'route=GET /checkout' --label tenant=acme
               hangwatch list --json | jq '.[0].id'
             """)
 

@@ -17,27 +17,57 @@ struct DirectoryOptions: ParsableArguments {
     static let defaultDirectory = "/var/lib/hangwatch/reports"
     static let demoDirectory = "./hangwatch-reports"
 
-    @Option(name: .shortAndLong, help: ArgumentHelp(
-        "Report directory (and its service subdirectories).",
-        discussion: "Default: $HANGWATCH_REPORT_DIR, else the agent's spool \(DirectoryOptions.defaultDirectory) if it exists, else the demo's \(DirectoryOptions.demoDirectory) if it exists."))
+    /// Where the reports are read from, stated once: `--help` says it in these words, and so do
+    /// the README and docs/cli.md (a test compares them).
+    static let statement =
+        "Reports are read from --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool \(defaultDirectory) if it exists, "
+        + "else the demo's \(demoDirectory) if it exists (each with its service subdirectories)."
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Report directory (and its service subdirectories).", discussion: statement))
     var dir: String?
 
-    /// The directory to read, and where it was looked for (said when it is not there).
-    var resolved: (directory: String, searched: String) {
-        if let dir, !dir.isEmpty { return (dir, "--dir \(dir)") }
+    /// Where a directory to read came from, so that an error about it can say so.
+    enum Origin: Equatable {
+        /// Given with --dir.
+        case option
+        /// $HANGWATCH_REPORT_DIR.
+        case environment
+        /// The agent's spool or the demo's directory, found.
+        case found
+        /// Neither given nor found.
+        case nothing
+    }
+
+    /// The directory to read, and where it came from.
+    var resolved: (directory: String, origin: Origin) {
+        if let dir, !dir.isEmpty { return (dir, .option) }
         if let environment = ProcessInfo.processInfo.environment["HANGWATCH_REPORT_DIR"], !environment.isEmpty {
-            return (environment, "HANGWATCH_REPORT_DIR=\(environment)")
+            return (environment, .environment)
         }
         for candidate in [Self.defaultDirectory, Self.demoDirectory] where Self.isDirectory(candidate) {
-            return (candidate, candidate)
+            return (candidate, .found)
         }
-        return (
-            Self.defaultDirectory,
-            "\(Self.defaultDirectory) (the agent's spool) and \(Self.demoDirectory) (the demo's): neither exists; give --dir or set HANGWATCH_REPORT_DIR"
-        )
+        return (Self.defaultDirectory, .nothing)
     }
 
     var directory: String { resolved.directory }
+
+    /// What to say when `directory`, from `origin`, cannot be looked at (`code`: `stat`'s errno):
+    /// the path, that it does not exist (or the system's reason), where it came from, what to do.
+    static func missing(_ directory: String, origin: Origin, code: Int32) -> String {
+        let problem = code == ENOENT ? "report directory \(directory) does not exist" : ErrorText.cannot(.read, directory, code: code)
+        switch origin {
+        case .option:
+            return "\(problem) (--dir: give the directory that holds the reports)"
+        case .environment:
+            return "\(problem) (HANGWATCH_REPORT_DIR=\(directory): set it to the directory that holds the reports, or pass --dir)"
+        case .found:
+            return problem
+        case .nothing:
+            return "no report directory: neither \(defaultDirectory) (the agent's spool) nor \(demoDirectory) (the demo's) exists; "
+                + "give --dir or set HANGWATCH_REPORT_DIR"
+        }
+    }
 
     static func isDirectory(_ path: String) -> Bool {
         var info = stat()
@@ -62,8 +92,8 @@ struct FilterOptions: ParsableArguments {
         name: .long, parsing: .unconditional, help: ArgumentHelp("Only hangs that started before: the same forms as --since.", valueName: "when"))
     var until: String?
 
-    @Option(name: .customLong("min-duration"), help: ArgumentHelp("Only hangs at least this long: 500ms, 1.5s, 2m.", valueName: "duration"))
-    var minDuration: String?
+    @Option(name: .customLong("min-duration"), help: DurationArgument.help("Only hangs at least this long: 500ms, 1.5s, 2m"))
+    var minDuration: DurationArgument?
 
     @Option(
         name: .customLong("label"),
@@ -79,11 +109,8 @@ struct FilterOptions: ParsableArguments {
                     "\(option) \(value): expected a time such as 90s, 2h30m, -1h, '1h ago', today, yesterday, 2026-11-20, '2026-11-20 10:00' or 2026-11-20T10:00:00Z")
             }
         }
-        if let minDuration, ReportFilter.parseDuration(minDuration) == nil {
-            throw ValidationError("--min-duration \(minDuration): expected a duration such as 500ms, 1.5s or 2m")
-        }
         for label in labels where ReportFilter.LabelMatch(label) == nil {
-            throw ValidationError("--label \(label): expected KEY or KEY=VALUE, such as route=/checkout or 'route=GET /cart*'")
+            throw ValidationError("--label \(label): expected KEY or KEY=VALUE, such as 'route=GET /checkout' or 'route=*/cart*'")
         }
         // A range no hang can be in is a mistake, not an empty answer.
         if let since, let until, let from = ReportFilter.parseTime(since), let to = ReportFilter.parseTime(until), to <= from {
@@ -95,7 +122,7 @@ struct FilterOptions: ParsableArguments {
     func filter(signature: String? = nil) -> ReportFilter {
         ReportFilter(
             services: Set(service), since: since.flatMap { ReportFilter.parseTime($0) }, until: until.flatMap { ReportFilter.parseTime($0) },
-            minimumDurationMs: minDuration.flatMap(ReportFilter.parseDuration), signature: signature,
+            minimumDurationMs: minDuration?.milliseconds, signature: signature,
             labels: labels.compactMap(ReportFilter.LabelMatch.init))
     }
 }
@@ -117,9 +144,14 @@ struct ReadingOptions: ParsableArguments {
 
 extension Terminal.ColorChoice: ExpressibleByArgument {}
 
-/// A length of time on the command line, as every option takes one: `90s`, `10m`, `500ms`, `1h`;
-/// a plain number is seconds (`--timeout 600`).
-struct SecondsArgument: ExpressibleByArgument, Equatable {
+/// A length of time on the command line, as every option of every command takes one: a number with
+/// a unit (`500ms`, `1.5s`, `2m`, `1h`, or terms added up as journalctl writes them, `2h30m`), or a
+/// plain number, which is seconds (`--timeout 600`, `--min-duration 5`). Every option that takes a
+/// length of time has this type, so it reads the same everywhere (a test finds them by their type).
+struct DurationArgument: ExpressibleByArgument, Equatable, CustomStringConvertible {
+    /// What a plain number means, said in every such option's help.
+    static let plainNumber = "a plain number is seconds"
+
     var seconds: Double
 
     init(seconds: Double) {
@@ -127,16 +159,24 @@ struct SecondsArgument: ExpressibleByArgument, Equatable {
     }
 
     init?(argument: String) {
-        if let plain = Double(argument), plain.isFinite, plain >= 0 {
+        if let plain = Double(argument) {
+            guard plain.isFinite, plain >= 0 else { return nil }
             seconds = plain
-        } else if let milliseconds = ReportFilter.parseDuration(argument) {
-            seconds = milliseconds / 1000
+        } else if argument.contains(where: \.isLetter), let duration = DurationText.parse(argument) {
+            seconds = Double(DurationText.nanoseconds(duration)) / 1e9
         } else {
             return nil
         }
     }
 
-    var defaultValueDescription: String {
-        seconds < 1 ? "\(Int((seconds * 1000).rounded()))ms" : seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
+    var milliseconds: Double { seconds * 1000 }
+
+    var description: String { DurationText.format(.nanoseconds(Int64((seconds * 1e9).rounded()))) }
+
+    var defaultValueDescription: String { description }
+
+    /// An option's help: `abstract` and what a plain number means.
+    static func help(_ abstract: String) -> ArgumentHelp {
+        ArgumentHelp("\(abstract) (\(plainNumber)).", valueName: "duration")
     }
 }

@@ -23,8 +23,8 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// reading and symbolicating.
 struct ReportLibrary {
     let directory: String
-    /// Where the directory was looked for, for the error when it is missing.
-    let searched: String
+    /// Where the directory came from, for the error when it is missing.
+    let origin: DirectoryOptions.Origin
     let terminal: Terminal
     let symbolicator: Symbolicator?
 
@@ -32,13 +32,13 @@ struct ReportLibrary {
         Text.utc = reading.utc
         let resolved = directory.resolved
         self.init(
-            directory: resolved.directory, searched: resolved.searched, terminal: Terminal(color: reading.color),
+            directory: resolved.directory, origin: resolved.origin, terminal: Terminal(color: reading.color),
             symbolicator: reading.noSymbolicate ? nil : Symbolicator(debugDirectories: reading.debugDirectories))
     }
 
-    init(directory: String, searched: String? = nil, terminal: Terminal, symbolicator: Symbolicator?) {
+    init(directory: String, origin: DirectoryOptions.Origin = .option, terminal: Terminal, symbolicator: Symbolicator?) {
         self.directory = directory
-        self.searched = searched ?? directory
+        self.origin = origin
         self.terminal = terminal
         self.symbolicator = symbolicator
     }
@@ -73,6 +73,10 @@ struct ReportLibrary {
         if matching.isEmpty, let first = denied.first {
             throw CommandFailure(message: Self.permissionMessage(denied: denied.count, example: first.path, in: directory), exitCode: Exit.badInput)
         }
+        // A label's value asked in part (`route=/checkout` for `GET /checkout`): say how to ask.
+        if matching.isEmpty, let hint = filter.labelHint(scan.summaries) {
+            throw CommandFailure(message: "no hangs match: \(hint)", exitCode: Exit.nothingMatched)
+        }
         return matching
     }
 
@@ -90,12 +94,13 @@ struct ReportLibrary {
             + "read them as their owner, as a member of their group (the agent's spool: hangwatch), or with sudo"
     }
 
-    /// The report directory exists, is a directory and can be listed; else a failure that says
-    /// where it was looked for, or why it cannot be read, and what to do.
+    /// The report directory exists, is a directory and can be listed; else a failure that names
+    /// it, says that it does not exist (or why it cannot be read) and where it came from, and what
+    /// to do.
     func checkDirectory() throws {
         var info = stat()
-        guard stat(directory, &info) == 0 else {
-            throw CommandFailure(message: "no report directory: looked at \(searched)", exitCode: Exit.badInput)
+        if case .failure(let error) = SystemCall.result("stat", path: directory, { stat(directory, &info) }) {
+            throw CommandFailure(message: DirectoryOptions.missing(directory, origin: origin, code: error.code), exitCode: Exit.badInput)
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw CommandFailure(

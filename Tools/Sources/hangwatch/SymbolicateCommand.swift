@@ -41,7 +41,7 @@ struct SymbolicateCommand: ParsableCommand {
     func run() throws {
         // Read as it is on disk; the names are worked out below, with these debug directories.
         let resolved = directory.resolved
-        let library = ReportLibrary(directory: resolved.directory, searched: resolved.searched, terminal: Terminal(), symbolicator: nil)
+        let library = ReportLibrary(directory: resolved.directory, origin: resolved.origin, terminal: Terminal(), symbolicator: nil)
         let path = try library.resolve(report)
         var hang = try library.load(path)
         let summary = Symbolicator(debugDirectories: debugDirectories).symbolicate(&hang)
