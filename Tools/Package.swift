@@ -9,7 +9,8 @@
 // swift-service-lifecycle, swift-metrics, swift-prometheus, swift-otel, Hummingbird, Vapor.
 //
 // Layers point one way:
-//   hangwatch -> HangWatchRendering, HangWatchReading, HangWatchProfiles, HangWatchSymbolication -> HangWatchReport
+//   hangwatch -> HangWatchDumpChannel -> HangWatchReading -> HangWatchRendering -> HangWatchReport;
+//   hangwatch -> HangWatchProfiles, HangWatchSymbolication -> HangWatchReport
 //   hangwatchd -> HangWatchAgent -> HangWatch (it watches its own loop), HangWatchSymbolication
 import PackageDescription
 
@@ -64,16 +65,27 @@ let package = Package(
         // Queues a signal to one thread of another process (`hangwatch dump`): the one C the CLI has.
         .target(name: "CThreadSignal", cSettings: [.define("_GNU_SOURCE")]),
         // The CLI's side of reading: many reports at once (the catalog and its index), filters,
-        // groups. The agent never links it.
+        // groups, the report library a command reads through (which directory, `latest`, loading
+        // and naming), monitored hours. The agent never links it.
         .target(
             name: "HangWatchReading",
-            dependencies: [.product(name: "HangWatchReport", package: "HangWatch")]
+            dependencies: [
+                "HangWatchRendering", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchSymbolication", package: "HangWatch"),
+            ]
         ),
-        // What the CLI prints, as strings: tables cut to the terminal, colours, times, and
-        // `hangwatch show`'s and `dump`'s text of a report (tested as strings).
+        // What the CLI prints, as strings: tables cut to the terminal, colours, times, errors in
+        // plain words and the exit codes, and `hangwatch show`'s and `dump`'s text of a report
+        // (tested as strings).
         .target(
             name: "HangWatchRendering",
             dependencies: [.product(name: "HangWatchReport", package: "HangWatch")]
+        ),
+        // The dump channel: which heartbeat to believe (`HeartbeatTrust`, `TrustedDirectory`, the
+        // process's facts), asking a monitor for a thread dump and reading its answer.
+        .target(
+            name: "HangWatchDumpChannel",
+            dependencies: ["HangWatchReading", "HangWatchRendering", "CThreadSignal", .product(name: "HangWatchReport", package: "HangWatch")]
         ),
         // Folded stacks, speedscope files, pprof profiles and SVG flame graphs from reports.
         .target(
@@ -84,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "hangwatch",
             dependencies: [
-                "HangWatchReading", "HangWatchRendering", "HangWatchProfiles", "CThreadSignal",
+                "HangWatchReading", "HangWatchRendering", "HangWatchProfiles", "HangWatchDumpChannel",
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -208,13 +220,17 @@ let package = Package(
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
         ),
+        // The CLI as a person runs it (its binary); its logic is tested in its libraries' targets.
         .testTarget(
             name: "hangwatchTests",
             dependencies: [
-                // The CLI's pure decisions (`@testable import hangwatch`: HeartbeatTrust) besides its runs.
-                "hangwatch", "ToolsTestSupport", .product(name: "HangWatchReport", package: "HangWatch"),
-                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+                "hangwatch", "ToolsTestSupport", "HangWatchReading", "HangWatchRendering",
+                .product(name: "HangWatchReport", package: "HangWatch"), .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
+        ),
+        .testTarget(
+            name: "HangWatchDumpChannelTests",
+            dependencies: ["HangWatchDumpChannel", .product(name: "HangWatchReport", package: "HangWatch")]
         ),
         .testTarget(
             name: "HangWatchAgentTests",

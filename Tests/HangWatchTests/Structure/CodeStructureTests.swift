@@ -120,6 +120,29 @@ import Testing
         return files.sorted { $0.0 < $1.0 }
     }
 
+    /// The `hangwatch` target keeps the commands only: every type it declares is a command, a group
+    /// of options or an argument's type (its logic is in HangWatchReading, HangWatchRendering,
+    /// HangWatchDumpChannel, tested there), and its tests reach nothing of it with `@testable`
+    /// but the commands' definitions (DurationOptionTests walks them).
+    @Test func theCLITargetHoldsCommandsOnly() throws {
+        let cli = try Self.swiftSources().filter { $0.path.hasPrefix("Tools/hangwatch/") }
+        #expect(cli.count > 10)
+        var other: [String] = []
+        for file in cli {
+            for line in file.text.split(separator: "\n") where line.range(of: #"^(struct|enum|final class|class|actor) "#, options: .regularExpression) != nil {
+                let kinds = ["ParsableCommand", "ParsableArguments", "ExpressibleByArgument"]
+                if !kinds.contains(where: { line.contains(": \($0)") || line.contains(", \($0)") }) { other.append("\(file.path): \(line)") }
+            }
+        }
+        #expect(other.isEmpty, "\(other)")
+        let tests = Self.root.appendingPathComponent("Tools/Tests/hangwatchTests")
+        let testable = try FileManager.default.contentsOfDirectory(atPath: tests.path).filter { name in
+            guard name.hasSuffix(".swift") else { return false }
+            return try String(contentsOf: tests.appendingPathComponent(name), encoding: .utf8).contains("@testable import hangwatch")
+        }
+        #expect(testable == ["DurationOptionTests.swift"], "\(testable)")
+    }
+
     /// A module is imported once per file (nine files imported Glibc twice).
     @Test func noFileImportsAModuleTwice() throws {
         let files = try Self.swiftSources()

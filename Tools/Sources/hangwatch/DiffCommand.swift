@@ -98,7 +98,7 @@ struct DiffCommand: ParsableCommand {
                     missing, versions: ReleaseDiff.versions(in: summaries), directory: library.directory, filtered: filter != ReportFilter()),
                 exitCode: Exit.nothingMatched)
         }
-        let hours = MonitoredHours(library: library, filters: filters, summaries: summaries)
+        let hours = MonitoredHours(library: library, services: filters.service, windowed: filters.since != nil || filters.until != nil, summaries: summaries)
         let diff = ReleaseDiff(summaries, from: from, to: to, monitoredSeconds: { hours.seconds(of: $0) })
         if json {
             print(String(decoding: try HangReport.makeEncoder().encode(Self.json(diff)), as: UTF8.self))

@@ -14,65 +14,19 @@ import HangWatchReport
 /// Where the reports are: --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool if it exists,
 /// else the demo's directory in the current directory if it exists.
 struct DirectoryOptions: ParsableArguments {
-    static let defaultDirectory = "/var/lib/hangwatch/reports"
-    static let demoDirectory = "./hangwatch-reports"
+    static var defaultDirectory: String { ReportDirectoryChoice.defaultDirectory }
+    static var demoDirectory: String { ReportDirectoryChoice.demoDirectory }
+    static var statement: String { ReportDirectoryChoice.statement }
 
-    /// Where the reports are read from, stated once: `--help` says it in these words, and so do
-    /// the README and docs/cli.md (a test compares them).
-    static let statement =
-        "Reports are read from --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool \(defaultDirectory) if it exists, "
-        + "else the demo's \(demoDirectory) if it exists (each with its service subdirectories)."
-
-    @Option(name: .shortAndLong, help: ArgumentHelp("Report directory (and its service subdirectories).", discussion: statement))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Report directory (and its service subdirectories).", discussion: ReportDirectoryChoice.statement))
     var dir: String?
 
-    /// Where a directory to read came from, so that an error about it can say so.
-    enum Origin: Equatable {
-        /// Given with --dir.
-        case option
-        /// $HANGWATCH_REPORT_DIR.
-        case environment
-        /// The agent's spool or the demo's directory, found.
-        case found
-        /// Neither given nor found.
-        case nothing
-    }
-
-    /// The directory to read, and where it came from.
-    var resolved: (directory: String, origin: Origin) {
-        if let dir, !dir.isEmpty { return (dir, .option) }
-        if let environment = ProcessInfo.processInfo.environment["HANGWATCH_REPORT_DIR"], !environment.isEmpty {
-            return (environment, .environment)
-        }
-        for candidate in [Self.defaultDirectory, Self.demoDirectory] where Self.isDirectory(candidate) {
-            return (candidate, .found)
-        }
-        return (Self.defaultDirectory, .nothing)
+    /// The directory to read, and where it came from (`ReportDirectoryChoice`).
+    var resolved: (directory: String, origin: ReportDirectoryChoice.Origin) {
+        ReportDirectoryChoice.resolve(given: dir, environment: ProcessInfo.processInfo.environment)
     }
 
     var directory: String { resolved.directory }
-
-    /// What to say when `directory`, from `origin`, cannot be looked at (`code`: `stat`'s errno):
-    /// the path, that it does not exist (or the system's reason), where it came from, what to do.
-    static func missing(_ directory: String, origin: Origin, code: Int32) -> String {
-        let problem = code == ENOENT ? "report directory \(directory) does not exist" : ErrorText.cannot(.read, directory, code: code)
-        switch origin {
-        case .option:
-            return "\(problem) (--dir: give the directory that holds the reports)"
-        case .environment:
-            return "\(problem) (HANGWATCH_REPORT_DIR=\(directory): set it to the directory that holds the reports, or pass --dir)"
-        case .found:
-            return problem
-        case .nothing:
-            return "no report directory: neither \(defaultDirectory) (the agent's spool) nor \(demoDirectory) (the demo's) exists; "
-                + "give --dir or set HANGWATCH_REPORT_DIR"
-        }
-    }
-
-    static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
-    }
 }
 
 /// Which reports: by service, age, duration.

@@ -119,7 +119,7 @@ struct TopCommand: ParsableCommand {
         // Monitored time, for the rates of groups by version.
         var seconds: [String?: Double] = [:]
         if !groups.isEmpty, Self.grouping(by) == .serviceVersion {
-            let hours = MonitoredHours(library: library, filters: filters, summaries: summaries)
+            let hours = MonitoredHours(library: library, services: filters.service, windowed: filters.since != nil || filters.until != nil, summaries: summaries)
             for group in groups { seconds[group.serviceVersion] = hours.seconds(of: group.serviceVersion) }
         }
         if json {

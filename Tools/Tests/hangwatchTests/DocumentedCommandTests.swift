@@ -4,7 +4,7 @@ import HangWatchTestSupport
 import Testing
 import ToolsTestSupport
 
-@testable import hangwatch
+import HangWatchReading
 
 /// The README and docs run as printed and print what they show: every `$ hangwatch …` command in
 /// them runs, as a shell would run it, from a directory where `make demo` has left its reports (no
@@ -178,8 +178,8 @@ import ToolsTestSupport
     /// Where the reports are read from is said once, in the same words, by `--help` (the tool's and
     /// every reading command's --dir), the README and docs/cli.md.
     @Test func theDefaultDirectoryIsStatedOnceAndTheSameEverywhere() throws {
-        let statement = DirectoryOptions.statement
-        #expect(statement.contains(DirectoryOptions.defaultDirectory) && statement.contains(DirectoryOptions.demoDirectory))
+        let statement = ReportDirectoryChoice.statement
+        #expect(statement.contains(ReportDirectoryChoice.defaultDirectory) && statement.contains(ReportDirectoryChoice.demoDirectory))
         func prose(_ text: String) -> String {
             text.replacingOccurrences(of: "`", with: "").split(whereSeparator: { $0 == " " || $0 == "\n" }).joined(separator: " ")
         }

@@ -1,4 +1,3 @@
-import ArgumentParser
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -7,49 +6,33 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HangWatchReading
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 import HangWatchSymbolication
 
-/// A failure the user caused (a bad file, nothing found): a message and an exit code.
-struct CommandFailure: Error, CustomStringConvertible {
-    var message: String
-    var exitCode: ExitCode
-    var description: String { message }
-}
-
 /// The reports a command works on: scanning (through the index), resolving `id|path|latest`,
-/// reading and symbolicating.
-struct ReportLibrary {
-    let directory: String
+/// reading and symbolicating; every failure a `CommandFailure` in the user's words.
+package struct ReportLibrary {
+    package let directory: String
     /// Where the directory came from, for the error when it is missing.
-    let origin: DirectoryOptions.Origin
-    let terminal: Terminal
-    let symbolicator: Symbolicator?
+    package let origin: ReportDirectoryChoice.Origin
+    package let terminal: Terminal
+    package let symbolicator: Symbolicator?
 
-    init(directory: DirectoryOptions, reading: ReadingOptions) {
-        Text.utc = reading.utc
-        let resolved = directory.resolved
-        self.init(
-            directory: resolved.directory, origin: resolved.origin, terminal: Terminal(color: reading.color),
-            symbolicator: reading.noSymbolicate ? nil : Symbolicator(debugDirectories: reading.debugDirectories))
-    }
-
-    init(directory: String, origin: DirectoryOptions.Origin = .option, terminal: Terminal, symbolicator: Symbolicator?) {
+    package init(directory: String, origin: ReportDirectoryChoice.Origin = .option, terminal: Terminal, symbolicator: Symbolicator?) {
         self.directory = directory
         self.origin = origin
         self.terminal = terminal
         self.symbolicator = symbolicator
     }
 
-    var catalog: ReportCatalog {
+    package var catalog: ReportCatalog {
         // Summaries made with and without names are cached apart.
         ReportCatalog(directory: directory, indexPath: ReportCatalog.defaultIndexPath.map { $0 + (symbolicator == nil ? "/raw" : "/named") })
     }
 
     /// Summaries matching `filter`, newest first; unreadable files are warned about, one line each.
-    func summaries(_ filter: ReportFilter) throws -> [ReportSummary] {
+    package func summaries(_ filter: ReportFilter) throws -> [ReportSummary] {
         try checkDirectory()
         let progress = Terminal.Progress("reading reports", terminal: terminal)
         var enrich: (@Sendable (inout HangReport) -> Void)?
@@ -81,7 +64,7 @@ struct ReportLibrary {
     }
 
     /// What to say when reports are there but this user may not read them.
-    static func permissionMessage(denied: Int, example: String, in directory: String) -> String {
+    package static func permissionMessage(denied: Int, example: String, in directory: String) -> String {
         var owner = ""
         var info = stat()
         if stat(example, &info) == 0 {
@@ -97,10 +80,10 @@ struct ReportLibrary {
     /// The report directory exists, is a directory and can be listed; else a failure that names
     /// it, says that it does not exist (or why it cannot be read) and where it came from, and what
     /// to do.
-    func checkDirectory() throws {
+    package func checkDirectory() throws {
         var info = stat()
         if case .failure(let error) = SystemCall.result("stat", path: directory, { stat(directory, &info) }) {
-            throw CommandFailure(message: DirectoryOptions.missing(directory, origin: origin, code: error.code), exitCode: Exit.badInput)
+            throw CommandFailure(message: ReportDirectoryChoice.missing(directory, origin: origin, code: error.code), exitCode: Exit.badInput)
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw CommandFailure(
@@ -113,7 +96,7 @@ struct ReportLibrary {
     }
 
     /// Why `directory` cannot be listed (`EACCES`), or nil when it can.
-    static func listingError(_ directory: String) -> Int32? {
+    package static func listingError(_ directory: String) -> Int32? {
         switch SystemCall.result("opendir", path: directory, { opendir(directory).map { closedir($0) } ?? -1 }) {
         case .success: return nil
         case .failure(let error): return error.code
@@ -121,7 +104,7 @@ struct ReportLibrary {
     }
 
     /// The path of report `reference`: `latest`, a file path, a report id, or a unique id prefix.
-    func resolve(_ reference: String) throws -> String {
+    package func resolve(_ reference: String) throws -> String {
         if reference == "latest" {
             guard let newest = try summaries(ReportFilter()).first else {
                 throw CommandFailure(message: "no reports in \(directory)", exitCode: Exit.nothingMatched)
@@ -146,7 +129,7 @@ struct ReportLibrary {
     }
 
     /// The report at `path`, symbolicated unless told not to.
-    func load(_ path: String) throws -> HangReport {
+    package func load(_ path: String) throws -> HangReport {
         var report: HangReport
         do {
             report = try ReportReader().read(path: path)
@@ -161,7 +144,7 @@ struct ReportLibrary {
 
     /// Full reports for summaries, skipping (with a warning) any that vanished or changed into
     /// something unreadable since.
-    func load(_ summaries: [ReportSummary]) -> [HangReport] {
+    package func load(_ summaries: [ReportSummary]) -> [HangReport] {
         let progress = Terminal.Progress("reading reports", terminal: terminal)
         defer { progress.finish() }
         return summaries.enumerated().compactMap { index, summary in

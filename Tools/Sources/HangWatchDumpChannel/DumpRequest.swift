@@ -7,24 +7,25 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HangWatchReading
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
 /// Finding a process's monitor, asking it, and waiting for its answer. Nothing read is acted on
 /// before `HeartbeatTrust` believes it: the CLI often runs as root, and a forged heartbeat would
 /// otherwise pick the signal and the thread root sends it to.
-enum DumpRequest {
+package enum DumpRequest {
     /// A believed monitor: the directories of its heartbeats (where it answers), how to ask it,
     /// and the process (whose user, or root, must own the answer).
-    struct Found {
+    package struct Found {
         var directories: [TrustedDirectory]
-        var signal: Int32
-        var watchdog: Int32
+        package var signal: Int32
+        package var watchdog: Int32
         var process: HeartbeatTrust.ProcessFacts
     }
 
     /// What the monitor wrote back.
-    enum Answer: Equatable {
+    package enum Answer: Equatable {
         /// `.dump-N.json`: a report whose source is `dump`.
         case dump(Data, path: String)
         /// `.dump-N.refused`: why there is no dump (busy, rate limit), one line.
@@ -35,8 +36,18 @@ enum DumpRequest {
     static let maxDumpBytes: UInt64 = 64 << 20
     static let maxRefusalBytes: UInt64 = 4 << 10
 
+    /// What makes `name` no service's name (a directory in the report directory, never a path),
+    /// or nil: empty, `.`, `..`, or holding `/` or NUL.
+    package static func serviceNameProblem(_ name: String) -> String? {
+        if name.isEmpty { return "is empty" }
+        if name == "." || name == ".." { return "is \(name)" }
+        if name.contains("/") { return "holds a /" }
+        if name.contains("\0") { return "holds a NUL" }
+        return nil
+    }
+
     /// The believed monitor of `pid` writing to `root` (or only to its `service` directory).
-    static func findMonitor(pid: Int32, in root: String, service: String?) throws -> Found {
+    package static func findMonitor(pid: Int32, in root: String, service: String?) throws -> Found {
         guard access("/proc/\(pid)", F_OK) == 0 else {
             throw CommandFailure(message: "no process \(pid) is running", exitCode: Exit.nothingMatched)
         }
@@ -74,7 +85,7 @@ enum DumpRequest {
         case .failed(let error):
             throw CommandFailure(message: ErrorText.cannot(.read, root, code: error.code, option: "--dir"), exitCode: Exit.badInput)
         case .absent, .notADirectory:
-            throw CommandFailure(message: DirectoryOptions.missing(root, origin: .option, code: ENOENT), exitCode: Exit.badInput)
+            throw CommandFailure(message: ReportDirectoryChoice.missing(root, origin: .option, code: ENOENT), exitCode: Exit.badInput)
         }
     }
 
@@ -121,11 +132,11 @@ enum DumpRequest {
                 if opened.facts.kind == .regular { heartbeat = opened.heartbeat() }
             }
         }
-        guard let process = ProcessStat.facts(pid) else {
+        guard let process = ProcessFacts.read(pid) else {
             throw CommandFailure(message: "process \(pid) exited", exitCode: Exit.nothingMatched)
         }
         let facts = HeartbeatTrust.Facts(
-            path: path, directory: directoryFacts, file: file, heartbeat: heartbeat, process: process, realTimeSignals: ProcessStat.realTimeSignals)
+            path: path, directory: directoryFacts, file: file, heartbeat: heartbeat, process: process, realTimeSignals: ProcessFacts.realTimeSignals)
         return (facts, directory)
     }
 
@@ -157,7 +168,7 @@ enum DumpRequest {
 
     /// Queues the request to the monitor's watchdog thread (no other thread of the service is
     /// interrupted): the capture signal, its value the dump tag and a fresh nonce.
-    static func ask(pid: Int32, watchdog: Int32, signal: Int32) throws -> UInt64 {
+    package static func ask(pid: Int32, watchdog: Int32, signal: Int32) throws -> UInt64 {
         let nonce = UInt64.random(in: 1..<(1 << 48))
         let value = (UInt64(0x4844) << 48) | nonce
         let sent = SystemCall.result("rt_tgsigqueueinfo") { hw_thread_sigqueue(pid, watchdog, signal, value) }
@@ -170,7 +181,7 @@ enum DumpRequest {
 
     /// The monitor's answer once it is written in one of the monitor's directories: checked like
     /// a heartbeat, read, and removed.
-    static func awaitAnswer(nonce: UInt64, from found: Found, timeout: Double) throws -> Answer {
+    package static func awaitAnswer(nonce: UInt64, from found: Found, timeout: Double) throws -> Answer {
         let pid = found.process.pid
         let deadline = Date().addingTimeInterval(timeout)
         let (dumpName, refusalName) = (".dump-\(nonce).json", ".dump-\(nonce).refused")
@@ -228,7 +239,7 @@ enum DumpRequest {
 
     /// The reason in a `.refused` answer: its first line, trimmed, control characters shown as
     /// `?` (it goes to a terminal).
-    static func refusalReason(_ data: Data) -> String {
+    package static func refusalReason(_ data: Data) -> String {
         let line = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).first ?? ""
         let printable = String(line.unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : Character($0) })
         let trimmed = String(printable.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())

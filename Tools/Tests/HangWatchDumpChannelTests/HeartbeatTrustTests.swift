@@ -2,7 +2,7 @@ import Foundation
 import HangWatchReport
 import Testing
 
-@testable import hangwatch
+@testable import HangWatchDumpChannel
 
 /// What `hangwatch dump` believes of a heartbeat it found (it often runs as root, and the heartbeat
 /// picks the signal and the thread it is sent to): one row per fact that can fail, and the row
@@ -160,7 +160,7 @@ import Testing
         ("../x", "holds a /"), ("/etc", "holds a /"), ("a/b", "holds a /"), ("a\0b", "holds a NUL"),
     ])
     func serviceIsANameNeverAPath(_ name: String, _ problem: String?) {
-        #expect(DumpCommand.serviceNameProblem(name) == problem)
+        #expect(DumpRequest.serviceNameProblem(name) == problem)
     }
 
     @Test(arguments: [

@@ -12,19 +12,19 @@ import Glibc
 /// why, and what to do about it. Every error a command lets go passes through here, so no
 /// Foundation or decoder text (`The file “x” couldn’t be opened`, `Swift.DecodingError…`) and
 /// no system-call name (`opendir(/x): …`) reaches the user.
-enum ErrorText {
-    enum Access {
+package enum ErrorText {
+    package enum Access {
         case read, write
     }
 
     /// `permission denied`, `no such file or directory`: the system's words, lower case.
-    static func reason(_ code: Int32) -> String {
+    package static func reason(_ code: Int32) -> String {
         let text = String(cString: strerror(code))
         return text.prefix(1).lowercased() + text.dropFirst()
     }
 
     /// What to do about `code` when `access` to a path failed; nil when there is nothing to say.
-    static func fix(_ code: Int32, _ access: Access, option: String?) -> String? {
+    package static func fix(_ code: Int32, _ access: Access, option: String?) -> String? {
         switch (code, access) {
         case (EACCES, .read), (EPERM, .read):
             return "run as a user who can read it" + (option.map { ", or pass \($0)" } ?? "")
@@ -42,12 +42,12 @@ enum ErrorText {
     }
 
     /// `cannot read /x/y.json: permission denied (run as a user who can read it, or pass --dir)`.
-    static func cannot(_ access: Access, _ path: String, code: Int32, option: String? = nil) -> String {
+    package static func cannot(_ access: Access, _ path: String, code: Int32, option: String? = nil) -> String {
         "cannot \(access == .read ? "read" : "write") \(path): \(reason(code))" + (fix(code, access, option: option).map { " (\($0))" } ?? "")
     }
 
     /// The message for an error a command let go.
-    static func message(for error: any Error) -> String {
+    package static func message(for error: any Error) -> String {
         switch error {
         case let failure as CommandFailure:
             return failure.message
@@ -74,7 +74,7 @@ enum ErrorText {
         }
     }
 
-    static func message(for error: ReportReadError) -> String {
+    package static func message(for error: ReportReadError) -> String {
         switch error {
         case .notFound(let path):
             return "no report \(path) (give latest, a report id, or the path of a report file)"
@@ -85,7 +85,7 @@ enum ErrorText {
         }
     }
 
-    static func message(for error: ReportStoreError) -> String {
+    package static func message(for error: ReportStoreError) -> String {
         switch error {
         case .writeFailed(let path, let code, _):
             return cannot(.write, path, code: code)

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HangWatchReading
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
@@ -11,16 +10,21 @@ import HangWatchRendering
 /// `.monitored-time.json` files under the report directory, read once; a damaged one is warned
 /// about and makes the time unknown. With `--since` or `--until` no time is used: it is a running
 /// total, which no window of hangs can be divided by.
-struct MonitoredHours {
-    let files: MonitoredTimeFiles?
-    let services: Set<String>
+package struct MonitoredHours {
+    package let files: MonitoredTimeFiles?
+    package let services: Set<String>
     /// The hangs in view.
-    let summaries: [ReportSummary]
+    package let summaries: [ReportSummary]
 
-    init(library: ReportLibrary, filters: FilterOptions, summaries: [ReportSummary]) {
-        services = Set(filters.service)
+    /// - Parameters:
+    ///   - library: where the agent's monitored-time files are (beside the reports).
+    ///   - services: the services in view (all when empty).
+    ///   - windowed: a time window was asked for (`--since`, `--until`): no rate is shown then.
+    ///   - summaries: the hangs in view.
+    package init(library: ReportLibrary, services: [String], windowed: Bool, summaries: [ReportSummary]) {
+        self.services = Set(services)
         self.summaries = summaries
-        guard filters.since == nil && filters.until == nil else {
+        guard !windowed else {
             files = nil
             return
         }
@@ -32,23 +36,23 @@ struct MonitoredHours {
     }
 
     /// Whether a time window was asked for (then no rate is shown).
-    var windowed: Bool { files == nil }
+    package var windowed: Bool { files == nil }
 
     /// Monitored seconds of `version` (nil: reports without one) over the services in view; nil
     /// when unknown.
-    func seconds(of version: String?) -> Double? {
+    package func seconds(of version: String?) -> Double? {
         files?.seconds(of: version, services: services, summaries: summaries)
     }
 
     /// `2.5 monitored hours`, `120 monitored hours`, `0.04 monitored hours`.
-    static func hoursText(_ seconds: Double) -> String {
+    package static func hoursText(_ seconds: Double) -> String {
         let hours = seconds / 3600
         let number = hours >= 100 ? Text.whole(hours) : hours >= 1 ? String(printf: "%.1f", hours) : String(printf: "%.2f", hours)
         return number + " monitored hour" + (number == "1.0" ? "" : "s")
     }
 
     /// A rate per hour: `12`, `1.5`, `0.25`, `0.004`.
-    static func rateText(_ perHour: Double) -> String {
+    package static func rateText(_ perHour: Double) -> String {
         if perHour >= 10 { return Text.whole(perHour) }
         if perHour >= 1 { return String(printf: "%.1f", perHour) }
         if perHour == 0 { return "0" }
