@@ -132,7 +132,7 @@ let package = Package(
         .testTarget(
             name: "HangWatchTests",
             dependencies: [
-                "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport",
+                "HangWatch", "HangWatchReport", "HangWatchTestSupport", "CEpoll",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -224,7 +224,7 @@ let package = Package(
         .testTarget(
             name: "hangwatchTests",
             dependencies: [
-                "hangwatch", "ToolsTestSupport", "HangWatchReading", "HangWatchRendering",
+                "hangwatch", "ToolsTestSupport", "HangWatchReading",
                 .product(name: "HangWatchReport", package: "HangWatch"), .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
         ),
@@ -236,6 +236,7 @@ let package = Package(
             name: "HangWatchAgentTests",
             dependencies: [
                 "HangWatchAgent", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
         ),

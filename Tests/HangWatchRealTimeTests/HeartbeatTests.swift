@@ -1,4 +1,3 @@
-import CHangWatchCapture
 import Foundation
 @testable import HangWatch
 import HangWatchReport
@@ -140,9 +139,10 @@ import Testing
 
     /// The loop thread counts with the C bounds; the agent reads with the Swift ones.
     @Test func theCAndSwiftBucketBoundsAgree() {
-        let cBounds = withUnsafeBytes(of: hw_loop_bounds_ns) { Array($0.bindMemory(to: UInt64.self)) }
+        // (The C header's table, as the bridge reads it: its bounds, one fewer than its buckets.)
+        let cBounds = UnsafeLoopHistogram.bucketBounds
         #expect(cBounds == LoopBusyHistogram.bounds)
-        #expect(Int(HW_LOOP_BUCKETS) == LoopBusyHistogram.bucketCount)
+        #expect(cBounds.count + 1 == LoopBusyHistogram.bucketCount)
     }
 
     @Test func aPageWithTheHistogramRoundTrips() {

@@ -1,5 +1,4 @@
 import Foundation
-import CHangWatchCapture
 @testable import HangWatch
 @_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
@@ -21,7 +20,7 @@ import Testing
         #expect(ProcStatus.voluntarySwitches(bytes: ArraySlice(Array(status.utf8))) == nil)
         let both = "Name:\tw\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t9\n"
         #expect(ProcStatus.voluntarySwitches(bytes: ArraySlice(Array(both.utf8))) == 1234)
-        let files = try #require(ProcTaskFiles(tid: hw_gettid()))
+        let files = try #require(ProcTaskFiles(tid: UnsafeCaptureBridge.currentThreadID()))
         let before = try #require(files.readVoluntarySwitches())
         usleep(2_000)
         let after = try #require(files.readVoluntarySwitches())

@@ -24,7 +24,8 @@ package protocol WatchdogEnvironment: Sendable {
     func processSnapshot() -> ProcessSnapshot
 }
 
-/// Where the watchdog hands what it records; `ReportWriter` builds and writes reports from it.
+/// Where the watchdog hands what it records: a watch's `MonitorReports`, which has its directory's
+/// `ReportWriter` build the report (with the watch's `ReportBuilder`) and write it.
 protocol HangSink: Sendable {
     /// A hang was detected (its first sample taken).
     func hangStarted(_ recording: HangRecording)
