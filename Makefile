@@ -13,7 +13,7 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 REPORTS ?= ./hangwatch-reports
 
-.PHONY: all deps test-deps build release demo test bench install clean deb pack test-deb test-package test-package-link test-package-deb test-release-vapor test-release-hummingbird
+.PHONY: all deps test-deps build release demo docs test bench install clean deb pack test-deb test-package test-package-link test-package-deb test-release-vapor test-release-hummingbird
 
 # `make` (as yourself): the debug build and the release binaries `sudo make install` copies.
 all: build release
@@ -173,6 +173,24 @@ demo-hint:
 	echo "  alias hangwatch=\"$$bin/hangwatch\"     # in this shell"; \
 	echo "  make && sudo make install     # for good, in $(PREFIX)/bin"
 
+# The API reference of the embeddable library (HangWatch and HangWatchNIO, one archive of static
+# pages), from its doc comments and Sources/HangWatch/HangWatch.docc, by DocC through
+# swift-docc-plugin (a dependency of this package that no product uses: a service never resolves
+# it). Fails on any DocC warning (a link that does not resolve, a parameter line for no parameter or
+# one left out beside others), and on a public declaration without its comment or a parameter,
+# return value or throw without its line (scripts/check-doc-comments). In a scratch path of its own,
+# so it never waits for (or holds up) a build in .build: the first run compiles the two modules and
+# swift-nio, later ones only what changed. `make test` runs it too.
+DOCS_SCRATCH ?= .build-docs
+DOCS_DIR ?= $(DOCS_SCRATCH)/HangWatch.doccarchive
+docs: deps
+	$(SWIFT) package --scratch-path $(DOCS_SCRATCH) --allow-writing-to-directory $(DOCS_SCRATCH) \
+		generate-documentation --target HangWatch --target HangWatchNIO --enable-experimental-combined-documentation \
+		--warnings-as-errors --output-path $(DOCS_DIR)
+	scripts/check-doc-comments $(DOCS_SCRATCH) HangWatch HangWatchNIO
+	@echo "The API reference is $(DOCS_DIR), static pages: python3 -m http.server -d $(DOCS_DIR) 8000," \
+		"then http://localhost:8000/documentation/hangwatch"
+
 # Every test, in phases by the test targets' kinds (their names say which: `…Tests` side by side,
 # `…RealTimeTests` and `…IntegrationTests` one at a time), of both packages, and the check of what
 # a service that embeds the library resolves. Every phase runs; the summary names every failure.
@@ -233,7 +251,7 @@ install:
 
 # Removes the build, and the demo's reports from a directory the demo made (nothing else).
 clean:
-	rm -rf .build .build-release $(TOOLS)/.build $(TOOLS)/.build-rebuild $(STATIC_SCRATCH) $(DEB_DIR) $(TEST_DEB_DIR)
+	rm -rf .build .build-release $(DOCS_SCRATCH) $(TOOLS)/.build $(TOOLS)/.build-rebuild $(STATIC_SCRATCH) $(DEB_DIR) $(TEST_DEB_DIR)
 	@if [ -f "$(REPORTS)/.hangwatch-demo" ]; then \
 		rm -f "$(REPORTS)"/hang-*-demo-*.json "$(REPORTS)/.hangwatch-demo"; \
 		rmdir "$(REPORTS)" 2>/dev/null || echo "kept $(REPORTS): it holds files the demo did not write"; \
