@@ -88,7 +88,7 @@ struct hw_heartbeat {
     uint64_t loop_counts[HW_LOOP_BUCKETS]; /* 112 */
     uint64_t hangs_suppressed;    /* 232: hangs the rate limit kept from being written */
     uint64_t calls_cut_short;     /* 240: system calls the process's capture signals cut short (EINTR), process-wide */
-    uint64_t reserved[1];         /* 248 */
+    uint64_t pid_namespace;       /* 248: the inode of the process's pid namespace (/proc/self/ns/pid); 0: unknown */
     /* 256: the cooperative pool's probe (published by the monitor that runs the process's pool watch) */
     uint64_t pool_buckets;        /* 256: buckets in the start-delay histogram; 0: not published */
     uint64_t pool_delay_total_ns; /* 264 */
@@ -124,6 +124,10 @@ void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram
 
 /** Publishes the signal `hangwatch dump` queues to ask this process for a thread dump (0: none). */
 void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo);
+
+/** Publishes the inode of the process's pid namespace: with the pid and the start time, what tells
+ * this process from another (a container's pid 1 from the host's) to a reader in another namespace. */
+void hw_heartbeat_pid_namespace(struct hw_heartbeat *page, uint64_t inode);
 
 /** Publishes the page's flags (HW_HEARTBEAT_FLAG_*). */
 void hw_heartbeat_flags(struct hw_heartbeat *page, uint64_t flags);

@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// What a monitor runs against besides its configuration: the process's runtime (its watchdog and
 /// the time and waits it runs on, what the process shares), how a thread's stack is taken and what
@@ -96,7 +96,9 @@ struct MonitorWorld: Sendable {
                     captureSignal: capture.signal)
             },
             host: ProcessSnapshot.hostName(), pid: getpid(),
-            process: HangReport.Process(executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
+            process: HangReport.Process(
+                executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks(),
+                pidNamespace: NamespacedProcess.ownPIDNamespace),
             dumps: Dumps(
                 requests: { UnsafeDumpRequests.takeAll() },
                 take: { capture in

@@ -81,6 +81,11 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
         hw_heartbeat_flags(page, unrecognised ? UInt64(HW_HEARTBEAT_FLAG_TASK_LAYOUT_UNRECOGNISED) : 0)
     }
 
+    /// Publishes the inode of the process's pid namespace (0: unknown).
+    func pidNamespace(_ inode: UInt64) {
+        hw_heartbeat_pid_namespace(page, inode)
+    }
+
     /// Publishes the service's version (`ServiceVersion`; empty: none).
     func serviceVersion(_ version: String) {
         let bytes = Array(version.utf8.prefix(64))
@@ -124,6 +129,7 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "watchdogTID": MemoryLayout<hw_heartbeat>.offset(of: \.watchdog_tid)!,
             "flags": MemoryLayout<hw_heartbeat>.offset(of: \.flags)!,
             "callsCutShort": MemoryLayout<hw_heartbeat>.offset(of: \.calls_cut_short)!,
+            "pidNamespace": MemoryLayout<hw_heartbeat>.offset(of: \.pid_namespace)!,
             "poolBuckets": MemoryLayout<hw_heartbeat>.offset(of: \.pool_buckets)!,
             "poolDelayTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.pool_delay_total_ns)!,
             "poolCounts": MemoryLayout<hw_heartbeat>.offset(of: \.pool_counts)!,

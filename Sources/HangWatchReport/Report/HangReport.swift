@@ -156,9 +156,19 @@ extension HangReport {
         /// Start time in clock ticks since boot (`/proc/<pid>/stat` field 22): with `pid`, tells a
         /// live process from a later one that reuses its pid.
         public var startTimeTicks: UInt64
-        public init(executable: String, startTimeTicks: UInt64) {
+        /// The inode of its pid namespace (`/proc/self/ns/pid`): in a container's own namespace,
+        /// `pid` is the namespace's (often 1), and this, with the start time, names the process to
+        /// a reader outside. Nil from monitors that predate it.
+        public var pidNamespace: UInt64?
+        /// The pid the host knows the process by, where it differs from `pid` (a container's own pid
+        /// namespace): filled in by the agent when it indexes the report, from `NSpid`
+        /// (`NamespacedProcess`); nil where they are the same or the host could not tell.
+        public var hostPid: Int32?
+        public init(executable: String, startTimeTicks: UInt64, pidNamespace: UInt64? = nil, hostPid: Int32? = nil) {
             self.executable = executable
             self.startTimeTicks = startTimeTicks
+            self.pidNamespace = pidNamespace
+            self.hostPid = hostPid
         }
     }
 

@@ -52,7 +52,12 @@ package enum DumpRequest {
             throw CommandFailure(message: "no process \(pid) is running", exitCode: Exit.nothingMatched)
         }
         let rootDirectory = try openRoot(root)
-        let name = MonitorHeartbeat.fileName(pid: pid)
+        // Its heartbeat is named as its own pid namespace numbers it (a container's pid 1 writes
+        // `.heartbeat-1-<namespace>`): looked up first, checked again after the heartbeat is read.
+        guard let before = ProcessFacts.read(pid) else {
+            throw CommandFailure(message: "process \(pid) exited", exitCode: Exit.nothingMatched)
+        }
+        let name = MonitorHeartbeat.fileName(pid: before.namespacePID, pidNamespace: before.pidNamespace)
         var accepted: [(HeartbeatTrust.Monitor, TrustedDirectory)] = []
         var refusals: [HeartbeatTrust.Refusal] = []
         var process: HeartbeatTrust.ProcessFacts?

@@ -1,4 +1,4 @@
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// Whether `hangwatch dump` may act on what it read: a heartbeat names the signal to queue and the
 /// thread to queue it to, and the CLI often runs as root, so a heartbeat is believed only when its
@@ -27,6 +27,8 @@ enum HeartbeatTrust {
         var uid: UInt32 = 0
         /// The permission bits (`st_mode & 0o7777`).
         var mode: UInt32 = 0o600
+        /// Its device and inode (`st_dev`, `st_ino`): the process must map this very file.
+        var identity: FileIdentity?
     }
 
     /// The facts of the directory a file is in, from `fstat` on a descriptor opened with
@@ -39,13 +41,34 @@ enum HeartbeatTrust {
 
     /// The process asked for its dump, read from `/proc` after the heartbeat.
     struct ProcessFacts: Equatable, Sendable {
+        /// The pid the user gave (this reader's `/proc`'s).
         var pid: Int32
         /// Its real uid (`/proc/<pid>/status`).
         var uid: UInt32
         /// `/proc/<pid>/stat` field 22; nil when unreadable (the process is gone).
         var startTicks: UInt64?
-        /// Its threads (`/proc/<pid>/task`).
-        var threads: Set<Int32>
+        /// Its threads (`/proc/<pid>/task`), by the ids its own pid namespace gives them (what its
+        /// heartbeat says) -> this reader's.
+        var threads: [Int32: Int32]
+        /// Its pid in its own pid namespace (`NSpid`'s last value): what its heartbeat says it is.
+        var namespacePID: Int32
+        /// The inode of its pid namespace; nil when it cannot be read.
+        var pidNamespace: UInt64?
+        /// The files it maps shared (`/proc/<pid>/maps`); empty when they cannot be read.
+        var mappedFiles: Set<FileIdentity>
+
+        init(
+            pid: Int32, uid: UInt32, startTicks: UInt64?, threads: [Int32: Int32], namespacePID: Int32? = nil, pidNamespace: UInt64? = nil,
+            mappedFiles: Set<FileIdentity>
+        ) {
+            self.pid = pid
+            self.uid = uid
+            self.startTicks = startTicks
+            self.threads = threads
+            self.namespacePID = namespacePID ?? pid
+            self.pidNamespace = pidNamespace
+            self.mappedFiles = mappedFiles
+        }
     }
 
     /// A page that could not be read as a heartbeat (too short, bad magic, always being updated,
@@ -103,6 +126,8 @@ enum HeartbeatTrust {
         case notARealTimeSignal(signal: Int32, range: ClosedRange<Int32>)
         case watchdogIsTheMainThread(tid: Int32)
         case watchdogNotAThread(tid: Int32, pid: Int32)
+        case fromAnotherNamespace(namespace: UInt64, processNamespace: UInt64?, pid: Int32)
+        case notMappedByTheProcess(pid: Int32)
 
         var description: String {
             switch self {
@@ -137,6 +162,11 @@ enum HeartbeatTrust {
                 return "it names the main thread (\(tid)) as the watchdog; a monitor's watchdog is never the main thread"
             case .watchdogNotAThread(let tid, let pid):
                 return "it names thread \(tid) as the watchdog, but that is not a thread of process \(pid)"
+            case .fromAnotherNamespace(let namespace, let processNamespace, let pid):
+                let theirs = processNamespace.map { "process \(pid)'s is \($0)" } ?? "process \(pid)'s cannot be read"
+                return "it is from a process in pid namespace \(namespace), but \(theirs)"
+            case .notMappedByTheProcess(let pid):
+                return "process \(pid) does not map this file (a monitor keeps its heartbeat mapped while it runs; this one was written by someone else, or by a process that is gone)"
             }
         }
 
@@ -181,7 +211,12 @@ enum HeartbeatTrust {
         case .success(let read): heartbeat = read
         }
         let process = facts.process
-        guard heartbeat.pid == process.pid else { return refuse(.namesAnotherProcess(pid: heartbeat.pid, expected: process.pid)) }
+        guard heartbeat.pid == process.namespacePID else {
+            return refuse(.namesAnotherProcess(pid: heartbeat.pid, expected: process.namespacePID))
+        }
+        if heartbeat.pidNamespace != 0, heartbeat.pidNamespace != process.pidNamespace {
+            return refuse(.fromAnotherNamespace(namespace: heartbeat.pidNamespace, processNamespace: process.pidNamespace, pid: process.pid))
+        }
         guard heartbeat.startTimeTicks == process.startTicks else {
             return refuse(.fromAnEarlierProcess(ticks: heartbeat.startTimeTicks, processTicks: process.startTicks, pid: process.pid))
         }
@@ -190,11 +225,16 @@ enum HeartbeatTrust {
         guard facts.realTimeSignals.contains(heartbeat.captureSignal) else {
             return refuse(.notARealTimeSignal(signal: heartbeat.captureSignal, range: facts.realTimeSignals))
         }
-        guard heartbeat.watchdogTID != process.pid else { return refuse(.watchdogIsTheMainThread(tid: heartbeat.watchdogTID)) }
-        guard process.threads.contains(heartbeat.watchdogTID) else {
+        guard heartbeat.watchdogTID != process.namespacePID else { return refuse(.watchdogIsTheMainThread(tid: heartbeat.watchdogTID)) }
+        guard let watchdog = process.threads[heartbeat.watchdogTID] else {
             return refuse(.watchdogNotAThread(tid: heartbeat.watchdogTID, pid: process.pid))
         }
-        return .accepted(Monitor(path: facts.path, signal: heartbeat.captureSignal, watchdog: heartbeat.watchdogTID))
+        // Last: that the process maps this very file, which nobody can plant (a container's root
+        // writes root-owned files, and a host daemon's pid and start time are easily guessed).
+        guard let identity = file.identity, process.mappedFiles.contains(identity) else {
+            return refuse(.notMappedByTheProcess(pid: process.pid))
+        }
+        return .accepted(Monitor(path: facts.path, signal: heartbeat.captureSignal, watchdog: watchdog))
     }
 
     /// Why a file the CLI would read (a heartbeat, or a monitor's answer) is not believed, or nil:

@@ -7,23 +7,16 @@ import Glibc
 /// What `/proc/<pid>` says of a process: the facts `hangwatch dump` checks a heartbeat against,
 /// read through the one `/proc` reader (`ProcStat`, `ProcStatus`).
 package enum ProcessFacts {
-    /// The ids of the process's threads (`/proc/<pid>/task`).
-    static func threads(_ pid: Int32) -> Set<Int32> {
-        guard let directory = opendir("/proc/\(pid)/task") else { return [] }
-        defer { closedir(directory) }
-        var tids: Set<Int32> = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if let tid = Int32(name) { tids.insert(tid) }
-        }
-        return tids
-    }
-
     /// Everything a heartbeat is checked against, read now (after the heartbeat, so that a pid
-    /// reused meanwhile shows as another start time). Nil when the process is gone.
+    /// reused meanwhile shows as another start time). Nil when the process is gone. In a pid
+    /// namespace of its own (a container's), its heartbeat names it and its threads by that
+    /// namespace's ids: `NSpid` and each thread's maps them to this reader's.
     static func read(_ pid: Int32) -> HeartbeatTrust.ProcessFacts? {
-        guard let uid = ProcStatus.read(pid: pid)?.realUID else { return nil }
-        return HeartbeatTrust.ProcessFacts(pid: pid, uid: uid, startTicks: ProcStat.read(pid: pid)?.startTimeTicks, threads: threads(pid))
+        guard let status = ProcStatus.read(pid: pid), let uid = status.realUID else { return nil }
+        return HeartbeatTrust.ProcessFacts(
+            pid: pid, uid: uid, startTicks: ProcStat.read(pid: pid)?.startTimeTicks, threads: NamespacedProcess.threads(of: pid),
+            namespacePID: NamespacedProcess.namespacePIDs(status: status).last, pidNamespace: NamespacedProcess.pidNamespace(of: String(pid)),
+            mappedFiles: ProcMaps.sharedFiles(pid: pid) ?? [])
     }
 
     /// This system's real-time signals, `SIGRTMIN()...SIGRTMAX()` (the C library keeps the first

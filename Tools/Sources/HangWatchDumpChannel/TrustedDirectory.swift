@@ -100,7 +100,8 @@ final class TrustedDirectory {
                 return .failed(error)
             }
             let facts = HeartbeatTrust.FileFacts(
-                kind: Self.kind(info.st_mode), links: UInt64(info.st_nlink), uid: info.st_uid, mode: info.st_mode & 0o7777)
+                kind: Self.kind(info.st_mode), links: UInt64(info.st_nlink), uid: info.st_uid, mode: info.st_mode & 0o7777,
+                identity: FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
             return .file(File(path: path, fd: fd, facts: facts, size: UInt64(max(0, info.st_size))))
         }
     }

@@ -28,7 +28,10 @@ package struct ReportDetail {
         }
         lines.append(terminal.paint("hang \(report.id)", .bold))
         let thread = [report.thread.name, "tid \(report.thread.tid)", report.thread.isMain ? "main" : nil].compactMap { $0 }
-        field("service", "\(report.service) (pid \(report.pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
+        // A process in a pid namespace of its own (a container's) says its pid there; the host's, the
+        // agent's, beside it.
+        let pid = report.process.hostPid.map { "pid \(report.pid), \($0) on the host" } ?? "pid \(report.pid)"
+        field("service", "\(report.service) (\(pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
         if let name = report.thread.name, let role = ThreadNaming.role(of: name) {
             field("thread", role)
         }

@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Testing
 
 @testable import HangWatchDumpChannel
@@ -7,24 +7,32 @@ import Testing
 /// What `hangwatch dump` believes of a heartbeat it found (it often runs as root, and the heartbeat
 /// picks the signal and the thread it is sent to): one row per fact that can fail, and the row
 /// where every fact holds. Process 4242 runs as uid 1000, started at tick 777, threads 4242 (main),
-/// 4243 (the watchdog) and 4244; the real-time signals are 34...64.
+/// 4243 (the watchdog) and 4244, and maps the heartbeat (device 0xfe00, inode 16228453); the
+/// real-time signals are 34...64. In the container's rows it is pid 1 of pid namespace 4026532175,
+/// its threads 1, 2 and 3 there.
 @Suite struct HeartbeatTrustTests {
     static let path = "/var/lib/hangwatch/reports/billing/.heartbeat-4242"
-    static let process = HeartbeatTrust.ProcessFacts(pid: 4242, uid: 1000, startTicks: 777, threads: [4242, 4243, 4244])
+    static let page = FileIdentity(device: 0xfe00, inode: 16_228_453)
+    static let process = HeartbeatTrust.ProcessFacts(
+        pid: 4242, uid: 1000, startTicks: 777, threads: [4242: 4242, 4243: 4243, 4244: 4244], mappedFiles: [page])
+    static let container = HeartbeatTrust.ProcessFacts(
+        pid: 4242, uid: 1000, startTicks: 777, threads: [1: 4242, 2: 4243, 3: 4244], namespacePID: 1, pidNamespace: 4_026_532_175,
+        mappedFiles: [page])
 
-    static func heartbeat(pid: Int32 = 4242, ticks: UInt64 = 777, state: MonitorHeartbeat.State = .watching, signal: Int32 = 35, watchdog: Int32 = 4243)
-        -> MonitorHeartbeat
-    {
+    static func heartbeat(
+        pid: Int32 = 4242, ticks: UInt64 = 777, state: MonitorHeartbeat.State = .watching, signal: Int32 = 35, watchdog: Int32 = 4243,
+        pidNamespace: UInt64 = 0
+    ) -> MonitorHeartbeat {
         MonitorHeartbeat(
             pid: pid, startTimeTicks: ticks, startedUnixMilliseconds: 1, tickMonotonicNanoseconds: 2, tickUnixMilliseconds: 3,
             intervalMilliseconds: 100, state: state, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000,
-            captureSignal: signal, watchdogTID: watchdog)
+            captureSignal: signal, watchdogTID: watchdog, pidNamespace: pidNamespace)
     }
 
     struct Row: CustomTestStringConvertible, Sendable {
         var name: String
         var directory = HeartbeatTrust.DirectoryFacts(kind: .directory, uid: 1000, mode: 0o770)
-        var file: HeartbeatTrust.FileFacts? = HeartbeatTrust.FileFacts(kind: .regular, links: 1, uid: 1000, mode: 0o640)
+        var file: HeartbeatTrust.FileFacts? = HeartbeatTrust.FileFacts(kind: .regular, links: 1, uid: 1000, mode: 0o640, identity: HeartbeatTrustTests.page)
         var heartbeat: Result<MonitorHeartbeat, HeartbeatTrust.Unreadable> = .success(HeartbeatTrustTests.heartbeat())
         var process = HeartbeatTrustTests.process
         /// The refusal, or nil: accepted (signal 35 to thread 4243).
@@ -37,7 +45,7 @@ import Testing
     static let rows: [Row] = [
         Row(name: "the service's own heartbeat, in its 0770 spool directory"),
         Row(name: "root's heartbeat in root's directory, for a service of another user",
-            directory: .init(kind: .directory, uid: 0, mode: 0o700), file: .init(kind: .regular, uid: 0, mode: 0o600)),
+            directory: .init(kind: .directory, uid: 0, mode: 0o700), file: .init(kind: .regular, uid: 0, mode: 0o600, identity: page)),
         Row(name: "the directory is a symlink", directory: .init(kind: .symlink), file: nil,
             refused: .directoryNotADirectory(.symlink), says: ["directory is a symbolic link"]),
         Row(name: "the directory is a file", directory: .init(kind: .regular), file: nil,
@@ -69,7 +77,7 @@ import Testing
             refused: .namesAnotherProcess(pid: 4243, expected: 4242), says: ["names process 4243, not 4242"]),
         Row(name: "the page is from an earlier process with the pid", heartbeat: .success(heartbeat(ticks: 700)),
             refused: .fromAnEarlierProcess(ticks: 700, processTicks: 777, pid: 4242), says: ["earlier process", "tick 700", "tick 777"]),
-        Row(name: "the process exited meanwhile", process: .init(pid: 4242, uid: 1000, startTicks: nil, threads: []),
+        Row(name: "the process exited meanwhile", process: .init(pid: 4242, uid: 1000, startTicks: nil, threads: [:], mappedFiles: []),
             refused: .fromAnEarlierProcess(ticks: 777, processTicks: nil, pid: 4242), says: ["has exited"]),
         Row(name: "the monitor stopped", heartbeat: .success(heartbeat(state: .stopped)), refused: .monitorStopped, says: ["stopped"]),
         Row(name: "the monitor answers no dumps", heartbeat: .success(heartbeat(signal: 0, watchdog: 0)),
@@ -88,6 +96,28 @@ import Testing
             refused: .watchdogIsTheMainThread(tid: 4242), says: ["main thread (4242)"]),
         Row(name: "the watchdog named is another process's thread", heartbeat: .success(heartbeat(watchdog: 1)),
             refused: .watchdogNotAThread(tid: 1, pid: 4242), says: ["thread 1", "not a thread of process 4242"]),
+        Row(name: "a file the process does not map (planted: every other fact copied from it)",
+            file: .init(kind: .regular, uid: 1000, mode: 0o600, identity: .init(device: 0xfe00, inode: 99)),
+            refused: .notMappedByTheProcess(pid: 4242), says: ["process 4242 does not map this file"]),
+        Row(name: "a file whose identity was not read", file: .init(kind: .regular, uid: 1000, mode: 0o600),
+            refused: .notMappedByTheProcess(pid: 4242)),
+        Row(name: "a process whose maps could not be read",
+            process: .init(pid: 4242, uid: 1000, startTicks: 777, threads: [4242: 4242, 4243: 4243], mappedFiles: []),
+            refused: .notMappedByTheProcess(pid: 4242)),
+        Row(name: "a container's process: pid 1 and watchdog 2 in its namespace are 4242 and 4243 here",
+            heartbeat: .success(heartbeat(pid: 1, watchdog: 2, pidNamespace: 4_026_532_175)), process: container),
+        Row(name: "a container's heartbeat naming the host's pid (4242 is not its pid there)",
+            heartbeat: .success(heartbeat(pid: 4242, watchdog: 2, pidNamespace: 4_026_532_175)), process: container,
+            refused: .namesAnotherProcess(pid: 4242, expected: 1), says: ["names process 4242, not 1"]),
+        Row(name: "a heartbeat of another namespace's pid 1",
+            heartbeat: .success(heartbeat(pid: 1, watchdog: 2, pidNamespace: 4_026_532_999)), process: container,
+            refused: .fromAnotherNamespace(namespace: 4_026_532_999, processNamespace: 4_026_532_175, pid: 4242),
+            says: ["pid namespace 4026532999", "process 4242's is 4026532175"]),
+        Row(name: "a container's heartbeat naming the host's tid of its watchdog",
+            heartbeat: .success(heartbeat(pid: 1, watchdog: 4243, pidNamespace: 4_026_532_175)), process: container,
+            refused: .watchdogNotAThread(tid: 4243, pid: 4242)),
+        Row(name: "a container's heartbeat naming its main thread", heartbeat: .success(heartbeat(pid: 1, watchdog: 1, pidNamespace: 4_026_532_175)),
+            process: container, refused: .watchdogIsTheMainThread(tid: 1)),
     ]
 
     @Test(arguments: rows) func aHeartbeatIsBelievedOnlyWhenEveryFactHolds(_ row: Row) {
@@ -116,7 +146,7 @@ import Testing
             .directoryNotADirectory(.symlink), .unreadable("x"), .notARegularFile(.symlink), .hardLinked(links: 2),
             .ownedByAnotherUser(uid: 1, pid: 2, processUID: 3), .writableByOthers(mode: 0o666), .directoryOwnedByAnotherUser(uid: 1, fileUID: 2),
             .directoryWritableByOthers(mode: 0o777), .namesAnotherProcess(pid: 1, expected: 2), .notARealTimeSignal(signal: 9, range: 34...64),
-            .watchdogIsTheMainThread(tid: 1),
+            .watchdogIsTheMainThread(tid: 1), .notMappedByTheProcess(pid: 1), .fromAnotherNamespace(namespace: 1, processNamespace: 2, pid: 3),
         ]
         #expect(!forged.contains { $0.isStaleOrNotReady })
     }

@@ -26,7 +26,9 @@ struct MonitorWatch {
                 continue
             }
             let health = MonitorHealth.assess(
-                heartbeat, status: processes.status(of: heartbeat.pid), nowMonotonicNanoseconds: now, grace: configuration.heartbeatGrace)
+                heartbeat,
+                status: processes.status(of: heartbeat.pid, pidNamespace: heartbeat.pidNamespace, startTicks: heartbeat.startTimeTicks),
+                nowMonotonicNanoseconds: now, grace: configuration.heartbeatGrace)
             let previous = state.monitors[key]
             let metadata: Logger.Metadata = [
                 "hangwatch.service": "\(key.service)", "hangwatch.pid": "\(heartbeat.pid)", "hangwatch.state": "\(health.summary)",

@@ -69,4 +69,12 @@ final class ScriptedProcesses: ProcessTable {
         lookups.withLock { $0.append(pid) }
         return table.withLock { $0[pid] }
     }
+
+    /// Namespaced processes the test places: (pid, namespace) -> the host's pid.
+    let hosts = Mutex<[String: Int32]>([:])
+
+    func hostPID(of pid: Int32, pidNamespace: UInt64?, startTicks: UInt64) -> Int32? {
+        guard let pidNamespace, pidNamespace != 0 else { return pid }
+        return hosts.withLock { $0["\(pid)@\(pidNamespace)"] }
+    }
 }
