@@ -46,6 +46,8 @@ struct MonitorWorld: Sendable {
     /// The service's version from the configured one (`ServiceVersion.resolve`: then this
     /// process's environment, then its executable's build-id).
     var serviceVersion: @Sendable (_ configured: String?) -> ServiceVersion? = { ServiceVersion.ofThisProcess(configured: $0) }
+    /// Where the process runs, its container and pod (`WorkloadIdentity`; nil: not known).
+    var resource: WorkloadIdentity? = nil
 
     /// What a pool watch is made for: the capture settings and the attach step's stack size.
     struct PoolSetting: Sendable {
@@ -117,6 +119,6 @@ struct MonitorWorld: Sendable {
                     looker: LinuxPoolThreadLooker(
                         inspection: threads, signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: timeout),
                     wakeSource: UnsafeRuntimeEnqueueHooks.shared)
-            })
+            }, resource: ProcessSnapshot.workload)
     }
 }

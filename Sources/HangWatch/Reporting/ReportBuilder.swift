@@ -18,6 +18,8 @@ struct ReportBuilder: Sendable {
     var unavailable: [String]?
     /// The service's release (every report's `serviceVersion`).
     var serviceVersion: ServiceVersion?
+    /// Where the process runs (every report's `resource`).
+    var resource: WorkloadIdentity?
 
     func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
         let source = recording.source ?? source
@@ -83,6 +85,7 @@ struct ReportBuilder: Sendable {
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil
         report.monitor = .current
         report.serviceVersion = serviceVersion
+        report.resource = resource
         return report
     }
 
