@@ -89,4 +89,22 @@ import Testing
         #expect(renamed.signatureKind == .names && renamed.signature == named.grouping.signature)
         #expect(renamed.signature != report.signature)
     }
+
+    /// The record says where the process that hung ran, by the semantic conventions' names, and
+    /// only what its report says.
+    @Test func theRecordNamesThePodAndContainerOfItsReport() throws {
+        var report = Self.report(durationMs: 400)
+        report.resource = WorkloadIdentity(
+            containerID: String(repeating: "3f2a1b4c", count: 8), podName: "billing-a", namespaceName: "shop", podUID: "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11",
+            containerName: "app", nodeName: "node-3")
+        let attributes = HangLogRecord.attributes(of: try #require(Self.hang(report)))
+        #expect(attributes["container.id"] == "\(String(repeating: "3f2a1b4c", count: 8))")
+        #expect(attributes["k8s.pod.name"] == "billing-a" && attributes["k8s.namespace.name"] == "shop" && attributes["k8s.container.name"] == "app")
+        #expect(attributes["k8s.pod.uid"] == "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11" && attributes["k8s.node.name"] == "node-3")
+        report.resource = WorkloadIdentity(nodeName: "node-3")
+        let nodeOnly = HangLogRecord.attributes(of: try #require(Self.hang(report)))
+        #expect(nodeOnly["k8s.node.name"] == "node-3" && nodeOnly["k8s.pod.name"] == nil && nodeOnly["container.id"] == nil)
+        let plain = HangLogRecord.attributes(of: try #require(Self.hang(Self.report(durationMs: 400))))
+        #expect(!plain.keys.contains { $0.hasPrefix("k8s.") || $0.hasPrefix("container.") }, "\(plain.keys)")
+    }
 }

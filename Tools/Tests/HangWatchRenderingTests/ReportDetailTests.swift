@@ -28,6 +28,28 @@ import Testing
         #expect(Self.render(report).contains("release   1.1.0 (from OTEL_RESOURCE_ATTRIBUTES)"))
     }
 
+    /// Where the process ran: the pod as kubectl names it, with its uid and node, and the
+    /// container by name and short id; only what the report says, and nothing for a report that
+    /// says nothing.
+    @Test func thePodAndTheContainerWhereTheReportNamesThem() throws {
+        var report = ReportFixtures.report()
+        report.resource = WorkloadIdentity(
+            containerID: String(repeating: "3f2a1b4c", count: 8), podName: "billing-7d9f8-x2x", namespaceName: "shop",
+            podUID: "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11", containerName: "app", nodeName: "node-3")
+        let lines = Self.render(report)
+        let pod = try #require(lines.firstIndex(of: "pod       shop/billing-7d9f8-x2x, uid 0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11"), "\(lines)")
+        #expect(Array(lines[(pod + 1)...].prefix(2)) == ["node      node-3", "container app, id 3f2a1b4c3f2a"], "\(lines)")
+        // Whole in 80 columns, with a pod's name of 25 characters and its uid.
+        #expect(Self.render(report, width: 80)[pod] == lines[pod])
+        report.resource = WorkloadIdentity(containerID: String(repeating: "3f2a1b4c", count: 8))
+        let docker = Self.render(report)
+        #expect(docker.contains("container id 3f2a1b4c3f2a") && !docker.contains { $0.hasPrefix("pod ") || $0.hasPrefix("node ") }, "\(docker)")
+        report.resource = WorkloadIdentity(nodeName: "node-3")
+        #expect(Self.render(report).contains("node      node-3"))
+        let plain = Self.render(ReportFixtures.report())
+        #expect(!plain.contains { $0.hasPrefix("pod ") || $0.hasPrefix("container ") || $0.hasPrefix("node ") })
+    }
+
     @Test func theHeaviestStackNamesItsFramesInnermostFirst() throws {
         let lines = Self.render(ReportFixtures.report())
         let start = try #require(lines.firstIndex { $0.hasPrefix("heaviest stack") }, "\(lines)")

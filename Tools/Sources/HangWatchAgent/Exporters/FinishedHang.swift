@@ -42,6 +42,9 @@ struct FinishedHang: Sendable, Equatable {
     var pid: Int32
     var thresholdMs: Double
     var startedAt: Date
+    /// Where the process that hung runs, its container and pod (`HangReport.resource`): the log
+    /// record's `container.id` and `k8s.*` attributes. Never a metrics label (docs/fleet.md).
+    var resource: WorkloadIdentity? = nil
 
     /// Whether `report` counts as a hang at all: a finished one, not a debugger's pause.
     static func counts(_ report: HangReport) -> Bool {
@@ -78,12 +81,14 @@ struct FinishedHang: Sendable, Equatable {
         let severity: Severity =
             report.outcome == .processExited ? .fatal : (durationMs * 1e6 >= Double(severe) ? .severe : .moderate)
         let summary = ReportSummary(report: report, path: path)
-        return FinishedHang(
+        var hang = FinishedHang(
             service: service, reportedService: report.service, version: report.serviceVersion?.version ?? MonitoredTime.unversioned,
             severity: severity, count: added, durationSeconds: durationMs / 1000,
             onCpuRatio: report.context.onCpuRatio, verdict: HangReportSummary.verdictLine(report), signature: summary.signature,
             signatureKind: summary.signatureKind, labels: summary.labels, topFrames: Array(summary.stack.prefix(5)), culprit: summary.topFrame, reportPath: path, reportID: report.id, pid: report.pid,
             thresholdMs: report.thresholdMs, startedAt: report.startedAt)
+        hang.resource = summary.resource
+        return hang
     }
 
     /// The same hang with the names and verdict of `report` (after the agent named its frames).
