@@ -104,7 +104,7 @@ test-deb: deb
 	rm -rf "$(DEB_DIR)/earlier"
 	package=$$(cat "$(DEB_DIR)/package") && \
 	earlier=$$(scripts/build-deb --bin-dir "$(RELEASE_BIN)" --man-dir "$(DEB_DIR)/man" --out "$(DEB_DIR)/earlier" --version 0.0.1~test-1 | tail -1) && \
-	scripts/test-deb "$$package" "$$earlier"
+	scripts/test-deb --build release "$$package" "$$earlier"
 
 # The package's test in `make test` (scripts/test-all; as root): the same packing and the same
 # scripts/test-deb, of the binaries `make test` compiled anyway (the tools' debug build), linked
@@ -112,7 +112,8 @@ test-deb: deb
 # the release build of `make deb` compiles every dependency once more (about half an hour on 2
 # CPUs), so `make test-deb` checks the release package itself, on demand. What both prove is the
 # package's: its files and maintainer scripts, lintian, the binaries running without a toolchain,
-# ldd, the man pages, the upgrade and the purge. The objects were compiled for a dynamic link, so
+# ldd, their sizes against docs/packaging.md's row for the build (release or debug), the man
+# pages, the upgrade and the purge. The objects were compiled for a dynamic link, so
 # the static libraries their modules autolink are named here (a static build names them itself).
 # The unstamped debug build says 0.0.0-dev, packed as 0.0.0+dev-1: the earlier package is 0.0.0~test-1.
 DEBUG_BIN_DIR = $$($(SWIFT) build $(TOOLS_PACKAGE) $(TOOLS_TRAITS) --show-bin-path)
@@ -145,7 +146,7 @@ test-package-deb:
 	$(MAKE) --no-print-directory pack PACK_BIN="$(DEBUG_BIN_DIR)" PACK_DIR="$(TEST_DEB_DIR)" PARSER=".build/checkouts/swift-argument-parser"
 	package=$$(cat "$(TEST_DEB_DIR)/package") && \
 	earlier=$$(scripts/build-deb --bin-dir "$(DEBUG_BIN_DIR)" --man-dir "$(TEST_DEB_DIR)/man" --out "$(TEST_DEB_DIR)/earlier" --version 0.0.0~test-1 | tail -1) && \
-	scripts/test-deb "$$package" "$$earlier"
+	scripts/test-deb --build debug "$$package" "$$earlier"
 
 # The demo service hangs five ways under the monitor; then the CLI reads what it wrote, and says
 # how to run it yourself.
