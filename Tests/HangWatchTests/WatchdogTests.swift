@@ -1,6 +1,6 @@
 import Foundation
 @testable import HangWatch
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Testing
 
@@ -429,6 +429,67 @@ import Testing
         #expect(hang.stopSuspected == !starved)
         // No sample falls inside the stall.
         #expect(!hang.samples.contains { h.ms($0.microseconds) > 1_000 && h.ms($0.microseconds) < 2_000 })
+    }
+
+    /// What holds a thread back from outside its code is read at the busy stretch's first look
+    /// (so a hang's throttled or frozen time counts from its start, not a threshold later), at
+    /// detection, with each sample and at the end; a stretch under the threshold costs its one
+    /// first look, and an idle loop nothing.
+    @Test func theContextIsReadAtTheStretchsFirstLookAtDetectionWithEachSampleAndAtTheEnd() throws {
+        let h = WatchdogHarness()
+        let probe = ScriptedContextProbe()
+        probe.counters = { HangContextCounters(microseconds: $0, schedule: .init(onCPUNanoseconds: $0, runQueueNanoseconds: 0), continues: 0) }
+        h.environment.probe = probe
+        h.busy(from: 100, for: 200)  // under the threshold
+        h.busy(from: 400, for: 700)
+        h.clock.at(h.t(5_000)) {}
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        let reads = probe.reads.map { ($0.kind, h.ms($0.microseconds)) }
+        #expect(reads.filter { $0.0 == "edge" }.map(\.1) == [100, 400], "\(reads)")
+        #expect(reads.filter { $0.0 == "counters" }.map(\.1) == [654, 1104], "\(reads)")
+        #expect(reads.filter { $0.0 == "look" }.count == hang.samples.count)
+        #expect(near(try h.ms(#require(hang.context.start).microseconds), 400))
+        #expect(try h.ms(#require(hang.context.end).microseconds) == 1104)
+        #expect(try h.ms(#require(hang.context.latest).microseconds) == 1054)
+        #expect(hang.context.facts == probe.scriptedFacts)
+        // Nothing was read while the loop slept, from 1100 to 5000.
+        #expect(!probe.reads.contains { h.ms($0.microseconds) > 1104 })
+    }
+
+    /// A thread in the root cgroups (nothing to throttle or freeze it): its first look reads only
+    /// the SIGCONT stamp, the counters start at detection, and a SIGCONT between the two counts.
+    @Test func aThreadInTheRootCgroupsCountsFromDetectionAndItsSIGCONTsFromTheFirstLook() throws {
+        let h = WatchdogHarness()
+        let probe = ScriptedContextProbe()
+        probe.edgeReadsAll = false
+        probe.counters = { HangContextCounters(microseconds: $0, schedule: .init(onCPUNanoseconds: $0, runQueueNanoseconds: 0), continues: $0 > h.t(300) ? 1 : 0) }
+        h.environment.probe = probe
+        h.busy(from: 100, for: 700)
+        h.run()
+        let start = try #require(h.hangs.first?.recording.context.start)
+        #expect(near(h.ms(start.microseconds), 354) && start.schedule != nil)
+        #expect(start.continues == 0)
+    }
+
+    /// Every stop while sampling adds the watchdog's lateness (a lower bound of its length), and the
+    /// tracer, read right after it, is kept.
+    @Test func eachStopWhileSamplingAddsItsLatenessAndTheTracerThen() throws {
+        let h = WatchdogHarness()
+        h.environment.ownCounters = ownCounters(h, starved: false)
+        let probe = ScriptedContextProbe()
+        probe.counters = { HangContextCounters(microseconds: $0, tracerPID: $0 > h.t(1_900) ? 4242 : 0) }
+        h.environment.probe = probe
+        h.busy(from: 100, for: 5_000)
+        h.clock.stall(at: h.t(1_000), for: 1_000_000)
+        h.clock.stall(at: h.t(3_000), for: 500_000)
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(hang.stopSuspected)
+        let gap = Double(hang.context.stopGapMicroseconds) / 1000
+        #expect(gap > 1_400 && gap <= 1_500, "\(gap) ms")
+        #expect(hang.context.stopGapBeforeStartMicroseconds == 0)
+        #expect(hang.context.tracerSeen == 4242)
     }
 
     @Test func aShortLatenessIsNotAStop() throws {
