@@ -22,6 +22,7 @@
  *     (sigaction); hw_continue_is_current then says so, and no stamp is believed.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -81,6 +82,13 @@ int hw_continue_install(void) {
     }
     atomic_store(&g_continue_installed, 1);
     return 0;
+}
+
+void hw_continue_unblock(void) {
+    sigset_t cont;
+    sigemptyset(&cont);
+    sigaddset(&cont, SIGCONT);
+    pthread_sigmask(SIG_UNBLOCK, &cont, NULL);
 }
 
 uint64_t hw_continue_count(void) {

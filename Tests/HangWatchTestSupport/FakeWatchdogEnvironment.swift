@@ -37,8 +37,6 @@ package final class ScriptedContextProbe: HangContextProbing, @unchecked Sendabl
     package var scriptedFacts = HangContextFacts(hostCPUs: 2, allowedCPUs: 2)
     /// Every counter at time `microseconds`.
     package var counters: (_ microseconds: UInt64) -> HangContextCounters = { HangContextCounters(microseconds: $0) }
-    /// Whether a busy edge reads every counter (a thread in a cgroup) or only the stamp.
-    package var edgeReadsAll = true
     package private(set) var reads: [(kind: String, microseconds: UInt64)] = []
 
     package init() {}
@@ -54,8 +52,9 @@ package final class ScriptedContextProbe: HangContextProbing, @unchecked Sendabl
 
     package func edge(at microseconds: UInt64) -> HangContextCounters {
         reads.append(("edge", microseconds))
-        let all = counters(microseconds)
-        return edgeReadsAll ? all : HangContextCounters(microseconds: microseconds, continues: all.continues, lastContinueMicroseconds: all.lastContinueMicroseconds)
+        var all = counters(microseconds)
+        all.tracerPID = nil
+        return all
     }
 
     package func look(at microseconds: UInt64) -> HangContextCounters {

@@ -79,16 +79,26 @@ import Testing
         #expect(ContextFindings.stop(Self.stopped { $0.judged = false; $0.continues = 1 }) == nil)
     }
 
-    @Test func pagingIsTheVerdictsEvidenceOnlyFromTheThreadsOwnCgroupAndItsOwnFaults() {
-        // 16 384 major faults in 2 s, its own v2 cgroup stalled 1.35 s.
-        let own = ContextFindings.paging(majorFaults: 16_384, stallMicroseconds: 1_352_831, wallMicroseconds: 2_000_000, own: true, inCalls: 0, seen: 8)
-        #expect(own.majorFaults == 16_384 && own.stallMs == 1352.831 && own.share.map { $0 > 0.67 && $0 < 0.68 } == true)
+    @Test func pagingIsTheVerdictsEvidenceOnlyFromTheThreadsOwnCgroupAndItsOwnFaults() throws {
+        // 8191 major faults in 550 ms, 217 ms of it on a CPU; its own v2 cgroup stalled 300 ms
+        // (measured on the VM).
+        func paging(faults: UInt64 = 8191, stall: UInt64? = 300_336, own: Bool = true, onCPU: UInt64 = 217_000_000, inCalls: Int = 0) -> ContextFindings.Paging {
+            ContextFindings.paging(
+                majorFaults: faults, stallMicroseconds: stall, wallMicroseconds: 550_000, onCPUNanoseconds: onCPU, own: own, inCalls: inCalls, seen: 7)
+        }
+        let own = paging()
+        #expect(own.majorFaults == 8191 && own.stallMs == 300.336)
+        #expect(try #require(own.share) > 0.89 && own.share! < 0.91)
         // The whole system's pressure: reported, not evidence.
-        #expect(ContextFindings.paging(majorFaults: 16_384, stallMicroseconds: 1_352_831, wallMicroseconds: 2_000_000, own: false, inCalls: 0, seen: 8).share == nil)
+        #expect(paging(own: false).share == nil && paging(own: false).stallMs == 300.336)
         // No fault of its own: its cgroup's other tasks stalled.
-        #expect(ContextFindings.paging(majorFaults: 0, stallMicroseconds: 1_900_000, wallMicroseconds: 2_000_000, own: true, inCalls: 0, seen: 8).share == nil)
+        #expect(paging(faults: 0).share == nil)
         // Asleep in a call at most looks: waiting on that call.
-        #expect(ContextFindings.paging(majorFaults: 3, stallMicroseconds: 1_900_000, wallMicroseconds: 2_000_000, own: true, inCalls: 6, seen: 8).share == nil)
-        #expect(ContextFindings.paging(majorFaults: 5, stallMicroseconds: nil, wallMicroseconds: 2_000_000, own: true, inCalls: 0, seen: 8).stallMs == nil)
+        #expect(paging(inCalls: 4).share == nil)
+        // On a CPU all along: no off-CPU time to explain.
+        #expect(paging(onCPU: 549_900_000).share == nil)
+        // A stall longer than the off-CPU time (other tasks' too): capped at it.
+        #expect(paging(stall: 500_000).share == 1)
+        #expect(paging(stall: nil).stallMs == nil && paging(stall: nil).share == nil)
     }
 }

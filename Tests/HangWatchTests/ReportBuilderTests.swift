@@ -184,7 +184,8 @@ import Testing
         #expect(HangReportSummary.verdictLine(report) == "throttled: its cgroup's CPU limit (0.2 CPU, cgroup v1 /sys/fs/cgroup/cpu/app) held it back 615 ms of the 800 ms")
         let hogs = builder.build(limited(onCPU: 90, throttled: 0, periods: 0, limit: nil), images: images, outcome: .recovered)
         #expect(hogs.context.verdict == .starved)
-        #expect(hogs.context.throttledMs == nil && hogs.context.cpuLimit == nil && hogs.context.cpuCount == 8)
+        // (The counter could be read: its 0 is written, the evidence that no limit held it.)
+        #expect(hogs.context.throttledMs == 0 && hogs.context.cpuLimit == nil && hogs.context.cpuCount == 8)
         // A limit, but the thread was held back by others: throttled 0 ms, said so.
         let limitedButStarved = builder.build(limited(onCPU: 90, throttled: 0, periods: 0), images: images, outcome: .recovered)
         #expect(limitedButStarved.context.verdict == .starved && limitedButStarved.context.throttledMs == 0)
@@ -225,8 +226,9 @@ import Testing
         #expect(plain.context.verdict == .computing && plain.context.stoppedMs == nil && plain.context.busyMs == nil && !plain.context.processStopped)
     }
 
-    /// 16 384 major faults, and the thread's own v2 cgroup stalled on memory 600 ms of 800: paging.
-    /// The same faults with only the system's pressure to go by: the fields, not the verdict.
+    /// 16 384 major faults, and the thread's own v2 cgroup stalled on memory 600 ms of its 600 ms
+    /// off its CPU: paging. The same faults with only the system's pressure to go by: the fields,
+    /// not the verdict (the thread waited for a CPU as long as it ran: starved).
     @Test func aThreadThatFaultedPagesInIsPagingOnlyOnItsOwnCgroupsEvidence() throws {
         func hang(own: Bool) -> HangReport {
             var recording = limited(onCPU: 200, throttled: 0, limit: nil) {

@@ -457,19 +457,33 @@ import Testing
         #expect(!probe.reads.contains { h.ms($0.microseconds) > 1104 })
     }
 
-    /// A thread in the root cgroups (nothing to throttle or freeze it): its first look reads only
-    /// the SIGCONT stamp, the counters start at detection, and a SIGCONT between the two counts.
-    @Test func aThreadInTheRootCgroupsCountsFromDetectionAndItsSIGCONTsFromTheFirstLook() throws {
+    /// A stretch whose first look the watchdog missed (it woke only at a deadline of the stretch
+    /// before): its counters start at detection, and a stop before detection is added to them as
+    /// the part before their start.
+    @Test func aStretchFirstSeenAtDetectionCountsFromDetection() throws {
         let h = WatchdogHarness()
+        h.environment.ownCounters = ownCounters(h, starved: false)
         let probe = ScriptedContextProbe()
-        probe.edgeReadsAll = false
-        probe.counters = { HangContextCounters(microseconds: $0, schedule: .init(onCPUNanoseconds: $0, runQueueNanoseconds: 0), continues: $0 > h.t(300) ? 1 : 0) }
         h.environment.probe = probe
-        h.busy(from: 100, for: 700)
+        // Busy from 100; stopped from 150 for two seconds: the first look is at 100, the same
+        // stretch; the hang's counters start there and the stop is inside them.
+        h.busy(from: 100, for: 3_000)
+        h.clock.stall(at: h.t(150), for: 2_000_000)
         h.run()
-        let start = try #require(h.hangs.first?.recording.context.start)
-        #expect(near(h.ms(start.microseconds), 354) && start.schedule != nil)
-        #expect(start.continues == 0)
+        let seen = try #require(h.hangs.first?.recording)
+        #expect(near(h.ms(try #require(seen.context.start).microseconds), 100))
+        #expect(seen.context.stopGapMicroseconds > 1_500_000 && seen.context.stopGapBeforeStartMicroseconds == 0)
+        // A thread whose first look was another's (a queue's worker named only at detection).
+        let other = WatchdogHarness()
+        other.environment.ownCounters = ownCounters(other, starved: false)
+        other.environment.probe = ScriptedContextProbe()
+        other.busy(from: 100, for: 3_000)
+        other.clock.at(other.t(120)) { [other] in other.assembly.threadSlot.set(MonitoredThread(tid: 77, startTimeTicks: 2, stackLow: 0, stackHigh: 1, name: "w", isMain: false)) }
+        other.clock.stall(at: other.t(150), for: 2_000_000)
+        other.run()
+        let late = try #require(other.hangs.first?.recording)
+        #expect(late.context.start.map { other.ms($0.microseconds) > 2_000 } == true)
+        #expect(late.context.stopGapBeforeStartMicroseconds == late.context.stopGapMicroseconds && late.context.stopGapMicroseconds > 1_500_000)
     }
 
     /// Every stop while sampling adds the watchdog's lateness (a lower bound of its length), and the

@@ -19,6 +19,9 @@ extern "C" {
  * handles or ignores SIGCONT; -errno: sigaction failed.
  */
 int hw_continue_install(void);
+/* Lets SIGCONT through on the calling thread (the watchdog's): a process whose threads were all
+ * started with it blocked still runs the handler there. Not signal-handler code. */
+void hw_continue_unblock(void);
 /* 1 while the handler installed is still ours (nobody replaced it since). */
 int hw_continue_is_current(void);
 /* SIGCONTs received since the install, and the CLOCK_MONOTONIC ns of the latest (0: none yet). */

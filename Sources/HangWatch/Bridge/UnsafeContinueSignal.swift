@@ -21,6 +21,12 @@ enum UnsafeContinueSignal {
         }
     }
 
+    /// Lets SIGCONT through on the calling thread (the watchdog's): in a process started with it
+    /// blocked in every thread, the handler runs there.
+    static func unblockOnCurrentThread() {
+        hw_continue_unblock()
+    }
+
     /// Ours, and still the handler (nobody replaced it since).
     static var isCurrent: Bool { hw_continue_is_current() == 1 }
 

@@ -65,7 +65,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// The watched thread's context probe (its cgroups, a stop's evidence), made at the first need.
     private var probe: (thread: MonitoredThread, probe: any HangContextProbing)?
     /// The context counters read at the first look at the current busy stretch (its latch word),
-    /// and whose thread they are: where a hang's figures start, rather than a threshold later.
+    /// and whose thread they are: where a hang's figures start, rather than a threshold later
+    /// (a freeze, a stop or a limit's throttling before detection counts).
     private var edge: (word: UInt64, tid: Int32, counters: HangContextCounters)?
 
     init(
@@ -344,8 +345,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     }
 
     /// At detection: the facts (the limit, the freezer's cgroup, the pressure's source) and the
-    /// counters the figures start from: the busy stretch's first look when it read them (and looked
-    /// at this thread), else detection's, with the SIGCONTs counted from that first look.
+    /// counters the figures start from: the busy stretch's first look's, when it looked at this
+    /// thread (with the tracer now), else detection's.
     private func noteContextAtDetection(
         _ recording: inout HangRecording, snapshot: ActivitySnapshot, stopSuspected: Bool, _ environment: any WatchdogEnvironment
     ) {
@@ -353,16 +354,11 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         recording.context.facts = probe.facts()
         var start = probe.counters(at: environment.now())
         recording.context.note(counters: start)
-        var fromEdge = false
-        if let edge, edge.word == snapshot.word, edge.tid == thread.tid {
-            fromEdge = edge.counters.schedule != nil
-            if fromEdge {
-                let (stall, tracer) = (start.memoryStallMicroseconds, start.tracerPID)
-                start = edge.counters
-                (start.memoryStallMicroseconds, start.tracerPID) = (stall, tracer)
-            } else {
-                (start.continues, start.lastContinueMicroseconds) = (edge.counters.continues, edge.counters.lastContinueMicroseconds)
-            }
+        let fromEdge = edge.map { $0.word == snapshot.word && $0.tid == thread.tid } ?? false
+        if fromEdge, let edge {
+            let tracer = start.tracerPID
+            start = edge.counters
+            start.tracerPID = tracer
         }
         recording.context.start = start
         if stopSuspected { recording.context.noteStop(lateMicroseconds: oversleep, tracerPID: nil, beforeStart: !fromEdge) }

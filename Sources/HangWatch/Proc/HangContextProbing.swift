@@ -15,8 +15,7 @@ package protocol HangContextProbing: AnyObject {
     func facts() -> HangContextFacts
     /// Every counter.
     func counters(at microseconds: UInt64) -> HangContextCounters
-    /// At a busy stretch's first look: every counter where a cgroup could throttle or freeze the
-    /// thread, else only what costs no read (the SIGCONT stamp; `schedule` nil).
+    /// At a busy stretch's first look: every counter but the tracer.
     func edge(at microseconds: UInt64) -> HangContextCounters
     /// With each sample: the cgroup's throttled time and the freezer's state only.
     func look(at microseconds: UInt64) -> HangContextCounters

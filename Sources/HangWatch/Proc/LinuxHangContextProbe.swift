@@ -45,9 +45,12 @@ final class LinuxHangContextProbe: HangContextProbing {
         }
     }
 
+    /// Made on the watchdog's thread, which it lets SIGCONT through (the stamp's handler then runs
+    /// even in a process whose every other thread blocks it).
     init(thread: MonitoredThread) {
         self.thread = thread
         files = ProcTaskFiles(tid: thread.tid)
+        if UnsafeContinueSignal.isCurrent { UnsafeContinueSignal.unblockOnCurrentThread() }
         resolve()
     }
 
@@ -144,6 +147,10 @@ final class LinuxHangContextProbe: HangContextProbing {
     }
 
     func counters(at microseconds: UInt64) -> HangContextCounters {
+        counters(at: microseconds, tracer: true)
+    }
+
+    private func counters(at microseconds: UInt64, tracer: Bool) -> HangContextCounters {
         var counters = look(at: microseconds)
         counters.schedule = files?.readSchedStat()
         counters.majorFaults = files?.readStat()?.majorFaults
@@ -159,19 +166,13 @@ final class LinuxHangContextProbe: HangContextProbing {
         counters.continues = stamp.count
         counters.lastContinueMicroseconds = stamp.lastMicroseconds
         counters.memoryStallMicroseconds = read(opened.memoryPressure, PressureStall.parse(bytes:))?.someMicroseconds
-        counters.tracerPID = files?.readTracerPID()
+        if tracer { counters.tracerPID = files?.readTracerPID() }
         return counters
     }
 
-    /// Everything, where the thread is in a cgroup that can throttle or freeze it; else only the
-    /// SIGCONT stamp (two loads: nothing to read at a busy edge of a thread in the root cgroups).
+    /// Every counter but the tracer (whose `status` file is the longest to read).
     func edge(at microseconds: UInt64) -> HangContextCounters {
-        let watched = [opened.throttleTime, opened.throttlePeriods, opened.v2StatLocal, opened.freezerState, opened.v2Events]
-        guard watched.contains(where: { $0 >= 0 }) else {
-            let stamp = UnsafeContinueSignal.stamp()
-            return HangContextCounters(microseconds: microseconds, continues: stamp.count, lastContinueMicroseconds: stamp.lastMicroseconds)
-        }
-        return counters(at: microseconds)
+        counters(at: microseconds, tracer: false)
     }
 
     func look(at microseconds: UInt64) -> HangContextCounters {

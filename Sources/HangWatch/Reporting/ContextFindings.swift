@@ -117,20 +117,23 @@ enum ContextFindings {
     struct Paging: Sendable, Equatable {
         var majorFaults: Int
         var stallMs: Double?
-        /// The stall's share of the span, when it is the thread's own cgroup's and the thread
-        /// faulted (nil otherwise: not the verdict's evidence).
+        /// The stall's share of the thread's off-CPU time, when it is the thread's own cgroup's and
+        /// the thread itself faulted (nil otherwise: not the verdict's evidence).
         var share: Double?
     }
 
     /// `majorFaults` the thread took and `stallMicroseconds` of memory stall over a span of
-    /// `wallMicroseconds`; `own`: the stall is the thread's own cgroup's. A thread found asleep in
-    /// a system call at most looks is waiting on that call, not paging, whatever its cgroup does.
+    /// `wallMicroseconds` in which it ran `onCPUNanoseconds`; `own`: the stall is the thread's own
+    /// cgroup's. A thread found asleep in a system call at most looks is waiting on that call, not
+    /// paging, whatever its cgroup's other tasks do.
     static func paging(
-        majorFaults: UInt64, stallMicroseconds: UInt64?, wallMicroseconds: UInt64, own: Bool, inCalls: Int, seen: Int
+        majorFaults: UInt64, stallMicroseconds: UInt64?, wallMicroseconds: UInt64, onCPUNanoseconds: UInt64, own: Bool, inCalls: Int,
+        seen: Int
     ) -> Paging {
+        let offCPU = max(0, Double(wallMicroseconds) - Double(onCPUNanoseconds) / 1000)
         let share: Double? =
-            if let stall = stallMicroseconds, own, majorFaults > 0, wallMicroseconds > 0, inCalls * 2 < max(1, seen) {
-                min(1, Double(stall) / Double(wallMicroseconds))
+            if let stall = stallMicroseconds, own, majorFaults > 0, offCPU >= max(1000, Double(wallMicroseconds) / 100), inCalls * 2 < max(1, seen) {
+                min(Double(stall), offCPU) / offCPU
             } else {
                 nil
             }

@@ -22,22 +22,26 @@ struct HangVerdict: Sendable, Equatable {
         var noState = false
         /// The share of the thread's off-CPU time its cgroup was throttled (`ContextFindings.throttling`).
         var throttledShare: Double?
-        /// The share of the hang its own cgroup's tasks were stalled on memory, with the thread's
-        /// major faults (`ContextFindings.paging`); nil: not both.
+        /// The share of the thread's off-CPU time its own cgroup's tasks were stalled on memory,
+        /// with major faults of the thread's own (`ContextFindings.paging`); nil: not both.
         var pagingShare: Double?
     }
 
     /// A cgroup throttled at least this share of the thread's off-CPU time: the limit held it back
     /// (measured: 0.97-0.99 under a quota, 0.00 beside other processes' load, nothing between).
     static let throttledShare = 0.5
-    /// The thread's own cgroup was stalled on memory at least this share of the hang.
+    /// The thread's own cgroup was stalled on memory at least this share of the thread's off-CPU time.
     static let pagingShare = 0.5
 
     static func decide(_ evidence: Evidence) -> HangReport.Verdict {
         if evidence.debuggerAttached { return .debugger }
         if evidence.deadlocked { return .deadlocked }
         if evidence.stopped { return .stopped }
-        if let share = evidence.pagingShare, share >= pagingShare { return .paging }
+        // Off its CPU at least half the hang, and its own cgroup stalled on memory most of that
+        // time, with faults of its own: waiting for pages to be read in (a faulting thread looks
+        // runnable more than it looks blocked: the fault's work and the wait for a CPU after each
+        // read are the stall's too).
+        if let share = evidence.pagingShare, share >= pagingShare, (evidence.onCPU ?? 0) < 0.5 { return .paging }
         guard let onCPU = evidence.onCPU, let runQueue = evidence.runQueue else {
             // No sample saw the thread (none taken, or none that could read its state); else a
             // single sample: judge by its scheduler state.

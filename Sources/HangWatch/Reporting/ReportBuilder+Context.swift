@@ -42,7 +42,11 @@ extension ReportBuilder {
             context.hostCpuCount = facts.hostCPUs
             context.cpuLimit = facts.cpuLimit
         }
-        if let throttling = findings.throttling, throttling.counterMs > 0 || facts?.cpuLimit != nil {
+        if let start = recording.context.start {
+            context.countersFromMs = Self.milliseconds(Int64(start.microseconds) - Int64(min(start.microseconds, recording.startMicroseconds)))
+        }
+        // (Written wherever the counter could be read, 0 included: the evidence that no limit held it.)
+        if let throttling = findings.throttling {
             context.throttledMs = throttling.throttledMs
             context.cgroupThrottledMs = throttling.counterMs
             context.throttledPeriods = throttling.periods
@@ -53,7 +57,7 @@ extension ReportBuilder {
             context.stopEvidence = stop.evidence
             context.busyMs = Self.round(max(0, findings.durationMs - stop.stoppedMs))
         }
-        if let paging = findings.paging {
+        if let paging = findings.paging, paging.majorFaults > 0 || (paging.stallMs ?? 0) > 0 {
             context.majorFaults = paging.majorFaults > 0 ? paging.majorFaults : nil
             context.memoryStallMs = paging.stallMs
             context.memoryPressureSource = paging.stallMs == nil ? nil : facts?.memoryPressureSource
@@ -107,8 +111,9 @@ extension ReportBuilder {
             stop = ContextFindings.stop(evidence)
             if let window, let start, let last, let before = start.majorFaults, let after = last.majorFaults {
                 let stall = start.memoryStallMicroseconds.flatMap { first in last.memoryStallMicroseconds.map { $0 &- min($0, first) } }
+                let onCPU = start.schedule.flatMap { from in last.schedule.map { $0.onCPUNanoseconds &- min($0.onCPUNanoseconds, from.onCPUNanoseconds) } }
                 paging = ContextFindings.paging(
-                    majorFaults: after &- min(after, before), stallMicroseconds: stall, wallMicroseconds: window,
+                    majorFaults: after &- min(after, before), stallMicroseconds: stall, wallMicroseconds: window, onCPUNanoseconds: onCPU ?? 0,
                     own: facts?.memoryPressureIsOwn ?? false, inCalls: recording.samples.filter { $0.syscall != nil }.count, seen: seen)
             }
         }

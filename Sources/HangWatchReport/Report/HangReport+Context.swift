@@ -64,6 +64,11 @@ extension HangReport {
         /// Schema 1.6: `cgroup v2 <path>` (the thread's own cgroup's `memory.pressure`) or
         /// `system` (`/proc/pressure/memory`).
         public var memoryPressureSource: String?
+        /// Schema 1.6: where the counters behind `throttledMs`, `stoppedMs`, `majorFaults` and
+        /// `memoryStallMs` begin, ms after `startedAt`: the watchdog's first look at the busy
+        /// stretch (within a few ms of its start when the watchdog was resting; at most the
+        /// threshold, at detection, when it was waiting out an earlier stretch).
+        public var countersFromMs: Double?
 
         public init(
             verdict: Verdict, onCpuRatio: Double?, runQueueRatio: Double?, blockedIn: String?,
