@@ -105,7 +105,7 @@ extension HangReport {
     }
 
     /// The one-word explanation of a hang.
-    public enum Verdict: String, Codable, Sendable, Equatable {
+    public enum Verdict: String, Codable, Sendable, Equatable, CaseIterable {
         /// The thread was on a CPU most of the time: the code was computing.
         case computing
         /// The thread was off-CPU, waiting (a lock, I/O, a sleep): see `blockedIn`.

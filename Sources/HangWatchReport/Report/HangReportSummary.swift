@@ -138,7 +138,7 @@ public struct HangReportSummary: Sendable {
     }
 
     /// `0.2`, `1.5`, `2`: a CPU limit in cores.
-    static func cores(_ value: Double) -> String {
+    @_spi(Internal) public static func cores(_ value: Double) -> String {
         guard value.isFinite, value.magnitude < 1e6 else { return String(printf: "%.3g", value) }
         let text = String(printf: "%.2f", value)
         return String(text.reversed().drop(while: { $0 == "0" }).drop(while: { $0 == "." }).reversed())

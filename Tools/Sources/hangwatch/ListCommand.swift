@@ -96,7 +96,7 @@ struct ListCommand: ParsableCommand {
                 switch summary.verdict {
                 case .computing: .yellow
                 case .blocked: .cyan
-                case .starved, .stopped, .debugger: .magenta
+                case .starved, .throttled, .paging, .stopped, .debugger: .magenta
                 case .deadlocked: .red
                 case .unknown: nil
                 }
