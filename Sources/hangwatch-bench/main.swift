@@ -379,6 +379,21 @@ if wanted("20") {
         "\(format(Statistics.median(crowded.warm), 1)) / \(format(Statistics.percentile(crowded.warm, 0.99), 1)) us", "<= 1000 us")
 }
 
+// 21: a hang's context (issue 60): the watchdog's reads of the thread's cgroups and counters.
+if wanted("21") {
+    for outcome in try ContextReadFigure(count: quick ? 200 : 2000).measure() {
+        let t = outcome.timings
+        func figure(_ values: [Double]) -> String {
+            "\(format(Statistics.median(values) / 1000, 1)) / \(format(Statistics.percentile(values, 0.99) / 1000, 1)) us"
+        }
+        add("21", "a thread in \(outcome.place), reading \(outcome.reads): first look at a busy stretch, median / p99",
+            figure(t.edge), "<= 50 us", Statistics.median(t.edge) <= 50_000)
+        add("21", "  with each sample (throttled time, freezer state), median / p99", figure(t.look), "<= 10 us", Statistics.median(t.look) <= 10_000)
+        add("21", "  at detection and at the end (and the tracer), median / p99", figure(t.counters), "(documented)")
+        add("21", "  once per hang: the limit's walk, the allowed CPUs, median / p99", figure(t.facts), "(documented)")
+    }
+}
+
 if wanted("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))
