@@ -55,4 +55,21 @@
         }
         return nil
     }
+
+    /// Whether process `pid`'s cgroup is frozen or freezing now, as another process (the agent)
+    /// reads it: v1 `freezer.state` of its freezer cgroup, v2 `cgroup.events` of its unified one (a
+    /// hierarchy's root, which has neither file, cannot be frozen). Nil when neither hierarchy is
+    /// under this reader's mounts.
+    public static func isFrozen(pid: Int32) -> Bool? {
+        guard let paths = CgroupPaths.read(pid: pid) else { return nil }
+        let freezer = paths.directory(controller: "freezer")
+        let unified = paths.unifiedDirectory()
+        if let freezer, let state = SmallFile.text(freezer.path + "/freezer.state", limit: 64).flatMap({ parseV1State($0) }), state.isFreezing {
+            return true
+        }
+        if let unified, SmallFile.text(unified.path + "/cgroup.events", limit: 256).flatMap({ parseV2Frozen($0) }) == true {
+            return true
+        }
+        return freezer == nil && unified == nil ? nil : false
+    }
 }

@@ -1,6 +1,6 @@
 import Foundation
 @testable import HangWatch
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Testing
 
@@ -152,6 +152,23 @@ import Testing
         let busy = try #require(context.busyMs)
         let runnable = try #require(measured["runMs"]) + (try #require(measured["waitMs"]))
         #expect(abs(busy - runnable) <= 0.05 * runnable, "busy \(busy) ms, the thread runnable \(runnable) ms")
+    }
+
+    /// How the agent tells a frozen process from a silent watchdog: its cgroup, read from outside
+    /// (`CgroupFreezer.isFrozen`), says frozen while a v1 or a v2 freezer holds it, and not after.
+    @Test(arguments: [false, true]) func aFrozenProcessIsToldFromOutside(unified: Bool) throws {
+        let cgroup = try TestCgroup.make(
+            in: unified ? Self.unifiedHierarchy : Self.freezerHierarchy, needing: [unified ? "cgroup.freeze" : "freezer.state"])
+        defer { cgroup.remove() }
+        let child = try RunningExecutable("/usr/bin/env", TestCgroup.launcher([cgroup]) + ["sleep", "30"])
+        defer { child.signal(SIGKILL) }
+        try #require(Eventually.holds(timeout: 10) { cgroup.read("cgroup.procs")?.contains(String(child.pid)) == true }, "the child did not join")
+        #expect(CgroupFreezer.isFrozen(pid: child.pid) == false)
+        try cgroup.write(unified ? "cgroup.freeze" : "freezer.state", unified ? "1" : "FROZEN")
+        #expect(Eventually.holds(timeout: 10) { CgroupFreezer.isFrozen(pid: child.pid) == true })
+        try cgroup.write(unified ? "cgroup.freeze" : "freezer.state", unified ? "0" : "THAWED")
+        #expect(Eventually.holds(timeout: 10) { CgroupFreezer.isFrozen(pid: child.pid) == false })
+        #expect(CgroupFreezer.isFrozen(pid: getpid()) == false, "the test runner is in no frozen cgroup")
     }
 
     /// An idle service frozen for 10 s (a `docker pause`): no hang, no report.
