@@ -1,5 +1,6 @@
 import Foundation
 import HangWatch
+@_spi(Internal) import HangWatchReport
 
 #if canImport(CoreFoundation)
 import CoreFoundation
@@ -139,10 +140,12 @@ func runPageout(_ options: Options) -> Never {
     // evicted so soon makes it the kernel's working set, whose refaults are memory stalls: a cold
     // file's first eviction would show no pressure), evict again.
     let madviseRandom: Int32 = 1, madvisePageout: Int32 = 21
-    guard madvise(mapped, length, madviseRandom) == 0 else { fail("madvise(MADV_RANDOM) failed: errno \(errno)") }
+    if case .failure(let error) = SystemCall.result("madvise(MADV_RANDOM)", { madvise(mapped, length, madviseRandom) }) { fail("\(error)") }
     for _ in 0..<2 {
         for offset in stride(from: 0, to: length, by: page) { sum &+= UInt64(bytes[offset]) }
-        guard madvise(mapped, length, madvisePageout) == 0 else { fail("madvise(MADV_PAGEOUT) failed: errno \(errno)", code: 4) }
+        if case .failure(let error) = SystemCall.result("madvise(MADV_PAGEOUT)", { madvise(mapped, length, madvisePageout) }) {
+            fail("\(error)", code: 4)
+        }
     }
     let monitor = startContainerMonitor(options)
     nonisolated(unsafe) var fields: [String: String] = [:]
