@@ -57,8 +57,10 @@ extension ReportBuilder {
             context.stopEvidence = stop.evidence
             context.busyMs = Self.round(max(0, findings.durationMs - stop.stoppedMs))
         }
-        if let paging = findings.paging, paging.majorFaults > 0 || (paging.stallMs ?? 0) > 0 {
-            context.majorFaults = paging.majorFaults > 0 ? paging.majorFaults : nil
+        // Only with faults of the thread's own: without them, a stall (the system's, its cgroup's
+        // other tasks') says nothing of this hang.
+        if let paging = findings.paging, paging.majorFaults > 0 {
+            context.majorFaults = paging.majorFaults
             context.memoryStallMs = paging.stallMs
             context.memoryPressureSource = paging.stallMs == nil ? nil : facts?.memoryPressureSource
         }
