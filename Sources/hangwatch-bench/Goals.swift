@@ -83,8 +83,8 @@ struct Goal: Sendable {
 extension Goal {
     /// Every goal, in the order of the figures.
     static let all: [Goal] = {
-        let order = ["1", "2", "2b", "2c", "3", "3b", "4", "5", "6", "7", "8", "9", "12", "13", "16", "19", "20b", "20c", "21", "H1", "H2"]
-        let goals = overhead + idle + capture + detection + reading + sources + labels + servers + agent
+        let order = ["1", "2", "2b", "2c", "3", "3b", "4", "5", "6", "7", "8", "9", "12", "13", "16", "19", "20b", "20c", "21", "22", "H1", "H2"]
+        let goals = overhead + idle + capture + detection + reading + sources + labels + servers + agent + context
         precondition(goals.allSatisfy { order.contains($0.figure) && figures.contains($0.runBy) }, "a goal of an unknown figure")
         precondition(Set(goals.map(\.id)).count == goals.count, "two goals with one id")
         return goals.enumerated().sorted { (order.firstIndex(of: $0.element.figure)!, $0.offset) < (order.firstIndex(of: $1.element.figure)!, $1.offset) }
@@ -96,7 +96,7 @@ extension Goal {
     /// Everything `--figures` and `--skip` accept as a figure.
     static let figures: [String] = [
         "1", "2b", "3", "3b", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18", "19", "20",
-        "21", "scaling", "H1", "H2",
+        "21", "22", "scaling", "H1", "H2",
     ]
 
     /// The figures `make bench-quick` runs: those with a quick goal.
@@ -320,4 +320,16 @@ extension Goal {
         lines.append(markdownEnd)
         return lines.joined(separator: "\n") + "\n"
     }
+
+    /// Figure 22: a hang's context, the watchdog's reads of the thread's cgroups and counters.
+    static let context: [Goal] = [
+        Goal(
+            id: "22-context-first-look", figure: "22", runBy: "22",
+            measures: "a hang's context: the watchdog's first look at a busy stretch (the thread's cgroup counters, the SIGCONT stamp), median, the slowest of a thread in the root cgroups and in cgroups of its own",
+            comparison: .atMost, bound: 50, noise: 10, noiseBasis: "read 6 to 11 µs", unit: "µs", kind: .absolute),
+        Goal(
+            id: "22-context-sample-look", figure: "22", runBy: "22",
+            measures: "the same: the reads with each sample (throttled time, freezer state), median, the slowest place", comparison: .atMost,
+            bound: 10, noise: 5, noiseBasis: "read 2.5 µs in cgroups of its own, nothing in the root cgroups", unit: "µs", kind: .absolute),
+    ]
 }

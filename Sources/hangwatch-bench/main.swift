@@ -470,6 +470,29 @@ figure("21") {
     add("21", "  log records sent with named frames (the rest deleted by retention before naming)", "\(storm.namedRecords)")
 }
 
+// 22: a hang's context: the watchdog's reads of the thread's cgroups and counters, in each place a
+// thread can be (the slowest place is judged).
+figure("22") {
+    var firstLooks: [Double] = []
+    var sampleLooks: [Double] = []
+    for outcome in try ContextReadFigure(count: quick ? 200 : 2000).measure() {
+        let t = outcome.timings
+        func shown(_ values: [Double]) -> String {
+            "\(format(Statistics.median(values) / 1000, 1)) / \(format(Statistics.percentile(values, 0.99) / 1000, 1)) us"
+        }
+        add("22", "a thread in \(outcome.place), reading \(outcome.reads): first look at a busy stretch, median / p99", shown(t.edge))
+        add("22", "  with each sample (throttled time, freezer state), median / p99", shown(t.look))
+        add("22", "  at detection and at the end (and the tracer), median / p99", shown(t.counters))
+        add("22", "  once per hang: the limit's walk, the allowed CPUs, median / p99", shown(t.facts))
+        firstLooks.append(Statistics.median(t.edge) / 1000)
+        sampleLooks.append(Statistics.median(t.look) / 1000)
+    }
+    let first = firstLooks.max() ?? .nan
+    let sample = sampleLooks.max() ?? .nan
+    add("22", "the first look at a busy stretch, median, the slowest place", "\(format(first, 1)) us", goal: "22-context-first-look", first)
+    add("22", "a sample's look, median, the slowest place", "\(format(sample, 1)) us", goal: "22-context-sample-look", sample)
+}
+
 figure("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {
         let count = work == 0 ? iterations : max(2_000, iterations / Int(max(1, work / 1000)))

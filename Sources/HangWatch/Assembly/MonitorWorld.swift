@@ -26,6 +26,8 @@ struct MonitorWorld: Sendable {
     var clockResolutionMicroseconds: UInt64
     /// Installs the capture signal's handler (process-wide; the same signal again changes nothing).
     var installCapture: @Sendable (_ signal: Int32) throws -> Void
+    /// Installs the SIGCONT stamp (process-wide, once; `Configuration.stampsContinueSignal`).
+    var installContinueStamp: @Sendable () -> Void = {}
     /// Takes a hung thread's stack.
     var sampler: @Sendable (Capture) -> any StackSampling
     /// Tells what a blocked thread waits on and who holds it (nil: not looked at).
@@ -89,6 +91,7 @@ struct MonitorWorld: Sendable {
             runtime: runtime, clock: SystemMonotonicClock(),
             clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
             installCapture: { try UnsafeCaptureBridge.install(signal: $0) },
+            installContinueStamp: { _ = UnsafeContinueSignal.install() },
             sampler: { capture in
                 threads.sampler(signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds)
             },

@@ -23,7 +23,8 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// reports that hold several threads; 1.3 `edges`; 1.4 `samples[].cutCallShort` and
     /// `capture.callsCutShort`; 1.5 `waitsFor`, `threads[].waitsFor` and `offCPUMs`, the verdict
     /// `deadlocked`, thread dumps (`source` `dump`), `nameSignature`, `labels` and `labelsOmitted`;
-    /// 1.6 `resource`, the container and pod).
+    /// 1.6 `resource`, the container and pod; the verdicts `throttled` and `paging` and the
+    /// context's CPU limit, throttled, stopped and paging fields).
     public static let currentSchema = "hangwatch.hang/1.6"
 
     public var schema: String

@@ -76,6 +76,10 @@ package struct ReportDetail {
         }
         let verdict = HangReportSummary.verdictLine(report)
         field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : report.context.verdict == .deadlocked ? .red : .cyan))
+        for line in Self.heldBackLines(report) {
+            // The evidence is said whole: it is what the verdict rests on.
+            field(line.name, line.value, whole: line.name == "evidence")
+        }
         if let exit = report.processExit {
             field("exit", "the process \(exit.reason == "gone" ? "died" : "was replaced (pid reused)") mid-hang, last seen \(Text.timestamp(exit.lastSeenAt))")
         }
@@ -152,7 +156,7 @@ package struct ReportDetail {
         let context = report.context
         var contextParts: [String] = []
         if let rss = context.rssBytes { contextParts.append("RSS \(rss >> 20) MiB") }
-        if let load = context.loadAverage { contextParts.append("load " + load.map { String(printf: "%.2f", $0) }.joined(separator: " ") + " (\(context.cpuCount) CPUs)") }
+        if let load = context.loadAverage { contextParts.append("load " + load.map { String(printf: "%.2f", $0) }.joined(separator: " ") + " " + Self.cpuCountText(context)) }
         contextParts.append("watchdog late by \(String(printf: "%.1f", context.watchdogOversleepMs)) ms")
         if context.debuggerAttached { contextParts.append("debugger attached") }
         if context.processStopped { contextParts.append("process stopped") }

@@ -98,7 +98,7 @@ struct ListCommand: ParsableCommand {
                 switch summary.verdict {
                 case .computing: .yellow
                 case .blocked: .cyan
-                case .starved, .stopped, .debugger: .magenta
+                case .starved, .throttled, .paging, .stopped, .debugger: .magenta
                 case .deadlocked: .red
                 case .unknown: nil
                 }

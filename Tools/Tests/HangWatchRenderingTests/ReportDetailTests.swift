@@ -156,4 +156,67 @@ import Testing
                 "waits for a sleep of 2.0s (monotonic), at most 750ms left (no owner: a sleep has no owner: it ends when its time is up)"),
             "\(Self.render(report, width: 200))")
     }
+
+    /// What held the thread back from outside its code: the limit and the throttled time under
+    /// the verdict, in the words of the issue that asked for it.
+    @Test func aThrottledHangNamesTheLimitWhereItIsAndHowLongItHeldTheThreadBack() {
+        var report = ReportFixtures.report()
+        report.durationMs = 800
+        report.context.verdict = .throttled
+        report.context.cpuCount = 1
+        report.context.hostCpuCount = 8
+        report.context.cpuLimit = HangReport.CPULimit(cores: 0.2, source: "cgroup v1 cpu.cfs_quota_us", path: "/sys/fs/cgroup/cpu/billing")
+        report.context.throttledMs = 640
+        report.context.cgroupThrottledMs = 812
+        report.context.throttledPeriods = 8
+        report.context.countersFromMs = 3
+        let lines = Self.render(report, width: 200)
+        #expect(lines.contains("verdict   throttled: its cgroup's CPU limit (0.2 CPU, cgroup v1 /sys/fs/cgroup/cpu/billing) held it back 640 ms of the 800 ms"), "\(lines)")
+        #expect(lines.contains("cpu       limit 0.2 CPU (cgroup v1 cpu.cfs_quota_us, /sys/fs/cgroup/cpu/billing); throttled 640ms in 8 periods (the cgroup's counter, over all its CPUs: 812ms) (counted from 3ms into the hang)"), "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("context") && $0.contains("(1 CPU of the host's 8)") }, "\(lines)")
+        // Starved, with the counter read: the 0 says no limit held it.
+        report.context.verdict = .starved
+        report.context.cpuLimit = nil
+        report.context.throttledMs = 0
+        report.context.cgroupThrottledMs = 0
+        report.context.throttledPeriods = 0
+        report.context.countersFromMs = nil
+        #expect(Self.render(report, width: 200).contains("cpu       no limit visible; throttled 0ms in 0 periods"))
+        // A report before 1.6 has no such line.
+        #expect(!Self.render(ReportFixtures.report()).contains { $0.hasPrefix("cpu ") || $0.hasPrefix("stopped") || $0.hasPrefix("memory") })
+    }
+
+    @Test func aStoppedHangSaysByWhatForHowLongAndTheEvidenceWhole() {
+        var report = ReportFixtures.report()
+        report.context.verdict = .stopped
+        report.context.processStopped = true
+        report.context.stoppedMs = 2004
+        report.context.busyMs = 812
+        report.context.stoppedBy = "cgroup freezer"
+        report.context.stopEvidence = "inferred: the process is in the v1 freezer cgroup /sys/fs/cgroup/freezer/docker/abc, and neither a SIGCONT nor a tracer was seen (a debugger that detached would look the same); stopped time: the span less the thread's own runnable time (it computed)"
+        let lines = Self.render(report, width: 80)
+        #expect(lines.contains("verdict   process stopped by the cgroup freezer for 2004 ms, busy 812 ms"), "\(lines)")
+        #expect(lines.contains("stopped   2.0s by the cgroup freezer, busy 812ms"), "\(lines)")
+        // The evidence is not cut to the terminal's width.
+        #expect(lines.contains("evidence  " + report.context.stopEvidence!), "\(lines)")
+        report.context.stoppedBy = "SIGSTOP"
+        report.context.stopEvidence = nil
+        #expect(Self.render(report).contains("stopped   2.0s by SIGSTOP, busy 812ms"))
+        report.context.stoppedBy = nil
+        #expect(Self.render(report).contains("stopped   2.0s, cause unknown, busy 812ms"))
+    }
+
+    @Test func aPagingHangCountsItsFaultsAndTheStall() {
+        var report = ReportFixtures.report()
+        report.context.verdict = .paging
+        report.context.majorFaults = 8192
+        report.context.memoryStallMs = 598.9
+        report.context.memoryPressureSource = "cgroup v2 /sys/fs/cgroup/billing"
+        let lines = Self.render(report, width: 200)
+        #expect(lines.contains("verdict   paging: waited for pages to be read in (8192 major page faults, stalled on memory 599 ms (cgroup v2 /sys/fs/cgroup/billing))"), "\(lines)")
+        #expect(lines.contains("memory    8192 major page faults (pages read in from disk); stalled on memory 599ms (cgroup v2 /sys/fs/cgroup/billing)"), "\(lines)")
+        report.context.verdict = .computing
+        report.context.memoryPressureSource = "system"
+        #expect(Self.render(report, width: 200).contains("memory    8192 major page faults (pages read in from disk); stalled on memory 599ms (the whole system's pressure)"))
+    }
 }
