@@ -2,7 +2,7 @@
 import Testing
 
 /// The CPU limit and throttling counters of a cgroup. The v1 fixtures are real files of the
-/// project's VM (`/work/proto/containers/samples/v1-cpu-hwproto/`: a 0.2-CPU test cgroup). This VM
+/// project's VM (a 0.2-CPU test cgroup). This VM
 /// cannot enable the v2 cpu controller (its v1 hierarchy holds it), so the v2 `cpu.max`,
 /// `cpu.stat` and `cpu.stat.local` texts are written by hand in the kernel documentation's format
 /// (Documentation/admin-guide/cgroup-v2.rst); the v2 `cpu.stat` without the controller is real.

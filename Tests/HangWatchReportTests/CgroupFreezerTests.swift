@@ -2,7 +2,7 @@
 import Testing
 
 /// The freezer's files, v1 and v2: real files of the project's VM
-/// (`/work/proto/containers/samples/`: `v1-freezer-hwproto-frozen/`, `v2-unified-hwproto/`,
+/// (copied: `v1-freezer-hwproto-frozen/`, `v2-unified-hwproto/`,
 /// `v2-unified-hwproto-frozen/`).
 @Suite struct CgroupFreezerTests {
     @Test func theV1StateIsOneWord() {

@@ -4,7 +4,7 @@ import Testing
 /// Where a thread's cgroups are: `/proc/<…>/cgroup` read against `/proc/self/mountinfo`. The
 /// fixtures are real files of the project's VM (Linux 6.18, cgroup v1 with `cpu` and `cpuacct`
 /// apart, a controller-less v2 at /sys/fs/cgroup/unified), copied from a process in a test cgroup
-/// `hwproto` (`/work/proto/containers/samples/proc/`), and lines in the forms Docker, Kubernetes
+/// `hwproto`, and lines in the forms Docker, Kubernetes
 /// and a cgroup namespace give.
 @Suite struct CgroupPathsTests {
     /// `samples/proc/cgroup-of-process-in-hwproto`.

@@ -11,22 +11,10 @@ import Testing
     static let systemdUID = "0c6a5d3e_2b7e_4a36_a9a4_0d2d1c7f3b11"
 
     /// `/proc/<pid>/cgroup` of a process moved into a test cgroup on the project's VM (copied from
-    /// the machine: /work/proto/containers/samples/proc/cgroup-of-process-in-hwproto). Not a
+    /// the machine). Not a
     /// container: the memory line's 32-hex name is the VM's own cgroup, which opentelemetry-go's
     /// rule (a hex run of any length) reads as a container id.
-    static let machineCgroup = """
-        9:name=systemd:/
-        8:pids:/
-        7:blkio:/
-        6:freezer:/hwproto
-        5:devices:/
-        4:memory:/process_api/d23900155e85967299a883ba0e807b04
-        3:cpuset:/
-        2:cpuacct:/
-        1:cpu:/hwproto
-        0::/hwproto
-
-        """
+    static let machineCgroup = CgroupPathsTests.cgroup
 
     /// `/proc/self/mountinfo` of the same machine (samples/proc/mountinfo): hybrid cgroups, no
     /// container.

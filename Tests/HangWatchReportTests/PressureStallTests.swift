@@ -1,7 +1,7 @@
 @_spi(Internal) import HangWatchReport
 import Testing
 
-/// Pressure stall lines: real files of the project's VM (`/work/proto/containers/samples/`:
+/// Pressure stall lines: real files of the project's VM, copied (
 /// `proc/pressure-memory`, `v2-unified-hwproto/memory.pressure`).
 @Suite struct PressureStallTests {
     @Test func pressureStallTotalsAreMicroseconds() throws {
