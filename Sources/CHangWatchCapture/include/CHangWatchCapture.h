@@ -34,6 +34,7 @@ extern "C" {
 #include "hw_capture.h"
 #include "hw_heartbeat.h"
 #include "hw_wakes.h"
+#include "hw_tasks.h"
 
 #ifdef __cplusplus
 }

@@ -101,6 +101,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// or the executable's build-id). Optional and additive within schema 1.5; absent in reports of
     /// monitors built before it, and in dumps.
     public var serviceVersion: ServiceVersion?
+    /// A task dump's tasks (`source` `tasks`, `hangwatch dump --tasks`): every live Swift task of
+    /// the process, folded, with its tree, actors and findings. Optional and additive within schema
+    /// 1.5; absent in every other report.
+    public var tasks: TaskDump?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,
