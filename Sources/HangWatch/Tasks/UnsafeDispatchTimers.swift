@@ -15,7 +15,8 @@ import Glibc
 /// "time left unknown", never a wrong time.
 ///
 /// The callback word is learnt once (from one wake task: a scan for its address), then each dump
-/// finds every pending timer with one scan for that word. Unsafe: raw addresses, process-wide
+/// finds every pending timer with one scan for that word followed by a wake task's address (the
+/// word alone is in every continuation libdispatch ever ran a job with, freed ones included). Unsafe: raw addresses, process-wide
 /// state beside libdispatch's.
 enum UnsafeDispatchTimers {
     /// libdispatch's callback word in a timer's continuation (0: not learnt).
@@ -43,7 +44,7 @@ enum UnsafeDispatchTimers {
         guard let first = wakeTasks.first else { return [:] }
         var function = callback.load(ordering: .acquiring)
         if function == 0 {
-            let references = UnsafeTaskHeapScan(needles: [first], everyWord: true, maxHits: 64, deadlineNanoseconds: deadlineNanoseconds).scan(mappings)
+            let references = UnsafeTaskHeapScan(needles: [first], everyWord: true, maxHits: 4096, deadlineNanoseconds: deadlineNanoseconds).scan(mappings)
             for hit in references.hits[0] where hit >= 0x28 {
                 let continuation = hit - 0x28
                 guard let word = UnsafeProcessMemory.copy(UInt.self, at: continuation + 0x20), word != 0, check(continuation) != nil else { continue }
@@ -55,8 +56,9 @@ enum UnsafeDispatchTimers {
         guard function != 0 else { return [:] }
         let wanted = Set(wakeTasks)
         var found: [UInt: UInt64] = [:]
-        let hits = UnsafeTaskHeapScan(needles: [function], everyWord: true, maxHits: 4 * wanted.count + 1024, deadlineNanoseconds: deadlineNanoseconds)
-            .scan(mappings)
+        let hits = UnsafeTaskHeapScan(
+            needles: [function], everyWord: true, followedBy: wanted, maxHits: 4 * wanted.count + 64, deadlineNanoseconds: deadlineNanoseconds
+        ).scan(mappings)
         for hit in hits.hits[0] where hit >= 0x20 {
             if let (job, target) = check(hit - 0x20), wanted.contains(job) { found[job] = target }
         }

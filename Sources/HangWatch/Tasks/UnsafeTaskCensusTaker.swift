@@ -2,7 +2,8 @@
 
 /// Takes a task dump's census on the watchdog's thread: the runtime's words and layout gate
 /// (`TaskLayout.recognise`), the heap scan for the task metadata (`UnsafeTaskHeapScan`), each
-/// candidate read and checked (`UnsafeTaskReader`), each thread's task and executor
+/// candidate read from the scan's copy and checked (`UnsafeTaskReader`), then checked again against
+/// the memory now, in batches (`UnsafeTaskVerification`), each thread's task and executor
 /// (`UnsafeTaskThreadWords`), the actors tasks wait for (`UnsafeActorReader`), Task.sleep's time
 /// left (`UnsafeDispatchTimers`), each task's labels (`UnsafeTaskLabelTable`), and the self-test on
 /// HangWatch's probe task. Nothing is stopped; every read goes through the kernel. Bounded: at most
@@ -19,20 +20,43 @@ struct UnsafeTaskCensusTaker {
         let started = UnsafeClock.monotonicNanoseconds()
         let deadline = started + budgetNanoseconds
         let mappings = TaskHeapMapping.parse(maps: SmallFile.text("/proc/self/maps", limit: 64 << 20) ?? "")
-        let scan = UnsafeTaskHeapScan(needles: [words.taskMetadata], maxHits: maxCandidates, deadlineNanoseconds: deadline).scan(mappings)
+        // Each candidate is read while its chunk's copy is at hand (its header, records and first
+        // contexts lie in it), then all are checked against the memory as it is now, in batches.
+        var reader = UnsafeTaskReader(layout: layout, words: words)
+        defer { reader.release() }
+        var read: [TaskSnapshot] = []
+        var rejected: [TaskRejection: Int] = [:]
+        var ids = Set<UInt64>()
+        var readNanoseconds: UInt64 = 0
+        let scan = UnsafeTaskHeapScan(needles: [words.taskMetadata], maxHits: maxCandidates, deadlineNanoseconds: deadline).scan(mappings) {
+            base, bytes, hits in
+            guard !hits.isEmpty else { return }
+            let started = UnsafeClock.monotonicNanoseconds()
+            reader.view((base, bytes))
+            for candidate in hits {
+                switch reader.read(candidate) {
+                case .success(let task) where ids.insert(task.id).inserted: read.append(task)
+                case .success: rejected[.duplicateID, default: 0] += 1
+                case .failure(let why): rejected[why, default: 0] += 1
+                }
+            }
+            readNanoseconds += UnsafeClock.monotonicNanoseconds() - started
+        }
         census.mappings = scan.mappings
         census.bytes = scan.bytes
         census.candidates = scan.hits[0].count
         census.stoppedEarly = scan.stoppedEarly.map { "the scan stopped \($0)" }
-        let scanned = UnsafeClock.monotonicNanoseconds()
-        census.scanNanoseconds = scanned - started
-        read(scan.hits[0], layout: layout, words: words, deadline: deadline, into: &census)
-        census.readNanoseconds = UnsafeClock.monotonicNanoseconds() - scanned
+        let verifying = UnsafeClock.monotonicNanoseconds()
+        census.tasks = UnsafeTaskVerification.verify(read, reader: &reader, layout: layout, rejected: &rejected)
+        census.rejected = rejected
+        readNanoseconds += UnsafeClock.monotonicNanoseconds() - verifying
+        census.readNanoseconds = readNanoseconds
+        census.scanNanoseconds = UnsafeClock.monotonicNanoseconds() - started - readNanoseconds
         census.threads = UnsafeTaskThreadWords.lookAll(stacks: StackMapping.readAll())
-        let reader = UnsafeActorReader(layout: layout)
+        let actors = UnsafeActorReader(layout: layout)
         for task in census.tasks {
             guard case .executor(let identity, 0) = task.dependency, identity != 0, census.actors[identity] == nil else { continue }
-            census.actors[identity] = reader.read(identity)
+            census.actors[identity] = actors.read(identity)
         }
         sleeps(layout: layout, words: words, mappings: mappings, deadline: deadline, into: &census)
         for task in census.tasks {
@@ -41,37 +65,16 @@ struct UnsafeTaskCensusTaker {
         }
         census.probe = probe?.task
         if let probe {
-            census.selfTest = TaskDumpSelfTest.judge(
-                probe: probe.task, id: probe.id, read: census.tasks.first { $0.address == probe.task }, layout: layout)
+            let found = census.tasks.first { $0.address == probe.task }
+            census.selfTest = TaskDumpSelfTest.judge(probe: probe.task, id: probe.id, read: found, layout: layout)
+            if found == nil, census.stoppedEarly != nil {
+                census.selfTest = .notRun("the dump stopped at its bound before it reached HangWatch's probe task")
+            }
             if !probe.learnt, census.selfTest == .passed { census.selfTest = .notRun("HangWatch's probe could not learn where threads keep their words") }
         } else {
             census.selfTest = remembered ?? .notRun("HangWatch's probe task did not park in time (is every pool thread busy?)")
         }
         return census
-    }
-
-    /// Reads every candidate; a second live task with an id already read is a copy of one (counted).
-    private func read(_ candidates: [UInt], layout: TaskLayout, words: UnsafeTaskRuntime.Words, deadline: UInt64, into census: inout TaskCensus) {
-        var reader = UnsafeTaskReader(layout: layout, words: words)
-        defer { reader.release() }
-        var ids = Set<UInt64>()
-        census.tasks.reserveCapacity(candidates.count)
-        for (index, candidate) in candidates.enumerated() {
-            if index & 1023 == 1023, UnsafeClock.monotonicNanoseconds() >= deadline {
-                census.stoppedEarly = "the reads stopped at their time bound, after \(index) of \(candidates.count) candidates"
-                break
-            }
-            switch reader.read(candidate) {
-            case .success(let task):
-                if ids.insert(task.id).inserted {
-                    census.tasks.append(task)
-                } else {
-                    census.rejected[.duplicateID, default: 0] += 1
-                }
-            case .failure(let why):
-                census.rejected[why, default: 0] += 1
-            }
-        }
     }
 
     /// Task.sleep: each wake task's sleeper, and its time left from libdispatch's timer.

@@ -32,12 +32,17 @@ struct UnsafeTaskHeapScan {
     /// Every word, not only the 16-byte-aligned ones (a field inside a structure of unknown
     /// alignment).
     var everyWord = false
+    /// When set, a needle's word is a hit only when the word after it is one of these (a callback
+    /// followed by its argument: libdispatch's continuation of one of the wake tasks).
+    var followedBy: Set<UInt>? = nil
     /// The most hits kept (all needles together).
     var maxHits: Int
     /// `CLOCK_MONOTONIC` nanoseconds after which the scan stops where it is.
     var deadlineNanoseconds: UInt64
 
-    func scan(_ mappings: [TaskHeapMapping]) -> Result {
+    /// Scans `mappings`; `chunk` is called after each chunk with the chunk's address, its copy and
+    /// the first needle's hits in it (the copy is valid during the call only).
+    func scan(_ mappings: [TaskHeapMapping], chunk: ((UInt, UnsafeRawBufferPointer, ArraySlice<UInt>) -> Void)? = nil) -> Result {
         precondition(needles.count <= 2, "at most two needles")
         var result = Result(hits: Array(repeating: [], count: needles.count))
         guard !needles.isEmpty else { return result }
@@ -60,7 +65,9 @@ struct UnsafeTaskHeapScan {
                     continue
                 }
                 result.bytes += count
-                total += Self.match(buffer, count: count, base: address, needles: needles, step: everyWord ? 1 : 2, into: &result.hits)
+                let before = result.hits[0].count
+                total += Self.match(buffer, count: count, base: address, needles: needles, step: everyWord ? 1 : 2, followedBy: followedBy, into: &result.hits)
+                chunk?(address, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), result.hits[0][before...])
                 if total >= maxHits {
                     result.stoppedEarly = "at \(maxHits) candidates"
                     break mappings
@@ -76,7 +83,8 @@ struct UnsafeTaskHeapScan {
 
     /// Appends the words of `buffer`'s first `count` bytes, every `step`th, equal to a needle.
     private static func match(
-        _ buffer: UnsafeMutableRawBufferPointer, count: Int, base: UInt, needles: [UInt], step: Int, into hits: inout [[UInt]]
+        _ buffer: UnsafeMutableRawBufferPointer, count: Int, base: UInt, needles: [UInt], step: Int, followedBy: Set<UInt>?,
+        into hits: inout [[UInt]]
     ) -> Int {
         let words = UnsafeBufferPointer(start: buffer.baseAddress!.assumingMemoryBound(to: UInt.self), count: count / 8)
         var found = 0
@@ -85,7 +93,7 @@ struct UnsafeTaskHeapScan {
         var index = 0
         while index < words.count {
             let word = words[index]
-            if word == first || word == second {
+            if word == first || word == second, followedBy.map({ index + 1 < words.count && $0.contains(words[index + 1]) }) ?? true {
                 for (which, needle) in needles.enumerated() where needle == word {
                     hits[which].append(base + UInt(index * 8))
                     found += 1

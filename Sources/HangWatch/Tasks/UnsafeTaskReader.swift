@@ -1,11 +1,11 @@
 /// Reads one task candidate (an address whose first word is the task metadata: `UnsafeTaskHeapScan`)
-/// into a `TaskSnapshot`, through the kernel (a task that ends while read costs a failed read,
-/// never a fault), and checks it against the invariants every live task keeps on the verified
-/// layout (`TaskLayout`). A candidate that fails one is not a live task (a copy of one in freed
-/// memory or a buffer, a completed task kept by its handle) and is rejected with the reason. A
-/// task whose status or resume context differs when read again is read again (three times at
-/// most), then kept and marked `changedWhileRead`. Unsafe: it reads raw memory at addresses
-/// taken from the heap.
+/// into a `TaskSnapshot`, from the scan's copy of its chunk where the memory lies in it, else
+/// through the kernel (a task that ends while read costs a failed read, never a fault), and checks
+/// it against the invariants every live task keeps on the verified layout (`TaskLayout`). A
+/// candidate that fails one is not a live task (a copy of one in freed memory or a buffer, a
+/// completed task kept by its handle) and is rejected with the reason. Whether a task moved while
+/// read is checked afterwards, for all at once (`UnsafeTaskVerification`). Unsafe: it reads raw
+/// memory at addresses taken from the heap.
 struct UnsafeTaskReader {
     let layout: TaskLayout
     let words: UnsafeTaskRuntime.Words
@@ -35,30 +35,21 @@ struct UnsafeTaskReader {
         header.deallocate()
     }
 
-    /// The task at `address`, or why it is not a live task.
+    /// The task at `address`, or why it is not a live task, as read now (from the scan's copy
+    /// where `view` covers it). Whether it moved while read is checked afterwards, for every task
+    /// at once (`UnsafeTaskVerification`).
     mutating func read(_ address: UInt) -> Result<TaskSnapshot, TaskRejection> {
-        var outcome = readOnce(address)
-        for attempt in 1...3 {
-            guard case .success(var task) = outcome else { return outcome }
-            window.forget()
-            guard let again = statusAndContext(address) else { return .failure(.unreadable) }
-            if again.status == task.statusFlags && again.context == task.resumeContext { return .success(task) }
-            if attempt == 3 {
-                task.changedWhileRead = true
-                return .success(task)
-            }
-            window.forget()
-            outcome = readOnce(address)
-        }
-        return outcome
+        readOnce(address)
     }
 
-    private mutating func statusAndContext(_ task: UInt) -> (status: UInt32, context: UInt)? {
-        guard let status = window.word(task + UInt(layout.status)), let context = window.word(task + UInt(layout.resumeContext)) else { return nil }
-        return (UInt32(truncatingIfNeeded: status), context)
+    /// Reads served from `bytes`, a copy of the memory at `base`, where they fall inside it (the
+    /// scan's chunk); nil: every read through the kernel.
+    mutating func view(_ view: (base: UInt, bytes: UnsafeRawBufferPointer)?) {
+        window.view = view
+        window.forget()
     }
 
-    private mutating func readOnce(_ task: UInt) -> Result<TaskSnapshot, TaskRejection> {
+    mutating func readOnce(_ task: UInt) -> Result<TaskSnapshot, TaskRejection> {
         let count = (layout.taskSize + 3 * 8) / 8
         precondition(count <= header.count)
         let header = UnsafeMutableBufferPointer(rebasing: self.header[0..<count])
@@ -187,6 +178,8 @@ enum TaskRejection: String, Error, Sendable, CaseIterable {
 /// Reads of this process's memory through one 4 KiB window (one system call per page, not per
 /// word). Unsafe: raw addresses.
 struct UnsafeMemoryWindow {
+    /// A copy of the memory at `base` that reads are served from first (the scan's chunk).
+    var view: (base: UInt, bytes: UnsafeRawBufferPointer)?
     private var base: UInt = 0
     private var valid = false
     private let page = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
@@ -203,6 +196,11 @@ struct UnsafeMemoryWindow {
 
     mutating func words(_ address: UInt, into out: UnsafeMutableBufferPointer<UInt>) -> Bool {
         let bytes = out.count * 8
+        if let view, address >= view.base, address - view.base <= UInt(view.bytes.count), UInt(view.bytes.count) - (address - view.base) >= UInt(bytes) {
+            let offset = Int(address - view.base)
+            UnsafeMutableRawBufferPointer(out).copyMemory(from: UnsafeRawBufferPointer(rebasing: view.bytes[offset..<offset + bytes]))
+            return true
+        }
         let pageBase = address & ~4095
         guard address - pageBase + UInt(bytes) <= 4096 else {
             reads += 1
