@@ -106,12 +106,14 @@ struct UnsafeTaskReader {
                 guard fields[layout.dependencyWaiter / 8] == task else { return .dependencyOfAnotherTask }
                 let on = fields[layout.dependencyOn / 8]
                 snapshot.dependencyRecord = record
-                switch fields[layout.dependencyKind / 8] {
+                // The kind is a C enum, 32 bits: the word's upper half is padding, whatever the
+                // task allocator's memory held before (a release build's slab is not zeroed).
+                switch UInt32(truncatingIfNeeded: fields[layout.dependencyKind / 8]) {
                 case 1: snapshot.dependency = .task(on)
                 case 2: snapshot.dependency = .continuation(on)
                 case 3: snapshot.dependency = .group(on)
                 case 4: snapshot.dependency = .executor(identity: on, implementation: fields[layout.dependencyOn / 8 + 1])
-                case let other: snapshot.dependency = .unknown(other)
+                case let other: snapshot.dependency = .unknown(UInt(other))
                 }
             case layout.recordKindChildTask, layout.recordKindTaskGroup:
                 if kind == layout.recordKindTaskGroup { snapshot.groups.append(record - UInt(layout.groupRecordOffset)) }
