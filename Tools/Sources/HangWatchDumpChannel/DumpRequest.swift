@@ -33,7 +33,7 @@ package enum DumpRequest {
     }
 
     /// The most an answer may hold: a dump of thousands of threads is a few MiB, a task dump of
-    /// 100,000 tasks about 40 MiB (docs/performance.md).
+    /// 100,000 tasks about 21 MiB (docs/performance.md).
     static let maxDumpBytes: UInt64 = 256 << 20
     static let maxRefusalBytes: UInt64 = 4 << 10
 
