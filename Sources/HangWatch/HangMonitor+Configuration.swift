@@ -52,6 +52,14 @@ extension HangMonitor {
         /// a wake can be lost, and a loop is also looked at twice per threshold for its first
         /// minute idle (docs/sources.md). Default true.
         public var usesIoUring = true
+        /// Tell a stop by a signal (SIGSTOP, job control) from a cgroup freezer's or a debugger's:
+        /// a SIGCONT handler stamps the time the process went on (installed once per process, by
+        /// the first monitor that starts with this on, and only where SIGCONT has no handler of the
+        /// host's). Its one effect on the host: after a stop by a signal, a sleep it interrupted
+        /// (`nanosleep`, `poll`, `select`) returns `EINTR` at the SIGCONT instead of resuming, as
+        /// `epoll_wait` does anyway. Off: a stop by a signal is not told apart (docs/report-format.md,
+        /// `stoppedBy`). Default true.
+        public var stampsContinueSignal = true
         /// How long to wait for the hung thread to answer a capture signal. 1 ms ... 5 s. Default 100 ms.
         public var captureTimeout: Duration = .milliseconds(100)
         /// No hang is reported this soon after a `start`. 0 ... 1 h. Default 0.

@@ -33,6 +33,14 @@ import Testing
         #expect(ProcStat.parse(Self.line(name: "r", state: "R"))?.isStopped == false)
     }
 
+    /// Fields 10 and 12: the faults a thread took without and with a read from disk.
+    @Test func pageFaultsAreFieldsTenAndTwelve() throws {
+        let stat = try #require(ProcStat.parse(Self.line(name: "pager (x)")))
+        #expect(stat.minorFaults == 100 && stat.majorFaults == 120)
+        let own = try #require(ProcStat.read(path: "/proc/thread-self/stat"))
+        #expect(own.minorFaults > 0, "a running thread has touched pages")
+    }
+
     @Test func linesThatAreNotStatLinesAreNothing() {
         let good = Self.line(name: "ok")
         for bad in ["", "4242 ok S 1 2 3", "4242 (ok) S 1 2 3", good.replacingOccurrences(of: ") S ", with: ") SS "),

@@ -1,6 +1,7 @@
 /*
  * CHangWatchCapture: the async-signal-safe half of HangWatch's stack capture (and, apart from
- * it, the Swift runtime's enqueue hooks that wake a resting pool watch: hw_pool_wake.c).
+ * it, the Swift runtime's enqueue hooks that wake a resting pool watch: hw_pool_wake.c; and the
+ * SIGCONT stamp that tells a stop by a signal from a freeze: hw_continue.c).
  *
  * Mechanism only. Swift (the files of HangWatch/Bridge/) owns every policy decision:
  * which thread, when, how long to wait, what to do with the frames. Everything declared here is
@@ -32,6 +33,7 @@ extern "C" {
 #endif
 
 #include "hw_capture.h"
+#include "hw_continue.h"
 #include "hw_heartbeat.h"
 #include "hw_wakes.h"
 #include "hw_tasks.h"

@@ -79,6 +79,7 @@ extension HangMonitor.Configuration {
         case concurrencyPool = "HANGWATCH_CONCURRENCY_POOL"
         case queueLooks = "HANGWATCH_QUEUE_LOOKS"
         case ioUring = "HANGWATCH_IO_URING"
+        case continueStamp = "HANGWATCH_CONTINUE_STAMP"
     }
 
     typealias Setting = (key: String, value: String, line: Int)
@@ -114,6 +115,7 @@ extension HangMonitor.Configuration {
         case .concurrencyPool: watchesConcurrencyPool = try value.flag()
         case .queueLooks: looksAtQueueThreads = try value.flag()
         case .ioUring: usesIoUring = try value.flag()
+        case .continueStamp: stampsContinueSignal = try value.flag()
         case .service: serviceName = value.text
         case .serviceVersion: serviceVersion = value.text.isEmpty ? nil : value.text
         case .threshold: threshold = try value.duration()

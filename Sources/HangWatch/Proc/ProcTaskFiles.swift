@@ -51,9 +51,18 @@ final class ProcTaskFiles {
     /// Times the thread gave up its CPU to wait (`voluntary_ctxt_switches` in `status`): a
     /// blocking call, or an idle pool worker parking between jobs. Computing never moves it.
     func readVoluntarySwitches() -> UInt64? {
+        readStatus(ProcStatus.voluntarySwitches(bytes:))
+    }
+
+    /// The thread's tracer (`TracerPid` in `status`; 0: none).
+    func readTracerPID() -> Int32? {
+        readStatus(ProcStatus.tracerPID(bytes:))
+    }
+
+    private func readStatus<T>(_ parse: (ArraySlice<UInt8>) -> T?) -> T? {
         if statusBuffer.isEmpty { statusBuffer = [UInt8](repeating: 0, count: 4096) }
         let count = statusBuffer.withUnsafeMutableBytes { pread(status, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
-        return ProcStatus.voluntarySwitches(bytes: statusBuffer[0..<count])
+        return parse(statusBuffer[0..<count])
     }
 }

@@ -36,6 +36,10 @@ package struct ProcessSnapshot: Sendable, Equatable {
 
     var debuggerAttached: Bool { (tracerPID ?? 0) != 0 }
 
+    /// Where this process runs, its container and pod (every report's `resource`): read once, when
+    /// the first monitor starts, as neither changes while the process runs.
+    static let workload: WorkloadIdentity? = WorkloadIdentity.ofThisProcess()
+
     /// This process's start time in clock ticks since boot (`/proc/self/stat` field 22).
     static func processStartTimeTicks() -> UInt64 {
         ProcStat.read(path: "/proc/self/stat")?.startTimeTicks ?? 0

@@ -11,8 +11,17 @@
     /// Field 22: when it started, clock ticks after boot. A pid and its start time identify a
     /// process; a pid alone may have been reused.
     public var startTimeTicks: UInt64
+    /// Field 10 and 12: page faults served without and with a read from disk (a thread's own, in
+    /// its `task/<tid>/stat`). A major fault is the thread waiting for a page to be read in.
+    public var minorFaults: UInt64
+    public var majorFaults: UInt64
 
-    public init(state: Character, userTicks: UInt64 = 0, systemTicks: UInt64 = 0, startTimeTicks: UInt64) {
+    public init(
+        state: Character, userTicks: UInt64 = 0, systemTicks: UInt64 = 0, startTimeTicks: UInt64, minorFaults: UInt64 = 0,
+        majorFaults: UInt64 = 0
+    ) {
+        self.minorFaults = minorFaults
+        self.majorFaults = majorFaults
         self.state = state
         self.userTicks = userTicks
         self.systemTicks = systemTicks
@@ -37,11 +46,13 @@
         guard let state = fields.next(), state.count == 1, let letter = state.first,
             (0x41...0x5a).contains(letter) || (0x61...0x7a).contains(letter)
         else { return nil }
-        var user: UInt64?, system: UInt64?, start: UInt64?
+        var user: UInt64?, system: UInt64?, start: UInt64?, minor: UInt64?, major: UInt64?
         var number = 3
         while let field = fields.next() {
             number += 1
             switch number {
+            case 10: minor = ByteFields.decimal(field)
+            case 12: major = ByteFields.decimal(field)
             case 14: user = ByteFields.decimal(field)
             case 15: system = ByteFields.decimal(field)
             case 22: start = ByteFields.decimal(field)
@@ -50,7 +61,9 @@
             if number >= 22 { break }
         }
         guard let user, let system, let start else { return nil }
-        return ProcStat(state: Character(Unicode.Scalar(letter)), userTicks: user, systemTicks: system, startTimeTicks: start)
+        return ProcStat(
+            state: Character(Unicode.Scalar(letter)), userTicks: user, systemTicks: system, startTimeTicks: start,
+            minorFaults: minor ?? 0, majorFaults: major ?? 0)
     }
 
     /// Process `pid`'s, or nil when there is none (or it cannot be read).

@@ -33,8 +33,30 @@
     /// The tracer's pid (`TracerPid:`; 0: none).
     public var tracerPID: Int32? { field("TracerPid").flatMap { Int32($0) } }
 
+    /// How many CPUs it may run on (`Cpus_allowed_list`: `0-3,8`).
+    public var allowedCPUCount: Int? {
+        guard let list = field("Cpus_allowed_list") else { return nil }
+        var count = 0
+        for range in list.split(separator: ",") {
+            let bounds = range.split(separator: "-")
+            guard let low = bounds.first.flatMap({ Int($0) }), let high = bounds.count == 2 ? Int(bounds[1]) : low, bounds.count <= 2, high >= low
+            else { return nil }
+            count += high - low + 1
+        }
+        return count > 0 ? count : nil
+    }
+
     /// Signals blocked (`SigBlk`), bit n-1 for signal n.
     public var blockedSignals: UInt64? { field("SigBlk").flatMap { UInt64($0, radix: 16) } }
+
+    /// `TracerPid:\t0`, from the bytes of the file without building strings.
+    package static func tracerPID(bytes: ArraySlice<UInt8>) -> Int32? {
+        var fields = ByteFields(bytes)
+        while let field = fields.next() {
+            if field.elementsEqual("TracerPid:".utf8) { return fields.next().flatMap(ByteFields.decimal).flatMap { Int32(exactly: $0) } }
+        }
+        return nil
+    }
 
     /// `voluntary_ctxt_switches:\t12` (not the `nonvoluntary_` line after it), from the bytes of
     /// the file without building strings (the watchdog reads it per look).

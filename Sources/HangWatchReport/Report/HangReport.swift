@@ -22,8 +22,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// 1.2 the async callers (`frames[].async`, `stacks[].asyncCallers`) and `threads`, for
     /// reports that hold several threads; 1.3 `edges`; 1.4 `samples[].cutCallShort` and
     /// `capture.callsCutShort`; 1.5 `waitsFor`, `threads[].waitsFor` and `offCPUMs`, the verdict
-    /// `deadlocked`, thread dumps (`source` `dump`), `nameSignature`, `labels` and `labelsOmitted`).
-    public static let currentSchema = "hangwatch.hang/1.5"
+    /// `deadlocked`, thread dumps (`source` `dump`), `nameSignature`, `labels` and `labelsOmitted`;
+    /// 1.6 `resource`, the container and pod; the verdicts `throttled` and `paging` and the
+    /// context's CPU limit, throttled, stopped and paging fields).
+    public static let currentSchema = "hangwatch.hang/1.6"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.
@@ -101,9 +103,13 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// or the executable's build-id). Optional and additive within schema 1.5; absent in reports of
     /// monitors built before it, and in dumps.
     public var serviceVersion: ServiceVersion?
+    /// Schema 1.6: where the process runs, its container and Kubernetes pod, by OpenTelemetry's
+    /// semantic-convention names (`WorkloadIdentity`: `container.id`, `k8s.pod.name`, ...), read
+    /// once when the monitor started; absent when none is known, and in older reports.
+    public var resource: WorkloadIdentity?
     /// A task dump's tasks (`source` `tasks`, `hangwatch dump --tasks`): every live Swift task of
     /// the process, folded, with its tree, actors and findings. Optional and additive within schema
-    /// 1.5; absent in every other report.
+    /// 1.6; absent in every other report.
     public var tasks: TaskDump?
 
     public init(

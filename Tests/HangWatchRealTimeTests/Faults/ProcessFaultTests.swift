@@ -94,7 +94,8 @@ import Testing
     }
 
     /// Case 11: the process is stopped (SIGSTOP) during a hang, then continued. The time it spent
-    /// stopped is not the code's: the report says the process was stopped.
+    /// stopped is not the code's: the report says the process was stopped, by SIGSTOP, and for how
+    /// long.
     @Test func aProcessStoppedDuringAHangIsFlaggedStopped() throws {
         let directory = ReportDirectory()
         let host = try FaultHost(["spin", "--reports", directory.path, "--seconds", "2"])
@@ -109,6 +110,12 @@ import Testing
         #expect(report.context.processStopped)
         #expect(report.context.verdict == .stopped, "\(report.context.verdict)")
         #expect(report.durationMs >= 2000, "the stop is part of the hang's duration: \(report.durationMs)")
+        // Told apart from a freeze: the SIGCONT that ended it was stamped; the stop is apart from
+        // the busy time.
+        #expect(report.context.stoppedBy == "SIGSTOP", "\(report.context.stoppedBy ?? "nil"): \(report.context.stopEvidence ?? "")")
+        let stopped = try #require(report.context.stoppedMs)
+        #expect(stopped >= 1500 && stopped <= 2500, "stopped \(stopped) ms of the 2000")
+        #expect(report.context.busyMs.map { abs($0 - (report.durationMs - stopped)) < 0.01 } == true)
     }
 
     /// Case 11: three busy processes share one CPU with the hung one. It gets a quarter of the CPU:

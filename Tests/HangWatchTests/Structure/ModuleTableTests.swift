@@ -18,11 +18,17 @@ import Testing
     }
 
     /// Every target of the three packages, with its dependencies on the repository's own modules.
+    /// Each manifest is read in a scratch path of its own: a build of the package running beside the
+    /// tests (make test builds the tools while these run) holds its `.build`'s lock for minutes.
     static func targets() throws -> [Target] {
         var raw: [(package: String, name: String, type: String, path: String?, dependencies: [String])] = []
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("module-table-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
         for package in packages {
             let run = try ExecutableRun.run(
-                "/usr/bin/env", ["swift", "package", "--package-path", root.appendingPathComponent(package).path, "dump-package"],
+                "/usr/bin/env",
+                ["swift", "package", "--package-path", root.appendingPathComponent(package).path,
+                 "--scratch-path", scratch.appendingPathComponent(package == "." ? "root" : package).path, "dump-package"],
                 timeout: 120)
             try #require(run.status == 0, "dump-package of \(package): \(run.errors)")
             let manifest = try #require(try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])

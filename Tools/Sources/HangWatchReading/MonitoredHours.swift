@@ -19,7 +19,8 @@ package struct MonitoredHours {
     /// - Parameters:
     ///   - library: where the agent's monitored-time files are (beside the reports).
     ///   - services: the services in view (all when empty).
-    ///   - windowed: a time window was asked for (`--since`, `--until`): no rate is shown then.
+    ///   - windowed: a time window was asked for (`--since`, `--until`), or some of a service's
+    ///     pods or containers (`--pod`, `--namespace`, `--container`): no rate is shown then.
     ///   - summaries: the hangs in view.
     package init(library: ReportLibrary, services: [String], windowed: Bool, summaries: [ReportSummary]) {
         self.services = Set(services)

@@ -18,6 +18,15 @@ public struct ReportFilter: Sendable, Equatable {
     public var signature: String?
     /// Labels the hang must carry (every one of them).
     public var labels: [LabelMatch] = []
+    /// Where the process ran (`ReportSummary.resource`): a hang passes when its pod matches one of
+    /// `pods`, its namespace one of `namespaces` and its container one of `containers` (an empty
+    /// list: any, and a hang that names none). Each is a pattern as the shell matches file names
+    /// (`*`, `?`, `[…]`): a pod's name, or `NAMESPACE/NAME` with a `/`; a namespace's name; a
+    /// container's name (`k8s.container.name`), or the start of its id (`container.id`, as docker
+    /// and crictl take a short id).
+    public var pods: [String] = []
+    public var namespaces: [String] = []
+    public var containers: [String] = []
 
     /// `key` (any value) or `key=pattern`: the label `key`, its value matching `pattern` as the
     /// shell matches file names (`*`, `?`, `[…]`; a pattern without them is the exact value).
@@ -47,8 +56,11 @@ public struct ReportFilter: Sendable, Equatable {
 
     public init(
         services: Set<String> = [], since: Date? = nil, until: Date? = nil, minimumDurationMs: Double? = nil, signature: String? = nil,
-        labels: [LabelMatch] = []
+        labels: [LabelMatch] = [], pods: [String] = [], namespaces: [String] = [], containers: [String] = []
     ) {
+        self.pods = pods
+        self.namespaces = namespaces
+        self.containers = containers
         self.services = services
         self.since = since
         self.until = until
@@ -64,7 +76,26 @@ public struct ReportFilter: Sendable, Equatable {
         if let minimumDurationMs, summary.durationMs < minimumDurationMs { return false }
         if let signature, !summary.signature.hasPrefix(signature.lowercased()) { return false }
         if !labels.allSatisfy({ $0.matches(summary.labels) }) { return false }
+        if !pods.isEmpty && !pods.contains(where: { Self.pod($0, matches: summary.resource) }) { return false }
+        if !namespaces.isEmpty && !namespaces.contains(where: { Self.glob($0, summary.resource?.namespaceName) }) { return false }
+        if !containers.isEmpty && !containers.contains(where: { Self.container($0, matches: summary.resource) }) { return false }
         return true
+    }
+
+    /// `NAME` against the pod's name, `NAMESPACE/NAME` against both.
+    static func pod(_ pattern: String, matches resource: WorkloadIdentity?) -> Bool {
+        glob(pattern, pattern.contains("/") ? resource?.pod : resource?.podName)
+    }
+
+    /// The container's name, or the start of its id.
+    static func container(_ pattern: String, matches resource: WorkloadIdentity?) -> Bool {
+        if let id = resource?.containerID, !pattern.isEmpty, pattern.allSatisfy(\.isHexDigit), id.hasPrefix(pattern.lowercased()) { return true }
+        return glob(pattern, resource?.containerName)
+    }
+
+    static func glob(_ pattern: String, _ value: String?) -> Bool {
+        guard let value else { return false }
+        return fnmatch(pattern, value, 0) == 0
     }
 
     /// Why nothing matched when a label's value is asked without wildcards (`route=/checkout`) and

@@ -30,6 +30,7 @@ struct ListCommand: ParsableCommand {
               hangwatch list --since 1h --min-duration 500ms
               hangwatch list --service billing --limit 20
               hangwatch list --label 'route=GET /checkout' --label tenant=acme
+              hangwatch list --namespace shop --pod 'billing-*'
               hangwatch list --json | jq '.[0].id'
             """)
 
@@ -97,7 +98,7 @@ struct ListCommand: ParsableCommand {
                 switch summary.verdict {
                 case .computing: .yellow
                 case .blocked: .cyan
-                case .starved, .stopped, .debugger: .magenta
+                case .starved, .throttled, .paging, .stopped, .debugger: .magenta
                 case .deadlocked: .red
                 case .unknown: nil
                 }

@@ -29,7 +29,7 @@ struct DirectoryOptions: ParsableArguments {
     var directory: String { resolved.directory }
 }
 
-/// Which reports: by service, age, duration.
+/// Which reports: by service, age, duration, label, and where the process ran.
 struct FilterOptions: ParsableArguments {
     @Option(name: .long, help: "Only this service (repeat for several).")
     var service: [String] = []
@@ -56,12 +56,31 @@ struct FilterOptions: ParsableArguments {
             valueName: "key[=value]"))
     var labels: [String] = []
 
+    @Option(
+        name: .customLong("pod"),
+        help: ArgumentHelp(
+            "Only hangs of this Kubernetes pod: NAME or NAMESPACE/NAME, * ? [...] as the shell matches them (repeat for several).",
+            valueName: "pod"))
+    var pods: [String] = []
+
+    @Option(
+        name: .customLong("namespace"), help: ArgumentHelp("Only hangs of pods in this Kubernetes namespace (repeat for several).", valueName: "namespace"))
+    var namespaces: [String] = []
+
+    @Option(
+        name: .customLong("container"),
+        help: ArgumentHelp("Only hangs of this container: the start of its id, or its name in its pod (repeat for several).", valueName: "id|name"))
+    var containers: [String] = []
+
     func validate() throws {
         for (option, value) in [("--since", since), ("--until", until)] {
             if let value, ReportFilter.parseTime(value) == nil {
                 throw ValidationError(
                     "\(option) \(value): expected a time such as 90s, 2h30m, -1h, '1h ago', today, yesterday, 2026-11-20, '2026-11-20 10:00' or 2026-11-20T10:00:00Z")
             }
+        }
+        for (option, values) in [("--pod", pods), ("--namespace", namespaces), ("--container", containers)] {
+            if values.contains(where: \.isEmpty) { throw ValidationError("\(option) takes a value: a name, or a pattern such as 'billing-*'") }
         }
         for label in labels where ReportFilter.LabelMatch(label) == nil {
             throw ValidationError("--label \(label): expected KEY or KEY=VALUE, such as 'route=GET /checkout' or 'route=*/cart*'")
@@ -73,11 +92,18 @@ struct FilterOptions: ParsableArguments {
         }
     }
 
+    /// The hangs in view are of part of the time the agent counted as monitored (a time window) or
+    /// of some of a service's processes (some of its pods or containers): no hang rate per
+    /// monitored hour can be worked out, as that time is a running total per service and version.
+    var narrowsMonitoredTime: Bool {
+        since != nil || until != nil || !pods.isEmpty || !namespaces.isEmpty || !containers.isEmpty
+    }
+
     func filter(signature: String? = nil) -> ReportFilter {
         ReportFilter(
             services: Set(service), since: since.flatMap { ReportFilter.parseTime($0) }, until: until.flatMap { ReportFilter.parseTime($0) },
             minimumDurationMs: minDuration?.milliseconds, signature: signature,
-            labels: labels.compactMap(ReportFilter.LabelMatch.init))
+            labels: labels.compactMap(ReportFilter.LabelMatch.init), pods: pods, namespaces: namespaces, containers: containers)
     }
 }
 

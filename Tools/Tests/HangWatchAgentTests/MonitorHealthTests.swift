@@ -45,6 +45,19 @@ import Testing
         #expect(assess(beat(tickSecondsAgo: 100), status: ProcStat(state: "T", startTimeTicks: own.startTimeTicks)) == .processStopped)
     }
 
+    /// A frozen cgroup (`docker pause`) runs nothing, the watchdog included: stopped, not a silent
+    /// watchdog. Its cgroup is read only once the watchdog looks silent.
+    @Test func aFrozenProcessIsStoppedNotASilentWatchdogAndItsCgroupIsReadOnlyThen() {
+        var asked = 0
+        let frozen = { () -> Bool in asked += 1; return true }
+        #expect(MonitorHealth.assess(beat(tickSecondsAgo: 100), status: own, nowMonotonicNanoseconds: now, grace: .seconds(5), frozen: frozen) == .processStopped)
+        #expect(asked == 1)
+        #expect(MonitorHealth.assess(beat(tickSecondsAgo: 3), status: own, nowMonotonicNanoseconds: now, grace: .seconds(5), frozen: frozen) == .healthy)
+        #expect(asked == 1, "read for a ticking watchdog")
+        let thawed = MonitorHealth.assess(beat(tickSecondsAgo: 100), status: own, nowMonotonicNanoseconds: now, grace: .seconds(5), frozen: { false })
+        #expect(thawed == .watchdogSilent(seconds: 100))
+    }
+
     @Test func aGoneProcessLeavesAStaleFile() {
         #expect(assess(beat(tickSecondsAgo: 1), status: nil) == .stale(reason: "gone"))
         #expect(assess(beat(tickSecondsAgo: 1, startTicks: own.startTimeTicks + 7), status: own) == .stale(reason: "pid reused"))

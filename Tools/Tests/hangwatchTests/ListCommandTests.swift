@@ -161,6 +161,33 @@ import ToolsTestSupport
         #expect(bad.status == 2 && bad.errors.contains("--label"), "\(bad.errors)")
     }
 
+    /// `--pod`, `--namespace` and `--container` keep the hangs of the processes that ran there (a
+    /// pattern as the shell's; a container by the start of its id or by its name); a hang whose
+    /// report does not say where it ran matches none of them.
+    @Test func onlyHangsOfThePodsNamespacesAndContainersAsked() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let reports = try TopCommandTests.podReports()
+        let store = ReportStore(directory: fixture.directory)
+        for report in reports { _ = try store.write(report) }
+        func ids(_ arguments: String...) throws -> Set<String> {
+            let run = try fixture.hangwatch(["list", "--json"] + arguments)
+            #expect(run.status == 0 || run.status == 1, "\(arguments): \(run.errors)")
+            return Set((try? HangReport.makeDecoder().decode([ReportSummary].self, from: Data(run.output.utf8)))?.map(\.id) ?? [])
+        }
+        let all = reports.map(\.id)
+        #expect(try ids("--pod", "billing-a") == Set(all[1...3]))
+        #expect(try ids("--pod", "shop/billing-*") == Set(all[1...]))
+        #expect(try ids("--pod", "other/billing-a").isEmpty)
+        #expect(try ids("--pod", "billing-a", "--pod", "billing-b") == Set(all[1...]))
+        #expect(try ids("--namespace", "shop") == Set(all[1...]))
+        #expect(try ids("--container", "3f2a1b4c3f2a") == Set(all[1...2]))
+        #expect(try ids("--container", "app") == [all[1], all[2], all[4]])
+        #expect(try ids("--container", "app", "--pod", "billing-b") == [all[4]])
+        #expect(try ids("--container", "9E8D") == [all[3]])
+        #expect(try fixture.hangwatch("list", "--pod", "nowhere").status == 1)
+        #expect(try fixture.hangwatch("list", "--pod", "").status == 2)
+    }
+
     @Test func badOptionsAreUsageErrors() throws {
         let fixture = try Fixture(withDemoReports: false)
         for arguments in [["--since", "last tuesday"], ["--until", "soon"], ["--min-duration", "fast"], ["--limit", "0"], ["--no-such-flag"], ["--label", ""]] {

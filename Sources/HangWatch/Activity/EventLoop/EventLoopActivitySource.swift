@@ -165,9 +165,8 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         { [self] in
             guard !stopped.load(ordering: .relaxed) else { return }
             // The fine clock, for both the end of the work it waited behind and the boundary the
-            // answer is under load: the earliest start of a block after it. (Until 2026-12-02
-            // the boundary was the coarse clock's last tick, up to 4 ms earlier, and such a block
-            // was dated that much early.)
+            // answer is under load: the earliest start of a block after it (the coarse clock's
+            // last tick is up to 4 ms earlier, and would date such a block that much early).
             let answeredAt = UnsafeClock.monotonicNanoseconds()
             let actions = decisions.withLock { edges in
                 let actions = edges.pingAnswered(at: answeredAt)

@@ -26,11 +26,9 @@
 ///   a Vapor or Hummingbird user gets by default) is pinged at each of those looks instead, and
 ///   each answer is a boundary: no timer on the loop, no wake-up of the watcher of its own. An
 ///   answer wakes the watcher only when it waits for that answer (a look found the ping still out,
-///   or a hang was declared); a quick one is seen at the next look.
-///   (Until 2026-11-27 such a loop's pings were chained on it, one scheduled callback a look
-///   interval after each answer: a timer firing on the loop 100 times a second, about 0.5 % of a
-///   saturated server's throughput more; docs/performance.md, `H1`. An "unticked" mode whose looks
-///   kept a look interval after each other, each its own wake-up of the watcher, went with it.)
+///   or a hang was declared); a quick one is seen at the next look. (Pings are not chained on the
+///   loop, one scheduled a look interval after each answer: that is a timer firing on the loop 100
+///   times a second, about 0.5 % of a saturated server's throughput; docs/performance.md, `H1`.)
 struct EventLoopEdges: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Waiting for events (seen in its wait at the last look).

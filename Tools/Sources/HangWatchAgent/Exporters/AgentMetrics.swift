@@ -12,6 +12,8 @@ import Synchronization
 /// fixed sets. Never a pid, stack or report id.
 final class AgentMetrics: Sendable {
     static let hangsTotal = "hangwatch_hangs_total"
+    static let hangsByVerdict = "hangwatch_hangs_by_verdict_total"
+    static let throttledSeconds = "hangwatch_throttled_seconds_total"
     static let hangDuration = "hangwatch_hang_duration_seconds"
     static let onCpuRatio = "hangwatch_hang_oncpu_ratio"
     static let reportsDropped = "hangwatch_reports_dropped_total"
@@ -47,6 +49,8 @@ final class AgentMetrics: Sendable {
         var releaseCount = 0
         /// Releases whose hang series exist (at 0 until their first hang).
         var seen: Set<ServiceRelease> = []
+        /// `service` labels whose verdict and throttled-time series exist.
+        var servicesSeen: Set<String> = []
         /// The monitored seconds counters were last brought up to, by release.
         var monitoredSeconds: [ServiceRelease: Double] = [:]
         var monitorGauges: [MonitorState: CoreMetrics.Gauge] = [:]
@@ -105,6 +109,13 @@ final class AgentMetrics: Sendable {
                 .increment(by: 0)
         }
         CoreMetrics.Counter(label: Self.deadlocks, dimensions: labels, factory: factory).increment(by: 0)
+        let service = serviceLabel(release.service)
+        guard state.withLock({ $0.servicesSeen.insert(service).inserted }) else { return }
+        for verdict in HangReport.Verdict.allCases where verdict != .debugger {
+            CoreMetrics.Counter(label: Self.hangsByVerdict, dimensions: [("service", service), ("verdict", verdict.rawValue)], factory: factory)
+                .increment(by: 0)
+        }
+        CoreMetrics.FloatingPointCounter(label: Self.throttledSeconds, dimensions: [("service", service)], factory: factory).increment(by: 0)
     }
 
     /// A report of `release` newly says a thread is deadlocked (`hangwatch_deadlocks_total`).
@@ -117,6 +128,12 @@ final class AgentMetrics: Sendable {
         let release = labels(ServiceRelease(service: hang.service, version: hang.version))
         CoreMetrics.Counter(label: Self.hangsTotal, dimensions: release + [("severity", hang.severity.rawValue)], factory: factory)
             .increment(by: hang.count)
+        CoreMetrics.Counter(label: Self.hangsByVerdict, dimensions: [("service", service), ("verdict", hang.verdictKind.rawValue)], factory: factory)
+            .increment(by: hang.count)
+        if hang.throttledSeconds > 0 {
+            CoreMetrics.FloatingPointCounter(label: Self.throttledSeconds, dimensions: [("service", service)], factory: factory)
+                .increment(by: hang.throttledSeconds)
+        }
         let duration = CoreMetrics.Timer(label: Self.hangDuration, dimensions: [("service", service)], factory: factory)
         let ratio = hang.onCpuRatio.map { _ in CoreMetrics.Recorder(label: Self.onCpuRatio, dimensions: [("service", service)], factory: factory) }
         for _ in 0..<min(hang.count, 10_000) {

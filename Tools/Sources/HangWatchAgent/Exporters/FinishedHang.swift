@@ -25,10 +25,17 @@ struct FinishedHang: Sendable, Equatable {
     /// How many hangs this stands for: 1, or the repeats a monitor folded into the report since
     /// the agent last looked.
     var count: Int
-    /// Each hang's duration (for folded repeats, their mean: the report keeps only the total).
+    /// Each hang's busy duration (for folded repeats, their mean: the report keeps only the total):
+    /// its duration less the time its process was stopped (frozen, stopped by a signal or a
+    /// debugger), which is no code's.
     var durationSeconds: Double
     var onCpuRatio: Double?
     var verdict: String
+    /// The report's verdict (the metrics' `verdict` label: a fixed set).
+    var verdictKind: HangReport.Verdict = .unknown
+    /// The time the cgroup's CPU limit held the hung thread back (`throttledMs`), this report's own
+    /// hang only (folded repeats carry none).
+    var throttledSeconds: Double = 0
     /// The signature the report is grouped by (`HangReport.grouping`), and what it hashes.
     var signature: String
     var signatureKind: HangReport.SignatureKind
@@ -42,10 +49,25 @@ struct FinishedHang: Sendable, Equatable {
     var pid: Int32
     var thresholdMs: Double
     var startedAt: Date
+    /// Where the process that hung runs, its container and pod (`HangReport.resource`): the log
+    /// record's `container.id` and `k8s.*` attributes. Never a metrics label (docs/fleet.md).
+    var resource: WorkloadIdentity? = nil
 
-    /// Whether `report` counts as a hang at all: a finished one, not a debugger's pause.
+    /// Whether `report` counts as a hang at all: a finished one, not a debugger's pause, and busy
+    /// past its threshold once the time its process was stopped is taken out (a loop frozen
+    /// mid-iteration is not a hang because of the freeze).
     static func counts(_ report: HangReport) -> Bool {
-        report.outcome != .ongoing && report.context.verdict != .debugger
+        guard report.outcome != .ongoing, report.context.verdict != .debugger else { return false }
+        guard report.context.stoppedMs != nil else { return true }
+        return busyMilliseconds(report) >= report.thresholdMs
+    }
+
+    /// The report's duration less the time its process was stopped; never negative (a file may say
+    /// anything).
+    static func busyMilliseconds(_ report: HangReport) -> Double {
+        let stopped = report.context.stoppedMs.map { $0.isFinite ? max(0, $0) : 0 } ?? 0
+        let duration = report.durationMs.isFinite ? report.durationMs : 0
+        return max(0, duration - stopped)
     }
 
     /// How many hangs `report` stands for (itself and its folded repeats). The count comes from a
@@ -69,7 +91,7 @@ struct FinishedHang: Sendable, Equatable {
         let repeatsMs = report.repeats?.totalDurationMs ?? 0
         let durationMs: Double
         if alreadyCounted == 0 {
-            durationMs = (report.durationMs + repeatsMs) / Double(added)
+            durationMs = (busyMilliseconds(report) + repeatsMs) / Double(added)
         } else {
             // Only repeats are new; the report keeps their total, not each one.
             durationMs = repeatsMs / Double(max(1, report.repeats?.count ?? 1))
@@ -78,12 +100,21 @@ struct FinishedHang: Sendable, Equatable {
         let severity: Severity =
             report.outcome == .processExited ? .fatal : (durationMs * 1e6 >= Double(severe) ? .severe : .moderate)
         let summary = ReportSummary(report: report, path: path)
-        return FinishedHang(
+        var hang = FinishedHang(
             service: service, reportedService: report.service, version: report.serviceVersion?.version ?? MonitoredTime.unversioned,
             severity: severity, count: added, durationSeconds: durationMs / 1000,
-            onCpuRatio: report.context.onCpuRatio, verdict: HangReportSummary.verdictLine(report), signature: summary.signature,
+            onCpuRatio: report.context.onCpuRatio, verdict: HangReportSummary.verdictLine(report), verdictKind: report.context.verdict,
+            throttledSeconds: alreadyCounted == 0 ? throttledSeconds(report) : 0, signature: summary.signature,
             signatureKind: summary.signatureKind, labels: summary.labels, topFrames: Array(summary.stack.prefix(5)), culprit: summary.topFrame, reportPath: path, reportID: report.id, pid: report.pid,
             thresholdMs: report.thresholdMs, startedAt: report.startedAt)
+        hang.resource = summary.resource
+        return hang
+    }
+
+    /// The report's throttled time, seconds: at most its busy duration (a file may say anything).
+    static func throttledSeconds(_ report: HangReport) -> Double {
+        guard let throttled = report.context.throttledMs, throttled.isFinite, throttled > 0 else { return 0 }
+        return min(throttled, busyMilliseconds(report)) / 1000
     }
 
     /// The same hang with the names and verdict of `report` (after the agent named its frames).

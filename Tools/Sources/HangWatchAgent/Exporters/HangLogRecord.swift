@@ -3,7 +3,10 @@ import Instrumentation
 import Logging
 
 /// One hang as one OpenTelemetry log record: WARN, the headline as body, the facts as attributes
-/// (their names: docs/fleet.md), the hang's labels as `hangwatch.label.<key>`. A hang under a
+/// (their names: docs/fleet.md), the hang's labels as `hangwatch.label.<key>`, and where its
+/// process runs by the semantic conventions' names (`container.id`, `k8s.pod.name`,
+/// `k8s.namespace.name`, `k8s.pod.uid`, `k8s.container.name`, `k8s.node.name`: the report's
+/// `resource`; the record's own resource is the agent's, one per agent). A hang under a
 /// valid W3C `traceparent` label gets that trace and span as the record's `trace_id` and
 /// `span_id`: the collector links the hang to the request's trace. A label that is no valid
 /// traceparent is an attribute like any other, and the record has no trace link.
@@ -43,6 +46,7 @@ enum HangLogRecord {
         if let culprit = hang.culprit { attributes["hangwatch.hang.culprit"] = "\(culprit)" }
         if let ratio = hang.onCpuRatio { attributes["hangwatch.hang.oncpu_ratio"] = "\(ratio)" }
         for (key, value) in hang.labels { attributes["hangwatch.label." + key] = "\(value)" }
+        for (name, value) in hang.resource?.attributes ?? [] { attributes[name] = "\(value)" }
         return attributes
     }
 

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import HangWatchReport
 import Logging
 import OTel
 import ServiceLifecycle
@@ -19,11 +20,17 @@ final class OTLPExporter: HangExporter {
     /// The background services (batch processor, exporters, metric reader) to run.
     let services: [any Service]
 
-    /// The OTLP settings for `endpoint`, as the agent uses them.
-    static func configuration(_ agent: AgentConfiguration, endpoint: String, diagnostics: Logger) -> OTel.Configuration {
+    /// The OTLP settings for `endpoint`, as the agent uses them. The resource is the agent's: its
+    /// host, and where the agent itself runs (`identity`, read as a monitor reads its own: a
+    /// sidecar's pod is its service's, a DaemonSet's names the node), by the semantic conventions'
+    /// names; each hang's own container and pod are attributes of its log record (`HangLogRecord`).
+    static func configuration(
+        _ agent: AgentConfiguration, endpoint: String, diagnostics: Logger, identity: WorkloadIdentity? = WorkloadIdentity.ofThisProcess()
+    ) -> OTel.Configuration {
         var configuration = OTel.Configuration.default
         configuration.serviceName = "hangwatchd"
         configuration.resourceAttributes = ["host.name": ProcessInfo.processInfo.hostName]
+        for (name, value) in identity?.attributes ?? [] { configuration.resourceAttributes[name] = value }
         configuration.diagnosticLogger = .custom(diagnostics)
         // Batch outcomes are reported at debug level; OTelDiagnostics filters what reaches the journal.
         configuration.diagnosticLogLevel = .debug

@@ -18,10 +18,15 @@ final class PrometheusExporter: HangExporter {
     }
 
     static let catalog: [String: PrometheusMetricsCatalog.Entry] = [
-        AgentMetrics.hangsTotal: .init(help: "Hangs of monitored loops, by service, version (its release) and severity (moderate, severe, fatal)."),
+        AgentMetrics.hangsTotal: .init(
+            help: "Hangs of monitored loops, by service, version (its release) and severity (moderate, severe, fatal), by their busy time: a stop or freeze is not counted."),
+        AgentMetrics.hangsByVerdict: .init(
+            help: "Hangs of monitored loops, by service and verdict (computing, blocked, starved, throttled, paging, stopped, deadlocked, unknown; debugger pauses are not hangs)."),
+        AgentMetrics.throttledSeconds: .init(
+            help: "Seconds their cgroup's CPU limit held hung threads of the service back (each hang's throttledMs)."),
         AgentMetrics.monitoredSeconds: .init(
             help: "Seconds a live monitor watched the service's loop, by service and version: hangs per monitored hour is rate(hangwatch_hangs_total) / rate(this) * 3600."),
-        AgentMetrics.hangDuration: .init(help: "How long each hang kept its loop stuck.", durationBuckets: AgentMetrics.durationBuckets),
+        AgentMetrics.hangDuration: .init(help: "How long each hang kept its loop busy (a stop or freeze during it left out).", durationBuckets: AgentMetrics.durationBuckets),
         AgentMetrics.onCpuRatio: .init(
             help: "Share of each hang the stuck thread spent on a CPU (1: computing, 0: blocked).", valueBuckets: AgentMetrics.ratioBuckets),
         AgentMetrics.reportsDropped: .init(help: "Reports lost to export failures, deleted by retention, or unreadable, by reason."),
