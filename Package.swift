@@ -115,6 +115,15 @@ let package = Package(
             name: "hangwatch-waits",
             dependencies: ["HangWatch"]
         ),
+        // A service whose state is its Swift tasks (issue 61): orders parked on continuations, sleeps,
+        // a task group whose parent holds an actor one child waits for; for the task dump's tests
+        // and the oracle test (built in release by `make test`; not a product).
+        .executableTarget(
+            name: "hangwatch-tasks",
+            dependencies: ["HangWatch"],
+            // Each scenario function stays itself in a release build (the chains name them).
+            swiftSettings: [.unsafeFlags(["-Xfrontend", "-disable-llvm-merge-functions-pass"])]
+        ),
         // A service that misbehaves on request, run by the fault-injection tests (not a product).
         .executableTarget(
             name: "hangwatch-faults",
@@ -141,10 +150,12 @@ let package = Package(
         ),
         // Machine code of known shapes for the blocked-thread walk's tests (x86_64 assembly).
         .target(name: "CStackShapes", path: "Tests/CStackShapes"),
+        // The toolchain's libswiftRemoteMirror, loaded with dlopen: the task dump's oracle.
+        .target(name: "CRemoteMirror", path: "Tests/CRemoteMirror", linkerSettings: [.linkedLibrary("dl")]),
         .testTarget(
             name: "HangWatchRealTimeTests",
             dependencies: [
-                "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport", "CStackShapes",
+                "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport", "CStackShapes", "CRemoteMirror",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

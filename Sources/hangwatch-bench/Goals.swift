@@ -83,8 +83,8 @@ struct Goal: Sendable {
 extension Goal {
     /// Every goal, in the order of the figures.
     static let all: [Goal] = {
-        let order = ["1", "2", "2b", "2c", "3", "3b", "4", "5", "6", "7", "8", "9", "12", "13", "16", "19", "20b", "20c", "21", "22", "H1", "H2"]
-        let goals = overhead + idle + capture + detection + reading + sources + labels + servers + agent + context
+        let order = ["1", "2", "2b", "2c", "3", "3b", "4", "5", "6", "7", "8", "9", "12", "13", "16", "19", "20b", "20c", "21", "22", "23", "H1", "H2"]
+        let goals = overhead + idle + capture + detection + reading + sources + labels + servers + agent + context + tasks
         precondition(goals.allSatisfy { order.contains($0.figure) && figures.contains($0.runBy) }, "a goal of an unknown figure")
         precondition(Set(goals.map(\.id)).count == goals.count, "two goals with one id")
         return goals.enumerated().sorted { (order.firstIndex(of: $0.element.figure)!, $0.offset) < (order.firstIndex(of: $1.element.figure)!, $1.offset) }
@@ -96,7 +96,7 @@ extension Goal {
     /// Everything `--figures` and `--skip` accept as a figure.
     static let figures: [String] = [
         "1", "2b", "3", "3b", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18", "19", "20",
-        "21", "22", "scaling", "H1", "H2",
+        "21", "22", "23", "scaling", "H1", "H2",
     ]
 
     /// The figures `make bench-quick` runs: those with a quick goal.
@@ -333,5 +333,21 @@ extension Goal {
             id: "22-context-sample-look", figure: "22", runBy: "22",
             measures: "the same: the reads with each sample (throttled time, freezer state), median, the slowest place", comparison: .atMost,
             bound: 10, noise: 5, noiseBasis: "read 2.5 µs in cgroups of its own, nothing in the root cgroups", unit: "µs", kind: .absolute),
+    ]
+
+    /// Figure 23: `hangwatch dump --tasks` (issue 61), from the request to the answer on disk.
+    static let tasks: [Goal] = [
+        Goal(
+            id: "23-tasks-10k-answer", figure: "23", runBy: "23",
+            measures: "a task dump of 10,000 live tasks: from the request to the answer on disk (the watchdog's time), median of 3",
+            comparison: .atMost, bound: 1000, noise: 200, noiseBasis: "read 235-247 ms on the idle VM, 2026-12-07", unit: "ms", kind: .absolute),
+        Goal(
+            id: "23-tasks-100k-answer", figure: "23", runBy: "23", measures: "the same, 100,000 live tasks", comparison: .atMost, bound: 5000,
+            noise: 500, noiseBasis: "read 1.70-1.93 s on the idle VM, 2026-12-07", unit: "ms", kind: .absolute),
+        Goal(
+            id: "23-tasks-memory", figure: "23", runBy: "23",
+            measures: "the same: the process's peak resident memory during a dump above the one before it, per task listed, at 100,000 tasks (10,000 with --quick)",
+            comparison: .atMost, bound: 3072, noise: 256, noiseBasis: "read 2,460 B (100,000) and 2,620 B (10,000) on the idle VM, 2026-12-07", unit: "B",
+            kind: .absolute),
     ]
 }

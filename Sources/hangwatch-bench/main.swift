@@ -24,6 +24,12 @@ if let index = arguments.firstIndex(of: "--labels-child"), index + 2 < arguments
     LabelsFigure.child(mode: arguments[index + 1], calls: calls)
 }
 
+if let index = arguments.firstIndex(of: "--tasks-child"), index + 2 < arguments.count, let tasks = Int(arguments[index + 1]),
+    let dumps = Int(arguments[index + 2])
+{
+    try TaskDumpFigure.child(tasks: tasks, dumps: dumps)
+}
+
 func usage(_ message: String) -> Never {
     FileHandle.standardError.write(Data("hangwatch-bench: \(message)\n".utf8))
     exit(2)
@@ -492,6 +498,8 @@ figure("22") {
     add("22", "the first look at a busy stretch, median, the slowest place", "\(format(first, 1)) us", goal: "22-context-first-look", first)
     add("22", "a sample's look, median, the slowest place", "\(format(sample, 1)) us", goal: "22-context-sample-look", sample)
 }
+
+figure("23") { try TaskDumpFigure.addFigures(quick: quick) }
 
 figure("scaling") {
     for (work, label) in [(UInt64(100_000), "10 k"), (10_000, "100 k"), (0, "max")] {

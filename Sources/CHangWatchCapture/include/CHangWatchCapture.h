@@ -36,6 +36,7 @@ extern "C" {
 #include "hw_continue.h"
 #include "hw_heartbeat.h"
 #include "hw_wakes.h"
+#include "hw_tasks.h"
 
 #ifdef __cplusplus
 }

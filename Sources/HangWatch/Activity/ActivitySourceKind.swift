@@ -19,6 +19,8 @@ enum ActivitySourceKind: String, Sendable {
     case poolJob = "pool-job"
     /// Not a hang: every thread of the process on request (`hangwatch dump PID`).
     case dump
+    /// Not a hang: every Swift task of the process, with its threads (`hangwatch dump --tasks PID`).
+    case tasks
 
     /// The report's `activity` for a stall of this source (run loops name the CF activity).
     var activityName: String? {
@@ -28,6 +30,7 @@ enum ActivitySourceKind: String, Sendable {
         case .dispatchMain, .dispatchQueue, .nioEventLoop, .concurrencyPool: return "queued"
         case .poolJob: return "running"
         case .dump: return "dump"
+        case .tasks: return "tasks"
         }
     }
 }

@@ -77,6 +77,46 @@ struct MonitorWorld: Sendable {
         var take: @Sendable (Capture) -> ProcessDump
         /// Answered only by a monitor with a heartbeat (the CLI finds a monitor by its heartbeat file).
         var needHeartbeat: Bool
+        /// How every Swift task is read (`hangwatch dump --tasks`); nil: task dumps are answered
+        /// with the layout's problem.
+        var tasks: TaskDumps? = nil
+    }
+
+    /// How a task dump reads the process's tasks: HangWatch's probe task first (at the process's
+    /// first task dump: it learns where threads keep their task and executor, and is the layout's
+    /// self-test), then the census.
+    struct TaskDumps: Sendable {
+        /// Whether the probe must run before the dump (no verdict on the layout yet).
+        var needsProbe: @Sendable () -> Bool
+        /// Starts the probe; `parked` is called (on another thread) once it parked.
+        var startProbe: @Sendable (_ parked: @escaping @Sendable () -> Void) -> Void
+        /// Whether the probe parked.
+        var probeParked: @Sendable () -> Bool
+        /// Takes the census (judging the probe, then letting it go).
+        var take: @Sendable () -> TaskCensus
+
+        /// This process's tasks.
+        static let system = TaskDumps(
+            needsProbe: {
+                guard case .success = TaskLayout.recognise(UnsafeTaskRuntime.words()) else { return false }
+                if case .notRun? = UnsafeTaskDumpProbe.shared.verdict { return true }
+                return UnsafeTaskDumpProbe.shared.verdict == nil
+            },
+            startProbe: { parked in
+                guard case .success(let layout) = TaskLayout.recognise(UnsafeTaskRuntime.words()) else { return parked() }
+                UnsafeTaskDumpProbe.shared.start(layout: layout, parked: parked)
+            },
+            probeParked: { UnsafeTaskDumpProbe.shared.parked != nil },
+            take: {
+                let probe = UnsafeTaskDumpProbe.shared
+                let parked = probe.parked
+                let census = UnsafeTaskCensusTaker().take(probe: parked, remembered: probe.verdict)
+                if parked != nil {
+                    probe.verdict = census.selfTest
+                    probe.release()
+                }
+                return census
+            })
     }
 
     /// The time, the waits, the scheduler counters and the process facts the watchdog reads (the
@@ -110,7 +150,7 @@ struct MonitorWorld: Sendable {
                     ProcessDump.take(
                         inspection: threads, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds, images: capture.images,
                         clock: SystemMonotonicClock())
-                }, needHeartbeat: true),
+                }, needHeartbeat: true, tasks: .system),
             pool: { setting in
                 let capture = setting.capture
                 let timeout = capture.timeoutNanoseconds

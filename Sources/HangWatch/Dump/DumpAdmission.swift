@@ -11,6 +11,9 @@ struct DumpAdmission: Equatable {
         case refuse(String)
     }
 
+    /// Why a request that came with another (or while a task dump waits) is refused.
+    static let busy = "busy: another dump is being taken; try again"
+
     let burst: Int
     let perMinute: Int
     /// Tokens left, in thousandths (a token refills in steps smaller than one).
@@ -31,7 +34,7 @@ struct DumpAdmission: Equatable {
     mutating func admit(_ count: Int, at now: UInt64) -> [Decision] {
         refill(at: now)
         return (0..<count).map { position in
-            if position > 0 { return .refuse("busy: another dump is being taken; try again") }
+            if position > 0 { return .refuse(Self.busy) }
             guard milliTokens >= 1000 else {
                 let wait = (UInt64(1000 - milliTokens) * microsecondsPerToken / 1000 + 999_999) / 1_000_000
                 return .refuse("rate limit: at most \(perMinute) dumps a minute (\(burst) at once); try again in \(wait) s")

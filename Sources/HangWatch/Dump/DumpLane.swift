@@ -29,7 +29,10 @@ final class DumpLane: WatchdogLane, @unchecked Sendable {
             unblocked.formUnion(signals)
         }
         let nonces = requests()
-        if !nonces.isEmpty { service.answer(nonces, at: turn.environment.now()) }
-        return .rest(until: service.sweep())
+        let now = turn.environment.now()
+        if !nonces.isEmpty { service.answer(nonces, at: now) }
+        let waiting = service.serveWaiting(at: now)
+        let sweep = service.sweep()
+        return .rest(until: [waiting, sweep].compactMap { $0 }.min())
     }
 }

@@ -20,12 +20,18 @@ final class DumpServer: Sendable {
     private let clock: any MonotonicClock
     /// Takes the dump: every thread of the process looked at (`ProcessDump.take` on a real one).
     private let take: @Sendable () -> ProcessDump
+    /// Reads every task (`hangwatch dump --tasks`); nil: not in this world.
+    let tasks: MonitorWorld.TaskDumps?
+    /// What the task dumps saw, kept for the next (how long each task was seen unchanged).
+    private let sightings = Mutex(TaskSightings())
+    /// Why no task is listed was logged (once: every answer says it too).
+    private let saidUnavailable = Atomic<Bool>(false)
     /// Answers written and not yet known to be taken: path, and when written (µs).
     private let unclaimed = Mutex<[(path: String, writtenAt: UInt64)]>([])
 
     init(
         logger: Logger, store: ReportStore, builder: ReportBuilder, images: ImageRegistry, clock: any MonotonicClock,
-        take: @escaping @Sendable () -> ProcessDump
+        take: @escaping @Sendable () -> ProcessDump, tasks: MonitorWorld.TaskDumps? = nil
     ) {
         self.logger = logger
         self.store = store
@@ -33,14 +39,16 @@ final class DumpServer: Sendable {
         self.images = images
         self.clock = clock
         self.take = take
+        self.tasks = tasks
     }
 
     /// The file names of the answers to the request with `nonce`.
     static func answerFileName(nonce: UInt64) -> String { ".dump-\(nonce).json" }
     static func refusalFileName(nonce: UInt64) -> String { ".dump-\(nonce).refused" }
 
-    /// Takes the dump and writes it.
+    /// Takes the dump the request asks for (`DumpKind`) and writes it.
     func serve(_ nonce: UInt64) {
+        if DumpKind(nonce: nonce) == .tasks { return serveTasks(nonce) }
         let started = clock.microseconds()
         let dump = take()
         var dumpBuilder = builder
@@ -56,6 +64,35 @@ final class DumpServer: Sendable {
                 ])
         } catch {
             logger.warning("thread dump not written", metadata: ["hangwatch.error": "\(error)"])
+        }
+    }
+
+    /// Takes the task dump (with every thread: a running task's stack is its thread's) and writes
+    /// it on one line (`encodedCompactly`).
+    private func serveTasks(_ nonce: UInt64) {
+        let started = clock.microseconds()
+        let census = tasks?.take() ?? TaskCensus(layout: .failure(TaskLayoutProblem(reason: "task dumps are not answered here: no tasks listed")))
+        let threads = take()
+        var dumpBuilder = builder
+        dumpBuilder.source = .tasks
+        var report = sightings.withLock { sightings in
+            dumpBuilder.build(tasks: census, threads: threads, sightings: &sightings, id: "tasks-\(nonce)", images: images.current)
+        }
+        let took = clock.microseconds() - started
+        report.tasks?.scan.tookMs = Double(took) / 1000
+        if let problem = report.tasks?.unavailable, !saidUnavailable.exchange(true, ordering: .relaxed) {
+            logger.warning("task dump lists no task", metadata: ["hangwatch.reason": "\(problem)"])
+        }
+        do {
+            write(try report.encodedCompactly(), name: Self.answerFileName(nonce: nonce))
+            logger.info(
+                "task dump written",
+                metadata: [
+                    "hangwatch.path": "\(store.directory)/\(Self.answerFileName(nonce: nonce))", "hangwatch.tasks": "\(report.tasks?.tasks.count ?? 0)",
+                    "hangwatch.took_us": "\(took)",
+                ])
+        } catch {
+            logger.warning("task dump not written", metadata: ["hangwatch.error": "\(error)"])
         }
     }
 

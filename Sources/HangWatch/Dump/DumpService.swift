@@ -13,7 +13,13 @@ final class DumpService: Sendable {
         var servers: [(owner: ObjectIdentifier, server: DumpServer, signal: Int32)] = []
         var lane: DumpLane?
         var admission = DumpAdmission()
+        /// A task dump waiting for HangWatch's probe task to park (the process's first), and until
+        /// when it waits (µs).
+        var waitingForProbe: (nonce: UInt64, server: DumpServer, until: UInt64)?
     }
+
+    /// How long a task dump waits for HangWatch's probe task (it needs a free pool thread).
+    static let probeWaitMicroseconds: UInt64 = 250_000
 
     private let state = Mutex(State())
     private let watchdog: Watchdog
@@ -63,18 +69,37 @@ final class DumpService: Sendable {
     }
 
     /// The lane's step with requests `nonces` pending at `now`: each served or refused, in order,
-    /// by the directory open longest.
+    /// by the directory open longest. A task dump that needs HangWatch's probe task first waits for
+    /// it (`probeWaitMicroseconds` at most; the probe posts the watchdog's wake when it parked),
+    /// and counts as the dump being taken meanwhile.
     func answer(_ nonces: [UInt64], at now: UInt64) {
         guard let (server, decisions) = state.withLock({ state -> (DumpServer, [DumpAdmission.Decision])? in
             guard let server = state.servers.first?.server else { return nil }
+            guard state.waitingForProbe == nil else { return (server, nonces.map { _ in .refuse(DumpAdmission.busy) }) }
             return (server, state.admission.admit(nonces.count, at: now))
         }) else { return }
         for (nonce, decision) in zip(nonces, decisions) {
             switch decision {
-            case .serve: server.serve(nonce)
+            case .serve:
+                if DumpKind(nonce: nonce) == .tasks, let tasks = server.tasks, tasks.needsProbe() {
+                    state.withLock { $0.waitingForProbe = (nonce, server, now + Self.probeWaitMicroseconds) }
+                    tasks.startProbe { [wake = watchdog.wake] in wake.signal() }
+                } else {
+                    server.serve(nonce)
+                }
             case .refuse(let reason): server.refuse(nonce, reason: reason)
             }
         }
+    }
+
+    /// Serves the task dump waiting for the probe once it parked or its wait is over; says until
+    /// when it still waits (nil: none waits).
+    func serveWaiting(at now: UInt64) -> UInt64? {
+        guard let waiting = state.withLock({ $0.waitingForProbe }) else { return nil }
+        guard now >= waiting.until || waiting.server.tasks?.probeParked() != false else { return waiting.until }
+        state.withLock { $0.waitingForProbe = nil }
+        waiting.server.serve(waiting.nonce)
+        return nil
     }
 
     /// The signals requests come with.

@@ -4,7 +4,8 @@ extension ReportBuilder {
     /// A thread dump as a report (`source` `dump`): every thread in `threads` with its state, time
     /// off its CPU, stack and waits; `waitsFor` the first wait cycle found (then the verdict is
     /// `deadlocked`); no samples, no duration.
-    func build(dump: ProcessDump, id: String, images: ImageMap) -> HangReport {
+    /// `kind` `.tasks`: the threads of a task dump (its tasks are added to it: `build(tasks:…)`).
+    func build(dump: ProcessDump, id: String, images: ImageMap, kind: ActivitySourceKind = .dump) -> HangReport {
         var table = ReportStackTable(images: images)
         var cycles: [[Int32]] = []
         var cycleWait: HangReport.WaitsFor?
@@ -34,9 +35,9 @@ extension ReportBuilder {
         let main = dump.threads.first { $0.tid == pid } ?? dump.threads.first
         var report = HangReport(
             id: id, service: service, host: host, pid: pid, process: process,
-            thread: HangReport.ThreadInfo(tid: main?.tid ?? pid, name: main?.name, isMain: main?.tid == pid), source: "dump",
+            thread: HangReport.ThreadInfo(tid: main?.tid ?? pid, name: main?.name, isMain: main?.tid == pid), source: kind.rawValue,
             startedAt: wallClock(dump.microseconds), detectedAt: wallClock(dump.microseconds), endedAt: wallClock(dump.microseconds),
-            durationMs: 0, thresholdMs: 0, outcome: .recovered, activity: "dump", mode: nil, samples: [], stacks: table.stacks,
+            durationMs: 0, thresholdMs: 0, outcome: .recovered, activity: kind.activityName ?? "dump", mode: nil, samples: [], stacks: table.stacks,
             heaviestStack: nil, frames: table.frames, images: images.reportImages, signature: String(repeating: "0", count: 16),
             context: HangReport.Context(
                 verdict: cycles.isEmpty ? .unknown : .deadlocked, onCpuRatio: nil, runQueueRatio: nil, blockedIn: nil, threadStates: [:],
@@ -49,6 +50,31 @@ extension ReportBuilder {
         report.threads = snapshots
         report.waitsFor = cycleWait
         report.resource = resource
+        return report
+    }
+}
+
+extension ReportBuilder {
+    /// A task dump as a report (`source` `tasks`): the threads of `threads` (as a thread dump's),
+    /// and every task of `census`, whose chains and actors' types join the report's frames.
+    /// `sightings` (this process's, kept between dumps) tells how long each task was seen unchanged.
+    func build(tasks census: TaskCensus, threads: ProcessDump, sightings: inout TaskSightings, id: String, images: ImageMap) -> HangReport {
+        var report = build(dump: threads, id: id, images: images, kind: .tasks)
+        let layout = try? census.layout.get()
+        let observed = census.tasks.filter { $0.address != census.probe }.map { task in
+            (id: task.id, wait: TaskSightings.Wait(
+                context: task.resumeContext, record: task.dependencyRecord, state: layout.map { TaskState(task, layout: $0).rawValue } ?? ""))
+        }
+        let first = sightings.earliest == nil
+        let unchanged = layout == nil ? [:] : sightings.observe(observed, at: threads.microseconds)
+        let since = first ? nil : sightings.earliest.map(wallClock)
+        let blocked = (report.threads ?? []).filter { thread in
+            CooperativePool(threadName: thread.name) != nil && thread.verdict == HangReport.ThreadVerdict.blocked.rawValue
+        }.map(\.tid)
+        var builder = TaskDumpBuilder(frames: ReportStackTable(images: images, adopting: report))
+        report.tasks = builder.build(census, unchanged: unchanged, sightingsSince: since, blockedPoolThreads: blocked)
+        report.frames = builder.frames.frames
+        report.stacks = builder.frames.stacks
         return report
     }
 }

@@ -27,6 +27,26 @@ struct ReportStackTable {
         for (index, stack) in report.stacks.enumerated() { stackIndex[stack.frames] = index }
     }
 
+    /// The index of the frame of `address` as an async caller (a task's chain: the exact first
+    /// instruction of a partial function), added if new.
+    mutating func asyncFrame(_ address: UInt) -> Int {
+        if let known = asyncFrameIndex[address] { return known }
+        var frame = ReportBuilder.frame(address, lookup: address, images: images)
+        frame.async = true
+        frames.append(frame)
+        asyncFrameIndex[address] = frames.count - 1
+        return frames.count - 1
+    }
+
+    /// The index of the frame of `address` as an ordinary one (a data address, such as an actor's
+    /// type metadata, whose symbol names it), added if new.
+    mutating func plainFrame(_ address: UInt) -> Int {
+        if let known = frameIndex[address] { return known }
+        frames.append(ReportBuilder.frame(address, lookup: address, images: images))
+        frameIndex[address] = frames.count - 1
+        return frames.count - 1
+    }
+
     /// The index of `sample`'s stack, added if new; nil when the sample has no stack.
     mutating func add(_ sample: StackSample) -> Int? {
         guard !sample.frames.isEmpty else { return nil }

@@ -102,7 +102,8 @@ final class SharedReportDirectory: Sendable {
         self.heartbeat = heartbeat
         if let dumps, heartbeat != nil || !dumps.needHeartbeat {
             dumpServer = (
-                DumpServer(logger: logger, store: store, builder: dumpBuilder, images: images, clock: clock, take: { dumps.take(capture) }),
+                DumpServer(logger: logger, store: store, builder: dumpBuilder, images: images, clock: clock, take: { dumps.take(capture) },
+                    tasks: dumps.tasks),
                 dumps.requests
             )
         } else {

@@ -45,6 +45,14 @@ extension HangReport {
         try Self.makeEncoder().encode(self)
     }
 
+    /// The report as JSON bytes on one line: a task dump of many thousand tasks is a third of its
+    /// pretty size (the answer's bound, and the monitor's memory while it writes it).
+    public func encodedCompactly() throws -> Data {
+        let encoder = Self.makeEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+
     /// Decodes a report, rejecting schemas this library does not understand.
     public static func decode(_ data: Data) throws -> HangReport {
         struct SchemaProbe: Decodable { var schema: String }

@@ -107,6 +107,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// semantic-convention names (`WorkloadIdentity`: `container.id`, `k8s.pod.name`, ...), read
     /// once when the monitor started; absent when none is known, and in older reports.
     public var resource: WorkloadIdentity?
+    /// A task dump's tasks (`source` `tasks`, `hangwatch dump --tasks`): every live Swift task of
+    /// the process, folded, with its tree, actors and findings. Optional and additive within schema
+    /// 1.6; absent in every other report.
+    public var tasks: TaskDump?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,

@@ -32,8 +32,9 @@ package enum DumpRequest {
         case refused(String)
     }
 
-    /// The most an answer may hold: a dump of thousands of threads is a few MiB.
-    static let maxDumpBytes: UInt64 = 64 << 20
+    /// The most an answer may hold: a dump of thousands of threads is a few MiB, a task dump of
+    /// 100,000 tasks about 21 MiB (docs/performance.md).
+    static let maxDumpBytes: UInt64 = 256 << 20
     static let maxRefusalBytes: UInt64 = 4 << 10
 
     /// What makes `name` no service's name (a directory in the report directory, never a path),
@@ -171,10 +172,26 @@ package enum DumpRequest {
             exitCode: Exit.nothingMatched)
     }
 
+    /// What a request asks for: every thread, or every Swift task (the nonce's bit 47: a monitor
+    /// that predates task dumps answers such a request with a thread dump, which the caller tells).
+    package enum Kind: Sendable {
+        case threads
+        case tasks
+
+        /// The nonce's bit that asks for the tasks.
+        static let tasksBit: UInt64 = 1 << 47
+
+        /// A fresh nonce for this kind of request (48 bits, never 0).
+        package func nonce() -> UInt64 {
+            let random = UInt64.random(in: 1..<Self.tasksBit)
+            return self == .tasks ? random | Self.tasksBit : random
+        }
+    }
+
     /// Queues the request to the monitor's watchdog thread (no other thread of the service is
     /// interrupted): the capture signal, its value the dump tag and a fresh nonce.
-    package static func ask(pid: Int32, watchdog: Int32, signal: Int32) throws -> UInt64 {
-        let nonce = UInt64.random(in: 1..<(1 << 48))
+    package static func ask(pid: Int32, watchdog: Int32, signal: Int32, kind: Kind = .threads) throws -> UInt64 {
+        let nonce = kind.nonce()
         let value = (UInt64(0x4844) << 48) | nonce
         let sent = SystemCall.result("rt_tgsigqueueinfo") { hw_thread_sigqueue(pid, watchdog, signal, value) }
         if case .failure(let error) = sent {

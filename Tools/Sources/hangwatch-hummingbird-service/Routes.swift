@@ -190,3 +190,32 @@ enum Inventory {
         return "stock \(count)\n"
     }
 }
+
+/// Long polls (issue 61): `GET /orders/:id/wait` parks its handler's task on a continuation until
+/// `GET /orders/release` answers them all; `GET /orders/waiting` says how many are parked. A service
+/// whose requests all wait on something shows no thread to blame: `hangwatch dump --tasks` shows
+/// each request's task, its chain to the handler and its `route` label.
+enum Orders {
+    static let waiting = Mutex<[CheckedContinuation<String, Never>]>([])
+
+    @inline(never)
+    static func waitForShipment(order: String) async -> String {
+        await Task.yield()
+        return await awaitCarrier(order: order)
+    }
+
+    @inline(never)
+    static func awaitCarrier(order: String) async -> String {
+        await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
+    }
+
+    /// Answers every parked request; how many there were.
+    static func release() -> Int {
+        let parked = waiting.withLock { list -> [CheckedContinuation<String, Never>] in
+            defer { list = [] }
+            return list
+        }
+        for continuation in parked { continuation.resume(returning: "shipped\n") }
+        return parked.count
+    }
+}

@@ -14,6 +14,8 @@ import Synchronization
 /// for a lock. Hummingbird runs route handlers as Swift tasks on the cooperative pool; `/receipt`
 /// instead blocks an event loop of the server's group. `/restock` holds the stock's `NIOLock` for
 /// 800 ms and `/stock` waits for it (`Inventory`: one request's handler blocked by another's).
+/// `/orders/:id/wait` is a long poll: its task waits on a continuation until `/orders/release`
+/// (`/orders/waiting` counts them), for `hangwatch dump --tasks`.
 /// `/report` asks an upstream TCP service (`--upstream-port`, on 127.0.0.1) synchronously, on its
 /// pool thread. `/hello` answers at once (throughput). The
 /// shop's routes run under `HangLabelsMiddleware` (each hang's report names its route and, when
@@ -112,6 +114,9 @@ struct HummingbirdService: AsyncParsableCommand {
         shop.get("/restock") { _, _ in await Inventory.restock(measurements: measurements) }
         shop.get("/report") { _, _ in try await Shop.salesReport(upstreamPort: upstreamPort, measurements: measurements) }
         shop.get("/stock") { _, _ in await Inventory.readStock(measurements: measurements) }
+        shop.get("/orders/:id/wait") { _, context in await Orders.waitForShipment(order: context.parameters.get("id") ?? "") }
+        router.get("/orders/waiting") { _, _ in "\(Orders.waiting.withLock { $0.count })\n" }
+        router.get("/orders/release") { _, _ in "\(Orders.release())\n" }
         router.get("/restock/held") { _, _ in Inventory.recounting.load(ordering: .acquiring) ? "yes\n" : "no\n" }
 
         let app = Application(

@@ -12,11 +12,12 @@ import HangWatchDumpChannel
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
-/// `hangwatch dump PID`: the threads of a running monitored process now, like jstack.
+/// `hangwatch dump PID`: the threads of a running monitored process now, like jstack; with
+/// `--tasks`, every Swift task, like Go's goroutine dump.
 struct DumpCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dump",
-        abstract: "Show what every thread of a running monitored process is doing now, and what it waits for.",
+        abstract: "Show what every thread (or, with --tasks, every Swift task) of a running monitored process is doing now, and what it waits for.",
         usage: "hangwatch dump <pid> [<options>]",
         discussion: """
             The process's monitor is found by its heartbeat file (.heartbeat-PID) in the report \
@@ -40,10 +41,20 @@ struct DumpCommand: ParsableCommand {
             prints "hangwatch: process PID refused the dump: REASON" and exits 1. --service takes \
             a service's name, never a path.
 
+            --tasks asks for every live Swift task instead (found in the process's own memory, \
+            read through the kernel: nothing is stopped): findings first (wait cycles, actors \
+            held while tasks wait for them, tasks on continuations seen waiting longer than \
+            --suspended-over, tasks waiting for a blocked pool), then the tasks folded by state, \
+            wait and async chain (--ids lists every id), the tree of task groups and async let, \
+            and the actors. Swift keeps no time of a suspension: how long a task waited is how \
+            long this monitor's task dumps saw it waiting the same way, so ask twice.
+
             Examples:
               hangwatch dump 4242
               hangwatch dump 4242 --service billing
               hangwatch dump 4242 --json | jq '.threads[] | select(.waitsFor != null)'
+              hangwatch dump --tasks 4242 --suspended-over 30s
+              hangwatch dump --tasks 4242 --json | jq '.tasks.folds[0]'
             """)
 
     @Argument(help: "The process id of a service that embeds HangWatch.")
@@ -55,8 +66,20 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "Only this service's directory of the spool (its name, never a path).")
     var service: String?
 
-    @Option(help: DurationArgument.help("How long to wait for the answer: 5s, 500ms"))
-    var timeout: DurationArgument = DurationArgument(seconds: 5)
+    @Option(help: DurationArgument.help("How long to wait for the answer: 5s, 500ms (default 5s; 60s with --tasks)"))
+    var timeout: DurationArgument?
+
+    @Flag(help: "Every Swift task instead of every thread.")
+    var tasks = false
+
+    @Option(help: DurationArgument.help("With --tasks: a finding for tasks on continuations seen waiting at least this long: 1m, 30s (default 1m)"))
+    var suspendedOver: DurationArgument?
+
+    @Flag(help: "With --tasks: every task's id in each group, not a range.")
+    var ids = false
+
+    /// The answer's wait: as given, else 5 s (60 s for the tasks: a dump of 100,000 takes seconds).
+    private var waitSeconds: Double { timeout?.seconds ?? (tasks ? 60 : 5) }
 
     @Option(help: "Frames of each stack to show.")
     var frames: Int = 24
@@ -70,7 +93,8 @@ struct DumpCommand: ParsableCommand {
             throw ValidationError(
                 "--service takes a service's name, never a path: \(service.debugDescription) \(problem) (give the name of a subdirectory of the report directory, like --service billing)")
         }
-        if timeout.seconds <= 0 || timeout.seconds > 600 { throw ValidationError("--timeout must be between 1ms and 10m") }
+        if waitSeconds <= 0 || waitSeconds > 600 { throw ValidationError("--timeout must be between 1ms and 10m") }
+        if !tasks, ids || suspendedOver != nil { throw ValidationError("--ids and --suspended-over go with --tasks") }
         if frames < 1 { throw ValidationError("--frames must be at least 1") }
     }
 
@@ -78,16 +102,26 @@ struct DumpCommand: ParsableCommand {
         let library = ReportLibrary(directory: directory, reading: reading)
         try library.checkDirectory()
         let found = try DumpRequest.findMonitor(pid: pid, in: library.directory, service: service)
-        let nonce = try DumpRequest.ask(pid: pid, watchdog: found.watchdog, signal: found.signal)
+        let nonce = try DumpRequest.ask(pid: pid, watchdog: found.watchdog, signal: found.signal, kind: tasks ? .tasks : .threads)
         let dump: HangReport
-        switch try DumpRequest.awaitAnswer(nonce: nonce, from: found, timeout: timeout.seconds) {
+        switch try DumpRequest.awaitAnswer(nonce: nonce, from: found, timeout: waitSeconds) {
         case .refused(let reason):
             throw CommandFailure(message: "process \(pid) refused the dump: \(reason)", exitCode: Exit.nothingMatched)
         case .dump(let data, let path):
             dump = try Self.decode(data, path: path, library: library)
         }
+        if tasks, dump.tasks == nil {
+            throw CommandFailure(
+                message: "process \(pid) answered with a thread dump, not its tasks: its HangWatch predates task dumps (hangwatch dump \(pid) shows its threads)",
+                exitCode: Exit.nothingMatched)
+        }
         if json {
             print(String(decoding: try dump.encoded(), as: UTF8.self))
+            return
+        }
+        if tasks {
+            let text = TaskDumpText(terminal: library.terminal, maxFrames: frames, suspendedOverMs: suspendedOver?.milliseconds ?? 60_000, showIDs: ids)
+            print(text.render(dump))
             return
         }
         print(ReportDetail(terminal: library.terminal, maxFrames: frames).renderDump(dump))

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Whether this process's Swift concurrency runtime lays its tasks out as the monitor reads them
 /// (`UnsafeCurrentTaskSlot`: a task's id at Swift 6.3's offsets). The runtime says which layout it
 /// has for debuggers, in two exported words: `_swift_concurrency_debug_internal_layout_version` and
@@ -29,13 +25,11 @@ enum SwiftTaskLayout: Equatable, Sendable {
             ? .recognised : .unrecognised(layoutVersion: layoutVersion, taskSize: taskSize)
     }
 
-    /// This process's layout, read once.
+    /// This process's layout, read once (through weak link-time references, `UnsafeTaskRuntime`:
+    /// `dlsym` finds neither word in a service linked with the static Swift runtime).
     static let current: SwiftTaskLayout = {
-        let anyImage: UnsafeMutableRawPointer? = nil  // glibc's RTLD_DEFAULT
-        let version = dlsym(anyImage, "_swift_concurrency_debug_internal_layout_version")
-        let size = dlsym(anyImage, "_swift_concurrency_debug_asyncTaskSize")
-        return recognise(
-            layoutVersion: version.map { $0.load(as: UInt32.self) }, taskSize: size.map { UInt($0.load(as: UInt64.self)) })
+        let words = UnsafeTaskRuntime.words()
+        return recognise(layoutVersion: words.layoutVersion, taskSize: words.taskSize)
     }()
 
     /// Whether the task's words may be read.

@@ -22,37 +22,32 @@ enum UnsafeCurrentTaskSlot {
     static let idLowOffset = 0x24
     static let idHighOffset = 0x90
 
-    private typealias GetCurrent = @convention(c) () -> UnsafeMutableRawPointer?
-    private typealias GetJobTaskID = @convention(c) (UnsafeMutableRawPointer) -> UInt64
-
-    /// The runtime's entry points (C-compatible for these signatures on x86_64 and aarch64).
-    private static let runtime: (getCurrent: GetCurrent, getJobTaskID: GetJobTaskID, code: UInt)? = {
-        let anyImage: UnsafeMutableRawPointer? = nil  // glibc's RTLD_DEFAULT
-        guard let current = dlsym(anyImage, "swift_task_getCurrent"), let taskID = dlsym(anyImage, "swift_task_getJobTaskId")
-        else { return nil }
-        return (unsafeBitCast(current, to: GetCurrent.self), unsafeBitCast(taskID, to: GetJobTaskID.self), UInt(bitPattern: current))
+    /// The runtime's entry points, reached by weak link-time references (`UnsafeTaskRuntime`:
+    /// found with the static Swift runtime too); nil in a process without the runtime.
+    private static let runtimeCode: UInt? = {
+        let code = UnsafeTaskRuntime.runtimeCode
+        return code == 0 ? nil : code
     }()
 
     /// The address of the calling thread's current-task word, or nil when the thread runs no task,
     /// the word is not found exactly once, the runtime's layout is not recognised
     /// (`SwiftTaskLayout`), or the runtime's id disagrees with the task's layout.
     static func locateOnCurrentThread() -> UInt? {
-        guard SwiftTaskLayout.current.isReadable, let runtime, let task = runtime.getCurrent() else { return nil }
-        let id = runtime.getJobTaskID(task)
-        guard id != 0, UInt64(task.load(fromByteOffset: idLowOffset, as: UInt32.self)) == id & 0xffff_ffff,
-            UInt64(task.load(fromByteOffset: idHighOffset, as: UInt32.self)) == id >> 32,
-            let block = UnsafeThreadLocalWord.block(ofImageContaining: runtime.code)
+        guard SwiftTaskLayout.current.isReadable, let runtimeCode, let (address, id) = UnsafeTaskRuntime.currentTask(),
+            let task = UnsafeRawPointer(bitPattern: address)
         else { return nil }
-        return UnsafeThreadLocalWord.locate(UInt(bitPattern: task), in: block)
+        guard UInt64(task.load(fromByteOffset: idLowOffset, as: UInt32.self)) == id & 0xffff_ffff,
+            UInt64(task.load(fromByteOffset: idHighOffset, as: UInt32.self)) == id >> 32,
+            let block = UnsafeThreadLocalWord.block(ofImageContaining: runtimeCode)
+        else { return nil }
+        return UnsafeThreadLocalWord.locate(address, in: block)
     }
 
     /// The id of the task the calling thread runs now (two calls into the runtime); nil outside a
     /// task, or when the runtime has no such entry points.
     @inline(__always)
     static func currentTaskID() -> UInt64? {
-        guard let runtime, let task = runtime.getCurrent() else { return nil }
-        let id = runtime.getJobTaskID(task)
-        return id == 0 ? nil : id
+        UnsafeTaskRuntime.currentTask()?.id
     }
 
     /// The id of the task the calling thread runs now, from its own current-task word `word` (as
