@@ -15,14 +15,15 @@ import Synchronization
 /// instead blocks an event loop of the server's group. `/restock` holds the stock's `NIOLock` for
 /// 800 ms and `/stock` waits for it (`Inventory`: one request's handler blocked by another's).
 /// `/report` asks an upstream TCP service (`--upstream-port`, on 127.0.0.1) synchronously, on its
-/// pool thread. `/hello` answers at once (throughput). The
+/// pool thread. `/layout` blocks the MainActor for 400 ms (`Storefront`). `/hello` answers at once
+/// (throughput). The
 /// shop's routes run under `HangLabelsMiddleware` (each hang's report names its route and, when
 /// the request had one, its `traceparent`); `/hello` does not (the bench's figure is unchanged).
 ///
 ///   hangwatch-hummingbird-service [--reports DIR] [--threshold-ms 250] [--port 8080]
 ///                                 [--port-file FILE] [--measurements FILE] [--toggle-watch]
 ///                                 [--no-loop-ticks] [--no-pool-watch] [--upstream-port PORT]
-///                                 [--every-hang-reported]
+///                                 [--every-hang-reported] [--watch-main-queue]
 ///
 /// With `--reports` the server's group and the cooperative pool are watched (HangWatchNIO); without
 /// it nothing is watched (the bench's baseline). With `--toggle-watch` as well (the bench's paired
@@ -32,7 +33,8 @@ import Synchronization
 /// stops after the server, so the reports' repeat counts are final. Watched, the group is made
 /// with an `EventLoopTicks` delegate (as docs/sources.md advises), unless `--no-loop-ticks` (the
 /// default set-up the bench compares: boundaries under load from a ping at each look). `--no-pool-watch`:
-/// the loops only (the bench's measure of the pool watch's cost).
+/// the loops only (the bench's measure of the pool watch's cost). `--watch-main-queue`: the main
+/// queue (the MainActor, `/layout`'s) too, by a monitor of its own writing to the same directory.
 @main
 struct HummingbirdService: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -51,6 +53,9 @@ struct HummingbirdService: AsyncParsableCommand {
 
     @Flag(name: .customLong("every-hang-reported"), help: "Every hang its own report: no fold of repeats, no rate limit.")
     var everyHangReported = false
+
+    @Flag(name: .customLong("watch-main-queue"), help: "Watch the main queue (the MainActor) too, with --reports.")
+    var watchesMainQueue = false
 
     func validate() throws {
         if let upstreamPort, !(1...65_535).contains(upstreamPort) {
@@ -75,6 +80,7 @@ struct HummingbirdService: AsyncParsableCommand {
             ?? MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let toggled = WatchToggle()
         var toggleSources: [any DispatchSourceSignal] = []
+        var mainQueueMonitor: HangMonitor?
         if let reports = common.reports {
             let configuration = {
                 var configuration = HangMonitor.Configuration(
@@ -91,6 +97,12 @@ struct HummingbirdService: AsyncParsableCommand {
             // The loops, and (on by default, once per process) the cooperative pool.
             toggleSources = try toggled.watch(toggled: common.toggleWatch) {
                 try HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: monitorLogger)
+            }
+            if watchesMainQueue {
+                // The MainActor: one monitor per source, this one's the main queue (docs/sources.md).
+                let monitor = try HangMonitor(configuration: configuration, logger: monitorLogger)
+                try monitor.startWatchingMainQueue()
+                mainQueueMonitor = monitor
             }
         }
         let served = ServedCount()
@@ -112,6 +124,7 @@ struct HummingbirdService: AsyncParsableCommand {
         shop.get("/restock") { _, _ in await Inventory.restock(measurements: measurements) }
         shop.get("/report") { _, _ in try await Shop.salesReport(upstreamPort: upstreamPort, measurements: measurements) }
         shop.get("/stock") { _, _ in await Inventory.readStock(measurements: measurements) }
+        shop.get("/layout") { _, _ in await Storefront.layoutPage(measurements: measurements) }
         router.get("/restock/held") { _, _ in Inventory.recounting.load(ordering: .acquiring) ? "yes\n" : "no\n" }
 
         let app = Application(
@@ -123,6 +136,7 @@ struct HummingbirdService: AsyncParsableCommand {
         )
         try await app.runService()
         toggled.stop()
+        mainQueueMonitor?.stop()
         for source in toggleSources { source.cancel() }
         try await group.shutdownGracefully()
     }
