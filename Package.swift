@@ -26,6 +26,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // `make docs` (the API reference, with DocC). A command plugin no product uses: a service
+        // that depends on HangWatch never resolves it (scripts/check-consumer counts).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Debian: libunwind-dev (libunwind 1.6.2). Only the local unwinder is linked.
@@ -132,7 +135,7 @@ let package = Package(
         .testTarget(
             name: "HangWatchTests",
             dependencies: [
-                "HangWatch", "HangWatchReport", "HangWatchSymbolication", "HangWatchTestSupport",
+                "HangWatch", "HangWatchReport", "HangWatchTestSupport", "CEpoll",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -23,7 +23,7 @@ let package = Package(
             dependencies: [
                 .product(name: "HangWatchReport", package: rootIdentity),
                 .product(name: "HangWatchReading", package: "Tools"),
-                .product(name: "HangWatchExport", package: "Tools"),
+                .product(name: "HangWatchProfiles", package: "Tools"),
             ]
         ),
     ]

@@ -9,7 +9,8 @@
 // swift-service-lifecycle, swift-metrics, swift-prometheus, swift-otel, Hummingbird, Vapor.
 //
 // Layers point one way:
-//   hangwatch -> HangWatchRendering, HangWatchReading, HangWatchExport, HangWatchSymbolication -> HangWatchReport
+//   hangwatch -> HangWatchDumpChannel -> HangWatchReading -> HangWatchRendering -> HangWatchReport;
+//   hangwatch -> HangWatchProfiles, HangWatchSymbolication -> HangWatchReport
 //   hangwatchd -> HangWatchAgent -> HangWatch (it watches its own loop), HangWatchSymbolication
 import PackageDescription
 
@@ -23,13 +24,22 @@ let package = Package(
         .executable(name: "hangwatch-async-demo", targets: ["hangwatch-async-demo"]),
         // For the report parser's fuzz target (Fuzz/), which feeds the CLI's views and exporters too.
         .library(name: "HangWatchReading", targets: ["HangWatchReading"]),
-        .library(name: "HangWatchExport", targets: ["HangWatchExport"]),
+        .library(name: "HangWatchProfiles", targets: ["HangWatchProfiles"]),
     ],
+    // What a build pays for, by trait. With none (`--disable-default-traits`: `make demo`), the CLI
+    // and the demos resolve swift-argument-parser beside the library's own packages, six in all.
+    // `Agent` (default): the agent's Prometheus, OpenTelemetry and service-lifecycle packages.
+    // `Servers` (default): Hummingbird, for the service the integration tests and the bench watch.
     // `Vapor`: the Vapor 4 service is built with Vapor only when asked (`--traits Vapor`: its
-    // release build for its integration test and the bench). Vapor brings some twenty modules
-    // (swift-crypto's BoringSSL among them) that nothing else here needs: the debug build of the
-    // tools and their tests (`make test`) skips them.
-    traits: [.trait(name: "Vapor")],
+    // release build for its integration test and the bench); Vapor brings some twenty modules
+    // (swift-crypto's BoringSSL among them) that nothing else here needs. A target whose trait is
+    // off does not build (its imports are missing): nothing asks for one then.
+    traits: [
+        .trait(name: "Agent", description: "hangwatchd: Prometheus, OTLP, ServiceLifecycle"),
+        .trait(name: "Servers", description: "the Hummingbird service and bench the integration tests run"),
+        .trait(name: "Vapor", description: "the Vapor 4 service", enabledTraits: ["Servers"]),
+        .default(enabledTraits: ["Agent", "Servers"]),
+    ],
     dependencies: [
         .package(name: "HangWatch", path: ".."),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -55,27 +65,38 @@ let package = Package(
         // Queues a signal to one thread of another process (`hangwatch dump`): the one C the CLI has.
         .target(name: "CThreadSignal", cSettings: [.define("_GNU_SOURCE")]),
         // The CLI's side of reading: many reports at once (the catalog and its index), filters,
-        // groups. The agent never links it.
+        // groups, the report library a command reads through (which directory, `latest`, loading
+        // and naming), monitored hours. The agent never links it.
         .target(
             name: "HangWatchReading",
-            dependencies: [.product(name: "HangWatchReport", package: "HangWatch")]
+            dependencies: [
+                "HangWatchRendering", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchSymbolication", package: "HangWatch"),
+            ]
         ),
-        // What the CLI prints, as strings: tables cut to the terminal, colours, times, and
-        // `hangwatch show`'s and `dump`'s text of a report (tested as strings).
+        // What the CLI prints, as strings: tables cut to the terminal, colours, times, errors in
+        // plain words and the exit codes, and `hangwatch show`'s and `dump`'s text of a report
+        // (tested as strings).
         .target(
             name: "HangWatchRendering",
             dependencies: [.product(name: "HangWatchReport", package: "HangWatch")]
         ),
+        // The dump channel: which heartbeat to believe (`HeartbeatTrust`, `TrustedDirectory`, the
+        // process's facts), asking a monitor for a thread dump and reading its answer.
+        .target(
+            name: "HangWatchDumpChannel",
+            dependencies: ["HangWatchReading", "HangWatchRendering", "CThreadSignal", .product(name: "HangWatchReport", package: "HangWatch")]
+        ),
         // Folded stacks, speedscope files, pprof profiles and SVG flame graphs from reports.
         .target(
-            name: "HangWatchExport",
+            name: "HangWatchProfiles",
             dependencies: [.product(name: "HangWatchReport", package: "HangWatch"), "CZlib"]
         ),
         // The `hangwatch` command: read, group, explain and export reports.
         .executableTarget(
             name: "hangwatch",
             dependencies: [
-                "HangWatchReading", "HangWatchRendering", "HangWatchExport", "CThreadSignal",
+                "HangWatchReading", "HangWatchRendering", "HangWatchProfiles", "HangWatchDumpChannel",
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -89,15 +110,15 @@ let package = Package(
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Agent"])),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: .when(traits: ["Agent"])),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Agent"])),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Agent"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "OTel", package: "swift-otel"),
-                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["Agent"])),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing", condition: .when(traits: ["Agent"])),
             ]
         ),
         // `hangwatchd`: the agent, a systemd service.
@@ -108,7 +129,7 @@ let package = Package(
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Agent"])),
             ]
         ),
         // The demo service `make demo` runs: it hangs five ways under the monitor.
@@ -142,7 +163,7 @@ let package = Package(
                 "ServiceHarness", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HangWatch", package: "HangWatch"),
                 .product(name: "HangWatchNIO", package: "HangWatch"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Servers"])),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -193,24 +214,29 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "HangWatchExportTests",
+            name: "HangWatchProfilesTests",
             dependencies: [
-                "HangWatchExport", .product(name: "HangWatchReport", package: "HangWatch"),
+                "HangWatchProfiles", .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
         ),
+        // The CLI as a person runs it (its binary); its logic is tested in its libraries' targets.
         .testTarget(
             name: "hangwatchTests",
             dependencies: [
-                // The CLI's pure decisions (`@testable import hangwatch`: HeartbeatTrust) besides its runs.
-                "hangwatch", "ToolsTestSupport", .product(name: "HangWatchReport", package: "HangWatch"),
-                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+                "hangwatch", "ToolsTestSupport", "HangWatchReading",
+                .product(name: "HangWatchReport", package: "HangWatch"), .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
+        ),
+        .testTarget(
+            name: "HangWatchDumpChannelTests",
+            dependencies: ["HangWatchDumpChannel", .product(name: "HangWatchReport", package: "HangWatch")]
         ),
         .testTarget(
             name: "HangWatchAgentTests",
             dependencies: [
                 "HangWatchAgent", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),
             ]
         ),
@@ -224,7 +250,7 @@ let package = Package(
         .testTarget(
             name: "HangWatchIntegrationTests",
             dependencies: [
-                "HangWatchExport", "HangWatchAgent", "ToolsTestSupport",
+                "HangWatchProfiles", "HangWatchAgent", "ToolsTestSupport",
                 .product(name: "HangWatchReport", package: "HangWatch"),
                 .product(name: "HangWatchSymbolication", package: "HangWatch"),
                 .product(name: "HangWatchTestSupport", package: "HangWatch"),

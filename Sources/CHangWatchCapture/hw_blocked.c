@@ -22,7 +22,7 @@
  *      record's slot must hold;
  *   3. and either it sits exactly where the code puts the frame pointer - HW_UNWIND_FP_PROLOGUE:
  *      where the straight line from the function's start to F's call sets rbp and reaches the
- *      call (hw_straight.c: exact, a prologue without a fixed frame included), or else where a
+ *      call (hw_stack_depth.c: exact, a prologue without a fixed frame included), or else where a
  *      standard prologue's fixed frame ends (rbp = sp + 8 * pushes + n, no dynamic allocation);
  *   4. or it is the one root (a candidate that is not a later link of another candidate's chain)
  *      whose first call provably calls F - HW_UNWIND_FP_RECORD; several such roots that disagree
@@ -166,7 +166,7 @@ static int hw_infer_frame_pointer(void *session, const hw_table *table, uint32_t
     const int standard = hw_prologue_read(table, function, &prologue);
     const uintptr_t lowest = standard ? frame->sp + prologue.frame_size : frame->sp;
     /* Where the code puts it: the straight line from the function's start to the call F is in
-     * (hw_straight.c) sets rbp at a known depth and reaches the call at another, which places the
+     * (hw_stack_depth.c) sets rbp at a known depth and reaches the call at another, which places the
      * record exactly, whatever the prologue's fixed frame (none, for a one-line wrapper) or the
      * pushes before the call; else, for a standard prologue with a fixed frame, its end. */
     hw_straight code;

@@ -7,7 +7,7 @@
  * written by compare-and-swap); the function-bounds lookups are hw_image_table.c's.
  *
  * x86_64 decoding is deliberately narrow: the call forms compilers emit here; the stubs a call goes
- * through on its way to a function and the tail jumps it may take are what hw_straight.c decodes
+ * through on its way to a function and the tail jumps it may take are what hw_stack_depth.c decodes
  * (code that only jumps on; the jump the straight line from a function's start leaves by, or a
  * tail call through a function pointer, which leaves the link open). Anything else is "unknown",
  * never guessed.

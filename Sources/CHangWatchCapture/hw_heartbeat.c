@@ -109,6 +109,12 @@ void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo) {
     end(page);
 }
 
+void hw_heartbeat_pid_namespace(struct hw_heartbeat *page, uint64_t inode) {
+    begin(page);
+    store(&page->pid_namespace, inode);
+    end(page);
+}
+
 void hw_heartbeat_flags(struct hw_heartbeat *page, uint64_t flags) {
     begin(page);
     store(&page->flags, flags);

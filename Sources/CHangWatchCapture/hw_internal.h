@@ -2,7 +2,7 @@
  * Internal to CHangWatchCapture. The files call each other in one direction only:
  *
  *   hw_image_table.c   the published table of code segments and readable ranges
- *   hw_straight.c      the stack depth straight-line code reaches, how it leaves   (uses the table)
+ *   hw_stack_depth.c   the stack depth straight-line code reaches, how it leaves   (uses the table)
  *   hw_calls.c         what a call instruction reaches; link checks, cached       (uses the table, code)
  *   hw_prologue.c      a function's fixed frame size and canary slot              (uses the table)
  *   hw_session.c       checked memory reads for one walk; libunwind's accessors    (uses the table)
@@ -116,7 +116,7 @@ int hw_prologue_read(const hw_table *table, uintptr_t function_start, hw_prologu
 uintptr_t hw_stack_guard(void);
 
 /* What straight-line code from a function's entry does to the stack by the time it reaches an
- * address (hw_straight.c). Depths count bytes below the entry's stack pointer (which points at the
+ * address (hw_stack_depth.c). Depths count bytes below the entry's stack pointer (which points at the
  * return address). */
 typedef struct hw_straight {
     uintptr_t depth;         /* pushed or reserved by the time the address is reached */

@@ -4,7 +4,7 @@
  * Not signal-handler code: these run inside swift_task_enqueueGlobal (and its delayed forms) on
  * whatever thread enqueues a job. They are C because the hooks use Swift's calling convention
  * (swiftcall), which Swift code cannot declare a function pointer with. Mechanism only: the pool
- * watch (HangWatch/Pool/PoolWatch.swift, through UnsafeRuntimeEnqueueHooks.swift) decides when to
+ * watch (HangWatch/Activity/Pool/PoolWatch.swift, through UnsafeRuntimeEnqueueHooks.swift) decides when to
  * arm and what a wake means.
  *
  * Hot path (every job enqueued, armed or not): one relaxed load of `armed`, then the call the

@@ -11,7 +11,7 @@
  *    whose call reaches a function start T in this stretch of code (so T is this function's start:
  *    no function with call-frame information lies between), T begins with push rbp; mov rbp, rsp
  *    (done, for an interrupted instruction), and T's stack-protector slot holds the canary.
- *  - straight-line code (hw_straight.c): from a start T to this frame's address the code pushes and
+ *  - straight-line code (hw_stack_depth.c): from a start T to this frame's address the code pushes and
  *    reserves a known depth, so its return address is at sp + depth; taken when that very word is a
  *    return address whose call enters T through stubs alone (a direct call, a PLT slot, a jump
  *    thunk: `DispatchSemaphore.wait(timeout:)` jumps to `wait(wallTimeout:)`, which pushes one word

@@ -2,9 +2,11 @@ import Foundation
 import HangWatchReport
 
 extension HangMonitor {
-    /// Everything a `HangMonitor` can be told. Build it in code, or from a config file and
-    /// `HANGWATCH_*` environment variables with `Configuration.load(serviceName:)`; see
+    /// Everything a ``HangMonitor`` can be told. Build it in code, or from a config file and
+    /// `HANGWATCH_*` environment variables with ``load(serviceName:configFile:environment:)``; see
     /// docs/configuration.md for every key, its default and its accepted range.
+    ///
+    /// A value is checked when a monitor is made from it (``validate()``), not when it is set.
     public struct Configuration: Sendable, Equatable {
         /// Names the service in reports and report ids: 1-64 of `A-Z a-z 0-9 . _ -`, not starting
         /// with a dot, without `..`.
@@ -18,7 +20,7 @@ extension HangMonitor {
         public var threshold: Duration
         /// Where reports are written (created with mode 0700 if missing).
         public var reportDirectory: String
-        /// Set false to make `start()` a no-op (a kill switch for production).
+        /// Set false to make every `start` a no-op (a kill switch for production).
         public var isEnabled: Bool = true
         /// How often a hung thread's stack is sampled while the hang lasts. 1 ms ... 10 s. Default 50 ms.
         public var sampleInterval: Duration = .milliseconds(50)
@@ -35,8 +37,9 @@ extension HangMonitor {
         public var additionalModes: [String] = []
         /// The real-time signal used to ask the hung thread for its stack; nil picks `SIGRTMIN+7`.
         public var captureSignal: Int32? = nil
-        /// A watched queue (`startWatchingMainQueue()`, `start(queue:)`): look at the thread that
-        /// drains it once per `sampleInterval`, so that a stall's start is known to half an interval
+        /// A watched queue (``HangMonitor/startWatchingMainQueue()``,
+        /// ``HangMonitor/start(queue:)``): look at the thread that drains it once per
+        /// ``sampleInterval``, so that a stall's start is known to half an interval
         /// and it is detected a threshold after it began (`edges: sampled`). Off: the queue is only
         /// pinged once per threshold (`edges: ping`: detected 1 to 2 thresholds late, a lower-bound
         /// duration), and the pinging thread wakes once per threshold instead of once per
@@ -49,9 +52,17 @@ extension HangMonitor {
         /// a wake can be lost, and a loop is also looked at twice per threshold for its first
         /// minute idle (docs/sources.md). Default true.
         public var usesIoUring = true
+        /// Tell a stop by a signal (SIGSTOP, job control) from a cgroup freezer's or a debugger's:
+        /// a SIGCONT handler stamps the time the process went on (installed once per process, by
+        /// the first monitor that starts with this on, and only where SIGCONT has no handler of the
+        /// host's). Its one effect on the host: after a stop by a signal, a sleep it interrupted
+        /// (`nanosleep`, `poll`, `select`) returns `EINTR` at the SIGCONT instead of resuming, as
+        /// `epoll_wait` does anyway. Off: a stop by a signal is not told apart (docs/report-format.md,
+        /// `stoppedBy`). Default true.
+        public var stampsContinueSignal = true
         /// How long to wait for the hung thread to answer a capture signal. 1 ms ... 5 s. Default 100 ms.
         public var captureTimeout: Duration = .milliseconds(100)
-        /// No hang is reported this soon after `start()`. 0 ... 1 h. Default 0.
+        /// No hang is reported this soon after a `start`. 0 ... 1 h. Default 0.
         public var startupGracePeriod: Duration = .zero
         /// Retention: the oldest reports are removed beyond this many files. Default 500.
         public var maxReports: Int = 500
@@ -78,14 +89,21 @@ extension HangMonitor {
         /// visible too. Costs two clock reads per iteration. Needs the heartbeat. Default false.
         public var loopHistogram: Bool = false
         /// Also watch Swift's cooperative pool (the global concurrent executor): probe it once per
-        /// threshold, keep a histogram of how late it starts a job (`Statistics.concurrencyPool`),
+        /// threshold, keep a histogram of how late it starts a job (``Statistics/concurrencyPool``),
         /// and report a starved pool with every pool thread's stack (`source` `concurrency-pool`).
         /// One pool watch per process, run by the first running monitor that has this on. Default true.
         public var watchesConcurrencyPool: Bool = true
 
-        /// The directory used when none is configured.
+        /// The directory used when none is configured: the host agent's report root.
         public static let defaultReportDirectory = "/var/lib/hangwatch/reports"
 
+        /// A configuration with every other setting at its default; nothing is checked until a
+        /// monitor is made from it.
+        ///
+        /// - Parameters:
+        ///   - serviceName: Names the service in reports and report ids (``serviceName``).
+        ///   - threshold: How long the watched source may stay busy before it is hung: 10 ms ... 1 h.
+        ///   - reportDirectory: Where reports are written (``reportDirectory``).
         public init(
             serviceName: String, threshold: Duration = .milliseconds(250),
             reportDirectory: String = Configuration.defaultReportDirectory
@@ -95,7 +113,12 @@ extension HangMonitor {
             self.reportDirectory = reportDirectory
         }
 
-        /// Throws `HangMonitorError.invalidConfiguration` naming the first setting out of range.
+        /// Checks every setting against its range, as
+        /// ``HangMonitor/init(configuration:logger:enricher:)`` and
+        /// ``load(serviceName:configFile:environment:)`` do.
+        ///
+        /// - Throws: ``HangMonitorError/invalidConfiguration(key:value:reason:)`` naming the first
+        ///   setting out of range (by its property's name) and what is accepted.
         public func validate() throws {
             func fail(_ key: String, _ value: String, _ reason: String) -> HangMonitorError {
                 .invalidConfiguration(key: key, value: value, reason: reason)

@@ -3,12 +3,14 @@ import HangWatchReport
 import Synchronization
 
 extension HangMonitor {
-    /// Starts watching work the calling thread declares: `enterWork()` / `leaveWork()` or
-    /// `watch(deadline:_:)`, for a thread that runs a loop of its own (no CFRunLoop). Work that
+    /// Starts watching work the calling thread declares: ``enterWork()`` / ``leaveWork()`` or
+    /// ``watch(deadline:_:)``, for a thread that runs a loop of its own (no CFRunLoop). Work that
     /// stays inside a scope past the threshold (or the scope's deadline) is a hang, captured and
-    /// reported like a run loop's, with `source` `scope`. Returns those calls as a value
-    /// (`HangScopes`), which only a scope-watching start gives. Calls from other threads do
-    /// nothing (told once in the log).
+    /// reported like a run loop's, with `source` `scope`. Calls from other threads do nothing
+    /// (told once in the log).
+    ///
+    /// - Returns: Those calls as a value, ``HangScopes``, which only a scope-watching start gives.
+    /// - Throws: What ``start()`` throws, for the same reasons.
     @discardableResult
     public func startWatchingScopes() throws -> HangScopes {
         let source = ScopeActivitySource(thread: pthread_self())
@@ -16,20 +18,28 @@ extension HangMonitor {
         return HangScopes(monitor: self)
     }
 
-    /// Marks the start of work on the thread that called `startWatchingScopes()`. Scopes nest:
+    /// Marks the start of work on the thread that called ``startWatchingScopes()``. Scopes nest:
     /// only the outermost counts. Costs a lock and one atomic store. Does nothing, told once in
     /// the log, when the monitor watches another source or the caller is another thread.
     public func enterWork() {
         scopeSource()?.enter()
     }
 
-    /// Marks the end of the work `enterWork()` began.
+    /// Marks the end of the work ``enterWork()`` began; leaving the outermost scope ends busy time.
     public func leaveWork() {
         scopeSource()?.leave()
     }
 
-    /// Runs `body` as one scope of work; with a `deadline` (10 ms ... 1 h), that is its threshold
-    /// instead of the configured one (restored afterwards; the outermost scope's deadline wins).
+    /// Runs `body` as one scope of work, between ``enterWork()`` and ``leaveWork()`` (left even
+    /// when it throws). Where those do nothing (another source, another thread), `body` just runs.
+    ///
+    /// - Parameters:
+    ///   - deadline: This scope's threshold instead of the configured one, held to 10 ms ... 1 h
+    ///     and restored afterwards; in nested scopes the outermost one's deadline wins. Nil: the
+    ///     monitor's ``threshold``.
+    ///   - body: The work.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
     public func watch<T>(deadline: Duration? = nil, _ body: () throws -> T) rethrows -> T {
         guard let source = scopeSource() else { return try body() }
         var restore: UInt64?
@@ -88,20 +98,35 @@ enum ScopeMisuse: Equatable {
     }
 }
 
-/// The scopes of work one thread declares to a monitor, as `HangMonitor.startWatchingScopes()`
-/// returns them: `enter()` / `leave()` or `watch(deadline:_:)`. The same calls as the monitor's
-/// `enterWork()`, `leaveWork()` and `watch(deadline:_:)`, which a monitor started on another
-/// source cannot give.
+/// The scopes of work one thread declares to a monitor, as ``HangMonitor/startWatchingScopes()``
+/// returns them: ``enter()`` / ``leave()`` or ``watch(deadline:_:)``. The same calls as the
+/// monitor's ``HangMonitor/enterWork()``, ``HangMonitor/leaveWork()`` and
+/// ``HangMonitor/watch(deadline:_:)``, which a monitor started on another source cannot give.
+///
+/// ```swift
+/// let scopes = try monitor.startWatchingScopes()   // on the thread whose work it marks
+/// while let job = jobs.next() {
+///     scopes.watch(deadline: .milliseconds(100)) { job.run() }
+/// }
+/// ```
 public struct HangScopes: Sendable {
     let monitor: HangMonitor
 
-    /// Marks the start of work (scopes nest: only the outermost counts).
+    /// Marks the start of work (scopes nest: only the outermost counts), as
+    /// ``HangMonitor/enterWork()`` does.
     public func enter() { monitor.enterWork() }
 
-    /// Marks the end of the work `enter()` began.
+    /// Marks the end of the work ``enter()`` began.
     public func leave() { monitor.leaveWork() }
 
-    /// Runs `body` as one scope of work, with `deadline` as its threshold when given.
+    /// Runs `body` as one scope of work, as ``HangMonitor/watch(deadline:_:)`` does.
+    ///
+    /// - Parameters:
+    ///   - deadline: This scope's threshold (10 ms ... 1 h) instead of the monitor's; nil keeps
+    ///     the monitor's.
+    ///   - body: The work.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
     public func watch<T>(deadline: Duration? = nil, _ body: () throws -> T) rethrows -> T {
         try monitor.watch(deadline: deadline, body)
     }

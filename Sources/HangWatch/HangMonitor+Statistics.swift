@@ -1,15 +1,18 @@
 import Synchronization
 
 extension HangMonitor {
-    /// Counters since the monitor was created.
+    /// Counters since the monitor was created, as ``HangMonitor/statistics`` reads them: the
+    /// monitor's own, but for ``callsCutShort`` and ``concurrencyPool``, which are the process's.
     public struct Statistics: Sendable, Equatable {
         /// Hangs detected (each counted once, however long it lasted).
         public var hangsDetected: Int
         /// Reports written as new files (provisional rewrites not counted).
         public var reportsWritten: Int
-        /// Hangs counted in an earlier report with the same signature instead of written again.
+        /// Hangs counted in an earlier report with the same signature instead of written again
+        /// (``Configuration/repeatWindow``).
         public var hangsFolded: Int
-        /// Hangs not written because of the rate limit.
+        /// Hangs not written because of the rate limit (``Configuration/reportsPerMinute``,
+        /// ``Configuration/reportBurst``).
         public var hangsSuppressed: Int
         /// Report writes that failed (disk full, read-only directory, ...).
         public var writeFailures: Int
@@ -27,13 +30,15 @@ extension HangMonitor {
         public var concurrencyPool: PoolProbeDelays = PoolProbeDelays()
     }
 
-    /// A histogram of the pool probe's start delays: from enqueueing a tiny job on the global
+    /// A histogram of the pool probe's start delays (``Statistics/concurrencyPool``, kept while
+    /// ``Configuration/watchesConcurrencyPool`` is on): from enqueueing a tiny job on the global
     /// concurrent executor (priority `.medium`) to the job starting. Buckets have the layout of
     /// the loop-busy histogram (the heartbeat page's).
     public struct PoolProbeDelays: Sendable, Equatable {
         /// Upper bounds of every bucket but the last, in nanoseconds (the last has no bound).
         public var bucketUpperBoundsNanoseconds: [UInt64] = []
-        /// Probes per bucket: `bucketUpperBoundsNanoseconds.count + 1` values once a probe ran.
+        /// Probes per bucket: `bucketUpperBoundsNanoseconds.count + 1` values once a probe ran
+        /// (``bucketUpperBoundsNanoseconds``).
         public var counts: [UInt64] = []
         /// The sum of every delay counted, in nanoseconds.
         public var totalNanoseconds: UInt64 = 0
@@ -45,9 +50,10 @@ extension HangMonitor {
         /// a delayed one fell due (docs/sources.md, "Cooperative pool").
         public var rests: Int = 0
 
+        /// An empty histogram: no bucket, no probe.
         public init() {}
 
-        /// Probes counted.
+        /// Probes counted: the sum of ``counts``.
         public var probes: UInt64 { counts.reduce(0, +) }
     }
 }

@@ -3,7 +3,8 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Watches a run loop and writes a JSON report for every time it stays busy past a threshold.
+/// Watches one source of work (a run loop, a serial queue, an event loop, or scopes a thread
+/// declares) and writes a JSON report for every time it stays busy past a threshold.
 ///
 /// ```swift
 /// import Foundation
@@ -17,14 +18,20 @@ import Synchronization
 /// ```
 ///
 /// Observers on the loop record each activity in a shared word; a watchdog thread sleeps until the
-/// loop has been busy (after `beforeSources` or `afterWaiting`) for the threshold, then samples the
-/// loop thread's stack every `sampleInterval` until the loop moves, and writes one report with the
-/// true duration, every sample and the heaviest stack. Time the loop spends asleep never counts.
+/// loop has been busy (after ``Activity/beforeSources`` or ``Activity/afterWaiting``) for the
+/// threshold, then samples the loop thread's stack every ``Configuration/sampleInterval`` until the
+/// loop moves, and writes one report with the true duration, every sample and the heaviest stack.
+/// Time the loop spends asleep never counts.
 ///
-/// Thread-safe. `stop()` waits for the watchdog and for queued report writes.
+/// A monitor watches one source at a time, chosen by the `start` it is given: ``start()`` or
+/// ``start(runLoop:)`` for a run loop, ``startWatchingMainQueue()`` or ``start(queue:)`` for a
+/// dispatch queue, ``startWatchingScopes()`` for a thread with a loop of its own; HangWatchNIO's
+/// `HangMonitor.watch(_:ticks:configuration:logger:)` makes one per SwiftNIO event loop.
+///
+/// Thread-safe. ``stop()`` waits for the watchdog and for queued report writes.
 public final class HangMonitor: Sendable {
-    /// The configuration this monitor was created with (`threshold` may since have changed: see
-    /// `threshold`).
+    /// The configuration this monitor was created with (its threshold may since have changed: see
+    /// ``threshold``).
     public let configuration: Configuration
     let logger: Logger
     private let enricher: (any HangReportEnricher)?
@@ -59,14 +66,24 @@ public final class HangMonitor: Sendable {
         static let none = SourceHandles()
     }
 
-    /// Validates `configuration` (throwing `HangMonitorError.invalidConfiguration` naming the bad
-    /// setting). `enricher` runs on each finished report before it is written, off the monitored
-    /// thread, e.g. `Symbolicator()` from HangWatchSymbolication for names in every report.
+    /// Makes a stopped monitor from a valid configuration; nothing is watched, created or installed
+    /// until a `start`.
     ///
     /// Each monitor is one watch: its source, threshold and stop are its own. What a process has one
     /// of is shared: one watchdog thread for every monitor, and one writer and heartbeat per report
     /// directory (monitors writing to one directory share its rate limit and its fold of repeats,
-    /// and must agree on its settings: `start` throws `invalidConfiguration` otherwise).
+    /// and must agree on its settings: ``start()`` throws otherwise).
+    ///
+    /// - Parameters:
+    ///   - configuration: What to watch for and where to write; checked here
+    ///     (``Configuration/validate()``).
+    ///   - logger: Where the monitor tells its starts, stops and troubles (metadata keys prefixed
+    ///     `hangwatch.`). The library never bootstraps logging.
+    ///   - enricher: Runs on each finished report before it is written, off the monitored thread,
+    ///     e.g. `Symbolicator()` from HangWatchSymbolication for names in every report. Nil: reports
+    ///     keep raw addresses and build-ids, symbolicated later, on the host or elsewhere.
+    /// - Throws: ``HangMonitorError/invalidConfiguration(key:value:reason:)`` naming the first
+    ///   setting out of range.
     public init(
         configuration: Configuration, logger: Logger = Logger(label: "hangwatch"),
         enricher: (any HangReportEnricher)? = nil
@@ -84,12 +101,25 @@ public final class HangMonitor: Sendable {
 
     /// Starts watching `RunLoop.main`. Call it from the main thread before running the loop, or
     /// from any thread (the main thread then attaches the next time its loop runs).
+    ///
+    /// With ``Configuration/isEnabled`` false it does nothing (and throws nothing).
+    ///
+    /// - Throws: ``HangMonitorError/alreadyRunning`` if this monitor is watching already;
+    ///   ``HangMonitorError/reportDirectoryUnusable(path:reason:)`` if the report directory cannot
+    ///   be used; ``HangMonitorError/captureUnavailable(reason:)`` if the capture signal's handler
+    ///   cannot be installed; ``HangMonitorError/invalidConfiguration(key:value:reason:)`` if
+    ///   another monitor of the process writes to the same directory with other directory settings
+    ///   (the key names the first that differs).
     public func start() throws {
         try start(runLoop: .main)
     }
 
-    /// Starts watching `runLoop`, the run loop of some thread. From another thread, the loop's
-    /// thread attaches (alternate signal stack, unwinder warm-up) the next time the loop runs.
+    /// Starts watching the run loop of some thread. From another thread, the loop's thread attaches
+    /// (alternate signal stack, unwinder warm-up) the next time the loop runs.
+    ///
+    /// - Parameter runLoop: The loop to watch, in its common modes and
+    ///   ``Configuration/additionalModes`` (and any mode it is later found running in).
+    /// - Throws: What ``start()`` throws, for the same reasons.
     public func start(runLoop: RunLoop) throws {
         try start(
             source: RunLoopActivitySource(
@@ -102,11 +132,18 @@ public final class HangMonitor: Sendable {
     /// that the queue does not run within the threshold is a hang; the thread draining the queue
     /// is captured (on Linux a libdispatch worker once `dispatchMain()` ran). See docs/sources.md
     /// for what the ping can and cannot see.
+    ///
+    /// - Throws: What ``start()`` throws, for the same reasons.
     public func startWatchingMainQueue() throws {
         try start(queue: .main, kind: .dispatchMain)
     }
 
-    /// Starts watching a serial `DispatchQueue` the same way (reports say `dispatch-queue`).
+    /// Starts watching a serial `DispatchQueue` the way ``startWatchingMainQueue()`` watches the
+    /// main queue (reports say `dispatch-queue`).
+    ///
+    /// - Parameter queue: A serial queue (a ping must wait behind the block that holds it);
+    ///   `DispatchQueue.main` is watched as ``startWatchingMainQueue()`` watches it.
+    /// - Throws: What ``start()`` throws, for the same reasons.
     public func start(queue: DispatchQueue) throws {
         try start(queue: queue, kind: queue === DispatchQueue.main ? .dispatchMain : .dispatchQueue)
     }
@@ -201,7 +238,8 @@ public final class HangMonitor: Sendable {
 
     /// Stops watching. A hang in progress is written with outcome `monitor stopped during hang`.
     /// Waits for the watchdog to finish and for queued reports to be written. Idempotent; the
-    /// monitor can be started again.
+    /// monitor can be started again. Call it before the watched loop's thread stops running its
+    /// loop.
     public func stop() {
         guard let current = running.withLock({ running -> MonitorAssembly? in
             defer { running = nil }
@@ -211,7 +249,8 @@ public final class HangMonitor: Sendable {
         logger.info("hang monitor stopped", metadata: ["hangwatch.service": "\(configuration.serviceName)"])
     }
 
-    /// Whether the monitor is watching a loop.
+    /// Whether the monitor is watching a source: true from a successful `start` to ``stop()``
+    /// (false after a start that ``Configuration/isEnabled`` turned into a no-op).
     public var isRunning: Bool {
         running.withLock { $0?.assembly != nil }
     }
@@ -244,30 +283,42 @@ public final class HangMonitor: Sendable {
         running.withLock { $0?.assembly?.source.edges.rawValue }
     }
 
-    /// Suspends hang detection until the matching `resume()` (calls nest). For known long
-    /// operations; busy time before the final `resume()` never counts.
+    /// Suspends hang detection until the matching ``resume()`` (calls nest). For known long
+    /// operations; busy time before the final ``resume()`` never counts.
     public func pause() {
         control.pause()
     }
 
-    /// Ends a `pause()`. Busy time counts again from now.
+    /// Ends a ``pause()``. Busy time counts again from now, once every ``pause()`` has had its
+    /// ``resume()``.
     public func resume() {
         if control.resume(now: SystemMonotonicClock().microseconds()) { wakeWatchdog() }
     }
 
-    /// Runs `body` with hang detection paused.
+    /// Runs `body` with hang detection paused (``pause()`` before it, ``resume()`` after it, even
+    /// when it throws).
+    ///
+    /// - Parameter body: The known long operation.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
     public func withoutHangDetection<T>(_ body: () throws -> T) rethrows -> T {
         pause()
         defer { resume() }
         return try body()
     }
 
-    /// The current threshold.
+    /// The threshold in force: ``Configuration/threshold`` until ``setThreshold(_:)`` changes it
+    /// (inside a scope of ``watch(deadline:_:)`` with a deadline, that deadline).
     public var threshold: Duration {
         .microseconds(Int64(control.thresholdMicroseconds.load(ordering: .relaxed)))
     }
 
-    /// Changes the threshold while running (10 ms ... 1 h).
+    /// Changes the threshold, running or not; a running monitor's watchdog is woken to judge the
+    /// source by the new one at once.
+    ///
+    /// - Parameter threshold: The new threshold, 10 ms ... 1 h.
+    /// - Throws: ``HangMonitorError/invalidConfiguration(key:value:reason:)`` with key `threshold`
+    ///   when it is out of range; the threshold in force then stays.
     public func setThreshold(_ threshold: Duration) throws {
         var candidate = configuration
         candidate.threshold = threshold
@@ -276,7 +327,7 @@ public final class HangMonitor: Sendable {
         wakeWatchdog()
     }
 
-    /// Counters since this monitor was created.
+    /// Counters since this monitor was created (across its starts and stops), read now.
     public var statistics: Statistics {
         statisticsStore.snapshot(.process)
     }

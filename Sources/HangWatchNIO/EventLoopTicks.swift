@@ -18,9 +18,9 @@ import Synchronization
 /// server (docs/performance.md, `H1`: about 0.99 paired, either way). The delegate's own cost is two clock reads
 /// per iteration (SwiftNIO makes them once a delegate is set) and the call: 66 ns (figure 17).
 ///
-/// A delegate of your own goes on getting every iteration (`forwardingTo`). Up to `capacity` loops
-/// are followed; a loop beyond them, or one whose group was made without this delegate, is pinged
-/// at each look instead.
+/// A delegate of your own goes on getting every iteration (``init(forwardingTo:)``). Up to
+/// ``capacity`` loops are followed; a loop beyond them, or one whose group was made without this
+/// delegate, is pinged at each look instead.
 public final class EventLoopTicks: NIOEventLoopMetricsDelegate, Sendable {
     /// How many loops one instance follows.
     public static let capacity = 256
@@ -43,13 +43,17 @@ public final class EventLoopTicks: NIOEventLoopMetricsDelegate, Sendable {
         }
     }
 
-    /// `next` gets every iteration after this one has read it.
+    /// A delegate that follows up to ``capacity`` loops.
+    ///
+    /// - Parameter next: A delegate of your own, given every iteration after this one has read it.
     public init(forwardingTo next: (any NIOEventLoopMetricsDelegate)? = nil) {
         self.next = next
         slots = (0..<Self.capacity).map { _ in Slot() }
     }
 
-    /// Called by the loop after each iteration (on its thread): stores its end.
+    /// Called by the loop after each iteration (on its thread): stores its end, then forwards it.
+    ///
+    /// - Parameter info: The iteration, from SwiftNIO; its `endTime` is kept.
     public func processedTick(info: NIOEventLoopTickInfo) {
         let loop = UInt(bitPattern: info.eventLoopID)
         let count = used.load(ordering: .acquiring)

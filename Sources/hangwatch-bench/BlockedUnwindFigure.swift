@@ -55,8 +55,14 @@ struct BlockedUnwindFigure {
     }
 }
 
-enum BenchError: Error {
+enum BenchError: Error, CustomStringConvertible {
     case setup(String)
+
+    var description: String {
+        switch self {
+        case .setup(let reason): reason
+        }
+    }
 }
 
 @inline(never)

@@ -20,26 +20,9 @@ struct CLIFigure {
 
     func measure() throws -> Outcome {
         // The CLI is the tools' package's (`make bench` says where); else one built next to the bench.
-        let cli = ProcessInfo.processInfo.environment["HANGWATCH_CLI"]
-            ?? ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).map { ($0 as NSString).deletingLastPathComponent } ?? ".") + "/hangwatch"
-        guard FileManager.default.isExecutableFile(atPath: cli) else {
-            throw BenchFailure("no CLI at \(cli): build it (swift build -c release --package-path Tools --product hangwatch) and set HANGWATCH_CLI")
-        }
-
-        // Real reports of this binary (raw frames, as the monitor writes them): eight hangs at
-        // different depths, so there are several culprits to group.
-        let loop = BenchLoop()
-        let variant = try HangWatchVariant(threshold: .milliseconds(100), name: "cli")
-        defer { variant.removeReports() }
-        variant.attach(to: loop)
-        let gaps = GapRecorder(thresholdNanoseconds: 1_000_000_000)
-        for depth in 20..<28 {
-            loop.sync { _ = hangAtDepth(depth, milliseconds: 300, gaps: gaps) }
-        }
-        variant.detach()
-        loop.stop()
-        let originals = variant.reports()
-        guard originals.count >= 4 else { throw BenchFailure("the monitor wrote \(originals.count) reports, expected 8") }
+        let cli = try ToolBinary.path(
+            "hangwatch", variable: "HANGWATCH_CLI", build: "swift build -c release --package-path Tools --scratch-path .build --product hangwatch")
+        let originals = try RealReports.make(name: "cli")
 
         // Copies, spread over a week and four services (one directory each, as the agent keeps them).
         let root = FileManager.default.temporaryDirectory.path + "/hangwatch-bench-cli-\(getpid())"
@@ -52,10 +35,9 @@ struct CLIFigure {
         let now = Date()
         var bytes = 0
         func writeCopy(_ index: Int) throws {
-            var report = originals[index % originals.count]
-            report.service = services[index % services.count]
-            report.startedAt = now.addingTimeInterval(-Double(index) * 60)
-            report.id = ReportTimestamp.compact(report.startedAt) + "-\(report.service)-\(1000 + index % 7)-\(index)"
+            let report = RealReports.copy(
+                originals[index % originals.count], service: services[index % services.count],
+                at: now.addingTimeInterval(-Double(index) * 60), index: index)
             let data = try report.encoded()
             bytes += data.count
             // Setup, not measured: written without the store's fsync.
@@ -105,6 +87,7 @@ struct CLIFigure {
     }
 }
 
+/// Why a figure could not run (a tool missing, a set-up that failed).
 struct BenchFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

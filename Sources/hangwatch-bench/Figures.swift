@@ -4,13 +4,14 @@ import HangWatch
 import HangWatchReport
 import Synchronization
 
-/// One line of the results table.
+/// One line of the results table: a goal's line carries the goal and its verdict, another line
+/// may carry a note ("(reference)").
 struct FigureResult {
     var number: String
     var name: String
     var value: String
     var goal: String
-    var met: Bool?
+    var verdict: Scorecard.Verdict?
 }
 
 enum Variant: String, CaseIterable {

@@ -24,13 +24,9 @@ struct IdleServiceWakeupFigure {
     /// `hangwatch-faults` next to this executable (both are built by `make bench`), or
     /// `HANGWATCH_FAULTS`.
     static func faultsExecutable() throws -> String {
-        if let path = ProcessInfo.processInfo.environment["HANGWATCH_FAULTS"] { return path }
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let path = here.appendingPathComponent("hangwatch-faults").path
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw BenchFailure("no hangwatch-faults at \(path): build it (swift build -c release --product hangwatch-faults)")
-        }
-        return path
+        try ToolBinary.path(
+            "hangwatch-faults", variable: "HANGWATCH_FAULTS",
+            build: "swift build -c release --scratch-path .build-release --product hangwatch-faults")
     }
 
     func measure() throws -> Outcome {

@@ -28,6 +28,11 @@ import HangWatchReport
 //   hangwatch-faults lifecycle --reports DIR --source run-loop|scopes|queue --count N [--warm-up W]
 //       starts and stops one monitor W + N times; prints the growth of resident memory over the
 //       last N as one JSON line (Lifecycle.swift).
+//   hangwatch-faults limits --reports DIR --mode wall|cpu --ms N [--counter FILE]
+//   hangwatch-faults pageout --reports DIR --file PATH
+//       one hang computing N ms (of wall time, or of its own CPU time) for a test that put the
+//       process in a cgroup (a CPU quota, a freezer), or faulting a file's evicted pages in;
+//       prints what the thread's and the cgroup's own counters measured (ContainerScenario.swift).
 //
 // Exit codes: 0 done, 2 bad arguments, 3 the monitor could not start.
 
@@ -46,6 +51,11 @@ struct Options {
     var warmUp = 500
     /// The hold mode's task priority (its pool: `high` runs on the user-initiated pool's workers).
     var priority = TaskPriority.medium
+    /// `limits`: how long to compute; the cgroup file whose throttled time to read around it.
+    var milliseconds = 0
+    var counter: String?
+    /// `pageout`: the file to map.
+    var file = ""
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -56,7 +66,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 func parseOptions() -> Options {
     var options = Options()
     var arguments = CommandLine.arguments.dropFirst()
-    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|labels|idle|lifecycle --reports DIR ...") }
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|labels|idle|lifecycle|limits|pageout --reports DIR ...") }
     options.scenario = scenario
     while let name = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
@@ -69,11 +79,14 @@ func parseOptions() -> Options {
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
         case "--mode":
-            guard ["block", "hold", "healthy", "yield", "idle", "rest", "unmonitored", "no-pool"].contains(value) else {
-                fail("--mode takes block, hold, healthy, yield, idle, rest (pool) or unmonitored, no-pool (idle)")
+            guard ["block", "hold", "healthy", "yield", "idle", "rest", "unmonitored", "no-pool", "wall", "cpu"].contains(value) else {
+                fail("--mode takes block, hold, healthy, yield, idle, rest (pool), unmonitored, no-pool (idle) or wall, cpu (limits)")
             }
             options.mode = value
         case "--source": options.source = value
+        case "--ms": options.milliseconds = Int(value) ?? -1
+        case "--counter": options.counter = value
+        case "--file": options.file = value
         case "--warm-up": options.warmUp = Int(value) ?? -1
         case "--priority":
             let priorities: [String: TaskPriority] = ["high": .high, "medium": .medium, "low": .low, "background": .background]
@@ -86,7 +99,9 @@ func parseOptions() -> Options {
         }
     }
     guard !options.reports.isEmpty else { fail("--reports is required") }
-    guard options.seconds >= 0, options.count >= 1, options.gapMilliseconds >= 0, options.warmUp >= 0 else { fail("bad number") }
+    guard options.seconds >= 0, options.count >= 1, options.gapMilliseconds >= 0, options.warmUp >= 0, options.milliseconds >= 0 else {
+        fail("bad number")
+    }
     return options
 }
 
@@ -206,5 +221,7 @@ case "pool": runPool(options, mode: options.mode)
 case "lifecycle": runLifecycle(options)
 case "labels": runLabels(options)
 case "idle": runIdle(options)
+case "limits": runLimits(options)
+case "pageout": runPageout(options)
 default: fail("unknown scenario \(options.scenario)")
 }

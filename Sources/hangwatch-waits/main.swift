@@ -6,7 +6,7 @@ import Synchronization
 // object another thread or process holds, one kind per run; the tests of `waitsFor` run it in a
 // release build (not a product).
 //
-//   hangwatch-waits CASE --reports DIR [--threshold-ms 250] [--hold-ms 1500]
+//   hangwatch-waits CASE --reports DIR [--threshold-ms 250] [--hold-ms 1500] [--stay-ms 300]
 //
 // CASE: mutex (an NSLock held by thread "cache-refresh"), timed-mutex (pthread_mutex_timedlock of
 // a mutex thread "cache-refresh" holds), nslock-before (NSLock.lock(before:) of the held NSLock),
@@ -36,16 +36,20 @@ guard let waitCase = arguments.popFirst() else { fail("usage: hangwatch-waits CA
 var reports = ""
 var thresholdMilliseconds = 250
 var holdMilliseconds = 1500
+/// How long the service stays up, monitored, once the hang is over (a dump, or the agent, may
+/// look at it meanwhile).
+var stayMilliseconds = 300
 while let name = arguments.popFirst() {
     guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
     switch name {
     case "--reports": reports = value
     case "--threshold-ms": thresholdMilliseconds = Int(value) ?? 0
     case "--hold-ms": holdMilliseconds = Int(value) ?? 0
+    case "--stay-ms": stayMilliseconds = Int(value) ?? -1
     default: fail("unknown option \(name)")
     }
 }
-guard !reports.isEmpty, thresholdMilliseconds > 0, holdMilliseconds > thresholdMilliseconds else { fail("bad options") }
+guard !reports.isEmpty, thresholdMilliseconds > 0, holdMilliseconds > thresholdMilliseconds, stayMilliseconds >= 0 else { fail("bad options") }
 
 let monitor: HangMonitor
 do {
@@ -59,12 +63,14 @@ do {
 }
 
 let scenario = WaitScenario(case: waitCase, holdMicroseconds: UInt32(holdMilliseconds * 1000))
+let stay = Double(stayMilliseconds) / 1000
 RunLoop.main.add(
     Timer(fire: Date().addingTimeInterval(0.2), interval: 0, repeats: false) { _ in
         scenario.run()
-        // The hang is over: let the monitor write its report, then leave.
+        // The hang is over: let the monitor write its report (and stay as long as asked), then leave.
+        FileHandle.standardOutput.write(Data("hang over\n".utf8))
         RunLoop.main.add(
-            Timer(fire: Date().addingTimeInterval(0.3), interval: 0, repeats: false) { _ in
+            Timer(fire: Date().addingTimeInterval(stay), interval: 0, repeats: false) { _ in
                 monitor.stop()
                 exit(0)
             }, forMode: .default)

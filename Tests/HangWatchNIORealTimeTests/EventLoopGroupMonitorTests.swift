@@ -312,7 +312,7 @@ final class WatchedServer {
     /// Polled through io_uring, no wake is lost, and there are no looks at idle loops: every block
     /// is reported, and every report's start is the loop's wake (`exact`; a look would say
     /// `sampled`, and a lost wake would be a missed hang).
-    @Test(.enabled(if: HangMonitor.canPollLoopWakesThroughIoUring))
+    @Test(.enabled(if: HangMonitor.canPollLoopWakesThroughIoUring, "io_uring is not available on this machine"))
     func blocksArrivingLongAfterTheLoopWentIdleAreEachReportedFromTheirWakeThroughIoUring() throws {
         try sparseBlocks(usesIoUring: true) { watch, reports in
             #expect(watch.watchesWakesThroughIoUring)

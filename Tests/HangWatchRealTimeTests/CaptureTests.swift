@@ -1,3 +1,4 @@
+@_spi(Internal) import HangWatchReport
 import Foundation
 @testable import HangWatch
 import HangWatchTestSupport
@@ -59,7 +60,7 @@ import Testing
             flags: ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fomit-frame-pointer"])
         let handle = try #require(dlopen(library, RTLD_NOW))
         let leaf = unsafeBitCast(try #require(dlsym(handle, "hangwatch_test_leaf")), to: TestLeaf.self)
-        #expect(UnsafeCaptureBridge.publish(UnsafeImageMapReader.read()) == .published)
+        #expect(UnsafeImageTable.publish(UnsafeImageMapReader.read()) == .published)
         let map = UnsafeImageMapReader.read()
         let ready = DispatchSemaphore(value: 0)
         let flags = TargetFlags()

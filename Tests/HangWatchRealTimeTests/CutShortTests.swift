@@ -1,3 +1,4 @@
+@_spi(Internal) import HangWatchReport
 import Foundation
 @testable import HangWatch
 import HangWatchTestSupport
@@ -35,9 +36,9 @@ import Testing
                 attachment = UnsafeCaptureBridge.attachCurrentThread(alternateStackSize: 64 << 10, signal: signal)
                 started.signal()
                 var pause = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
-                let start = UnsafeCaptureBridge.monotonicNanoseconds()
+                let start = UnsafeClock.monotonicNanoseconds()
                 outcome.result = clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, nil)
-                outcome.sleptMilliseconds = Double(UnsafeCaptureBridge.monotonicNanoseconds() - start) / 1e6
+                outcome.sleptMilliseconds = Double(UnsafeClock.monotonicNanoseconds() - start) / 1e6
                 outcome.finished.signal()
             }.start()
             started.wait()
@@ -140,8 +141,8 @@ import Testing
             started.signal()
             var burst: UInt64 = 2_000
             while !stop.load(ordering: .relaxed) {
-                let end = UnsafeCaptureBridge.monotonicNanoseconds() + burst
-                while UnsafeCaptureBridge.monotonicNanoseconds() < end {}
+                let end = UnsafeClock.monotonicNanoseconds() + burst
+                while UnsafeClock.monotonicNanoseconds() < end {}
                 burst = burst >= 30_000 ? 2_000 : burst + 4_000
                 var pause = timespec(tv_sec: 0, tv_nsec: 200_000)
                 if clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, nil) == EINTR { cutShort.add(1, ordering: .relaxed) }
@@ -159,8 +160,8 @@ import Testing
             let before = cutShort.load(ordering: .relaxed)
             var previous: StackSample?
             var flagged = 0
-            let end = UnsafeCaptureBridge.monotonicNanoseconds() + UInt64(seconds * 1e9)
-            while UnsafeCaptureBridge.monotonicNanoseconds() < end {
+            let end = UnsafeClock.monotonicNanoseconds() + UInt64(seconds * 1e9)
+            while UnsafeClock.monotonicNanoseconds() < end {
                 let sample = sampler.sample(thread, previous: previous, signalAllowed: true)
                 if sample.cutCallShort { flagged += 1 }
                 previous = sample
@@ -168,8 +169,8 @@ import Testing
             // The sleeper counts a cut-short sleep once it runs again after the handler: wait for
             // it to count what the handler flagged (a second at most; a descheduled sleeper may
             // take a while), then a moment for any more.
-            let deadline = UnsafeCaptureBridge.monotonicNanoseconds() + 1_000_000_000
-            while cutShort.load(ordering: .relaxed) - before < flagged && UnsafeCaptureBridge.monotonicNanoseconds() < deadline {
+            let deadline = UnsafeClock.monotonicNanoseconds() + 1_000_000_000
+            while cutShort.load(ordering: .relaxed) - before < flagged && UnsafeClock.monotonicNanoseconds() < deadline {
                 usleep(1_000)
             }
             usleep(2_000)

@@ -1,4 +1,3 @@
-import CHangWatchCapture
 import Foundation
 @testable import HangWatch
 import HangWatchReport
@@ -92,9 +91,9 @@ import Testing
         // One more before and after the 20: their blocks bound the first and the last.
         for _ in 0..<22 {
             loop.iteration {
-                let start = UnsafeCaptureBridge.monotonicNanoseconds()
+                let start = UnsafeClock.monotonicNanoseconds()
                 _ = spinInTestHang(milliseconds: 3)
-                let end = UnsafeCaptureBridge.monotonicNanoseconds()
+                let end = UnsafeClock.monotonicNanoseconds()
                 blocks.withLock { $0.append((start, end)) }
             }
         }
@@ -127,7 +126,7 @@ import Testing
     @Test func withoutTheOptionThereIsNoHistogram() throws {
         let (directory, loop, monitor) = try startMonitoredLoop { $0.heartbeatInterval = .seconds(1) }
         defer { loop.stop() }
-        let started = UnsafeCaptureBridge.monotonicNanoseconds()
+        let started = UnsafeClock.monotonicNanoseconds()
         // A page the watchdog published after the start (so after the monitor joined it).
         let page = waitFor(directory) { $0.tickMonotonicNanoseconds > started }
         #expect(page != nil && page?.loopBusy == nil, "\(String(describing: page))")
@@ -140,9 +139,10 @@ import Testing
 
     /// The loop thread counts with the C bounds; the agent reads with the Swift ones.
     @Test func theCAndSwiftBucketBoundsAgree() {
-        let cBounds = withUnsafeBytes(of: hw_loop_bounds_ns) { Array($0.bindMemory(to: UInt64.self)) }
+        // (The C header's table, as the bridge reads it: its bounds, one fewer than its buckets.)
+        let cBounds = UnsafeLoopHistogram.bucketBounds
         #expect(cBounds == LoopBusyHistogram.bounds)
-        #expect(Int(HW_LOOP_BUCKETS) == LoopBusyHistogram.bucketCount)
+        #expect(cBounds.count + 1 == LoopBusyHistogram.bucketCount)
     }
 
     @Test func aPageWithTheHistogramRoundTrips() {

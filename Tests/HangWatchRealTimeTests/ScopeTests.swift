@@ -122,17 +122,30 @@ import Testing
         #expect(anotherSource.count == 1, "\(log.all.map(\.message))")
         monitor.stop()
 
-        // Scopes of another thread, called from this one.
-        let done = DispatchSemaphore(value: 0)
+        // Scopes of another thread, called from this one. Entered for real, they would never be
+        // left: the monitor would report a hang a threshold later.
+        let started = DispatchSemaphore(value: 0), checked = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
         let thread = Thread {
             _ = try? monitor.startWatchingScopes()
+            started.signal()
+            checked.wait()
+            // The control: the scopes' own thread, in a scope past the threshold, is reported.
+            monitor.watch { _ = hangInDeclaredScope(milliseconds: 500) }
             done.signal()
         }
         thread.start()
-        done.wait()
+        started.wait()
         for _ in 0..<3 { monitor.enterWork() }
         let anotherThread = log.all.filter { $0.level == .warning && $0.message.hasPrefix("scope calls from another thread") }
         #expect(anotherThread.count == 1, "\(log.all.map(\.message))")
-        #expect(directory.reports().isEmpty)
+        // Three thresholds: a scope those calls had entered would have been detected by now.
+        usleep(600_000)
+        #expect(monitor.statistics.hangsDetected == 0, "\(monitor.statistics)")
+        checked.signal()
+        done.wait()
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        #expect(reports.count == 1 && reports.first?.heaviestStackContains("hangInDeclaredScope") == true, "\(reports.map(\.heaviestSymbols))")
+        #expect(directory.reports().count == 1, "only the control's hang: \(directory.listing())")
     }
 }

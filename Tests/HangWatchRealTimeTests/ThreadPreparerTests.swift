@@ -1,3 +1,4 @@
+@_spi(Internal) import HangWatchReport
 import Foundation
 @testable import HangWatch
 import HangWatchTestSupport

@@ -234,7 +234,9 @@ import Testing
         #expect(endpoint.type == "tcp" && endpoint.state == "SYN-SENT", "\(endpoint)")
         #expect(endpoint.remote == "127.0.0.1:\(port)" && endpoint.local?.hasPrefix("127.0.0.1:") == true, "\(endpoint)")
         let pid = try #require(run.announced["waiterTid"])
-        #expect((endpoint.peers ?? []).allSatisfy { $0.pid == pid }, "only this process listens there: \(waits)")
+        // The other end is the listener: this very process, and nothing else listens there.
+        let peers = try #require(endpoint.peers, "the listener at the other end is not named: \(waits)")
+        #expect(!peers.isEmpty && peers.allSatisfy { $0.pid == pid }, "only this process listens there: \(waits)")
         #expect(Self.symbols(report, report.heaviestStack?.stack).contains { $0.contains("connectToTheFullQueue") })
     }
 

@@ -26,7 +26,7 @@ import Testing
                       "signature", "stacks"] {
             #expect(object[field] != nil, "missing \(field)")
         }
-        #expect(object["schema"] as? String == "hangwatch.hang/1.5")
+        #expect(object["schema"] as? String == "hangwatch.hang/1.6")
         #expect(object["startedAt"] as? String == "2026-11-18T11:06:40.123Z")
     }
 
@@ -48,6 +48,43 @@ import Testing
         #expect(!text.contains("labels") && !text.contains("nameSignature"))
         let read = try HangReport.decode(Data(text.utf8))
         #expect(read.labels == nil && read.labelsOmitted == nil && read.nameSignature == nil)
+    }
+
+    /// Schema 1.6: the CPU limit, throttled, stopped and paging fields, and their verdicts, round
+    /// trip; a report without them (1.5) reads as before, and a verdict a reader does not know
+    /// reads as `unknown`.
+    @Test func writesTheLimitStopAndPagingFieldsOf16AndReadsReportsWithout() throws {
+        var report = ReportFixtures.report()
+        report.context.verdict = .throttled
+        report.context.hostCpuCount = 8
+        report.context.cpuLimit = HangReport.CPULimit(cores: 0.2, source: "cgroup v1 cpu.cfs_quota_us", path: "/sys/fs/cgroup/cpu/app")
+        report.context.throttledMs = 640
+        report.context.cgroupThrottledMs = 655.5
+        report.context.throttledPeriods = 8
+        report.context.stoppedMs = 2000
+        report.context.stoppedBy = "cgroup freezer"
+        report.context.stopEvidence = "cgroup.stat.local frozen_usec grew by 2000 ms"
+        report.context.busyMs = 800
+        report.context.majorFaults = 16384
+        report.context.memoryStallMs = 1200
+        report.context.memoryPressureSource = "system"
+        let data = try report.encoded()
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let context = try #require(object["context"] as? [String: Any])
+        #expect(context["verdict"] as? String == "throttled")
+        #expect((context["cpuLimit"] as? [String: Any])?["source"] as? String == "cgroup v1 cpu.cfs_quota_us")
+        #expect(context["stoppedBy"] as? String == "cgroup freezer" && context["majorFaults"] as? Int == 16384)
+        #expect(try HangReport.decode(data).context == report.context)
+        var paging = report
+        paging.context.verdict = .paging
+        #expect(try HangReport.decode(paging.encoded()).context.verdict == .paging)
+        // Without them: nil, as in every report before 1.6.
+        let plain = try HangReport.decode(try ReportFixtures.report().encoded()).context
+        #expect(plain.cpuLimit == nil && plain.throttledMs == nil && plain.stoppedBy == nil && plain.busyMs == nil && plain.majorFaults == nil)
+        #expect(!String(decoding: try ReportFixtures.report().encoded(), as: UTF8.self).contains("stoppedMs"))
+        // A verdict of a later minor version.
+        let future = String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\"throttled\"", with: "\"swapped-out\"")
+        #expect(try HangReport.decode(Data(future.utf8)).context.verdict == .unknown)
     }
 
     @Test func outcomeOfAFatalHangIsSpelledOut() throws {

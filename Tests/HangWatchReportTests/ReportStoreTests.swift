@@ -186,12 +186,56 @@ import Testing
         #expect(!ReportStoreError.writeFailed(path: "/x", errno: EACCES, reason: "denied").isOutOfSpace)
     }
 
+    /// Root writes through any mode bits; as root the write runs on a thread of its own whose
+    /// filesystem user is `nobody` (the kernel then drops its file capabilities for that thread
+    /// alone), so the mode is what refuses it, as it is for a service's own user.
     @Test func writingIntoAReadOnlyDirectoryFailsWithAClearError() throws {
         let store = ReportStore(directory: ReportFixtures.temporaryDirectory())
         try store.prepare()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        // The control: the same store writes while the directory is writable.
+        let written = try store.write(ReportFixtures.report())
+        #expect(FileManager.default.fileExists(atPath: written))
         chmod(store.directory, 0o500)
         defer { chmod(store.directory, 0o700) }
-        if geteuid() == 0 { return }  // root writes anyway; covered by the reliability suite
-        #expect(throws: ReportStoreError.self) { try store.write(ReportFixtures.report()) }
+        let outcome = UnprivilegedThread.run { () -> Result<String, any Error> in
+            Result { try store.write(ReportFixtures.report(id: "20261122T010203124Z-billing-42-2")) }
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a read-only directory was written to: \(outcome)")
+            return
+        }
+        guard case .writeFailed(let path, let code, let reason) = error as? ReportStoreError else {
+            Issue.record("not a write failure: \(error)")
+            return
+        }
+        #expect(code == EACCES && path.hasPrefix(store.directory), "\(path): \(reason)")
+        #expect("\(error)".contains(store.directory), "the message names the directory: \(error)")
+    }
+}
+
+/// Runs a body on a thread of its own whose filesystem user id is `nobody` when the process is
+/// root (glibc's `setfsuid` changes the calling thread only; from 0 to another id the kernel clears
+/// that thread's file capabilities, CAP_DAC_OVERRIDE among them), and restores it after.
+enum UnprivilegedThread {
+    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+        typealias SetFilesystemUser = @convention(c) (UInt32) -> Int32
+        let result = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            var previous: Int32?
+            if geteuid() == 0, let symbol = dlsym(nil, "setfsuid") {
+                previous = unsafeBitCast(symbol, to: SetFilesystemUser.self)(65534)
+            }
+            let value = body()
+            if let previous, let symbol = dlsym(nil, "setfsuid") {
+                _ = unsafeBitCast(symbol, to: SetFilesystemUser.self)(UInt32(previous))
+            }
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        return result.withLock { $0! }
     }
 }

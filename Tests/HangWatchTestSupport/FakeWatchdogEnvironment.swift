@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HangWatch
+@_spi(Internal) import HangWatchReport
 
 /// A `WatchdogEnvironment` on a `ScriptedClock`: the watchdog's waits run the script; the watchdog's
 /// own scheduler counters and the process snapshot are whatever the test sets.
@@ -12,6 +13,8 @@ package final class FakeWatchdogEnvironment: WatchdogEnvironment, @unchecked Sen
     /// The monitored thread's counters (a hang's baseline).
     package var threadSchedule: () -> ProcTask.SchedStat? = { ProcTask.SchedStat(onCPUNanoseconds: 0, runQueueNanoseconds: 0) }
     package var snapshot = ProcessSnapshot(rssBytes: 1 << 24, loadAverage: [0.1, 0.1, 0.1], tracerPID: 0, cpuCount: 2)
+    /// The monitored thread's context (cgroups, stops), scripted; nil: none readable.
+    package var probe: ScriptedContextProbe?
     /// The wall clock at monotonic instant 0.
     package var epoch = Date(timeIntervalSince1970: 1_795_000_000)
 
@@ -25,6 +28,40 @@ package final class FakeWatchdogEnvironment: WatchdogEnvironment, @unchecked Sen
     package func ownSchedule() -> ProcTask.SchedStat? { ownCounters() }
     package func schedule(of thread: MonitoredThread) -> ProcTask.SchedStat? { threadSchedule() }
     package func processSnapshot() -> ProcessSnapshot { snapshot }
+    package func contextProbe(for thread: MonitoredThread) -> (any HangContextProbing)? { probe }
+}
+
+/// A `HangContextProbing` whose counters the test scripts as functions of the time they are read
+/// at; it keeps every read, by kind, in order.
+package final class ScriptedContextProbe: HangContextProbing, @unchecked Sendable {
+    package var scriptedFacts = HangContextFacts(hostCPUs: 2, allowedCPUs: 2)
+    /// Every counter at time `microseconds`.
+    package var counters: (_ microseconds: UInt64) -> HangContextCounters = { HangContextCounters(microseconds: $0) }
+    package private(set) var reads: [(kind: String, microseconds: UInt64)] = []
+
+    package init() {}
+
+    package func facts() -> HangContextFacts {
+        scriptedFacts
+    }
+
+    package func counters(at microseconds: UInt64) -> HangContextCounters {
+        reads.append(("counters", microseconds))
+        return counters(microseconds)
+    }
+
+    package func edge(at microseconds: UInt64) -> HangContextCounters {
+        reads.append(("edge", microseconds))
+        var all = counters(microseconds)
+        all.tracerPID = nil
+        return all
+    }
+
+    package func look(at microseconds: UInt64) -> HangContextCounters {
+        reads.append(("look", microseconds))
+        let all = counters(microseconds)
+        return HangContextCounters(microseconds: microseconds, throttling: all.throttling.map { CgroupCPU.Throttling(throttledNanoseconds: $0.throttledNanoseconds) }, freezing: all.freezing)
+    }
 }
 
 /// A `StackSampling` that returns what the test scripts, stamped with the scripted clock's time.

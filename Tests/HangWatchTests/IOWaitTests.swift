@@ -201,7 +201,11 @@ import Testing
         #expect(named.peers.isEmpty && named.peerNote?.contains("no other end") == true)
 
         var ends: [Int32] = [0, 0]
-        try #require(pipe(&ends) == 0)
+        // Close-on-exec: a child another test starts meanwhile would hold its ends otherwise.
+        // (glibc's pipe2, which Swift's Glibc module does not declare.)
+        typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
+        let pipe2 = unsafeBitCast(try #require(dlsym(nil, "pipe2")), to: Pipe2.self)
+        try #require(pipe2(&ends, O_CLOEXEC) == 0)
         defer { ends.forEach { close($0) } }
         let pipe = naming.name(ends[0], waiter: 0, direction: .read)
         #expect(pipe.type == "pipe" && pipe.peers == [.process(getpid())], "\(pipe)")

@@ -1,19 +1,10 @@
 import Foundation
-import CHangWatchCapture
 @testable import HangWatch
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Testing
 
 @Suite struct ProcTaskTests {
-    @Test func parsesStatEvenWithParenthesesInTheName() throws {
-        let text = "4242 (my (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 17 3 0 0 20 0 3 0 987654 1000 100 18446744073709551615\n"
-        let stat = try #require(ProcTask.parseStat(text))
-        #expect(stat.state == "S")
-        #expect(stat.userTicks == 17)
-        #expect(stat.systemTicks == 3)
-        #expect(stat.startTimeTicks == 987654)
-    }
-
     @Test func parsesEveryFormOfTheSyscallFile() {
         #expect(ProcTask.parseSyscall("running\n") == .running)
         #expect(ProcTask.parseSyscall("-1 0x7ffd1000 0x401000\n") == .blockedOutsideSyscall(stackPointer: 0x7ffd1000, programCounter: 0x401000))
@@ -26,10 +17,10 @@ import Testing
 
     @Test func readsTheVoluntarySwitchesOfARealThreadAndTheyMoveWhenItSleeps() throws {
         let status = "Name:\tw\nnonvoluntary_ctxt_switches:\t9\n"
-        #expect(ProcTask.parseVoluntarySwitches(bytes: ArraySlice(Array(status.utf8))) == nil)
+        #expect(ProcStatus.voluntarySwitches(bytes: ArraySlice(Array(status.utf8))) == nil)
         let both = "Name:\tw\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t9\n"
-        #expect(ProcTask.parseVoluntarySwitches(bytes: ArraySlice(Array(both.utf8))) == 1234)
-        let files = try #require(ProcTaskFiles(tid: hw_gettid()))
+        #expect(ProcStatus.voluntarySwitches(bytes: ArraySlice(Array(both.utf8))) == 1234)
+        let files = try #require(ProcTaskFiles(tid: UnsafeCaptureBridge.currentThreadID()))
         let before = try #require(files.readVoluntarySwitches())
         usleep(2_000)
         let after = try #require(files.readVoluntarySwitches())

@@ -1,6 +1,6 @@
 import Foundation
 @testable import HangWatch
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Testing
 
@@ -143,6 +143,110 @@ import Testing
         let debugged = builder.build(recording(samples: [sample(at: 1_250_000, [0x1000_0010])], debugger: true), images: images, outcome: .recovered)
         #expect(debugged.context.verdict == .debugger)
         #expect(debugged.context.debuggerAttached)
+    }
+
+    /// The recording of a hang of 800 ms (1.0 s to 1.8 s) whose thread, runnable all along, ran
+    /// `onCPU` ms of it, with its context read at the start (1.0 s), with each sample and at the end.
+    func limited(
+        onCPU: UInt64, throttled: UInt64, periods: UInt64 = 8, limit: Double? = 0.2, end: UInt64 = 1_800_000,
+        change: (inout HangContextCounters) -> Void = { _ in }
+    ) -> HangRecording {
+        var recording = recording(
+            samples: stride(from: UInt64(1_250_000), to: end, by: 50_000).map { time in
+                let done = time - 1_000_000
+                return sample(at: time, [0x1000_0010], onCPU: onCPU * done * 1000 / 800, queue: (800 - onCPU) * done * 1000 / 800)
+            }, end: end, baseline: .init(onCPUNanoseconds: onCPU * 250_000 / 800 * 1000, runQueueNanoseconds: (800 - onCPU) * 250_000 / 800 * 1000))
+        recording.context.facts = HangContextFacts(
+            cpuLimit: limit.map { HangReport.CPULimit(cores: $0, source: "cgroup v1 cpu.cfs_quota_us", path: "/sys/fs/cgroup/cpu/app") },
+            hostCPUs: 8, allowedCPUs: 8, continueStampInstalled: true)
+        recording.context.start = HangContextCounters(
+            microseconds: 1_000_000, schedule: .init(onCPUNanoseconds: 0, runQueueNanoseconds: 0), majorFaults: 10,
+            throttling: .init(periods: 100, throttledPeriods: 40, throttledNanoseconds: 5_000_000_000), continues: 0)
+        var last = HangContextCounters(
+            microseconds: end + 30_000, schedule: .init(onCPUNanoseconds: onCPU * 1_000_000, runQueueNanoseconds: (800 - onCPU) * 1_000_000),
+            majorFaults: 10, throttling: .init(periods: 108, throttledPeriods: 40 + periods, throttledNanoseconds: 5_000_000_000 + throttled * 1_000_000),
+            continues: 0)
+        change(&last)
+        recording.context.end = last
+        return recording
+    }
+
+    /// Under a 0.2-CPU quota the thread ran 170 ms of 800 and its cgroup was throttled 615 ms: the
+    /// limit, not the machine. The same thread beside three busy processes, with no throttling, is
+    /// starved: the kernel's counters of the thread look the same in both.
+    @Test func aThreadTheCPULimitHeldBackIsThrottledAndOneOtherProcessesHeldBackIsStarved() throws {
+        let report = builder.build(limited(onCPU: 170, throttled: 615), images: images, outcome: .recovered)
+        #expect(report.context.verdict == .throttled)
+        #expect(report.context.throttledMs == 615 && report.context.cgroupThrottledMs == 615 && report.context.throttledPeriods == 8)
+        #expect(report.context.cpuLimit == HangReport.CPULimit(cores: 0.2, source: "cgroup v1 cpu.cfs_quota_us", path: "/sys/fs/cgroup/cpu/app"))
+        // The CPUs it may use: the limit, rounded up; the host's apart.
+        #expect(report.context.cpuCount == 1 && report.context.hostCpuCount == 8)
+        #expect(HangReportSummary.verdictLine(report) == "throttled: its cgroup's CPU limit (0.2 CPU, cgroup v1 /sys/fs/cgroup/cpu/app) held it back 615 ms of the 800 ms")
+        let hogs = builder.build(limited(onCPU: 90, throttled: 0, periods: 0, limit: nil), images: images, outcome: .recovered)
+        #expect(hogs.context.verdict == .starved)
+        // (The counter could be read: its 0 is written, the evidence that no limit held it.)
+        #expect(hogs.context.throttledMs == 0 && hogs.context.cpuLimit == nil && hogs.context.cpuCount == 8)
+        // A limit, but the thread was held back by others: throttled 0 ms, said so.
+        let limitedButStarved = builder.build(limited(onCPU: 90, throttled: 0, periods: 0), images: images, outcome: .recovered)
+        #expect(limitedButStarved.context.verdict == .starved && limitedButStarved.context.throttledMs == 0)
+        // Two threads of the cgroup throttled: the counter sums CPUs; the report caps it at the
+        // thread's off-CPU time (800 - 170 ms).
+        let summed = builder.build(limited(onCPU: 170, throttled: 1400), images: images, outcome: .recovered)
+        #expect(summed.context.throttledMs == 630 && summed.context.cgroupThrottledMs == 1400)
+    }
+
+    /// A hang of 2 s frozen 1.2 s by a v2 freezer (kernel 6.18's frozen_usec grew by exactly that):
+    /// stopped, by the freezer, its busy time the rest.
+    @Test func aFreezeMidHangIsStoppedByTheFreezerWithItsBusyTimeApart() throws {
+        var recording = limited(onCPU: 700, throttled: 0, limit: nil, end: 3_000_000) {
+            $0.frozenMicroseconds = 7_000_000 + 1_204_000
+        }
+        recording.context.start?.frozenMicroseconds = 7_000_000
+        recording.context.facts?.v2Cgroup = "/sys/fs/cgroup/unified/app"
+        recording.stopSuspected = true
+        let report = builder.build(recording, images: images, outcome: .recovered)
+        #expect(report.context.verdict == .stopped && report.context.processStopped)
+        #expect(report.context.stoppedBy == "cgroup freezer" && report.context.stoppedMs == 1204 && report.context.busyMs == 796)
+        #expect(report.context.stopEvidence?.hasPrefix("proof: cgroup.stat.local frozen_usec grew by 1204 ms (cgroup v2 /sys/fs/cgroup/unified/app)") == true)
+        #expect(HangReportSummary.verdictLine(report) == "process stopped by the cgroup freezer for 1204 ms, busy 796 ms")
+        // SIGSTOP: a SIGCONT arrived; the stop's length from the thread's runnable time (the
+        // watchdog, 1.1 s late, saw at least that much of it).
+        var signalled = limited(onCPU: 300, throttled: 0, limit: nil, end: 3_000_000) {
+            $0.continues = 1
+            $0.lastContinueMicroseconds = 2_500_000
+            $0.schedule = .init(onCPUNanoseconds: 300_000_000, runQueueNanoseconds: 500_000_000)
+        }
+        signalled.stopSuspected = true
+        signalled.context.noteStop(lateMicroseconds: 1_100_000, tracerPID: nil)
+        let stopped = builder.build(signalled, images: images, outcome: .recovered)
+        #expect(stopped.context.stoppedBy == "SIGSTOP" && stopped.context.stoppedMs == 1200 && stopped.context.busyMs == 800)
+        #expect(stopped.context.stopEvidence?.contains("SIGCONT arrived during the hang at +1500 ms") == true)
+        // No stop: none of it.
+        let plain = builder.build(limited(onCPU: 790, throttled: 0, limit: nil), images: images, outcome: .recovered)
+        #expect(plain.context.verdict == .computing && plain.context.stoppedMs == nil && plain.context.busyMs == nil && !plain.context.processStopped)
+    }
+
+    /// 16 384 major faults, and the thread's own v2 cgroup stalled on memory 600 ms of its 600 ms
+    /// off its CPU: paging. The same faults with only the system's pressure to go by: the fields,
+    /// not the verdict (the thread waited for a CPU as long as it ran: starved).
+    @Test func aThreadThatFaultedPagesInIsPagingOnlyOnItsOwnCgroupsEvidence() throws {
+        func hang(own: Bool) -> HangReport {
+            var recording = limited(onCPU: 200, throttled: 0, limit: nil) {
+                $0.majorFaults = 10 + 16_384
+                $0.memoryStallMicroseconds = 1_000_000 + 600_000
+            }
+            recording.context.start?.memoryStallMicroseconds = 1_000_000
+            recording.context.facts?.memoryPressureIsOwn = own
+            recording.context.facts?.memoryPressureSource = own ? "cgroup v2 /sys/fs/cgroup/unified/app" : "system"
+            return builder.build(recording, images: images, outcome: .recovered)
+        }
+        let paging = hang(own: true)
+        #expect(paging.context.verdict == .paging && paging.context.majorFaults == 16_384 && paging.context.memoryStallMs == 600)
+        #expect(HangReportSummary.verdictLine(paging) == "paging: waited for pages to be read in (16384 major page faults, stalled on memory 600 ms (cgroup v2 /sys/fs/cgroup/unified/app))")
+        let system = hang(own: false)
+        #expect(system.context.verdict == .starved && system.context.majorFaults == 16_384 && system.context.memoryPressureSource == "system")
+        // No fault: no field.
+        #expect(builder.build(limited(onCPU: 790, throttled: 0, limit: nil), images: images, outcome: .recovered).context.majorFaults == nil)
     }
 
     @Test func captureFailuresAreCountedByKind() {

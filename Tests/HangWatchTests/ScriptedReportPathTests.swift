@@ -244,3 +244,29 @@ extension ScriptedReportPathTests {
         #expect(try HangMonitor.Configuration.load(serviceName: "shop", environment: [:]).serviceVersion == nil)
     }
 }
+
+/// Every report says where its process runs (`resource`), as the monitor found it when it started;
+/// a process that runs nowhere known writes no `resource` at all.
+@Suite struct WorkloadIdentityReportTests {
+    @Test(arguments: [
+        WorkloadIdentity(
+            containerID: String(repeating: "3f2a1b4c", count: 8), podName: "billing-7d9f8-x2x", namespaceName: "shop",
+            podUID: "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11", containerName: "app", nodeName: "node-3"),
+        nil,
+    ] as [WorkloadIdentity?])
+    func everyReportNamesItsContainerAndPod(resource: WorkloadIdentity?) throws {
+        let h = WatchdogHarness(configure: { $0.repeatWindow = .zero }, resource: resource)
+        h.busy(from: 100, for: 600)
+        h.busy(from: 1_000, for: 400)
+        h.run()
+        h.writer.flush()
+        let reports = ReportDirectory(path: h.directory.path).reports()
+        #expect(reports.count == 2)
+        #expect(reports.allSatisfy { $0.resource == resource }, "\(reports.map(\.resource))")
+        let files = try FileManager.default.contentsOfDirectory(atPath: h.directory.path).filter { $0.hasSuffix(".json") }
+        for file in files {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: h.directory.path + "/" + file))) as? [String: Any])
+            #expect((object["resource"] != nil) == (resource != nil), "\(file)")
+        }
+    }
+}

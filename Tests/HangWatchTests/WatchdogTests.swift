@@ -1,6 +1,6 @@
 import Foundation
 @testable import HangWatch
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Testing
 
@@ -429,6 +429,81 @@ import Testing
         #expect(hang.stopSuspected == !starved)
         // No sample falls inside the stall.
         #expect(!hang.samples.contains { h.ms($0.microseconds) > 1_000 && h.ms($0.microseconds) < 2_000 })
+    }
+
+    /// What holds a thread back from outside its code is read at the busy stretch's first look
+    /// (so a hang's throttled or frozen time counts from its start, not a threshold later), at
+    /// detection, with each sample and at the end; a stretch under the threshold costs its one
+    /// first look, and an idle loop nothing.
+    @Test func theContextIsReadAtTheStretchsFirstLookAtDetectionWithEachSampleAndAtTheEnd() throws {
+        let h = WatchdogHarness()
+        let probe = ScriptedContextProbe()
+        probe.counters = { HangContextCounters(microseconds: $0, schedule: .init(onCPUNanoseconds: $0, runQueueNanoseconds: 0), continues: 0) }
+        h.environment.probe = probe
+        h.busy(from: 100, for: 200)  // under the threshold
+        h.busy(from: 400, for: 700)
+        h.clock.at(h.t(5_000)) {}
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        let reads = probe.reads.map { ($0.kind, h.ms($0.microseconds)) }
+        #expect(reads.filter { $0.0 == "edge" }.map(\.1) == [100, 400], "\(reads)")
+        #expect(reads.filter { $0.0 == "counters" }.map(\.1) == [654, 1104], "\(reads)")
+        #expect(reads.filter { $0.0 == "look" }.count == hang.samples.count)
+        #expect(near(try h.ms(#require(hang.context.start).microseconds), 400))
+        #expect(try h.ms(#require(hang.context.end).microseconds) == 1104)
+        #expect(try h.ms(#require(hang.context.latest).microseconds) == 1054)
+        #expect(hang.context.facts == probe.scriptedFacts)
+        // Nothing was read while the loop slept, from 1100 to 5000.
+        #expect(!probe.reads.contains { h.ms($0.microseconds) > 1104 })
+    }
+
+    /// A stretch whose first look the watchdog missed (it woke only at a deadline of the stretch
+    /// before): its counters start at detection, and a stop before detection is added to them as
+    /// the part before their start.
+    @Test func aStretchFirstSeenAtDetectionCountsFromDetection() throws {
+        let h = WatchdogHarness()
+        h.environment.ownCounters = ownCounters(h, starved: false)
+        let probe = ScriptedContextProbe()
+        h.environment.probe = probe
+        // Busy from 100; stopped from 150 for two seconds: the first look is at 100, the same
+        // stretch; the hang's counters start there and the stop is inside them.
+        h.busy(from: 100, for: 3_000)
+        h.clock.stall(at: h.t(150), for: 2_000_000)
+        h.run()
+        let seen = try #require(h.hangs.first?.recording)
+        #expect(near(h.ms(try #require(seen.context.start).microseconds), 100))
+        #expect(seen.context.stopGapMicroseconds > 1_500_000 && seen.context.stopGapBeforeStartMicroseconds == 0)
+        // A thread whose first look was another's (a queue's worker named only at detection).
+        let other = WatchdogHarness()
+        other.environment.ownCounters = ownCounters(other, starved: false)
+        other.environment.probe = ScriptedContextProbe()
+        other.busy(from: 100, for: 3_000)
+        other.clock.at(other.t(120)) { [other] in other.assembly.threadSlot.set(MonitoredThread(tid: 77, startTimeTicks: 2, stackLow: 0, stackHigh: 1, name: "w", isMain: false)) }
+        other.clock.stall(at: other.t(150), for: 2_000_000)
+        other.run()
+        let late = try #require(other.hangs.first?.recording)
+        #expect(late.context.start.map { other.ms($0.microseconds) > 2_000 } == true)
+        #expect(late.context.stopGapBeforeStartMicroseconds == late.context.stopGapMicroseconds && late.context.stopGapMicroseconds > 1_500_000)
+    }
+
+    /// Every stop while sampling adds the watchdog's lateness (a lower bound of its length), and the
+    /// tracer, read right after it, is kept.
+    @Test func eachStopWhileSamplingAddsItsLatenessAndTheTracerThen() throws {
+        let h = WatchdogHarness()
+        h.environment.ownCounters = ownCounters(h, starved: false)
+        let probe = ScriptedContextProbe()
+        probe.counters = { HangContextCounters(microseconds: $0, tracerPID: $0 > h.t(1_900) ? 4242 : 0) }
+        h.environment.probe = probe
+        h.busy(from: 100, for: 5_000)
+        h.clock.stall(at: h.t(1_000), for: 1_000_000)
+        h.clock.stall(at: h.t(3_000), for: 500_000)
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        #expect(hang.stopSuspected)
+        let gap = Double(hang.context.stopGapMicroseconds) / 1000
+        #expect(gap > 1_400 && gap <= 1_500, "\(gap) ms")
+        #expect(hang.context.stopGapBeforeStartMicroseconds == 0)
+        #expect(hang.context.tracerSeen == 4242)
     }
 
     @Test func aShortLatenessIsNotAStop() throws {

@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchExport
+import HangWatchProfiles
 import HangWatchReading
 import HangWatchReport
 

@@ -214,7 +214,7 @@ struct UnsafeLatchStorage: ~Copyable {
             }
         }
         if let histogram = storage.pointee.loopHistogram, wasIdle != idle {
-            let now = UnsafeCaptureBridge.monotonicNanoseconds()
+            let now = UnsafeClock.monotonicNanoseconds()
             if !idle {
                 storage.pointee.busySince = now
             } else if storage.pointee.busySince != 0 {

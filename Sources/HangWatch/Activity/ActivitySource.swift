@@ -3,8 +3,10 @@
 /// idle edges (with their times) into an `ActivityLatch` and says which thread does the work;
 /// everything after that (the threshold, sampling, reports) is the same for every source.
 ///
-/// Adding a kind of source is a type conforming to this protocol (and its tests; the event-loop
-/// source needs five files), and a thin public `start…` on `HangMonitor` that makes one and calls
+/// Adding a kind of source is a folder of `Activity/` with a type conforming to this protocol (and
+/// its tests; more files where it needs them: the event loop's folder holds its source, the
+/// source's watch, its pure edges, its lane, the watcher thread, the epoll watch and the wake
+/// ring), and a thin public `start…` on `HangMonitor` that makes one and calls
 /// `start(source:handles:)`, with what the source can do beyond this protocol as typed
 /// `HangMonitor.SourceHandles` (the monitor never downcasts a source).
 protocol ActivitySource: AnyObject, Sendable {
@@ -30,8 +32,8 @@ protocol ActivitySource: AnyObject, Sendable {
     var edges: ActivityEdges { get }
 
     /// What the source needs the watchdog's thread to do on a timer once it started (a queue's pings
-    /// and looks), run as one more lane of the monitor's watchdog; nil for sources whose edges
-    /// come from the loop itself or from the event-loop watcher.
+    /// and looks, an event loop's looks and pings), run as one more lane of the monitor's watchdog;
+    /// nil for sources whose edges come from the loop itself (a run loop's observers, scopes).
     var timerLane: (any WatchdogLane)? { get }
 
     /// Given before `start`, for a source whose work moves between threads (sources on one thread

@@ -27,7 +27,7 @@ extension MonitorAssembly {
             service: configuration.serviceName, host: world.host, pid: world.pid, process: world.process,
             signal: signal, maxFrames: configuration.maxFrames,
             wallClock: { environment.date(ofMicroseconds: $0) }, source: kind, unavailable: world.taskLayout.description.map { [$0] },
-            serviceVersion: world.serviceVersion(configuration.serviceVersion))
+            serviceVersion: world.serviceVersion(configuration.serviceVersion), resource: world.resource)
     }
 
     /// The report directory this start writes to, held in the process's runtime: the one other

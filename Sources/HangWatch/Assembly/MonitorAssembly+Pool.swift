@@ -22,7 +22,7 @@ extension MonitorAssembly {
                 attachEveryWorker: parts.attachEveryWorker, threads: parts.threads, looker: parts.looker, sink: reports,
                 histogram: runtime.poolDelays, naming: runtime.reportNaming, statistics: owner.statistics, images: images,
                 wakeSource: parts.wakeSource, waits: world.waits(capture), logger: owner.logger)
-            return PoolWatchSeat.Active(watch: watch, watchdog: runtime.watchdog)
+            return PoolWatchSuccession.Active(watch: watch, watchdog: runtime.watchdog)
         }
     }
 }

@@ -67,6 +67,7 @@ final class MonitorAssembly: Sendable {
         let store = try Self.preparedStore(configuration)
         signal = configuration.captureSignal ?? CaptureSignal.defaultSignal
         try world.installCapture(signal)
+        if configuration.stampsContinueSignal { world.installContinueStamp() }
         latch = ActivityLatch(
             busyActivities: configuration.busyActivities,
             loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero, wake: runtime.watchdog.wake)

@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// What a monitor runs against besides its configuration: the process's runtime (its watchdog and
 /// the time and waits it runs on, what the process shares), how a thread's stack is taken and what
@@ -26,6 +26,8 @@ struct MonitorWorld: Sendable {
     var clockResolutionMicroseconds: UInt64
     /// Installs the capture signal's handler (process-wide; the same signal again changes nothing).
     var installCapture: @Sendable (_ signal: Int32) throws -> Void
+    /// Installs the SIGCONT stamp (process-wide, once; `Configuration.stampsContinueSignal`).
+    var installContinueStamp: @Sendable () -> Void = {}
     /// Takes a hung thread's stack.
     var sampler: @Sendable (Capture) -> any StackSampling
     /// Tells what a blocked thread waits on and who holds it (nil: not looked at).
@@ -46,6 +48,8 @@ struct MonitorWorld: Sendable {
     /// The service's version from the configured one (`ServiceVersion.resolve`: then this
     /// process's environment, then its executable's build-id).
     var serviceVersion: @Sendable (_ configured: String?) -> ServiceVersion? = { ServiceVersion.ofThisProcess(configured: $0) }
+    /// Where the process runs, its container and pod (`WorkloadIdentity`; nil: not known).
+    var resource: WorkloadIdentity? = nil
 
     /// What a pool watch is made for: the capture settings and the attach step's stack size.
     struct PoolSetting: Sendable {
@@ -87,6 +91,7 @@ struct MonitorWorld: Sendable {
             runtime: runtime, clock: SystemMonotonicClock(),
             clockResolutionMicroseconds: SystemMonotonicClock.coarseResolutionMicroseconds(),
             installCapture: { try UnsafeCaptureBridge.install(signal: $0) },
+            installContinueStamp: { _ = UnsafeContinueSignal.install() },
             sampler: { capture in
                 threads.sampler(signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds)
             },
@@ -96,9 +101,11 @@ struct MonitorWorld: Sendable {
                     captureSignal: capture.signal)
             },
             host: ProcessSnapshot.hostName(), pid: getpid(),
-            process: HangReport.Process(executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks()),
+            process: HangReport.Process(
+                executable: ProcessSnapshot.executablePath(), startTimeTicks: ProcessSnapshot.processStartTimeTicks(),
+                pidNamespace: NamespacedProcess.ownPIDNamespace),
             dumps: Dumps(
-                requests: { UnsafeCaptureBridge.DumpRequests.takeAll() },
+                requests: { UnsafeDumpRequests.takeAll() },
                 take: { capture in
                     ProcessDump.take(
                         inspection: threads, maxFrames: capture.maxFrames, timeoutNanoseconds: capture.timeoutNanoseconds, images: capture.images,
@@ -115,6 +122,6 @@ struct MonitorWorld: Sendable {
                     looker: LinuxPoolThreadLooker(
                         inspection: threads, signal: capture.signal, maxFrames: capture.maxFrames, timeoutNanoseconds: timeout),
                     wakeSource: UnsafeRuntimeEnqueueHooks.shared)
-            })
+            }, resource: ProcessSnapshot.workload)
     }
 }

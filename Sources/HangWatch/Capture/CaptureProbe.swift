@@ -1,3 +1,4 @@
+@_spi(Internal) import HangWatchReport
 import Logging
 import Synchronization
 #if canImport(Glibc)
@@ -54,7 +55,7 @@ package enum CaptureProbe {
 
     package static func install(signal: Int32) throws {
         try UnsafeCaptureBridge.install(signal: signal)
-        _ = UnsafeCaptureBridge.publish(UnsafeImageMapReader.read())
+        _ = UnsafeImageTable.publish(UnsafeImageMapReader.read())
     }
 
     /// Prepares the calling thread.

@@ -52,7 +52,7 @@ final class ImageRegistry: Sendable {
 
     private func publish() {
         let snapshot = current
-        switch UnsafeCaptureBridge.publish(snapshot) {
+        switch UnsafeImageTable.publish(snapshot) {
         case .published:
             pendingPublication.store(false, ordering: .relaxed)
         case .busy:

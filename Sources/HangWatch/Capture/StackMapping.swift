@@ -1,3 +1,5 @@
+@_spi(Internal) import HangWatchReport
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,4 @@
+@_spi(Internal) import HangWatchReport
 import Synchronization
 
 #if canImport(Glibc)

@@ -2,7 +2,8 @@ import Foundation
 import HangWatchReport
 
 extension HangMonitor.Configuration {
-    /// The `HANGWATCH_*` keys understood in the environment and in configuration files.
+    /// The `HANGWATCH_*` keys understood in the environment and in configuration files
+    /// (docs/configuration.md says what each sets).
     public static let environmentKeys: [String] = SettingKey.allCases.map(\.rawValue)
 
     /// Builds a configuration from, in increasing precedence: the defaults, the configuration file
@@ -12,6 +13,15 @@ extension HangMonitor.Configuration {
     /// The file has the format of a systemd `EnvironmentFile`: `KEY=VALUE` lines, `#` comments,
     /// optional quotes; the same file can therefore be given to systemd and to this function.
     /// Unknown `HANGWATCH_` keys and invalid values are errors that name the key and the range.
+    ///
+    /// - Parameters:
+    ///   - serviceName: The service's name unless `HANGWATCH_SERVICE` gives one.
+    ///   - configFile: A settings file to read; nil reads the one `HANGWATCH_CONFIG` names, if any.
+    ///   - environment: The variables to read `HANGWATCH_*` from; the process's own by default.
+    /// - Returns: The configuration, checked (``validate()``).
+    /// - Throws: ``HangMonitorError/unreadableConfigurationFile(path:reason:)`` when the file cannot
+    ///   be read; ``HangMonitorError/invalidConfiguration(key:value:reason:)`` for an unknown
+    ///   `HANGWATCH_` key, a value that does not parse, or a setting out of range.
     public static func load(
         serviceName: String, configFile: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
@@ -26,7 +36,13 @@ extension HangMonitor.Configuration {
         return configuration
     }
 
-    /// Applies `HANGWATCH_*` settings on top of this configuration.
+    /// Applies `HANGWATCH_*` settings on top of this configuration (a configuration built in code,
+    /// overridable from the environment); `HANGWATCH_CONFIG` is not read here.
+    ///
+    /// - Parameter environment: Variables; those that do not start with `HANGWATCH_` are ignored.
+    /// - Returns: A copy with the settings applied, checked (``validate()``).
+    /// - Throws: ``HangMonitorError/invalidConfiguration(key:value:reason:)`` for an unknown
+    ///   `HANGWATCH_` key, a value that does not parse, or a setting out of range.
     public func applying(environment: [String: String]) throws -> HangMonitor.Configuration {
         var copy = self
         try copy.apply(
@@ -63,6 +79,7 @@ extension HangMonitor.Configuration {
         case concurrencyPool = "HANGWATCH_CONCURRENCY_POOL"
         case queueLooks = "HANGWATCH_QUEUE_LOOKS"
         case ioUring = "HANGWATCH_IO_URING"
+        case continueStamp = "HANGWATCH_CONTINUE_STAMP"
     }
 
     typealias Setting = (key: String, value: String, line: Int)
@@ -98,6 +115,7 @@ extension HangMonitor.Configuration {
         case .concurrencyPool: watchesConcurrencyPool = try value.flag()
         case .queueLooks: looksAtQueueThreads = try value.flag()
         case .ioUring: usesIoUring = try value.flag()
+        case .continueStamp: stampsContinueSignal = try value.flag()
         case .service: serviceName = value.text
         case .serviceVersion: serviceVersion = value.text.isEmpty ? nil : value.text
         case .threshold: threshold = try value.duration()

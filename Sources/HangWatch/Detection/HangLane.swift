@@ -62,6 +62,12 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// When the last hang recorded began (its latch word's time): a late stretch that is that
     /// hang (it ended as the watchdog began to record it) is not reported twice.
     private var lastRecordedStart: UInt64?
+    /// The watched thread's context probe (its cgroups, a stop's evidence), made at the first need.
+    private var probe: (thread: MonitoredThread, probe: any HangContextProbing)?
+    /// The context counters read at the first look at the current busy stretch (its latch word),
+    /// and whose thread they are: where a hang's figures start, rather than a threshold later
+    /// (a freeze, a stop or a limit's throttling before detection counts).
+    private var edge: (word: UInt64, tid: Int32, counters: HangContextCounters)?
 
     init(
         settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
@@ -102,8 +108,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             if let before, let after {
                 // Only the wait's own lateness can be a stop: a turn that ran past the deadline
                 // before the wait began (off its CPU before its counters were read, or in its
-                // lanes' steps) is the watchdog's, not a stopped process (judged a stop, the loop
-                // caught up during the second look and a hang beside a busy CPU was lost).
+                // lanes' steps) is the watchdog's, not a stopped process. Judged a stop, the hang
+                // would get a second look, and one that ends during it is lost.
                 let inWait = timedOut.lateInWait(for: deadline)
                 stopSuspected = inWait > 0 && Watchdog.lateBecauseStopped(late: inWait, before: before, after: after)
             } else {
@@ -115,10 +121,13 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             // debugger) while hung. That time is not the code's.
             // (From the deadline, not only the wait's: a stop often lands in a turn that samples,
             // before its wait. Misjudged, a starved turn flags the report, and loses nothing.)
-            guard !hang.recording.stopSuspected, late < UInt64(Int64.max),
-                late > max(100_000, 4 * hang.recording.sampleIntervalMicroseconds), let before, let after
+            // Each such stop adds its lateness to the time the report says the process was stopped.
+            guard late < UInt64(Int64.max), late > max(100_000, 4 * hang.recording.sampleIntervalMicroseconds), let before, let after,
+                Watchdog.lateBecauseStopped(late: late, before: before, after: after)
             else { return }
-            hang.recording.stopSuspected = Watchdog.lateBecauseStopped(late: late, before: before, after: after)
+            hang.recording.stopSuspected = true
+            // A debugger that stopped it is still attached now, if it is to be seen at all.
+            hang.recording.context.noteStop(lateMicroseconds: late, tracerPID: probe?.probe.counters(at: woke).tracerPID)
             phase = .recording(hang)
         case .confirming:
             break
@@ -174,6 +183,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
                 oversleep = 0
                 return park(snapshot, environment)
             case .waitUntil(let deadline):
+                noteBusyEdge(snapshot, environment)
                 return .until(deadline)
             case .hang(let start):
                 guard case .busy(let context) = source.confirmBusy() else {
@@ -187,9 +197,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
                     // The watchdog itself woke late, and not for want of a CPU: this process was
                     // stopped (SIGSTOP, a debugger), and so was the loop, mid-iteration. Let the
                     // loop catch up before calling it a hang: the stop is not its code's time.
-                    // (Late for want of a CPU, the loop really has been busy this long: recorded
-                    // at once, while it still is, its report saying what the machine did. A
-                    // second look then lost real hangs that ended during it.)
+                    // (Late for want of a CPU, the loop really has been busy this long: it is
+                    // recorded at once, while it still is, its report saying what the machine
+                    // did; a second look would lose a hang that ends during it.)
                     let confirmation = min(threshold / 2, 100_000)
                     phase = .confirming(snapshot: snapshot, start: start, context: context, until: environment.now() + confirmation)
                     continue
@@ -260,6 +270,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             watchdogOversleepMicroseconds: oversleep, stopSuspected: stopSuspected, maxSamples: settings.maxSamples,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
         recording.edges = source.edges
+        noteContextAtDetection(&recording, snapshot: snapshot, stopSuspected: stopSuspected, environment)
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
         takeSample(&recording, thread: thread, whyNoThread: whyNoThread, hang: snapshot, environment)
         noteLabels(&recording, thread: thread)
@@ -277,12 +288,14 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         tick(.recording, hang.snapshot)
         if let end = HangDetector.endOfHang(started: hang.snapshot, latest: latch.snapshot()) {
             hang.recording.end(at: end)
+            noteContextAtEnd(&hang.recording, environment)
             finish(hang.recording, outcome: .recovered)
             return nil
         }
         let now = environment.now()
         if stop.isRaised {
             hang.recording.endMicroseconds = now
+            noteContextAtEnd(&hang.recording, environment)
             finish(hang.recording, outcome: .monitorStopped)
             return nil
         }
@@ -297,6 +310,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             // edge (from another thread) instead of finding the same stretch again.
             hang.recording.endMicroseconds = now
             latch.markIdle(ifUnchanged: hang.snapshot)
+            noteContextAtEnd(&hang.recording, environment)
             finish(hang.recording, outcome: .recovered)
             return nil
         }
@@ -312,6 +326,50 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         hang.nextSample = max(now, hang.nextSample) + hang.recording.sampleIntervalMicroseconds
         phase = .recording(hang)
         return .until(hang.nextSample)
+    }
+
+    /// The probe of the thread the lane would capture now (made for it at the first need).
+    private func contextProbe(_ environment: any WatchdogEnvironment) -> (any HangContextProbing)? {
+        guard let thread = threadSlot.capture.thread else { return nil }
+        if let probe, probe.thread.tid == thread.tid, probe.thread.startTimeTicks == thread.startTimeTicks { return probe.probe }
+        let made = environment.contextProbe(for: thread)
+        probe = made.map { (thread, $0) }
+        return made
+    }
+
+    /// The first look at a busy stretch (its latch word new): its context counters, so that a hang
+    /// it becomes counts throttling, a freeze or a stop from here. Once per stretch.
+    private func noteBusyEdge(_ snapshot: ActivitySnapshot, _ environment: any WatchdogEnvironment) {
+        guard edge?.word != snapshot.word, let probe = contextProbe(environment), let thread = self.probe?.thread else { return }
+        edge = (snapshot.word, thread.tid, probe.edge(at: environment.now()))
+    }
+
+    /// At detection: the facts (the limit, the freezer's cgroup, the pressure's source) and the
+    /// counters the figures start from: the busy stretch's first look's, when it looked at this
+    /// thread (with the tracer now), else detection's.
+    private func noteContextAtDetection(
+        _ recording: inout HangRecording, snapshot: ActivitySnapshot, stopSuspected: Bool, _ environment: any WatchdogEnvironment
+    ) {
+        guard let probe = contextProbe(environment), let thread = recording.thread, self.probe?.thread.tid == thread.tid else { return }
+        recording.context.facts = probe.facts()
+        var start = probe.counters(at: environment.now())
+        recording.context.note(counters: start)
+        let fromEdge = edge.map { $0.word == snapshot.word && $0.tid == thread.tid } ?? false
+        if fromEdge, let edge {
+            let tracer = start.tracerPID
+            start = edge.counters
+            start.tracerPID = tracer
+        }
+        recording.context.start = start
+        if stopSuspected { recording.context.noteStop(lateMicroseconds: oversleep, tracerPID: nil, beforeStart: !fromEdge) }
+    }
+
+    /// At the end (the loop moved, the monitor stopped): the counters the figures end with.
+    private func noteContextAtEnd(_ recording: inout HangRecording, _ environment: any WatchdogEnvironment) {
+        guard recording.context.start != nil, let probe = probe?.probe else { return }
+        let end = probe.counters(at: environment.now())
+        recording.context.note(counters: end)
+        recording.context.end = end
     }
 
     private func finish(_ recording: HangRecording, outcome: HangReport.Outcome) {
@@ -363,6 +421,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         }
         if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
             statistics.captureFailures.add(1, ordering: .relaxed)
+        }
+        if let probe = recording.context.facts == nil ? nil : probe?.probe {
+            recording.context.note(look: probe.look(at: sample.microseconds), sample: sample)
         }
         if let thread, let waits, sample.failure == nil, sample.blockedKey != nil,
             let observation = waits.inspect(tid: thread.tid, sample: sample, signalAllowed: !recording.process.debuggerAttached)

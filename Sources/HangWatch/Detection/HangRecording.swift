@@ -44,6 +44,8 @@ struct HangRecording: Sendable {
     /// The label sets in effect on the thread when the hang was seen (`HangMonitor.withLabels`),
     /// outermost first: read at detection, else at the first later sample that found some.
     var labels: [[String: String]]?
+    /// What held the thread back from outside its code: a CPU limit, a freezer, a stop, paging.
+    var context = HangContextRecord()
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

@@ -1,3 +1,4 @@
+@_spi(Internal) import HangWatchReport
 import Synchronization
 
 /// A stop asked of one start's lanes (`MonitorAssembly`: each start has its own, so a stop that

@@ -22,9 +22,14 @@ package protocol WatchdogEnvironment: Sendable {
     func schedule(of thread: MonitoredThread) -> ProcTask.SchedStat?
     /// RSS, load, a tracer, at detection.
     func processSnapshot() -> ProcessSnapshot
+    /// What holds `thread` back from outside its code (its cgroups' CPU limit and freezer, a stop
+    /// by a signal, page faults): made once per thread by the lane that watches it, read on the
+    /// watchdog's thread. Nil: nothing can be read.
+    func contextProbe(for thread: MonitoredThread) -> (any HangContextProbing)?
 }
 
-/// Where the watchdog hands what it records; `ReportWriter` builds and writes reports from it.
+/// Where the watchdog hands what it records: a watch's `MonitorReports`, which has its directory's
+/// `ReportWriter` build the report (with the watch's `ReportBuilder`) and write it.
 protocol HangSink: Sendable {
     /// A hang was detected (its first sample taken).
     func hangStarted(_ recording: HangRecording)
@@ -70,5 +75,9 @@ final class SystemWatchdogEnvironment: WatchdogEnvironment, @unchecked Sendable 
 
     func processSnapshot() -> ProcessSnapshot {
         ProcessSnapshot.read()
+    }
+
+    func contextProbe(for thread: MonitoredThread) -> (any HangContextProbing)? {
+        LinuxHangContextProbe(thread: thread)
     }
 }

@@ -9,31 +9,31 @@ package final class WatchdogWake: @unchecked Sendable {
     let semaphore: UnsafeMutableRawPointer
 
     package init() {
-        semaphore = .allocate(byteCount: UnsafeCaptureBridge.Wake.size, alignment: 16)
-        guard UnsafeCaptureBridge.Wake.initialize(semaphore) else { preconditionFailure("sem_init failed") }
+        semaphore = .allocate(byteCount: UnsafeWake.size, alignment: 16)
+        guard UnsafeWake.initialize(semaphore) else { preconditionFailure("sem_init failed") }
     }
 
     deinit {
-        UnsafeCaptureBridge.Wake.destroy(semaphore)
+        UnsafeWake.destroy(semaphore)
         semaphore.deallocate()
     }
 
     package func signal() {
-        UnsafeCaptureBridge.Wake.post(semaphore)
+        UnsafeWake.post(semaphore)
     }
 
     /// Waits until posted.
     package func wait() {
-        UnsafeCaptureBridge.Wake.wait(semaphore)
+        UnsafeWake.wait(semaphore)
     }
 
     /// Waits until posted (true) or `CLOCK_MONOTONIC` reaches `nanoseconds` (false).
     package func wait(untilNanoseconds nanoseconds: UInt64) -> Bool {
-        UnsafeCaptureBridge.Wake.wait(semaphore, untilNanoseconds: nanoseconds)
+        UnsafeWake.wait(semaphore, untilNanoseconds: nanoseconds)
     }
 
     /// Takes a post if there is one, without waiting.
     package func tryWait() -> Bool {
-        UnsafeCaptureBridge.Wake.tryWait(semaphore)
+        UnsafeWake.tryWait(semaphore)
     }
 }

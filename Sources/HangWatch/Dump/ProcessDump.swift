@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// The threads of this process now, as `hangwatch dump PID` shows them (like jstack): each with its
 /// scheduler state, system call, time in that state, stack, and what it waits for and who holds it;

@@ -36,7 +36,8 @@ final class HeartbeatPublisher: @unchecked Sendable {
     ) throws(SystemCallError) {
         self.callsCutShort = callsCutShort
         self.thresholdMicroseconds = thresholdMicroseconds
-        let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let pidNamespace = NamespacedProcess.ownPIDNamespace
+        let path = directory + "/" + MonitorHeartbeat.fileName(pid: getpid(), pidNamespace: pidNamespace)
         let mode: mode_t = access == .private ? 0o600 : 0o640
         let size = UnsafeHeartbeatPage.size
         let fd = try Self.openOwnFile(path, mode: mode)
@@ -55,6 +56,7 @@ final class HeartbeatPublisher: @unchecked Sendable {
                 intervalMilliseconds: UInt64(DurationText.nanoseconds(interval) / 1_000_000),
                 thresholdMicroseconds: thresholdMicroseconds, histogram: nil)
             page.captureSignal(dumpSignal)
+            page.pidNamespace(pidNamespace ?? 0)
             page.taskLayoutUnrecognised(taskLayoutUnrecognised)
             page.serviceVersion(serviceVersion?.version ?? "")
             self.path = path

@@ -15,6 +15,12 @@ extension HangMonitor {
     /// Costs about 14 ns per call entered and left (`make bench`, figure 19): no lock, no
     /// allocation, no reference counting (the caller's dictionary is kept, not copied, while
     /// `body` runs).
+    ///
+    /// - Parameters:
+    ///   - labels: Keys and values to put in effect, added to those already in effect.
+    ///   - body: The work the labels describe, run on the calling thread.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws; the labels are out of effect either way.
     @inlinable
     public static func withLabels<Value, Failure: Error>(
         _ labels: [String: String], _ body: () throws(Failure) -> Value
@@ -45,6 +51,14 @@ extension HangMonitor {
     ///
     /// Costs about 75 ns per call entered and left (figure 19; an empty async function of the same
     /// shape costs 25 of them, `TaskLocal.withValue` 120): no lock, no allocation.
+    ///
+    /// - Parameters:
+    ///   - labels: Keys and values to put in effect for the task, added to those already in effect.
+    ///   - isolation: The actor `body` runs on: the caller's, by default, so that the call adds no
+    ///     hop.
+    ///   - body: The work the labels describe.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws; the labels are out of effect either way.
     @inlinable
     public static func withLabels<Value, Failure: Error>(
         _ labels: [String: String], isolation: isolated (any Actor)? = #isolation, _ body: () async throws(Failure) -> Value

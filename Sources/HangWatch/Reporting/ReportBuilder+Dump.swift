@@ -48,6 +48,7 @@ extension ReportBuilder {
         report.capture.unavailable = unavailable
         report.threads = snapshots
         report.waitsFor = cycleWait
+        report.resource = resource
         return report
     }
 }

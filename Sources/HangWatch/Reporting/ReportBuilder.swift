@@ -18,6 +18,8 @@ struct ReportBuilder: Sendable {
     var unavailable: [String]?
     /// The service's release (every report's `serviceVersion`).
     var serviceVersion: ServiceVersion?
+    /// Where the process runs (every report's `resource`).
+    var resource: WorkloadIdentity?
 
     func build(_ recording: HangRecording, images: ImageMap, outcome: HangReport.Outcome) -> HangReport {
         let source = recording.source ?? source
@@ -83,6 +85,7 @@ struct ReportBuilder: Sendable {
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil
         report.monitor = .current
         report.serviceVersion = serviceVersion
+        report.resource = resource
         return report
     }
 
@@ -103,62 +106,6 @@ struct ReportBuilder: Sendable {
         return HangReport.Frame(
             address: Hex.format(address), image: image, offset: offset, functionOffset: functionOffset,
             symbol: images.memorySymbolName(of: lookup))
-    }
-
-    private func context(_ recording: HangRecording, deadlocked: Bool = false) -> HangReport.Context {
-        let samples = recording.samples
-        var states: [String: Int] = [:]
-        for sample in samples {
-            if let state = sample.state { states[String(state), default: 0] += 1 }
-        }
-        var onCPU: Double?
-        var runQueue: Double?
-        if let baseline = recording.baseline,
-            let last = samples.last(where: { $0.onCPUNanoseconds != nil && $0.runQueueNanoseconds != nil }),
-            last.microseconds > recording.detectedMicroseconds + 1000
-        {
-            let wall = Double(last.microseconds - recording.detectedMicroseconds) * 1000
-            onCPU = Self.ratio(Double(last.onCPUNanoseconds! &- baseline.onCPUNanoseconds) / wall)
-            runQueue = Self.ratio(Double(last.runQueueNanoseconds! &- baseline.runQueueNanoseconds) / wall)
-        }
-        let blockedCalls = samples.filter { $0.state == "S" || $0.state == "D" }.compactMap(\.syscall)
-        let blockedIn = Dictionary(grouping: blockedCalls, by: { $0 }).max { ($0.value.count, -$0.key) < ($1.value.count, -$1.key) }?.key
-        let stopped = recording.stopSuspected || samples.contains { $0.state == "T" || $0.state == "t" }
-        let running = samples.filter { $0.state == "R" }.count
-        let verdict: HangReport.Verdict
-        if recording.process.debuggerAttached {
-            verdict = .debugger
-        } else if deadlocked {
-            verdict = .deadlocked
-        } else if stopped {
-            verdict = .stopped
-        } else if let onCPU, let runQueue {
-            // Runnable (on a CPU or waiting for one) most of the time: computing, unless it waited
-            // at least as long as it ran, which is the machine's fault, not the code's.
-            if onCPU + runQueue >= 0.5 {
-                verdict = runQueue >= onCPU ? .starved : .computing
-            } else if onCPU < 0.1, running * 2 >= samples.filter({ $0.state != nil }).count, running > 0 {
-                // Found runnable, yet hardly ever on a CPU: it waited for one all along. The
-                // kernel adds a wait to the run-queue time only once it ends (when the thread
-                // gets a CPU), so a thread still waiting shows none of it.
-                verdict = .starved
-            } else {
-                verdict = .blocked
-            }
-        } else if samples.allSatisfy({ $0.state == nil }) {
-            // No sample saw the thread (none taken, or none that could read its state).
-            verdict = .unknown
-        } else {
-            // A single sample: judge by its scheduler state.
-            let seen = samples.filter { $0.state != nil }.count
-            verdict = running * 2 >= seen ? .computing : .blocked
-        }
-        return HangReport.Context(
-            verdict: verdict, onCpuRatio: onCPU, runQueueRatio: runQueue,
-            blockedIn: blockedIn.map(SyscallNames.name), threadStates: states, rssBytes: recording.process.rssBytes,
-            loadAverage: recording.process.loadAverage, cpuCount: recording.process.cpuCount,
-            watchdogOversleepMs: Self.milliseconds(Int64(recording.watchdogOversleepMicroseconds)),
-            debuggerAttached: recording.process.debuggerAttached, processStopped: stopped)
     }
 
     private func capture(_ recording: HangRecording) -> HangReport.CaptureSummary {

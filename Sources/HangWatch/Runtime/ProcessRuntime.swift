@@ -17,9 +17,9 @@ final class ProcessRuntime: Sendable {
         environment: SystemWatchdogEnvironment(), startsThreads: true,
         registerDumpWake: { wake, leaving in
             if let wake {
-                UnsafeCaptureBridge.DumpRequests.register(wake.semaphore)
+                UnsafeDumpRequests.register(wake.semaphore)
             } else if let leaving {
-                UnsafeCaptureBridge.DumpRequests.unregister(leaving.semaphore)
+                UnsafeDumpRequests.unregister(leaving.semaphore)
             }
         }, unblockDumpSignal: { UnsafeCaptureBridge.unblockOnCurrentThread(signal: $0) })
 
@@ -34,7 +34,7 @@ final class ProcessRuntime: Sendable {
     /// Numbers the reports of every monitor, so ids (and file names) never collide.
     let reportNaming = ReportNaming()
     /// The one pool watch, run by one monitor at a time.
-    let poolWatch = PoolWatchSeat()
+    let poolWatch = PoolWatchSuccession()
     /// The pool's probe delays, rests and starvations (the heartbeat and `HangMonitor.statistics`).
     let poolDelays = PoolProbeHistogram()
     /// Who answers `hangwatch dump PID`: the process's one dump lane.

@@ -68,8 +68,8 @@ final class SharedReportDirectory: Sendable {
     /// Raised at close: the directory's lanes finish.
     private let stop = StopFlag()
 
-    /// Opens `store`'s directory for the monitors of `runtime`: `first` is the start that opens it
-    /// (its builder names dumps, its log tells about the heartbeat and dumps).
+    /// Opens `store`'s directory for the monitors of `runtime`, as the start that opens it has it:
+    /// its `dumpBuilder` names dumps, and its `logger` tells about the heartbeat and dumps.
     init(
         settings: Settings, store: ReportStore, runtime: ProcessRuntime, clock: any MonotonicClock, images: ImageRegistry,
         heartbeatFile: (() throws(SystemCallError) -> HeartbeatPublisher)?, dumps: MonitorWorld.Dumps?, dumpBuilder: ReportBuilder,

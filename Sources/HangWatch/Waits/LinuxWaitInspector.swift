@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Synchronization
 
 /// Looks at what a blocked thread of this process waits on, and who holds it, from what Linux
@@ -310,7 +310,7 @@ package final class LinuxWaitInspector: WaitInspecting, @unchecked Sendable {
             return look
         case .process(let pid):
             let name = SmallFile.text("/proc/\(pid)/comm").map { $0.trimmingCharacters(in: .newlines) }
-            let state = SmallFile.text("/proc/\(pid)/stat").flatMap(ProcTask.parseStat)?.state
+            let state = ProcStat.read(pid: pid)?.state
             var syscall: Int?
             if case .inSyscall(let number, _, _, _)? = SmallFile.text("/proc/\(pid)/syscall").flatMap(ProcTask.parseSyscall) {
                 syscall = number

@@ -7,10 +7,6 @@ import Foundation
 import Glibc
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a running monitor publishes about itself in `.heartbeat-<pid>` in its report directory:
 /// 512 bytes (256 before the pool probe's section, 128 before the loop histogram; all are read), little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
 /// seqlock: `sequence` is odd while an update is in progress). Read by the host agent.
@@ -34,6 +30,7 @@ import Glibc
 /// | 112 | iterations per bucket (`LoopBusyHistogram.bounds`), 15 fields |
 /// | 232 | hangs the rate limit kept from being written (0 from monitors that predate it) |
 /// | 240 | system calls the process's capture signals cut short (`EINTR`): the whole process's count, in every monitor's page (0 from monitors that predate it) |
+/// | 248 | the inode of the process's pid namespace (`/proc/self/ns/pid`; 0: unknown, or a monitor that predates it) |
 /// | 256 | pool-probe histogram buckets (15), or 0 when this monitor does not run the process's pool watch |
 /// | 264 | pool probes' start delays in all, ns |
 /// | 272 | probes per bucket of start delay (`LoopBusyHistogram.bounds`), 15 fields |
@@ -55,7 +52,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case magic = 0, sequence = 8, pid = 16, startTimeTicks = 24, startedUnixMilliseconds = 32
         case tickMonotonicNanoseconds = 40, tickUnixMilliseconds = 48, intervalMilliseconds = 56, state = 64
         case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
-        case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232, callsCutShort = 240
+        case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232, callsCutShort = 240, pidNamespace = 248
         case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392, captureSignal = 400, watchdogTID = 408, flags = 416
         case serviceVersion = 448
     }
@@ -95,6 +92,10 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     /// following pool jobs that compute are unavailable in this process (its log and every report
     /// say so too).
     public var taskLayoutUnrecognised = false
+    /// The inode of the process's pid namespace (0: unknown, or a monitor that predates it). In a
+    /// container's own pid namespace `pid` is the namespace's (often 1): with this and the start
+    /// time, a reader in another namespace finds the process (`NamespacedProcess`).
+    public var pidNamespace: UInt64 = 0
     /// The service's version the monitor found (`ServiceVersion.version`); nil when it published
     /// none (or predates versions).
     public var serviceVersion: String?
@@ -107,8 +108,10 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         tickUnixMilliseconds: UInt64, intervalMilliseconds: UInt64, state: State, activityWord: UInt64,
         hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0,
         poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0, callsCutShort: UInt64 = 0,
-        captureSignal: Int32 = 0, watchdogTID: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: String? = nil
+        captureSignal: Int32 = 0, watchdogTID: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: String? = nil,
+        pidNamespace: UInt64 = 0
     ) {
+        self.pidNamespace = pidNamespace
         self.serviceVersion = serviceVersion
         self.taskLayoutUnrecognised = taskLayoutUnrecognised
         self.captureSignal = captureSignal
@@ -135,12 +138,32 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     /// When it happened, `CLOCK_MONOTONIC_COARSE` ns (0: nothing observed yet).
     public var lastActivityMonotonicNanoseconds: UInt64 { (activityWord >> 8) &* 1024 }
 
-    public static func fileName(pid: Int32) -> String { fileNamePrefix + String(pid) }
+    /// The heartbeat file of process `pid`: `.heartbeat-<pid>`, and in a pid namespace other than
+    /// the host's `.heartbeat-<pid>-<namespace inode>` (containers sharing one directory each have
+    /// a pid 1: their heartbeats must not be one file).
+    /// - Parameters:
+    ///   - pid: the process's pid, as its own namespace numbers it.
+    ///   - pidNamespace: the inode of its pid namespace; nil or the host's: the plain name.
+    public static func fileName(pid: Int32, pidNamespace: UInt64? = nil) -> String {
+        guard let pidNamespace, pidNamespace != 0, pidNamespace != NamespacedProcess.initialPIDNamespace else {
+            return fileNamePrefix + String(pid)
+        }
+        return fileNamePrefix + String(pid) + "-" + String(pidNamespace)
+    }
 
-    /// The pid in a heartbeat file name, or nil if `name` is not one.
+    /// The pid in a heartbeat file name (either form), or nil if `name` is not one.
     public static func pid(fromFileName name: String) -> Int32? {
+        parse(fileName: name)?.pid
+    }
+
+    /// The pid and, in the namespaced form, the pid namespace's inode of a heartbeat file name.
+    public static func parse(fileName name: String) -> (pid: Int32, pidNamespace: UInt64?)? {
         guard name.hasPrefix(fileNamePrefix) else { return nil }
-        return Int32(name.dropFirst(fileNamePrefix.count)).flatMap { $0 > 0 ? $0 : nil }
+        let parts = name.dropFirst(fileNamePrefix.count).split(separator: "-", omittingEmptySubsequences: false)
+        guard let pid = parts.first.flatMap({ Int32($0) }), pid > 0, parts.count <= 2 else { return nil }
+        guard parts.count == 2 else { return (pid, nil) }
+        guard let namespace = UInt64(parts[1]), namespace != 0 else { return nil }
+        return (pid, namespace)
     }
 
     public enum ReadError: Error, Equatable, CustomStringConvertible {
@@ -213,7 +236,8 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             watchdogTID: bytes.count >= Offset.watchdogTID.rawValue + 8 ? Int32(truncatingIfNeeded: field(bytes, Offset.watchdogTID.rawValue)) : 0,
             taskLayoutUnrecognised: bytes.count >= Offset.flags.rawValue + 8
                 && field(bytes, Offset.flags.rawValue) & taskLayoutUnrecognisedFlag != 0,
-            serviceVersion: serviceVersion(bytes))
+            serviceVersion: serviceVersion(bytes),
+            pidNamespace: bytes.count >= Offset.pidNamespace.rawValue + 8 ? field(bytes, Offset.pidNamespace.rawValue) : 0)
     }
 
     /// The version field's text, up to its first NUL; nil when empty, absent or not UTF-8.
@@ -251,7 +275,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             (Offset.thresholdMicroseconds.rawValue, thresholdMicroseconds), (Offset.hangsSuppressed.rawValue, hangsSuppressed),
             (Offset.callsCutShort.rawValue, callsCutShort), (Offset.captureSignal.rawValue, UInt64(max(0, captureSignal))),
             (Offset.watchdogTID.rawValue, UInt64(max(0, watchdogTID))),
-            (Offset.flags.rawValue, taskLayoutUnrecognised ? Self.taskLayoutUnrecognisedFlag : 0),
+            (Offset.flags.rawValue, taskLayoutUnrecognised ? Self.taskLayoutUnrecognisedFlag : 0), (Offset.pidNamespace.rawValue, pidNamespace),
         ]
         if let loopBusy {
             values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]

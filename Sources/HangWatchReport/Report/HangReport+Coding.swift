@@ -85,23 +85,63 @@ extension HangReport {
         }
     }
 
-    private static func describe(_ error: Error) -> String {
+    /// A decoding error in a report's terms: which field (its path in the report, `frames[3].address`)
+    /// and what is wrong with it, in JSON's words (`a number`, `a string`), never Swift's types.
+    static func describe(_ error: Error) -> String {
         guard let decodingError = error as? DecodingError else { return "\(error)" }
-        func path(_ codingPath: [CodingKey]) -> String {
-            codingPath.isEmpty ? "top level" : codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-        }
         switch decodingError {
         case .typeMismatch(let type, let context):
-            return "\(path(context.codingPath)): expected \(type): \(context.debugDescription)"
+            let found = foundKind(in: context.debugDescription).map { "is \($0) where \(jsonKind(type)) is expected" } ?? "is not \(jsonKind(type))"
+            return context.codingPath.isEmpty ? "the top level \(found)" : "field \(field(context.codingPath)) \(found)"
         case .valueNotFound(let type, let context):
-            return "\(path(context.codingPath)): missing \(type) value"
+            return "field \(field(context.codingPath)) is null where \(jsonKind(type)) is expected"
         case .keyNotFound(let key, let context):
-            return "\(path(context.codingPath + [key])): missing field"
+            return "missing field \(field(context.codingPath + [key]))"
         case .dataCorrupted(let context):
-            let underlying = context.underlyingError.map { String(describing: $0) }
-            return "\(path(context.codingPath)): \(context.debugDescription)\(underlying.map { " (\($0))" } ?? "")"
+            guard !context.codingPath.isEmpty else { return "not JSON" + (context.underlyingError.map { ": \(firstSentence($0))" } ?? "") }
+            return "field \(field(context.codingPath)): \(context.debugDescription)"
         @unknown default:
             return "\(decodingError)"
         }
+    }
+
+    /// `"frames[3].address"`: a field's path in the report, quoted.
+    static func field(_ codingPath: [CodingKey]) -> String {
+        var path = ""
+        for key in codingPath {
+            if let index = key.intValue {
+                path += "[\(index)]"
+            } else {
+                path += (path.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return "\"\(path)\""
+    }
+
+    /// What JSON calls a value of `type`.
+    static func jsonKind(_ type: Any.Type) -> String {
+        let name = String(describing: type)
+        if type == String.self || type == Substring.self { return "a string" }
+        if type == Bool.self { return "true or false" }
+        if type is any BinaryInteger.Type || type is any BinaryFloatingPoint.Type { return "a number" }
+        if name.hasPrefix("Dictionary") || name.hasPrefix("[String") { return "an object" }
+        if name.hasPrefix("Array") || name.hasPrefix("[") { return "an array" }
+        return "an object"
+    }
+
+    /// `a string` from the decoder's `Expected to decode Double but found a string instead.`
+    static func foundKind(in description: String) -> String? {
+        guard let start = description.firstRange(of: "but found "), let end = description[start.upperBound...].firstRange(of: " instead") else {
+            return nil
+        }
+        let kind = description[start.upperBound..<end.lowerBound]
+        return kind == "a dictionary" ? "an object" : String(kind)
+    }
+
+    /// The first sentence of an underlying JSON error (`Unexpected end of file`), without its
+    /// domain or code.
+    static func firstSentence(_ error: any Error) -> String {
+        let sentence = String(describing: error).prefix { $0 != "." && $0 != "\n" && $0 != "(" }.trimmingWhitespace()
+        return sentence.isEmpty ? "unreadable" : sentence.prefix(1).lowercased() + sentence.dropFirst()
     }
 }

@@ -31,6 +31,44 @@ extension HangReport {
         public var debuggerAttached: Bool
         /// The hang coincided with this process being stopped.
         public var processStopped: Bool
+        /// Schema 1.6: the host's online CPUs; `cpuCount` is then what this process may use at
+        /// once (a CPU limit rounded up, or its CPU affinity, when fewer).
+        public var hostCpuCount: Int?
+        /// Schema 1.6: the CPU limit on the hung thread's cgroup path (the tightest level), absent
+        /// when none is visible.
+        public var cpuLimit: CPULimit?
+        /// Schema 1.6: how long the limit held the thread back during the hang: the cgroup's
+        /// throttled time, at most the thread's own off-CPU time (the counter sums over CPUs).
+        public var throttledMs: Double?
+        /// Schema 1.6: the cgroup's own throttled-time counter over the same span, before that cap.
+        public var cgroupThrottledMs: Double?
+        /// Schema 1.6: periods in which the cgroup was throttled during the hang.
+        public var throttledPeriods: Int?
+        /// Schema 1.6: how long the process was stopped (frozen, stopped by a signal, held by a
+        /// debugger) during the hang; `durationMs - stoppedMs` was busy.
+        public var stoppedMs: Double?
+        /// Schema 1.6: what stopped it: `cgroup freezer`, `SIGSTOP` or `ptrace`; absent when the
+        /// evidence names nothing.
+        public var stoppedBy: String?
+        /// Schema 1.6: the evidence for `stoppedBy` and `stoppedMs`, in words: a proof (a counter
+        /// that moved, a state read, a signal received) or an inference, said as one.
+        public var stopEvidence: String?
+        /// Schema 1.6: `durationMs - stoppedMs`, when the process was stopped.
+        public var busyMs: Double?
+        /// Schema 1.6: the hung thread's major page faults (pages it waited to be read in) during
+        /// the hang; absent when none.
+        public var majorFaults: Int?
+        /// Schema 1.6: time some task was stalled on memory during the hang (pressure stall
+        /// information), from `memoryPressureSource`.
+        public var memoryStallMs: Double?
+        /// Schema 1.6: `cgroup v2 <path>` (the thread's own cgroup's `memory.pressure`) or
+        /// `system` (`/proc/pressure/memory`).
+        public var memoryPressureSource: String?
+        /// Schema 1.6: where the counters behind `throttledMs`, `stoppedMs`, `majorFaults` and
+        /// `memoryStallMs` begin, ms after `startedAt`: the watchdog's first look at the busy
+        /// stretch (within a few ms of its start when the watchdog was resting; at most the
+        /// threshold, at detection, when it was waiting out an earlier stretch).
+        public var countersFromMs: Double?
 
         public init(
             verdict: Verdict, onCpuRatio: Double?, runQueueRatio: Double?, blockedIn: String?,
@@ -51,14 +89,35 @@ extension HangReport {
         }
     }
 
+    /// A cgroup's CPU limit (schema 1.6): `cores` CPUs' worth of time per period.
+    public struct CPULimit: Codable, Sendable, Equatable {
+        public var cores: Double
+        /// The file it was read from: `cgroup v1 cpu.cfs_quota_us`, `cgroup v2 cpu.max`.
+        public var source: String
+        /// The cgroup directory whose limit it is (the tightest level on the thread's path).
+        public var path: String
+
+        public init(cores: Double, source: String, path: String) {
+            self.cores = cores
+            self.source = source
+            self.path = path
+        }
+    }
+
     /// The one-word explanation of a hang.
-    public enum Verdict: String, Codable, Sendable, Equatable {
+    public enum Verdict: String, Codable, Sendable, Equatable, CaseIterable {
         /// The thread was on a CPU most of the time: the code was computing.
         case computing
         /// The thread was off-CPU, waiting (a lock, I/O, a sleep): see `blockedIn`.
         case blocked
         /// The thread wanted a CPU and did not get one: the machine was overloaded.
         case starved
+        /// The thread wanted a CPU and its cgroup's CPU limit kept it off one (schema 1.6):
+        /// `cpuLimit`, `throttledMs`.
+        case throttled
+        /// The thread spent the hang waiting for pages to be read in (schema 1.6): `majorFaults`,
+        /// `memoryStallMs`.
+        case paging
         /// The process was stopped (SIGSTOP, job control) during the hang.
         case stopped
         /// A debugger was attached: a breakpoint is not a hang.

@@ -22,8 +22,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// 1.2 the async callers (`frames[].async`, `stacks[].asyncCallers`) and `threads`, for
     /// reports that hold several threads; 1.3 `edges`; 1.4 `samples[].cutCallShort` and
     /// `capture.callsCutShort`; 1.5 `waitsFor`, `threads[].waitsFor` and `offCPUMs`, the verdict
-    /// `deadlocked`, thread dumps (`source` `dump`), `nameSignature`, `labels` and `labelsOmitted`).
-    public static let currentSchema = "hangwatch.hang/1.5"
+    /// `deadlocked`, thread dumps (`source` `dump`), `nameSignature`, `labels` and `labelsOmitted`;
+    /// 1.6 `resource`, the container and pod; the verdicts `throttled` and `paging` and the
+    /// context's CPU limit, throttled, stopped and paging fields).
+    public static let currentSchema = "hangwatch.hang/1.6"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.
@@ -101,6 +103,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// or the executable's build-id). Optional and additive within schema 1.5; absent in reports of
     /// monitors built before it, and in dumps.
     public var serviceVersion: ServiceVersion?
+    /// Schema 1.6: where the process runs, its container and Kubernetes pod, by OpenTelemetry's
+    /// semantic-convention names (`WorkloadIdentity`: `container.id`, `k8s.pod.name`, ...), read
+    /// once when the monitor started; absent when none is known, and in older reports.
+    public var resource: WorkloadIdentity?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,
@@ -156,9 +162,19 @@ extension HangReport {
         /// Start time in clock ticks since boot (`/proc/<pid>/stat` field 22): with `pid`, tells a
         /// live process from a later one that reuses its pid.
         public var startTimeTicks: UInt64
-        public init(executable: String, startTimeTicks: UInt64) {
+        /// The inode of its pid namespace (`/proc/self/ns/pid`): in a container's own namespace,
+        /// `pid` is the namespace's (often 1), and this, with the start time, names the process to
+        /// a reader outside. Nil from monitors that predate it.
+        public var pidNamespace: UInt64?
+        /// The pid the host knows the process by, where it differs from `pid` (a container's own pid
+        /// namespace): filled in by the agent when it indexes the report, from `NSpid`
+        /// (`NamespacedProcess`); nil where they are the same or the host could not tell.
+        public var hostPid: Int32?
+        public init(executable: String, startTimeTicks: UInt64, pidNamespace: UInt64? = nil, hostPid: Int32? = nil) {
             self.executable = executable
             self.startTimeTicks = startTimeTicks
+            self.pidNamespace = pidNamespace
+            self.hostPid = hostPid
         }
     }
 

@@ -87,8 +87,21 @@ public struct HangReportSummary: Sendable {
         case .starved:
             let queue = context.runQueueRatio.map { ", waiting for a CPU \(percent($0)) of the time" } ?? ""
             return "starved of CPU" + queue
+        case .throttled:
+            let limit = context.cpuLimit.map { " (\(cores($0.cores)) CPU, \($0.source.hasPrefix("cgroup v2") ? "cgroup v2" : "cgroup v1") \($0.path))" } ?? ""
+            let held = context.throttledMs.map { " held it back \(milliseconds($0)) of the \(milliseconds(report.durationMs))" } ?? ""
+            return "throttled: its cgroup's CPU limit\(limit)\(held)"
+        case .paging:
+            let faults = context.majorFaults.map { "\($0) major page faults" } ?? "major page faults"
+            let stall = context.memoryStallMs.map { ", stalled on memory \(milliseconds($0))" + (context.memoryPressureSource.map { " (\($0))" } ?? "") } ?? ""
+            return "paging: waited for pages to be read in (\(faults)\(stall))"
         case .stopped:
-            return "process stopped (watchdog woke \(milliseconds(context.watchdogOversleepMs)) late)"
+            guard let stopped = context.stoppedMs else {
+                return "process stopped (watchdog woke \(milliseconds(context.watchdogOversleepMs)) late)"
+            }
+            let by = context.stoppedBy.map { " by the \($0 == "SIGSTOP" ? "signal SIGSTOP" : $0)" } ?? ""
+            let busy = context.busyMs.map { ", busy \(milliseconds($0))" } ?? ""
+            return "process stopped\(by) for \(milliseconds(stopped))\(busy)"
         case .debugger:
             return "debugger attached: not counted as a hang"
         case .unknown:
@@ -122,6 +135,13 @@ public struct HangReportSummary: Sendable {
     // converting those to Int would trap.
     static func milliseconds(_ value: Double) -> String {
         value.magnitude >= 10_000 ? String(printf: "%.1f s", value / 1000) : "\(Int(value.rounded())) ms"
+    }
+
+    /// `0.2`, `1.5`, `2`: a CPU limit in cores.
+    @_spi(Internal) public static func cores(_ value: Double) -> String {
+        guard value.isFinite, value.magnitude < 1e6 else { return String(printf: "%.3g", value) }
+        let text = String(printf: "%.2f", value)
+        return String(text.reversed().drop(while: { $0 == "0" }).drop(while: { $0 == "." }).reversed())
     }
 
     static func percent(_ ratio: Double) -> String {

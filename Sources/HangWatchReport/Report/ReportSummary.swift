@@ -33,6 +33,9 @@ public struct ReportSummary: Codable, Sendable, Equatable {
     /// The release of the service that hung (`HangReport.serviceVersion?.version`, bounded as the
     /// monitor bounds it); nil when the report has none (monitors before it, dumps).
     public var serviceVersion: String?
+    /// Where the process that hung runs, its container and pod (`HangReport.resource`, bounded as
+    /// the monitor bounds it); nil when the report has none.
+    public var resource: WorkloadIdentity?
     /// The heaviest stack's first app frame, for display.
     public var topFrame: String?
     /// The heaviest stack's first frames, for display (innermost first, at most 12).
@@ -55,8 +58,10 @@ public struct ReportSummary: Codable, Sendable, Equatable {
         durationMs: Double, thresholdMs: Double, outcome: HangReport.Outcome, verdict: HangReport.Verdict,
         onCpuRatio: Double?, blockedIn: String?, signature: String, topFrame: String?, stack: [String], repeats: Int,
         repeatsTotalMs: Double = 0, repeatsMaxMs: Double = 0, lastSeen: Date? = nil,
-        signatureKind: HangReport.SignatureKind = .addresses, labels: [String: String] = [:], serviceVersion: String? = nil
+        signatureKind: HangReport.SignatureKind = .addresses, labels: [String: String] = [:], serviceVersion: String? = nil,
+        resource: WorkloadIdentity? = nil
     ) {
+        self.resource = resource
         self.signatureKind = signatureKind
         self.labels = labels
         self.serviceVersion = serviceVersion
@@ -103,6 +108,7 @@ public struct ReportSummary: Codable, Sendable, Equatable {
         // A file may say anything: control characters, a megabyte, nothing. What the monitor would
         // have written of it, and an empty version is none.
         serviceVersion = report.serviceVersion.map { ServiceVersion.bounded($0.version) }.flatMap { $0.isEmpty ? nil : $0 }
+        resource = report.resource?.bounded()
         topFrame = FrameNaming.topAppFrame(report).map { FrameNaming.displayName($0, images: report.images) }
         stack = (report.heaviestStack?.frames ?? []).prefix(12).map { FrameNaming.displayName($0, images: report.images) }
         repeats = report.repeats?.count ?? 0

@@ -7,10 +7,6 @@ import Foundation
 import Glibc
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// RFC 3339 timestamps in UTC with millisecond precision: `2026-11-22T01:02:03.123Z`.
 public enum ReportTimestamp {
     /// Formats `date` as RFC 3339 UTC with milliseconds.

@@ -7,10 +7,6 @@ import Foundation
 import Glibc
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Reading a directory without following symlinks: shared by the store (its own directory) and
 /// the catalog (a directory and its service subdirectories).
 public enum DirectoryEntries {

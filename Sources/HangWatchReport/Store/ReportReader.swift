@@ -7,10 +7,6 @@ import Foundation
 import Glibc
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Reads report files defensively: never follows a symlink, never blocks on a FIFO, refuses files
 /// over `maxBytes` (by their size, before reading a byte) and reports with more than one name (a
 /// hard link: a report is written under one name only), and turns every problem into a

@@ -7,10 +7,6 @@ import Foundation
 import Glibc
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A directory of hang reports, one JSON file each (`hang-<id>.json`).
 ///
 /// Writes are atomic: the report goes to a temporary file in the same directory (`.hang-*.tmp`,

@@ -5,13 +5,14 @@ import Glibc
 /// Which HangWatch wrote a report or is running: the version `git describe` gave the build (or the
 /// `VERSION` file of a source tarball), and the commit. Set by `make`, which writes
 /// `MonitorVersion+Stamp.swift` before it builds (scripts/stamp-version); a plain `swift build`
-/// (a service that depends on this package, a build without make) says `0.0.0-dev` and no commit.
+/// (a service that depends on this package, a build without make) says the `VERSION` file's
+/// version with `-dev` (`0.1.0-dev`, from `MonitorVersion+Release.swift`) and no commit.
 ///
 /// Written into every hang report as `monitor` (docs/report-format.md); printed by
 /// `hangwatch --version` and `hangwatchd --version`, with the binary's ELF build-id.
 public struct MonitorVersion: Codable, Sendable, Equatable {
     /// `git describe --tags --always --dirty` of the tree built, e.g. `0.2.0`, `0.2.0-3-g1a2b3c4`,
-    /// `0.2.0-dirty`; `0.0.0-dev` when the build was not stamped.
+    /// `0.2.0-dirty`; `release` and `-dev` (`0.1.0-dev`) when the build was not stamped.
     public var version: String
     /// The full commit the build was made from; absent when unknown (unstamped, or a tarball).
     public var commit: String?
@@ -40,7 +41,7 @@ public struct MonitorVersion: Codable, Sendable, Equatable {
 protocol BuildStamping {}
 
 extension BuildStamping {
-    static var version: String { "0.0.0-dev" }
+    static var version: String { MonitorVersion.release + "-dev" }
     static var commit: String? { nil }
 }
 

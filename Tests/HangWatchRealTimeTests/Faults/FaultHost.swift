@@ -29,6 +29,9 @@ final class FaultHost: @unchecked Sendable {
 
     func signal(_ number: Int32) { running.signal(number) }
 
+    /// What it has printed so far.
+    var output: String { running.output }
+
     /// Waits for the process to exit by itself within `seconds`; kills it (status nil) otherwise.
     func finish(within seconds: Double) -> Outcome {
         let result = running.finish(within: seconds)

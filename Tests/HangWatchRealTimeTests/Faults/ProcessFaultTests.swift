@@ -1,6 +1,6 @@
 import Foundation
 @testable import HangWatch
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Testing
 
@@ -94,7 +94,8 @@ import Testing
     }
 
     /// Case 11: the process is stopped (SIGSTOP) during a hang, then continued. The time it spent
-    /// stopped is not the code's: the report says the process was stopped.
+    /// stopped is not the code's: the report says the process was stopped, by SIGSTOP, and for how
+    /// long.
     @Test func aProcessStoppedDuringAHangIsFlaggedStopped() throws {
         let directory = ReportDirectory()
         let host = try FaultHost(["spin", "--reports", directory.path, "--seconds", "2"])
@@ -109,11 +110,17 @@ import Testing
         #expect(report.context.processStopped)
         #expect(report.context.verdict == .stopped, "\(report.context.verdict)")
         #expect(report.durationMs >= 2000, "the stop is part of the hang's duration: \(report.durationMs)")
+        // Told apart from a freeze: the SIGCONT that ended it was stamped; the stop is apart from
+        // the busy time.
+        #expect(report.context.stoppedBy == "SIGSTOP", "\(report.context.stoppedBy ?? "nil"): \(report.context.stopEvidence ?? "")")
+        let stopped = try #require(report.context.stoppedMs)
+        #expect(stopped >= 1500 && stopped <= 2500, "stopped \(stopped) ms of the 2000")
+        #expect(report.context.busyMs.map { abs($0 - (report.durationMs - stopped)) < 0.01 } == true)
     }
 
     /// Case 11: three busy processes share one CPU with the hung one. It gets a quarter of the CPU:
     /// the report blames the machine (starved), not the code.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset"), "taskset (util-linux) is not installed"))
     func aHangOnAnOverloadedCPUIsFlaggedStarved() throws {
         let directory = ReportDirectory()
         let hogs = try (0..<3).map { _ in
@@ -222,7 +229,7 @@ import Testing
     /// Case 13: a full disk. The service runs on; every failed write is counted; the failure is
     /// logged once (not once per report); nothing partial is left; once space is back, reports
     /// are written again. (A small tmpfs: needs root, as CI has.)
-    @Test(.enabled(if: isRoot)) func aFullDiskIsCountedAndLoggedOnceAndLeavesNothingPartial() throws {
+    @Test(.enabled(if: isRoot, "needs root (mounts a tmpfs)")) func aFullDiskIsCountedAndLoggedOnceAndLeavesNothingPartial() throws {
         let mount = try SmallFilesystem(bytes: 256 << 10)
         defer { mount.remove() }
         let directory = try mount.reportDirectory()
@@ -247,7 +254,7 @@ import Testing
     }
 
     /// Case 13: a read-only filesystem (root ignores permission bits, not a read-only mount).
-    @Test(.enabled(if: isRoot)) func aReadOnlyFilesystemIsCountedAndLoggedOnce() throws {
+    @Test(.enabled(if: isRoot, "needs root (mounts a tmpfs)")) func aReadOnlyFilesystemIsCountedAndLoggedOnce() throws {
         let mount = try SmallFilesystem(bytes: 1 << 20)
         defer { mount.remove() }
         let directory = try mount.reportDirectory()

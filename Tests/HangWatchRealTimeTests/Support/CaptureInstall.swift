@@ -5,5 +5,5 @@ import Testing
 /// can be unwound), as a monitor does when it starts: the set-up of the suites that capture directly.
 func installCapture(signal: Int32) throws {
     try UnsafeCaptureBridge.install(signal: signal)
-    #expect(UnsafeCaptureBridge.publish(UnsafeImageMapReader.read()) == .published)
+    #expect(UnsafeImageTable.publish(UnsafeImageMapReader.read()) == .published)
 }

@@ -41,10 +41,20 @@ import Testing
         return names
     }
 
-    @Test func everyCFileIsUnder350Lines() throws {
-        for file in try Self.cFiles() {
-            let lines = file.text.split(separator: "\n", omittingEmptySubsequences: false).count
-            #expect(lines < 350, "\(file.name): \(lines) lines")
+    /// Its headers too (the public one is an umbrella over a header per concern).
+    @Test func everyCFileAndHeaderIsUnder350Lines() throws {
+        let include = Self.cDirectory.appendingPathComponent("include")
+        let headers = try FileManager.default.contentsOfDirectory(atPath: include.path).filter { $0.hasSuffix(".h") }.map {
+            ("include/" + $0, try String(contentsOf: include.appendingPathComponent($0), encoding: .utf8))
+        }
+        let privateHeaders = try FileManager.default.contentsOfDirectory(atPath: Self.cDirectory.path).filter { $0.hasSuffix(".h") }.map {
+            ($0, try String(contentsOf: Self.cDirectory.appendingPathComponent($0), encoding: .utf8))
+        }
+        let files = try Self.cFiles() + headers + privateHeaders
+        #expect(files.count > 20 && headers.count > 1, "\(files.map { $0.0 })")
+        for file in files {
+            let lines = file.1.split(separator: "\n", omittingEmptySubsequences: false).count
+            #expect(lines < 350, "\(file.0): \(lines) lines")
         }
     }
 
@@ -75,7 +85,10 @@ import Testing
         #expect(cycle == nil, "call cycle: \(cycle?.joined(separator: " -> ") ?? "")")
     }
 
-    @Test func oneSwiftFileImportsTheCTarget() throws {
+    /// Only `HangWatch/Bridge/` talks to the C target, a file per concern (capture and the blocked
+    /// walk, the image table, the heartbeat page and loop histogram, the clock, wakes, dump
+    /// requests, pool hooks, affinity), each with `Unsafe` in its name.
+    @Test func onlyTheBridgeImportsTheCTarget() throws {
         let sources = Self.root.appendingPathComponent("Sources")
         let enumerator = FileManager.default.enumerator(atPath: sources.path)
         var importers: [String] = []
@@ -86,7 +99,10 @@ import Testing
                 importers.append(path)
             }
         }
-        #expect(importers == ["HangWatch/Capture/UnsafeCaptureBridge.swift"])
+        #expect(!importers.isEmpty && importers.allSatisfy { $0.hasPrefix("HangWatch/Bridge/") }, "\(importers)")
+        let bridge = try FileManager.default.contentsOfDirectory(atPath: sources.appendingPathComponent("HangWatch/Bridge").path)
+        #expect(bridge.allSatisfy { $0.hasPrefix("Unsafe") && $0.hasSuffix(".swift") }, "\(bridge)")
+        #expect(Set(bridge) == Set(importers.map { ($0 as NSString).lastPathComponent }), "every bridge file talks to the C target: \(bridge)")
     }
 
     /// Swift source files of the library's package (by path under Sources/) and of the tools'
@@ -102,6 +118,45 @@ import Testing
             }
         }
         return files.sorted { $0.0 < $1.0 }
+    }
+
+    /// The `hangwatch` target keeps the commands only: every type it declares is a command, a group
+    /// of options or an argument's type (its logic is in HangWatchReading, HangWatchRendering,
+    /// HangWatchDumpChannel, tested there), and its tests reach nothing of it with `@testable`
+    /// but the commands' definitions (DurationOptionTests walks them).
+    @Test func theCLITargetHoldsCommandsOnly() throws {
+        let cli = try Self.swiftSources().filter { $0.path.hasPrefix("Tools/hangwatch/") }
+        #expect(cli.count > 10)
+        var other: [String] = []
+        for file in cli {
+            for line in file.text.split(separator: "\n") where line.range(of: #"^(struct|enum|final class|class|actor) "#, options: .regularExpression) != nil {
+                let kinds = ["ParsableCommand", "ParsableArguments", "ExpressibleByArgument"]
+                if !kinds.contains(where: { line.contains(": \($0)") || line.contains(", \($0)") }) { other.append("\(file.path): \(line)") }
+            }
+        }
+        #expect(other.isEmpty, "\(other)")
+        let tests = Self.root.appendingPathComponent("Tools/Tests/hangwatchTests")
+        let testable = try FileManager.default.contentsOfDirectory(atPath: tests.path).filter { name in
+            guard name.hasSuffix(".swift") else { return false }
+            return try String(contentsOf: tests.appendingPathComponent(name), encoding: .utf8).contains("@testable import hangwatch")
+        }
+        #expect(testable == ["DurationOptionTests.swift"], "\(testable)")
+    }
+
+    /// A module is imported once per file (nine files imported Glibc twice).
+    @Test func noFileImportsAModuleTwice() throws {
+        let files = try Self.swiftSources()
+        #expect(files.count > 300)
+        var twice: [String] = []
+        for file in files {
+            let imports = file.text.split(separator: "\n").compactMap { line -> String? in
+                let words = line.split(separator: " ")
+                guard let index = words.firstIndex(of: "import"), index + 1 < words.count else { return nil }
+                return words[..<index].allSatisfy { $0.hasPrefix("@") } ? String(words[index + 1]) : nil
+            }
+            if Set(imports).count != imports.count { twice.append(file.path) }
+        }
+        #expect(twice.isEmpty, "\(twice)")
     }
 
     /// `errno` becomes a Swift error in one place (`SystemCall`); the stack corpus, the
@@ -285,8 +340,8 @@ import Testing
         }
         #expect(
             Set(starters) == [
-                "HangWatch/Detection/Watchdog.swift", "HangWatch/Activity/EventLoopWatcher.swift", "HangWatch/Linux/OnDemandThread.swift",
-                "HangWatch/Linux/NamedThread.swift",
+                "HangWatch/Detection/Watchdog.swift", "HangWatch/Activity/EventLoop/EventLoopWatcher.swift", "HangWatch/Runtime/OnDemandThread.swift",
+                "HangWatch/Runtime/NamedThread.swift",
             ],
             "\(starters)")
     }
@@ -301,13 +356,13 @@ import Testing
         let watchdog: Set = [
             "HangWatch/Detection/WatchdogWake.swift", "HangWatch/Detection/WatchdogEnvironment.swift",
             // (The wake's semaphore, in C.)
-            "HangWatch/Capture/UnsafeCaptureBridge.swift",
+            "HangWatch/Bridge/UnsafeWake.swift",
         ]
         let stillOutside = [
-            "HangWatch/Linux/UnsafeLoopEpollWatch.swift": "the event-loop watcher's one wait, with no time limit (-1): idle loops' wakes",
-            "HangWatch/Pool/PoolProbe.swift": "the attach jobs' meeting on pool workers, bounded at 20 ms: not a duty of the monitor's",
+            "HangWatch/Activity/EventLoop/UnsafeLoopEpollWatch.swift": "the event-loop watcher's one wait, with no time limit (-1): idle loops' wakes",
+            "HangWatch/Activity/Pool/PoolProbe.swift": "the attach jobs' meeting on pool workers, bounded at 20 ms: not a duty of the monitor's",
             "HangWatch/Capture/LinuxStackSampler.swift": "a capture guard's pause, on the watchdog's own thread within one look",
-            "HangWatch/Activity/RunLoopActivitySource.swift": "a zero-interval Timer: the way onto a run loop's thread, no time",
+            "HangWatch/Activity/RunLoop/RunLoopActivitySource.swift": "a zero-interval Timer: the way onto a run loop's thread, no time",
         ]
         var found: [String: [Int]] = [:]
         for file in try Self.swiftSources() where file.path.hasPrefix("HangWatch/") || file.path.hasPrefix("HangWatchNIO/") {

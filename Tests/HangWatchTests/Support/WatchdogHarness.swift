@@ -43,7 +43,8 @@ final class WatchdogHarness {
         joining other: WatchdogHarness? = nil, configure: (inout HangMonitor.Configuration) -> Void = { _ in },
         logger: Logger = Logger(label: "hangwatch.tests", factory: { _ in SwiftLogNoOpLogHandler() }),
         taskLayout: SwiftTaskLayout = .recognised, processEnvironment: [String: String] = [:], waits: ScriptedWaitInspector? = nil,
-        dumps: MonitorWorld.Dumps? = nil, pool: MonitorWorld.Pool? = nil, scriptedClock: ScriptedClock? = nil
+        dumps: MonitorWorld.Dumps? = nil, pool: MonitorWorld.Pool? = nil, scriptedClock: ScriptedClock? = nil,
+        resource: WorkloadIdentity? = nil
     ) {
         clock = other?.clock ?? scriptedClock ?? ScriptedClock()
         origin = other?.origin ?? clock.now
@@ -74,6 +75,7 @@ final class WatchdogHarness {
         if let other { world.runtime = other.assembly.world.runtime }
         // The process's environment is the script's; its executable has no build-id.
         world.serviceVersion = { ServiceVersion.resolve(configured: $0, environment: processEnvironment, buildID: { nil }) }
+        world.resource = resource
         let owner = MonitorAssembly.Owner(
             id: ObjectIdentifier(control), control: control, statistics: statistics, logger: logger, enricher: nil)
         assembly = try! MonitorAssembly(configuration: configuration, source: source, handles: .none, world: world, owner: owner)

@@ -10,7 +10,8 @@ import HangWatchReport
 
 /// Hangs that share a signature: the same culprit. The "what do I fix first" view. Or, grouped by
 /// a label (`group(_:byLabel:)`), hangs of the same request route, tenant, ...; or by the service's
-/// release (`groupByServiceVersion(_:)`).
+/// release (`groupByServiceVersion(_:)`); or by where the process ran, its pod, container,
+/// namespace or node (`group(_:by:)`).
 public struct HangGroup: Sendable, Equatable {
     /// The signature the members share; empty for a group by label.
     public var signature: String
@@ -25,6 +26,11 @@ public struct HangGroup: Sendable, Equatable {
     public var byServiceVersion = false
     /// For a group by service version: the members' version (nil: their reports have none).
     public var serviceVersion: String?
+    /// For a group by where the process ran: by what (nil: the group is not).
+    public var workload: Workload?
+    /// For a group by where the process ran: the members' pod (`NAMESPACE/NAME`), container (its id,
+    /// else `NAMESPACE/POD/NAME`), namespace or node; nil: their reports do not say.
+    public var workloadValue: String?
     /// Hangs in the group, repeats folded into reports included.
     public var count: Int
     public var totalMs: Double
@@ -65,6 +71,35 @@ public struct HangGroup: Sendable, Equatable {
         }
     }
 
+    /// Where a process ran, as `hangwatch top --by` groups by it (`WorkloadIdentity`).
+    public enum Workload: String, Sendable, CaseIterable {
+        /// `WorkloadIdentity.pod`: `NAMESPACE/NAME` (the name alone without a namespace).
+        case pod
+        /// `WorkloadIdentity.container`: the container's id, else its name in its pod.
+        case container
+        case namespace
+        case node
+
+        /// The value of `resource` this groups by, nil when the report does not say.
+        public func value(of resource: WorkloadIdentity?) -> String? {
+            switch self {
+            case .pod: resource?.pod
+            case .container: resource?.container
+            case .namespace: resource?.namespaceName
+            case .node: resource?.nodeName
+            }
+        }
+    }
+
+    /// Groups `summaries` by where their process ran (hangs of reports that do not say: one group,
+    /// whose value is nil), most total time first.
+    public static func group(_ summaries: [ReportSummary], by workload: Workload) -> [HangGroup] {
+        group(summaries, byValue: { workload.value(of: $0.resource) }) { group, value in
+            group.workload = workload
+            group.workloadValue = value
+        }
+    }
+
     /// Groups by `value` (nil: one group of its own), `name`s each group with its value.
     private static func group(
         _ summaries: [ReportSummary], byValue value: (ReportSummary) -> String?, name: (inout HangGroup, String?) -> Void
@@ -79,10 +114,11 @@ public struct HangGroup: Sendable, Equatable {
         }.sorted(by: order)
     }
 
-    /// Most total time first; then by signature, then by label value, then by version.
+    /// Most total time first; then by signature, then by label value, then by version, then by
+    /// where the process ran.
     private static func order(_ a: HangGroup, _ b: HangGroup) -> Bool {
-        (a.totalMs, b.signature, b.labelValue ?? "", b.serviceVersion ?? "")
-            > (b.totalMs, a.signature, a.labelValue ?? "", a.serviceVersion ?? "")
+        (a.totalMs, b.signature, b.labelValue ?? "", b.serviceVersion ?? "", b.workloadValue ?? "")
+            > (b.totalMs, a.signature, a.labelValue ?? "", a.serviceVersion ?? "", a.workloadValue ?? "")
     }
 
     private static func groups(_ byKey: [String: [ReportSummary]]) -> [HangGroup] {

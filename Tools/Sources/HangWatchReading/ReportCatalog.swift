@@ -10,10 +10,6 @@ import Glibc
 @_spi(Internal) import HangWatchReport
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// All the reports under a directory: the directory itself and its subdirectories one level down
 /// (the agent keeps one per service). Summaries are cached in an index file keyed by each report's
 /// path, size, modification time and inode, so an unchanged report is never read twice.
@@ -182,8 +178,9 @@ public struct ReportCatalog: Sendable {
         var permissionDenied = false
     }
 
-    /// 5: each summary's signature kind and labels (schema 1.5). 6: its service version.
-    static let indexVersion = 6
+    /// 5: each summary's signature kind and labels (schema 1.5). 6: its service version. 7: its
+    /// container and pod (`resource`, schema 1.6).
+    static let indexVersion = 7
 
     func loadIndex() -> [String: IndexEntry] {
         guard let indexPath, let data = try? ReportReader(maxBytes: 256 << 20, refusesHardLinks: false).readData(path: indexPath),

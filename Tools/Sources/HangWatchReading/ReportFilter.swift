@@ -8,10 +8,6 @@ import Glibc
 #endif
 @_spi(Internal) import HangWatchReport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Which reports a command looks at.
 public struct ReportFilter: Sendable, Equatable {
     public var services: Set<String> = []
@@ -22,6 +18,15 @@ public struct ReportFilter: Sendable, Equatable {
     public var signature: String?
     /// Labels the hang must carry (every one of them).
     public var labels: [LabelMatch] = []
+    /// Where the process ran (`ReportSummary.resource`): a hang passes when its pod matches one of
+    /// `pods`, its namespace one of `namespaces` and its container one of `containers` (an empty
+    /// list: any, and a hang that names none). Each is a pattern as the shell matches file names
+    /// (`*`, `?`, `[…]`): a pod's name, or `NAMESPACE/NAME` with a `/`; a namespace's name; a
+    /// container's name (`k8s.container.name`), or the start of its id (`container.id`, as docker
+    /// and crictl take a short id).
+    public var pods: [String] = []
+    public var namespaces: [String] = []
+    public var containers: [String] = []
 
     /// `key` (any value) or `key=pattern`: the label `key`, its value matching `pattern` as the
     /// shell matches file names (`*`, `?`, `[…]`; a pattern without them is the exact value).
@@ -51,8 +56,11 @@ public struct ReportFilter: Sendable, Equatable {
 
     public init(
         services: Set<String> = [], since: Date? = nil, until: Date? = nil, minimumDurationMs: Double? = nil, signature: String? = nil,
-        labels: [LabelMatch] = []
+        labels: [LabelMatch] = [], pods: [String] = [], namespaces: [String] = [], containers: [String] = []
     ) {
+        self.pods = pods
+        self.namespaces = namespaces
+        self.containers = containers
         self.services = services
         self.since = since
         self.until = until
@@ -68,7 +76,43 @@ public struct ReportFilter: Sendable, Equatable {
         if let minimumDurationMs, summary.durationMs < minimumDurationMs { return false }
         if let signature, !summary.signature.hasPrefix(signature.lowercased()) { return false }
         if !labels.allSatisfy({ $0.matches(summary.labels) }) { return false }
+        if !pods.isEmpty && !pods.contains(where: { Self.pod($0, matches: summary.resource) }) { return false }
+        if !namespaces.isEmpty && !namespaces.contains(where: { Self.glob($0, summary.resource?.namespaceName) }) { return false }
+        if !containers.isEmpty && !containers.contains(where: { Self.container($0, matches: summary.resource) }) { return false }
         return true
+    }
+
+    /// `NAME` against the pod's name, `NAMESPACE/NAME` against both.
+    static func pod(_ pattern: String, matches resource: WorkloadIdentity?) -> Bool {
+        glob(pattern, pattern.contains("/") ? resource?.pod : resource?.podName)
+    }
+
+    /// The container's name, or the start of its id.
+    static func container(_ pattern: String, matches resource: WorkloadIdentity?) -> Bool {
+        if let id = resource?.containerID, !pattern.isEmpty, pattern.allSatisfy(\.isHexDigit), id.hasPrefix(pattern.lowercased()) { return true }
+        return glob(pattern, resource?.containerName)
+    }
+
+    static func glob(_ pattern: String, _ value: String?) -> Bool {
+        guard let value else { return false }
+        return fnmatch(pattern, value, 0) == 0
+    }
+
+    /// Why nothing matched when a label's value is asked without wildcards (`route=/checkout`) and
+    /// hangs that pass every other filter carry that label with the value inside a longer one
+    /// (`GET /checkout`): a value is matched whole. Says so, with a value there and the pattern
+    /// that matches part of a value; nil when that is not why.
+    public func labelHint(_ summaries: [ReportSummary]) -> String? {
+        for (index, match) in labels.enumerated() {
+            guard let pattern = match.pattern, !pattern.isEmpty, !pattern.contains(where: { "*?[".contains($0) }) else { continue }
+            var others = self
+            others.labels.remove(at: index)
+            let values = Set(summaries.filter(others.matches).compactMap { $0.labels[match.key] }).filter { $0 != pattern && $0.contains(pattern) }
+            guard let example = values.sorted().first else { continue }
+            return "--label \(match.key)=\(pattern) matches whole values only (there is \(match.key)=\(example)); "
+                + "for part of a value: --label '\(match.key)=*\(pattern)*'"
+        }
+        return nil
     }
 
     /// Parses `--since` and `--until` the way journalctl reads times: a duration back from `now`
@@ -125,15 +169,5 @@ public struct ReportFilter: Sendable, Equatable {
         // A day the month does not have (2026-02-30) is no date.
         guard let date = calendar.date(from: components), calendar.component(.day, from: date) == dayOfMonth else { return nil }
         return date
-    }
-
-    /// Parses `--min-duration`: `500ms`, `1.5s`, `2m`, or a bare number of milliseconds.
-    public static func parseDuration(_ text: String) -> Double? {
-        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
-        for (suffix, milliseconds) in units where text.hasSuffix(suffix) {
-            if let value = Double(text.dropLast(suffix.count)), value >= 0, value.isFinite { return value * milliseconds }
-        }
-        if let value = Double(text), value >= 0, value.isFinite { return value }
-        return nil
     }
 }

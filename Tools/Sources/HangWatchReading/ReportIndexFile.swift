@@ -58,6 +58,9 @@ struct ReportIndexFile: Codable {
     var labelValues: [Int] = []
     /// The service's version (a string), or -1 (`ReportSummary.serviceVersion`).
     var serviceVersion: [Int] = []
+    /// Where the process runs (`ReportSummary.resource`): one column per attribute, in
+    /// `WorkloadIdentity.Attribute`'s order, each a string or -1.
+    var resource: [[Int]] = WorkloadIdentity.Attribute.allCases.map { _ in [] }
 
     init(version: Int, directory: String, entries: [String: ReportCatalog.IndexEntry]) {
         self.version = version
@@ -108,6 +111,9 @@ struct ReportIndexFile: Codable {
                 labelValues.append(intern(value))
             }
             serviceVersion.append(intern(summary.serviceVersion))
+            for (column, attribute) in WorkloadIdentity.Attribute.allCases.enumerated() {
+                resource[column].append(intern(summary.resource?[attribute]))
+            }
         }
     }
 
@@ -121,7 +127,8 @@ struct ReportIndexFile: Codable {
         summaryColumns += [blockedIn.count, signature.count, topFrame.count, stackStart.count, repeats.count]
         summaryColumns += [repeatsTotalMs.count, repeatsMaxMs.count, lastSeen.count, signatureKind.count, labelStart.count]
         summaryColumns += [serviceVersion.count]
-        guard fileColumns.allSatisfy({ $0 == files }), summaryColumns.allSatisfy({ $0 == rows }), labelKeys.count == labelValues.count
+        summaryColumns += resource.map(\.count)
+        guard resource.count == WorkloadIdentity.Attribute.allCases.count, fileColumns.allSatisfy({ $0 == files }), summaryColumns.allSatisfy({ $0 == rows }), labelKeys.count == labelValues.count
         else { return nil }
         func string(_ index: Int) -> String? { index >= 0 && index < strings.count ? strings[index] : nil }
         var result: [String: ReportCatalog.IndexEntry] = [:]
@@ -155,6 +162,10 @@ struct ReportIndexFile: Codable {
                     guard let key = string(labelKeys[position]), let value = string(labelValues[position]) else { return nil }
                     labels[key] = value
                 }
+                var identity = WorkloadIdentity()
+                for (column, attribute) in WorkloadIdentity.Attribute.allCases.enumerated() {
+                    identity[attribute] = string(resource[column][index])
+                }
                 entry.summary = ReportSummary(
                     path: filePath, id: summaryID, service: serviceName, host: hostName, pid: pid[index],
                     threadName: string(threadName[index]), startedAt: Date(timeIntervalSince1970: startedAt[index]),
@@ -163,7 +174,7 @@ struct ReportIndexFile: Codable {
                     signature: signatureText, topFrame: string(topFrame[index]), stack: stack, repeats: repeats[index],
                     repeatsTotalMs: repeatsTotalMs[index], repeatsMaxMs: repeatsMaxMs[index],
                     lastSeen: Date(timeIntervalSince1970: lastSeen[index]), signatureKind: signatureKind[index] == 0 ? .names : .addresses,
-                    labels: labels, serviceVersion: string(serviceVersion[index]))
+                    labels: labels, serviceVersion: string(serviceVersion[index]), resource: identity.isEmpty ? nil : identity)
             } else if entry.problem == nil {
                 return nil
             }

@@ -19,6 +19,19 @@ package struct ReportDetail {
         self.maxFrames = maxFrames
     }
 
+    /// Where the process ran, as `show` says it, a line each for what the report names:
+    /// `pod shop/billing-7d9f8-x2x, uid 0c6a…`, `node node-3` and `container app, id 3f2a1b4c5d6e`
+    /// (the id cut to 12 digits, as docker and crictl show it; the report holds it whole).
+    package static func workloadLines(_ resource: WorkloadIdentity) -> [(String, String)] {
+        var lines: [(String, String)] = []
+        let pod = [resource.pod, resource.podUID.map { "uid \($0)" }].compactMap { $0 }
+        if !pod.isEmpty { lines.append(("pod", pod.joined(separator: ", "))) }
+        if let node = resource.nodeName { lines.append(("node", node)) }
+        let container = [resource.containerName, resource.containerID.map { "id \($0.prefix(12))" }].compactMap { $0 }
+        if !container.isEmpty { lines.append(("container", container.joined(separator: ", "))) }
+        return lines
+    }
+
     package func render(_ report: HangReport, path: String) -> String {
         var lines: [String] = []
         let width = terminal.width
@@ -28,12 +41,18 @@ package struct ReportDetail {
         }
         lines.append(terminal.paint("hang \(report.id)", .bold))
         let thread = [report.thread.name, "tid \(report.thread.tid)", report.thread.isMain ? "main" : nil].compactMap { $0 }
-        field("service", "\(report.service) (pid \(report.pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
+        // A process in a pid namespace of its own (a container's) says its pid there; the host's, the
+        // agent's, beside it.
+        let pid = report.process.hostPid.map { "pid \(report.pid), \($0) on the host" } ?? "pid \(report.pid)"
+        field("service", "\(report.service) (\(pid), host \(report.host)), thread \(thread.joined(separator: ", "))")
         if let name = report.thread.name, let role = ThreadNaming.role(of: name) {
             field("thread", role)
         }
         if let release = report.serviceVersion {
             field("release", "\(release.version) (from \(release.source.rawValue))")
+        }
+        if let resource = report.resource?.bounded() {
+            for (name, value) in Self.workloadLines(resource) { field(name, value) }
         }
         let timing = "\(Text.timestamp(report.startedAt)), lasted \(Text.duration(report.durationMs))"
             + (report.outcome == .ongoing ? " so far" : "") + " (threshold \(Text.duration(report.thresholdMs)))"
@@ -57,6 +76,10 @@ package struct ReportDetail {
         }
         let verdict = HangReportSummary.verdictLine(report)
         field("verdict", terminal.paint(verdict, report.context.verdict == .computing ? .yellow : report.context.verdict == .deadlocked ? .red : .cyan))
+        for line in Self.heldBackLines(report) {
+            // The evidence is said whole: it is what the verdict rests on.
+            field(line.name, line.value, whole: line.name == "evidence")
+        }
         if let exit = report.processExit {
             field("exit", "the process \(exit.reason == "gone" ? "died" : "was replaced (pid reused)") mid-hang, last seen \(Text.timestamp(exit.lastSeenAt))")
         }
@@ -133,7 +156,7 @@ package struct ReportDetail {
         let context = report.context
         var contextParts: [String] = []
         if let rss = context.rssBytes { contextParts.append("RSS \(rss >> 20) MiB") }
-        if let load = context.loadAverage { contextParts.append("load " + load.map { String(printf: "%.2f", $0) }.joined(separator: " ") + " (\(context.cpuCount) CPUs)") }
+        if let load = context.loadAverage { contextParts.append("load " + load.map { String(printf: "%.2f", $0) }.joined(separator: " ") + " " + Self.cpuCountText(context)) }
         contextParts.append("watchdog late by \(String(printf: "%.1f", context.watchdogOversleepMs)) ms")
         if context.debuggerAttached { contextParts.append("debugger attached") }
         if context.processStopped { contextParts.append("process stopped") }

@@ -62,23 +62,26 @@ let scenarios: [Scenario] = [
     Scenario(name: "slow main-queue block (500 ms computing)", expectsReport: true) {
         DispatchQueue.main.async { _ = DemoService.parseInventorySnapshot(milliseconds: 500) }
     },
-    Scenario(name: "lock wait (600 ms blocked on a mutex)", expectsReport: true) {
+    Scenario(name: "lock wait (600 ms blocked on a mutex, labelled route=GET /cart)", expectsReport: true) {
         let holder = Thread {
             cacheLock.lock()
             usleep(650_000)
             cacheLock.unlock()
         }
         holder.start()
-        _ = Timer.scheduledTimer(withTimeInterval: 0.05, repeats: false) { _ in DemoService.waitForCacheLock(cacheLock) }
+        // In a request's labels: the report carries them (`hangwatch list --label route=GET /cart`).
+        _ = Timer.scheduledTimer(withTimeInterval: 0.05, repeats: false) { _ in
+            HangMonitor.withLabels(["route": "GET /cart", "tenant": "acme"]) { DemoService.waitForCacheLock(cacheLock) }
+        }
     },
     Scenario(name: "nested run loop in a custom mode (idle 300 ms, then 400 ms computing)", expectsReport: true) {
         _ = Timer.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in
             DemoService.runModalSession(idleMilliseconds: 300, hangMilliseconds: 400)
         }
     },
-    Scenario(name: "synchronous sleep (600 ms in usleep)", expectsReport: true) {
+    Scenario(name: "synchronous sleep (600 ms in usleep, labelled route=GET /checkout)", expectsReport: true) {
         _ = Timer.scheduledTimer(withTimeInterval: 0.01, repeats: false) { _ in
-            DemoService.flushAuditLogSynchronously(milliseconds: 600)
+            HangMonitor.withLabels(["route": "GET /checkout", "tenant": "acme"]) { DemoService.flushAuditLogSynchronously(milliseconds: 600) }
         }
     },
     Scenario(name: "short burst (100 ms, under the threshold)", expectsReport: false) {

@@ -8,7 +8,7 @@ import Glibc
 @main
 struct VaporServiceWithoutVapor {
     static func main() {
-        let message = "hangwatch-vapor-service: built without Vapor; build it with: swift build -c release --traits Vapor --product hangwatch-vapor-service\n"
+        let message = "hangwatch-vapor-service: built without Vapor; build it with: swift build -c release --enable-all-traits --product hangwatch-vapor-service\n"
         _ = message.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
         exit(2)
     }

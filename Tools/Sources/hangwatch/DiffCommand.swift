@@ -98,7 +98,7 @@ struct DiffCommand: ParsableCommand {
                     missing, versions: ReleaseDiff.versions(in: summaries), directory: library.directory, filtered: filter != ReportFilter()),
                 exitCode: Exit.nothingMatched)
         }
-        let hours = MonitoredHours(library: library, filters: filters, summaries: summaries)
+        let hours = MonitoredHours(library: library, services: filters.service, windowed: filters.narrowsMonitoredTime, summaries: summaries)
         let diff = ReleaseDiff(summaries, from: from, to: to, monitoredSeconds: { hours.seconds(of: $0) })
         if json {
             print(String(decoding: try HangReport.makeEncoder().encode(Self.json(diff)), as: UTF8.self))
@@ -127,7 +127,7 @@ struct DiffCommand: ParsableCommand {
         let basis =
             switch diff.basis {
             case .rates: "by rate per monitored hour, same within ±\(Int(ReleaseDiff.tolerance * 100))%"
-            case .counts: windowed ? "by count (monitored time is not used with --since or --until)" : "by count"
+            case .counts: windowed ? "by count (monitored time is not used with --since, --until, --pod, --namespace or --container)" : "by count"
             }
         return side(diff.from) + " → " + side(diff.to) + ": " + basis
     }

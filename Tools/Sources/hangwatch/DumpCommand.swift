@@ -7,6 +7,8 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HangWatchReading
+import HangWatchDumpChannel
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
@@ -53,8 +55,8 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "Only this service's directory of the spool (its name, never a path).")
     var service: String?
 
-    @Option(help: ArgumentHelp("How long to wait for the answer: 5s, 500ms.", valueName: "duration"))
-    var timeout: SecondsArgument = SecondsArgument(seconds: 5)
+    @Option(help: DurationArgument.help("How long to wait for the answer: 5s, 500ms"))
+    var timeout: DurationArgument = DurationArgument(seconds: 5)
 
     @Option(help: "Frames of each stack to show.")
     var frames: Int = 24
@@ -64,22 +66,12 @@ struct DumpCommand: ParsableCommand {
 
     func validate() throws {
         if pid <= 0 { throw ValidationError("the pid must be positive") }
-        if let service, let problem = Self.serviceNameProblem(service) {
+        if let service, let problem = DumpRequest.serviceNameProblem(service) {
             throw ValidationError(
                 "--service takes a service's name, never a path: \(service.debugDescription) \(problem) (give the name of a subdirectory of the report directory, like --service billing)")
         }
         if timeout.seconds <= 0 || timeout.seconds > 600 { throw ValidationError("--timeout must be between 1ms and 10m") }
         if frames < 1 { throw ValidationError("--frames must be at least 1") }
-    }
-
-    /// What makes `name` no service's name (a directory in the report directory, never a path),
-    /// or nil: empty, `.`, `..`, or holding `/` or NUL.
-    static func serviceNameProblem(_ name: String) -> String? {
-        if name.isEmpty { return "is empty" }
-        if name == "." || name == ".." { return "is \(name)" }
-        if name.contains("/") { return "holds a /" }
-        if name.contains("\0") { return "holds a NUL" }
-        return nil
     }
 
     func run() throws {

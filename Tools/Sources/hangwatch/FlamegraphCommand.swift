@@ -7,7 +7,9 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HangWatchExport
+import HangWatchProfiles
+import HangWatchReading
+import HangWatchRendering
 
 /// `hangwatch flamegraph`: a self-contained SVG.
 struct FlamegraphCommand: ParsableCommand {
@@ -42,6 +44,6 @@ struct FlamegraphCommand: ParsableCommand {
         let library = ReportLibrary(directory: directory, reading: reading)
         let reports = try selection.reports(library: library, filters: filters)
         let title = reports.count == 1 ? "Hang \(reports[0].id)" : "\(reports.count) hangs in \(library.directory)"
-        try Output.write(Data(FlameGraphSVG.render(reports, title: title, width: Double(width)).utf8), to: output)
+        try CommandOutput.write(Data(FlameGraphSVG.render(reports, title: title, width: Double(width)).utf8), to: output)
     }
 }

@@ -19,9 +19,7 @@ struct Hangwatch: ParsableCommand {
         // Paragraphs are single lines (a `\` ends each source line) that the argument parser wraps to
         // the terminal; a blank line parts them. Examples stay under 78 columns.
         discussion: """
-            Reports are read from --dir, else $HANGWATCH_REPORT_DIR, else the agent's spool \
-            (\(DirectoryOptions.defaultDirectory)) if it exists, else the demo's \(DirectoryOptions.demoDirectory) \
-            if it exists (each with its service subdirectories).
+            \(DirectoryOptions.statement)
 
             Exit status: 0 ok, 1 nothing matched, 2 usage error, 3 bad input (an unreadable or \
             invalid report).
@@ -39,7 +37,7 @@ struct Hangwatch: ParsableCommand {
     /// Parses and runs, mapping errors to the documented exit codes.
     static func main() {
         if let word = CommandLine.arguments.dropFirst().first, let message = unknownSubcommand(word) {
-            Terminal.warn("hangwatch: \(message)")
+            Terminal.warn(errorPrefix + message)
             Glibc.exit(Exit.usage.rawValue)
         }
         var command: any ParsableCommand
@@ -51,14 +49,14 @@ struct Hangwatch: ParsableCommand {
         do {
             try command.run()
         } catch let failure as CommandFailure {
-            Terminal.warn("hangwatch: \(failure.message)")
+            Terminal.warn(errorPrefix + failure.message)
             Glibc.exit(failure.exitCode.rawValue)
         } catch let error where error is ExitCode || error is CleanExit || error is ValidationError || !isOurs(command) {
             // The parser's answers: help (its own help command), a usage error, an exit code.
             exitForParsing(error)
         } catch {
             // Anything else a command let go, in plain words (never Foundation's or a decoder's).
-            Terminal.warn("hangwatch: \(ErrorText.message(for: error))")
+            Terminal.warn(errorPrefix + ErrorText.message(for: error))
             Glibc.exit(Exit.badInput.rawValue)
         }
     }
@@ -68,14 +66,23 @@ struct Hangwatch: ParsableCommand {
         configuration.subcommands.contains { ObjectIdentifier($0) == ObjectIdentifier(type(of: command)) }
     }
 
-    /// Help, a usage error or an exit code: the argument parser's own text and status (a usage
-    /// error is exit 2).
+    /// Help, a usage error or an exit code: the argument parser's own text (help on standard
+    /// output; an error on standard error, begun with this tool's prefix like every other error
+    /// instead of the parser's `Error: `) and status (a usage error is exit 2).
     static func exitForParsing(_ error: any Error) -> Never {
-        if exitCode(for: error) == .validationFailure {
-            Terminal.warn(fullMessage(for: error))
-            Glibc.exit(Exit.usage.rawValue)
-        }
-        exit(withError: error)
+        let code = exitCode(for: error)
+        guard code != .success else { exit(withError: error) }
+        let text = fullMessage(for: error)
+        if !text.isEmpty { Terminal.warn(prefixed(text)) }
+        Glibc.exit(code == .validationFailure ? Exit.usage.rawValue : code.rawValue)
+    }
+
+    /// Every error this tool prints begins with this.
+    static let errorPrefix = "hangwatch: "
+
+    /// `text` with the argument parser's `Error: ` replaced by `errorPrefix`.
+    static func prefixed(_ text: String) -> String {
+        text.hasPrefix("Error: ") ? errorPrefix + text.dropFirst("Error: ".count) : text
     }
 
     /// A first word that looks like a mistyped command (`lsit`, `shwo`), with the command meant;

@@ -7,6 +7,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HangWatchReading
 import HangWatchRendering
 import HangWatchReport
 
@@ -28,7 +29,8 @@ struct ListCommand: ParsableCommand {
             Examples:
               hangwatch list --since 1h --min-duration 500ms
               hangwatch list --service billing --limit 20
-              hangwatch list --label route=/checkout --label tenant=acme
+              hangwatch list --label 'route=GET /checkout' --label tenant=acme
+              hangwatch list --namespace shop --pod 'billing-*'
               hangwatch list --json | jq '.[0].id'
             """)
 
@@ -96,7 +98,7 @@ struct ListCommand: ParsableCommand {
                 switch summary.verdict {
                 case .computing: .yellow
                 case .blocked: .cyan
-                case .starved, .stopped, .debugger: .magenta
+                case .starved, .throttled, .paging, .stopped, .debugger: .magenta
                 case .deadlocked: .red
                 case .unknown: nil
                 }

@@ -7,6 +7,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HangWatchReading
 import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 import HangWatchSymbolication
@@ -41,7 +42,7 @@ struct SymbolicateCommand: ParsableCommand {
     func run() throws {
         // Read as it is on disk; the names are worked out below, with these debug directories.
         let resolved = directory.resolved
-        let library = ReportLibrary(directory: resolved.directory, searched: resolved.searched, terminal: Terminal(), symbolicator: nil)
+        let library = ReportLibrary(directory: resolved.directory, origin: resolved.origin, terminal: Terminal(), symbolicator: nil)
         let path = try library.resolve(report)
         var hang = try library.load(path)
         let summary = Symbolicator(debugDirectories: debugDirectories).symbolicate(&hang)
@@ -53,14 +54,14 @@ struct SymbolicateCommand: ParsableCommand {
         }
         let encoded = try hang.encoded()
         if let output {
-            try Output.write(encoded, to: output)
+            try CommandOutput.write(encoded, to: output)
         } else {
             // Over the original, atomically, in its own directory.
             let folder = PathText.parent(of: path)
             do {
                 try ReportStore(directory: folder.isEmpty ? "." : folder).write(hang)
                 if PathText.lastComponent(of: path) != ReportStore.fileName(forID: hang.id) {
-                    try Output.write(encoded, to: path)
+                    try CommandOutput.write(encoded, to: path)
                 }
             } catch ReportStoreError.writeFailed(_, let code, _) {
                 throw CommandFailure(message: ErrorText.cannot(.write, path, code: code, option: "--output"), exitCode: Exit.badInput)

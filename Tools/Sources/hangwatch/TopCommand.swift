@@ -34,11 +34,17 @@ struct TopCommand: ParsableCommand {
             version is a reserved word: --by label:version groups by a label named version (and \
             label:KEY by any label).
 
+            --by pod, container, namespace or node groups by where the service ran, as its reports \
+            say (resource: the pod as NAMESPACE/NAME, the container by its id, else by its name in \
+            its pod; hangs of reports that do not say are one group, pod: none). These are reserved \
+            words too: label:pod for a label named pod.
+
             Examples:
               hangwatch top --since 1d
               hangwatch top --service billing --limit 5
               hangwatch top --by route
               hangwatch top --by version --service billing
+              hangwatch top --by pod --namespace shop
               hangwatch export --signature 1a2b3c4d --format folded > billing.folded
             """)
 
@@ -55,8 +61,8 @@ struct TopCommand: ParsableCommand {
     @Option(
         name: .customLong("by"),
         help: ArgumentHelp(
-            "Group by the value of this label instead of by signature; version: by the service's version; label:KEY: by the label KEY (label:version for a label named version).",
-            valueName: "label|version|label:KEY"))
+            "Group by the value of this label instead of by signature; version: by the service's version; pod, container, namespace, node: by where it ran; label:KEY: by the label KEY (label:version for a label named version).",
+            valueName: "label|version|pod|container|namespace|node|label:KEY"))
     var by: String?
 
     /// What `--by` asks for.
@@ -64,12 +70,15 @@ struct TopCommand: ParsableCommand {
         case signature
         case label(String)
         case serviceVersion
+        case workload(HangGroup.Workload)
     }
 
-    /// `version` is reserved; `label:KEY` is always a label; any other word is a label's key.
+    /// `version`, `pod`, `container`, `namespace` and `node` are reserved; `label:KEY` is always a
+    /// label; any other word is a label's key.
     static func grouping(_ by: String?) -> Grouping {
         guard let by else { return .signature }
         if by == "version" { return .serviceVersion }
+        if let workload = HangGroup.Workload(rawValue: by) { return .workload(workload) }
         if by.hasPrefix("label:") { return .label(String(by.dropFirst("label:".count))) }
         return .label(by)
     }
@@ -81,7 +90,7 @@ struct TopCommand: ParsableCommand {
         if limit < 1 { throw ValidationError("--limit must be at least 1") }
         if frames < 1 { throw ValidationError("--frames must be at least 1") }
         if case .label(let key) = Self.grouping(by), key.isEmpty {
-            throw ValidationError("--by takes a label's key, such as route, label:KEY, or version")
+            throw ValidationError("--by takes a label's key, such as route, label:KEY, version, pod, container, namespace or node")
         }
     }
 
@@ -98,6 +107,9 @@ struct TopCommand: ParsableCommand {
         var version: String?
         var monitoredSeconds: Double?
         var perMonitoredHour: Double?
+        /// For `--by pod`, `container`, `namespace`, `node`: which (`by`), and the members' `value`
+        /// (absent: their reports do not say).
+        var by: String?
         var count: Int
         var totalMs, p50Ms, p95Ms, maxMs: Double
         var firstSeen, lastSeen: Date
@@ -114,21 +126,22 @@ struct TopCommand: ParsableCommand {
         case .signature: all = HangGroup.group(summaries)
         case .label(let key): all = HangGroup.group(summaries, byLabel: key)
         case .serviceVersion: all = HangGroup.groupByServiceVersion(summaries)
+        case .workload(let workload): all = HangGroup.group(summaries, by: workload)
         }
         let groups = Array(all.prefix(limit))
         // Monitored time, for the rates of groups by version.
         var seconds: [String?: Double] = [:]
         if !groups.isEmpty, Self.grouping(by) == .serviceVersion {
-            let hours = MonitoredHours(library: library, filters: filters, summaries: summaries)
+            let hours = MonitoredHours(library: library, services: filters.service, windowed: filters.narrowsMonitoredTime, summaries: summaries)
             for group in groups { seconds[group.serviceVersion] = hours.seconds(of: group.serviceVersion) }
         }
         if json {
             let rows = groups.map {
                 GroupJSON(
-                    signature: $0.signature, signatureKind: $0.signatureKind, label: $0.labelKey, value: $0.labelValue,
+                    signature: $0.signature, signatureKind: $0.signatureKind, label: $0.labelKey, value: $0.labelValue ?? $0.workloadValue,
                     version: $0.serviceVersion, monitoredSeconds: seconds[$0.serviceVersion],
                     perMonitoredHour: MonitoredTimeFiles.perHour($0.count, seconds: seconds[$0.serviceVersion]),
-                    count: $0.count, totalMs: $0.totalMs, p50Ms: $0.p50Ms, p95Ms: $0.p95Ms,
+                    by: $0.workload?.rawValue, count: $0.count, totalMs: $0.totalMs, p50Ms: $0.p50Ms, p95Ms: $0.p95Ms,
                     maxMs: $0.maxMs, firstSeen: $0.firstSeen, lastSeen: $0.lastSeen, services: $0.services,
                     representative: $0.representative.id, stack: $0.representative.stack)
             }
@@ -142,9 +155,19 @@ struct TopCommand: ParsableCommand {
         }
     }
 
-    /// What the group is: `sig 1a2b3c4d (names)`, `route=GET /checkout` (`route: none`), or
-    /// `version=1.5.0` (`version: none`).
+    /// What the group is: `sig 1a2b3c4d (names)`, `route=GET /checkout` (`route: none`),
+    /// `version=1.5.0` (`version: none`), `pod=shop/billing-7d9f8-x2x` (`pod: none`), or
+    /// `container=3f2a1b4c5d6e (app in shop/billing-7d9f8-x2x)`: a container's id cut to 12 digits,
+    /// as docker and crictl show it, with its name and pod where the reports say them.
     static func key(_ group: HangGroup) -> String {
+        if let workload = group.workload {
+            guard let value = group.workloadValue else { return "\(workload.rawValue): none" }
+            if workload == .container, let resource = group.representative.resource, let id = resource.containerID, value == id {
+                let name = [resource.containerName, resource.pod.map { "in \($0)" }].compactMap { $0 }.joined(separator: " ")
+                return Text.clip("container=\(id.prefix(12))" + (name.isEmpty ? "" : " (\(name))"), 60)
+            }
+            return Text.clip("\(workload.rawValue)=\(value)", 60)
+        }
         if group.byServiceVersion {
             return Text.clip(group.serviceVersion.map { "version=\($0)" } ?? "version: none", 60)
         }

@@ -41,7 +41,7 @@ struct ValidateCommand: ParsableCommand {
         var files: [String] = []
         var unlisted = 0
         for path in paths {
-            if DirectoryOptions.isDirectory(path) {
+            if ReportDirectoryChoice.isDirectory(path) {
                 // A directory that cannot be listed is said so, not taken for an empty one.
                 if let code = ReportLibrary.listingError(path) {
                     unlisted += 1

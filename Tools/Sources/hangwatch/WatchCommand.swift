@@ -30,11 +30,11 @@ struct WatchCommand: ParsableCommand {
     @OptionGroup var filters: FilterOptions
     @OptionGroup var reading: ReadingOptions
 
-    @Option(help: ArgumentHelp("Stop after this long: 90s, 10m, 500ms (a plain number is seconds).", valueName: "duration"))
-    var timeout: SecondsArgument?
+    @Option(help: DurationArgument.help("Stop after this long: 90s, 10m, 500ms"))
+    var timeout: DurationArgument?
 
-    @Option(help: ArgumentHelp("How often to look: 500ms, 2s (a plain number is seconds).", valueName: "duration"))
-    var interval: SecondsArgument = SecondsArgument(seconds: 0.5)
+    @Option(help: DurationArgument.help("How often to look: 500ms, 2s"))
+    var interval: DurationArgument = DurationArgument(seconds: 0.5)
 
     @Flag(name: .customLong("from-start"), help: "Print the hangs already there first.")
     var fromStart = false

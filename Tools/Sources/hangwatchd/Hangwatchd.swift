@@ -42,6 +42,24 @@ struct Hangwatchd: ParsableCommand {
     @Flag(name: .customLong("check-config"), help: "Check the configuration, print it, and exit.")
     var checkConfig = false
 
+    /// Parses and runs. A command-line error begins with `hangwatchd: `, as the agent's other errors
+    /// do (not the argument parser's `Error: `), and a usage error is exit 2, as documented.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            guard code != .success else { exit(withError: error) }
+            let text = fullMessage(for: error)
+            if !text.isEmpty {
+                let message = text.hasPrefix("Error: ") ? "hangwatchd: " + text.dropFirst("Error: ".count) : text
+                FileHandle.standardError.write(Data((message + "\n").utf8))
+            }
+            Glibc.exit(code == .validationFailure ? 2 : code.rawValue)
+        }
+    }
+
     var overrides: [String] { (reportRoot.map { ["HANGWATCHD_REPORT_ROOT=\($0)"] } ?? []) + settings }
 
     func run() throws {

@@ -34,6 +34,44 @@ import Testing
         #expect(Self.hang(paused) == nil)
     }
 
+    /// Busy time only: a hang whose process was frozen or stopped for part of it counts for its busy
+    /// part (its severity too), and one whose busy part is under its threshold is no hang at all.
+    @Test func aStopIsNotCountedAsHangTime() throws {
+        var frozen = Self.report(durationMs: 5800)
+        frozen.context.verdict = .stopped
+        frozen.context.stoppedMs = 5000
+        frozen.context.stoppedBy = "cgroup freezer"
+        frozen.context.busyMs = 800
+        let hang = try #require(Self.hang(frozen))
+        #expect(abs(hang.durationSeconds - 0.8) < 1e-9 && hang.severity == .moderate && hang.verdictKind == .stopped)
+        // Frozen for all but 100 ms of a 250 ms threshold: a freeze, not a hang.
+        var idle = frozen
+        idle.context.stoppedMs = 5700
+        #expect(!FinishedHang.counts(idle) && Self.hang(idle) == nil)
+        // A report that says nothing of a stop is its duration, as before 1.6.
+        #expect(try #require(Self.hang(Self.report(durationMs: 2500))).severity == .severe)
+        // A file's nonsense: a negative or infinite stop is none; a stop longer than the hang leaves 0.
+        var odd = frozen
+        odd.context.stoppedMs = -1
+        #expect(FinishedHang.busyMilliseconds(odd) == 5800)
+        odd.context.stoppedMs = .infinity
+        #expect(FinishedHang.busyMilliseconds(odd) == 5800)
+        odd.context.stoppedMs = 9000
+        #expect(FinishedHang.busyMilliseconds(odd) == 0 && !FinishedHang.counts(odd))
+    }
+
+    @Test func theThrottledTimeIsTheReportsOwnHangsAndAtMostItsBusyTime() throws {
+        var throttled = Self.report(durationMs: 800, repeats: HangReport.Repeats(count: 2, lastAt: Date(), totalDurationMs: 1600, maxDurationMs: 800))
+        throttled.context.verdict = .throttled
+        throttled.context.throttledMs = 640
+        let first = try #require(Self.hang(throttled))
+        #expect(abs(first.throttledSeconds - 0.64) < 1e-9 && first.verdictKind == .throttled)
+        // Repeats counted later carry none (the report keeps no throttled time of theirs).
+        #expect(try #require(Self.hang(throttled, alreadyCounted: 1)).throttledSeconds == 0)
+        throttled.context.throttledMs = 1e300
+        #expect(try #require(Self.hang(throttled)).throttledSeconds == 0.8)
+    }
+
     @Test func foldedRepeatsCountOnceEach() throws {
         let repeats = HangReport.Repeats(count: 3, lastAt: Date(), totalDurationMs: 1500, maxDurationMs: 600)
         let report = Self.report(durationMs: 500, repeats: repeats)
@@ -88,5 +126,23 @@ import Testing
         let renamed = hang.renamed(from: named)
         #expect(renamed.signatureKind == .names && renamed.signature == named.grouping.signature)
         #expect(renamed.signature != report.signature)
+    }
+
+    /// The record says where the process that hung ran, by the semantic conventions' names, and
+    /// only what its report says.
+    @Test func theRecordNamesThePodAndContainerOfItsReport() throws {
+        var report = Self.report(durationMs: 400)
+        report.resource = WorkloadIdentity(
+            containerID: String(repeating: "3f2a1b4c", count: 8), podName: "billing-a", namespaceName: "shop", podUID: "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11",
+            containerName: "app", nodeName: "node-3")
+        let attributes = HangLogRecord.attributes(of: try #require(Self.hang(report)))
+        #expect(attributes["container.id"] == "\(String(repeating: "3f2a1b4c", count: 8))")
+        #expect(attributes["k8s.pod.name"] == "billing-a" && attributes["k8s.namespace.name"] == "shop" && attributes["k8s.container.name"] == "app")
+        #expect(attributes["k8s.pod.uid"] == "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11" && attributes["k8s.node.name"] == "node-3")
+        report.resource = WorkloadIdentity(nodeName: "node-3")
+        let nodeOnly = HangLogRecord.attributes(of: try #require(Self.hang(report)))
+        #expect(nodeOnly["k8s.node.name"] == "node-3" && nodeOnly["k8s.pod.name"] == nil && nodeOnly["container.id"] == nil)
+        let plain = HangLogRecord.attributes(of: try #require(Self.hang(Self.report(durationMs: 400))))
+        #expect(!plain.keys.contains { $0.hasPrefix("k8s.") || $0.hasPrefix("container.") }, "\(plain.keys)")
     }
 }

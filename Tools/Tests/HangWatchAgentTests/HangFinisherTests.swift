@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Testing
 
 @testable import HangWatchAgent
@@ -43,7 +43,7 @@ import Testing
 
     @Test func aReusedPidIsNotTheSameProcess() throws {
         let fixture = try SpoolFixture()
-        let own = try #require(ProcessStatus.read(pid: getpid()))
+        let own = try #require(ProcStat.read(pid: getpid()))
         let file = try fixture.report(
             service: "cart", minutesAgo: 1, sequence: 1, pid: getpid(), startTicks: own.startTimeTicks + 1, outcome: .ongoing)
         guard case .finished(let report) = try HangFinisher(spool: fixture.spool).finishIfOrphaned(file) else {
@@ -53,7 +53,7 @@ import Testing
         #expect(report.processExit?.reason == "pid reused")
         #expect(HangFinisher.exitReason(pid: getpid(), startTimeTicks: own.startTimeTicks, status: own) == nil)
         #expect(HangFinisher.exitReason(pid: getpid(), startTimeTicks: 0, status: own) == nil)
-        #expect(HangFinisher.exitReason(pid: 1, startTimeTicks: 5, status: ProcessStatus(state: "Z", startTimeTicks: 5)) == "gone")
+        #expect(HangFinisher.exitReason(pid: 1, startTimeTicks: 5, status: ProcStat(state: "Z", startTimeTicks: 5)) == "gone")
     }
 
     @Test func finishedReportsAndChangedFilesAreLeftAlone() throws {

@@ -1,12 +1,12 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Testing
 
 @testable import HangWatchAgent
 
 @Suite struct MonitorHealthTests {
     /// The monitored process, as /proc would describe it (scripted: the decision is pure).
-    let own = ProcessStatus(state: "S", startTimeTicks: 777_777)
+    let own = ProcStat(state: "S", startTimeTicks: 777_777)
 
     /// `CLOCK_MONOTONIC` "now" for every assessment: the decision is a function of the times given.
     let now: UInt64 = 50_000 * 1_000_000_000
@@ -18,7 +18,7 @@ import Testing
             state: state, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000)
     }
 
-    func assess(_ heartbeat: MonitorHeartbeat, status: ProcessStatus?) -> MonitorHealth {
+    func assess(_ heartbeat: MonitorHeartbeat, status: ProcStat?) -> MonitorHealth {
         MonitorHealth.assess(heartbeat, status: status, nowMonotonicNanoseconds: now, grace: .seconds(5))
     }
 
@@ -42,7 +42,20 @@ import Testing
     }
 
     @Test func aStoppedProcessIsFlaggedAsStoppedNotAsASilentWatchdog() {
-        #expect(assess(beat(tickSecondsAgo: 100), status: ProcessStatus(state: "T", startTimeTicks: own.startTimeTicks)) == .processStopped)
+        #expect(assess(beat(tickSecondsAgo: 100), status: ProcStat(state: "T", startTimeTicks: own.startTimeTicks)) == .processStopped)
+    }
+
+    /// A frozen cgroup (`docker pause`) runs nothing, the watchdog included: stopped, not a silent
+    /// watchdog. Its cgroup is read only once the watchdog looks silent.
+    @Test func aFrozenProcessIsStoppedNotASilentWatchdogAndItsCgroupIsReadOnlyThen() {
+        var asked = 0
+        let frozen = { () -> Bool in asked += 1; return true }
+        #expect(MonitorHealth.assess(beat(tickSecondsAgo: 100), status: own, nowMonotonicNanoseconds: now, grace: .seconds(5), frozen: frozen) == .processStopped)
+        #expect(asked == 1)
+        #expect(MonitorHealth.assess(beat(tickSecondsAgo: 3), status: own, nowMonotonicNanoseconds: now, grace: .seconds(5), frozen: frozen) == .healthy)
+        #expect(asked == 1, "read for a ticking watchdog")
+        let thawed = MonitorHealth.assess(beat(tickSecondsAgo: 100), status: own, nowMonotonicNanoseconds: now, grace: .seconds(5), frozen: { false })
+        #expect(thawed == .watchdogSilent(seconds: 100))
     }
 
     @Test func aGoneProcessLeavesAStaleFile() {

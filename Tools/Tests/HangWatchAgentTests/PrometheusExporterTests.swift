@@ -60,6 +60,37 @@ import Testing
         #expect(cartVersions.count == AgentMetrics.maxVersionsPerService + 1)
     }
 
+    /// Hangs by verdict (a fixed set: a report's unknown verdict reads as `unknown`) and the time a
+    /// CPU limit held hung threads back, per service, each series from the service's first sight.
+    @Test func hangsAreCountedByVerdictAndTheThrottledTimeAddsUp() throws {
+        let exporter = try Self.exporter()
+        exporter.publish(SpoolGauges(services: ["billing"]))
+        var text = Self.text(exporter)
+        for verdict in ["computing", "blocked", "starved", "throttled", "paging", "stopped", "deadlocked", "unknown"] {
+            #expect(text.contains(#"hangwatch_hangs_by_verdict_total{service="billing",verdict="\#(verdict)"} 0"#), "\(verdict)")
+        }
+        #expect(!text.contains(#"verdict="debugger""#))
+        #expect(text.contains("hangwatch_throttled_seconds_total{service=\"billing\"} 0\n"), "\(text)")
+        for seconds in [0.75, 0.5] {
+            var report = FinishedHangTests.report(durationMs: 800)
+            report.context.verdict = .throttled
+            report.context.throttledMs = seconds * 1000
+            var hang = try #require(FinishedHangTests.hang(report))
+            hang.service = "billing"
+            exporter.hangFinished(hang)
+        }
+        var computing = try #require(FinishedHangTests.hang(FinishedHangTests.report(durationMs: 300)))
+        computing.service = "billing"
+        exporter.hangFinished(computing)
+        text = Self.text(exporter)
+        #expect(text.contains(#"hangwatch_hangs_by_verdict_total{service="billing",verdict="throttled"} 2"#), "\(text)")
+        #expect(text.contains(#"hangwatch_hangs_by_verdict_total{service="billing",verdict="computing"} 1"#))
+        #expect(text.contains(#"hangwatch_throttled_seconds_total{service="billing"} 1.25"#), "\(text)")
+        for name in [AgentMetrics.hangsByVerdict, AgentMetrics.throttledSeconds] {
+            #expect(text.contains("# HELP \(name) ") && text.contains("# TYPE \(name) counter"), "\(name)")
+        }
+    }
+
     @Test func hangsDropsAndGaugesAreExposedWithBoundedLabels() throws {
         let exporter = try Self.exporter()
         #expect(!exporter.waitsForNames)

@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Logging
 import Testing
@@ -298,7 +298,7 @@ import Testing
     @Test func droppedHangsAreCountedOnceFromTheHeartbeat() throws {
         let harness = try KeeperHarness()
         let pid: Int32 = 4343
-        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 9)
+        harness.processes[pid] = ProcStat(state: "S", startTimeTicks: 9)
         func beat(suppressed: UInt64) throws {
             let heartbeat = MonitorHeartbeat(
                 pid: pid, startTimeTicks: 9, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: harness.clock.monotonicNanoseconds,
@@ -331,7 +331,7 @@ import Testing
 
     init() throws {
         harness = try KeeperHarness()
-        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 9)
+        harness.processes[pid] = ProcStat(state: "S", startTimeTicks: 9)
         for service in ["api", "jobs"] {
             try FileManager.default.createDirectory(atPath: harness.fixture.path(service), withIntermediateDirectories: true)
         }
@@ -365,7 +365,7 @@ import Testing
         #expect(gauges.callsCutShort.values.reduce(0, +) == 8, "\(gauges.callsCutShort)")
         // A new process under the same pid counts from its own zero.
         try beat("api", cutShort: 2, startTimeTicks: 77)
-        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 77)
+        harness.processes[pid] = ProcStat(state: "S", startTimeTicks: 77)
         harness.run(.liveness)
         #expect(gauges.callsCutShort.values.reduce(0, +) == 10, "\(gauges.callsCutShort)")
     }
@@ -404,7 +404,7 @@ import Testing
 
     init() throws {
         harness = try KeeperHarness()
-        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 9)
+        harness.processes[pid] = ProcStat(state: "S", startTimeTicks: 9)
         try FileManager.default.createDirectory(atPath: harness.fixture.path("billing"), withIntermediateDirectories: true)
     }
 
@@ -456,9 +456,9 @@ import Testing
         #expect(seconds("1.1.0") == 12)
         // The process stopped (SIGSTOP), then running again with a live watchdog.
         try beat()
-        harness.processes[pid] = ProcessStatus(state: "T", startTimeTicks: 9)
+        harness.processes[pid] = ProcStat(state: "T", startTimeTicks: 9)
         harness.run(.liveness)
-        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 9)
+        harness.processes[pid] = ProcStat(state: "S", startTimeTicks: 9)
         harness.clock.advance(by: .seconds(3))
         try beat()
         harness.run(.liveness)
@@ -477,7 +477,7 @@ import Testing
         try beat(version: "1.0.0")
         harness.run(.liveness)
         // A deploy: the same pid, another process, another version.
-        harness.processes[pid] = ProcessStatus(state: "S", startTimeTicks: 50)
+        harness.processes[pid] = ProcStat(state: "S", startTimeTicks: 50)
         harness.clock.advance(by: .seconds(10))
         try beat(version: "1.1.0", startTimeTicks: 50)
         harness.run(.liveness)

@@ -169,6 +169,11 @@ import ToolsTestSupport
             }
         }
         #expect(reports.contains { $0.mode == "DemoModalMode" })
+        // Two hangs in a request's labels (the README's label examples read them).
+        let labels = Dictionary(reports.compactMap { report in report.labels.map { (report.heaviestSymbols.joined(separator: " "), $0) } }) { $1 }
+        #expect(labels.count == 2, "\(labels)")
+        #expect(labels.first { $0.key.contains("waitForCacheLock") }?.value == ["route": "GET /cart", "tenant": "acme"], "\(labels)")
+        #expect(labels.first { $0.key.contains("flushAuditLogSynchronously") }?.value == ["route": "GET /checkout", "tenant": "acme"], "\(labels)")
         // The printed summary names the functions, demangled.
         #expect(text.contains("hangwatch_demo.DemoService.recomputePricing("))
         #expect(text.contains("5 hang reports written (expected 5)"))

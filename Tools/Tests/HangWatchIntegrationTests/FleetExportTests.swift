@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import HangWatchTestSupport
 import Testing
 import ToolsTestSupport
@@ -245,6 +245,59 @@ import FoundationNetworking
         #expect(Eventually.holds(timeout: 20, interval: 0.02) { receiver.records.contains { $0["name"] as? String == "hangwatch_hangs_total" } })
     }
 
+    /// Each hang's record says where its process ran, by the semantic conventions' names (the
+    /// report's `resource`; none for a report that says none); the records' and the metrics'
+    /// resource says where the agent runs, read from its own environment as a monitor reads its
+    /// own (here a sidecar's: the pod is its service's, the container its own).
+    @Test func theRecordsNameTheirPodAndTheResourceIsTheAgents() throws {
+        let root = try SpoolRoot()
+        let receiver = try Receiver(output: root.path + ".otlp.jsonl")
+        let agent = try AgentProcess(
+            root: root.path,
+            arguments: [
+                "--set", "HANGWATCHD_OTLP_ENDPOINT=http://127.0.0.1:\(receiver.port)", "--set", "HANGWATCHD_OTLP_METRICS_INTERVAL=1s",
+                "--set", "HANGWATCHD_ENRICH_DELAY=0",
+            ],
+            environment: [
+                "K8S_POD_NAME": "billing-7d9f8-x2x4q", "K8S_NAMESPACE_NAME": "shop", "K8S_NODE_NAME": "node-3",
+                "K8S_CONTAINER_NAME": "hangwatchd", "OTEL_RESOURCE_ATTRIBUTES": nil,
+            ])
+        try agent.waitUntilReady()
+        let store = ReportStore(directory: root.path + "/billing", access: .sharedWithAgent)
+        try store.prepare()
+        let demo = try DemoReports.reports()
+        let app = WorkloadIdentity(
+            containerID: String(repeating: "3f2a1b4c", count: 8), podName: "billing-7d9f8-x2x4q", namespaceName: "shop",
+            podUID: "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11", containerName: "app", nodeName: "node-3")
+        var expected: [String: WorkloadIdentity?] = [:]
+        for (index, report) in demo.enumerated() {
+            var placed = report
+            placed.id += "-placed"
+            placed.resource = index == 0 ? nil : app
+            expected[placed.id] = placed.resource
+            try store.write(placed)
+        }
+        #expect(Eventually.holds(timeout: 30, interval: 0.02) { receiver.logs.count == demo.count }, "\(receiver.logs.count) records; \(agent.log)")
+        let names = WorkloadIdentity.Attribute.allCases.map(\.rawValue)
+        for record in receiver.logs {
+            let attributes = try #require(record["attributes"] as? [String: Any])
+            let resource = try #require(expected[attributes["hangwatch.report.id"] as? String ?? ""], "\(attributes)")
+            for name in names {
+                #expect(attributes[name] as? String == resource?[WorkloadIdentity.Attribute(rawValue: name)!], "\(name): \(attributes)")
+            }
+            let agentResource = try #require(record["resource"] as? [String: Any])
+            #expect(agentResource["service.name"] as? String == "hangwatchd")
+            #expect(agentResource["k8s.pod.name"] as? String == "billing-7d9f8-x2x4q" && agentResource["k8s.namespace.name"] as? String == "shop")
+            #expect(agentResource["k8s.container.name"] as? String == "hangwatchd" && agentResource["k8s.node.name"] as? String == "node-3")
+        }
+        #expect(Eventually.holds(timeout: 20, interval: 0.02) { receiver.records.contains { $0["name"] as? String == "hangwatch_hangs_total" } })
+        let metric = try #require(receiver.records.first { $0["name"] as? String == "hangwatch_hangs_total" })
+        let metricResource = try #require(metric["resource"] as? [String: Any], "\(metric)")
+        #expect(metricResource["k8s.pod.name"] as? String == "billing-7d9f8-x2x4q" && metricResource["k8s.node.name"] as? String == "node-3", "\(metricResource)")
+        // No pod in the metric's own labels: a pod is a resource, never a label of a counter.
+        #expect(!"\(metric["data"] ?? "")".contains("billing-7d9f8-x2x4q"), "\(metric)")
+    }
+
     /// A hang under a W3C traceparent label is a log record in that trace, with that span as its
     /// parent, decoded with the official protos; a malformed traceparent is only an attribute.
     @Test func aHangUnderATraceparentIsLinkedToItsTrace() throws {
@@ -329,7 +382,7 @@ import FoundationNetworking
         let agentPort = try #require(agent.metricsPort, "\(agent.log)")
 
         // A live monitor of version 2.4.0: this process's heartbeat, ticking twice a second.
-        let startTicks = try #require(ProcessStatus.read(pid: getpid())?.startTimeTicks)
+        let startTicks = try #require(ProcStat.read(pid: getpid())?.startTimeTicks)
         let heartbeatPath = canary + "/" + MonitorHeartbeat.fileName(pid: getpid())
         // Rewritten in place, as a monitor's mapped page is (never a new file: the agent follows
         // the file it found).

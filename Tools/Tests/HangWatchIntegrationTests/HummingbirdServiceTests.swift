@@ -91,6 +91,10 @@ import Testing
             #expect(blocking.terminationStatus == 0, "wrk \(route)")
         }
         background.waitUntilExit()
+        // The process's count of calls its captures cut short, before it stops (a request cut
+        // short below must be one of them).
+        let heartbeat = reports + "/" + MonitorHeartbeat.fileName(pid: server.processIdentifier)
+        let callsCutShort = try MonitorHeartbeat.read(path: heartbeat).callsCutShort
         kill(server.processIdentifier, SIGTERM)
         server.waitUntilExit()
         #expect(server.terminationStatus == 0, "\(log())")
@@ -118,11 +122,14 @@ import Testing
             }
         }
 
+        // Every blocking call cut short is one the monitor counted (the process's count).
+        let allCutShort = measured.filter { request in Self.poolRoutes.contains { $0.route == request.route } && request.durationMs < 100 }
+        #expect(Int(callsCutShort) >= allCutShort.count, "\(allCutShort.count) requests cut short, the monitor counted \(callsCutShort)")
         for (route, blocking, callers, doing) in Self.poolRoutes {
             // A request whose blocking call returned at once is no hang: a sleep cut short (EINTR)
             // by a capture signal sent to the thread on a CPU that landed as it entered the call
             // (docs/reliability.md: the one race of capturing by signal; seen once, `/checkout`).
-            // Printed, at most one per route, and left out of the counts below.
+            // Printed, at most one per route, counted by the monitor, and left out of the counts below.
             let cutShort = measured.filter { $0.route == route && $0.durationMs < 100 }
             #expect(cutShort.count <= 1, "\(route): \(cutShort.map(\.durationMs)) ms measured")
             for request in cutShort { print("[hummingbird] \(route): a blocking call cut short, \(request.durationMs) ms measured: no hang") }

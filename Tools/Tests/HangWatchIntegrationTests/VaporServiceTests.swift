@@ -46,7 +46,7 @@ import Testing
         let debug = URL(fileURLWithPath: (executable as NSString).deletingLastPathComponent)  // .build/<triple>/debug
         if ProcessInfo.processInfo.environment["HANGWATCH_VAPOR_BUILD"] == "debug" {
             let path = debug.appendingPathComponent("hangwatch-vapor-service").path
-            try #require(FileManager.default.isExecutableFile(atPath: path), "build the tools with --traits Vapor first (\(path))")
+            try #require(FileManager.default.isExecutableFile(atPath: path), "build the tools with --enable-all-traits first (\(path))")
             return path
         }
         let release = debug.deletingLastPathComponent().appendingPathComponent("release/hangwatch-vapor-service").path

@@ -106,7 +106,7 @@ import Testing
         do {
             _ = try Self.read("far-timestamps.json")
         } catch {
-            #expect("\(error)".contains("detectedAt: not an RFC 3339 timestamp"), "\(error)")
+            #expect("\(error)".contains("field \"detectedAt\": not an RFC 3339 timestamp"), "\(error)")
         }
     }
 

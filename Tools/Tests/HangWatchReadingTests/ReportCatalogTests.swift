@@ -90,6 +90,9 @@ import Testing
         named.frames[2].symbol = "billing.g() -> ()"
         named.heaviestStack?.frames = named.frames
         named.serviceVersion = ServiceVersion(version: "1.5.0", source: .openTelemetry)
+        named.resource = WorkloadIdentity(
+            containerID: String(repeating: "3f2a1b4c", count: 8), podName: "billing-a", namespaceName: "shop", podUID: "u-1", containerName: "app",
+            nodeName: "node-3")
         var namedEntry = ReportCatalog.IndexEntry(size: 11, modified: 21, inode: 31)
         namedEntry.summary = ReportSummary(report: named, path: "/r/c.json")
         #expect(namedEntry.summary?.signatureKind == .names && entry.summary?.signatureKind == .addresses)
@@ -101,6 +104,19 @@ import Testing
         let decoded = try JSONDecoder().decode(ReportIndexFile.self, from: JSONEncoder().encode(file))
         #expect(decoded.entries() == entries)
         #expect(decoded.entries()?["/r/c.json"]?.summary?.serviceVersion == "1.5.0")
+        #expect(decoded.entries()?["/r/c.json"]?.summary?.resource == named.resource)
+        #expect(decoded.entries()?["/r/a.json"]?.summary?.resource == nil)
+    }
+
+    /// Where a report says its process ran is bounded as the monitor bounds it; a resource with
+    /// nothing left is none.
+    @Test func aSummarysResourceIsBounded() {
+        var report = ReportFixtures.report()
+        report.resource = WorkloadIdentity(podName: "  billing-a\u{1b}[31m " + String(repeating: "x", count: 400), nodeName: "\n")
+        let summary = ReportSummary(report: report, path: "/r/a.json")
+        #expect(summary.resource == WorkloadIdentity(podName: "billing-a[31m " + String(repeating: "x", count: WorkloadIdentity.maxBytes - 14)))
+        report.resource = WorkloadIdentity(nodeName: " \t")
+        #expect(ReportSummary(report: report, path: "/r/a.json").resource == nil)
     }
 
     /// An index written before summaries had a service version is not read as one without it: it

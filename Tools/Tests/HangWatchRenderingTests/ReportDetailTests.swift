@@ -28,6 +28,28 @@ import Testing
         #expect(Self.render(report).contains("release   1.1.0 (from OTEL_RESOURCE_ATTRIBUTES)"))
     }
 
+    /// Where the process ran: the pod as kubectl names it, with its uid and node, and the
+    /// container by name and short id; only what the report says, and nothing for a report that
+    /// says nothing.
+    @Test func thePodAndTheContainerWhereTheReportNamesThem() throws {
+        var report = ReportFixtures.report()
+        report.resource = WorkloadIdentity(
+            containerID: String(repeating: "3f2a1b4c", count: 8), podName: "billing-7d9f8-x2x", namespaceName: "shop",
+            podUID: "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11", containerName: "app", nodeName: "node-3")
+        let lines = Self.render(report)
+        let pod = try #require(lines.firstIndex(of: "pod       shop/billing-7d9f8-x2x, uid 0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11"), "\(lines)")
+        #expect(Array(lines[(pod + 1)...].prefix(2)) == ["node      node-3", "container app, id 3f2a1b4c3f2a"], "\(lines)")
+        // Whole in 80 columns, with a pod's name of 25 characters and its uid.
+        #expect(Self.render(report, width: 80)[pod] == lines[pod])
+        report.resource = WorkloadIdentity(containerID: String(repeating: "3f2a1b4c", count: 8))
+        let docker = Self.render(report)
+        #expect(docker.contains("container id 3f2a1b4c3f2a") && !docker.contains { $0.hasPrefix("pod ") || $0.hasPrefix("node ") }, "\(docker)")
+        report.resource = WorkloadIdentity(nodeName: "node-3")
+        #expect(Self.render(report).contains("node      node-3"))
+        let plain = Self.render(ReportFixtures.report())
+        #expect(!plain.contains { $0.hasPrefix("pod ") || $0.hasPrefix("container ") || $0.hasPrefix("node ") })
+    }
+
     @Test func theHeaviestStackNamesItsFramesInnermostFirst() throws {
         let lines = Self.render(ReportFixtures.report())
         let start = try #require(lines.firstIndex { $0.hasPrefix("heaviest stack") }, "\(lines)")
@@ -133,5 +155,68 @@ import Testing
             Self.render(report, width: 200).contains(
                 "waits for a sleep of 2.0s (monotonic), at most 750ms left (no owner: a sleep has no owner: it ends when its time is up)"),
             "\(Self.render(report, width: 200))")
+    }
+
+    /// What held the thread back from outside its code: the limit and the throttled time under
+    /// the verdict, in the words of the issue that asked for it.
+    @Test func aThrottledHangNamesTheLimitWhereItIsAndHowLongItHeldTheThreadBack() {
+        var report = ReportFixtures.report()
+        report.durationMs = 800
+        report.context.verdict = .throttled
+        report.context.cpuCount = 1
+        report.context.hostCpuCount = 8
+        report.context.cpuLimit = HangReport.CPULimit(cores: 0.2, source: "cgroup v1 cpu.cfs_quota_us", path: "/sys/fs/cgroup/cpu/billing")
+        report.context.throttledMs = 640
+        report.context.cgroupThrottledMs = 812
+        report.context.throttledPeriods = 8
+        report.context.countersFromMs = 3
+        let lines = Self.render(report, width: 200)
+        #expect(lines.contains("verdict   throttled: its cgroup's CPU limit (0.2 CPU, cgroup v1 /sys/fs/cgroup/cpu/billing) held it back 640 ms of the 800 ms"), "\(lines)")
+        #expect(lines.contains("cpu       limit 0.2 CPU (cgroup v1 cpu.cfs_quota_us, /sys/fs/cgroup/cpu/billing); throttled 640ms in 8 periods (the cgroup's counter, over all its CPUs: 812ms) (counted from 3ms into the hang)"), "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("context") && $0.contains("(1 CPU of the host's 8)") }, "\(lines)")
+        // Starved, with the counter read: the 0 says no limit held it.
+        report.context.verdict = .starved
+        report.context.cpuLimit = nil
+        report.context.throttledMs = 0
+        report.context.cgroupThrottledMs = 0
+        report.context.throttledPeriods = 0
+        report.context.countersFromMs = nil
+        #expect(Self.render(report, width: 200).contains("cpu       no limit visible; throttled 0ms in 0 periods"))
+        // A report before 1.6 has no such line.
+        #expect(!Self.render(ReportFixtures.report()).contains { $0.hasPrefix("cpu ") || $0.hasPrefix("stopped") || $0.hasPrefix("memory") })
+    }
+
+    @Test func aStoppedHangSaysByWhatForHowLongAndTheEvidenceWhole() {
+        var report = ReportFixtures.report()
+        report.context.verdict = .stopped
+        report.context.processStopped = true
+        report.context.stoppedMs = 2004
+        report.context.busyMs = 812
+        report.context.stoppedBy = "cgroup freezer"
+        report.context.stopEvidence = "inferred: the process is in the v1 freezer cgroup /sys/fs/cgroup/freezer/docker/abc, and neither a SIGCONT nor a tracer was seen (a debugger that detached would look the same); stopped time: the span less the thread's own runnable time (it computed)"
+        let lines = Self.render(report, width: 80)
+        #expect(lines.contains("verdict   process stopped by the cgroup freezer for 2004 ms, busy 812 ms"), "\(lines)")
+        #expect(lines.contains("stopped   2.0s by the cgroup freezer, busy 812ms"), "\(lines)")
+        // The evidence is not cut to the terminal's width.
+        #expect(lines.contains("evidence  " + report.context.stopEvidence!), "\(lines)")
+        report.context.stoppedBy = "SIGSTOP"
+        report.context.stopEvidence = nil
+        #expect(Self.render(report).contains("stopped   2.0s by SIGSTOP, busy 812ms"))
+        report.context.stoppedBy = nil
+        #expect(Self.render(report).contains("stopped   2.0s, cause unknown, busy 812ms"))
+    }
+
+    @Test func aPagingHangCountsItsFaultsAndTheStall() {
+        var report = ReportFixtures.report()
+        report.context.verdict = .paging
+        report.context.majorFaults = 8192
+        report.context.memoryStallMs = 598.9
+        report.context.memoryPressureSource = "cgroup v2 /sys/fs/cgroup/billing"
+        let lines = Self.render(report, width: 200)
+        #expect(lines.contains("verdict   paging: waited for pages to be read in (8192 major page faults, stalled on memory 599 ms (cgroup v2 /sys/fs/cgroup/billing))"), "\(lines)")
+        #expect(lines.contains("memory    8192 major page faults (pages read in from disk); stalled on memory 599ms (cgroup v2 /sys/fs/cgroup/billing)"), "\(lines)")
+        report.context.verdict = .computing
+        report.context.memoryPressureSource = "system"
+        #expect(Self.render(report, width: 200).contains("memory    8192 major page faults (pages read in from disk); stalled on memory 599ms (the whole system's pressure)"))
     }
 }

@@ -44,10 +44,11 @@ import ToolsTestSupport
         }
         #expect(warning("huge").contains("over the \(ReportReader.defaultMaxBytes)-byte limit"))
         #expect(warning("future schema").contains("unsupported report schema \"hangwatch.hang/9\""))
-        #expect(warning("wrong schema").contains("durationMs"))
-        #expect(warning("not a report").contains("schema: missing field"))
-        #expect(warning("empty").contains("not a valid hang report"))
-        #expect(warning("truncated").contains("not a valid hang report"))
+        // A field is named, with what is wrong with it, in JSON's words (not Swift's types).
+        #expect(warning("wrong schema").contains("field \"durationMs\" is a string where a number is expected"), "\(warning("wrong schema"))")
+        #expect(warning("not a report").contains("missing field \"schema\""), "\(warning("not a report"))")
+        #expect(warning("empty").contains("not a valid hang report: not JSON"))
+        #expect(warning("truncated").contains("not a valid hang report: not JSON"))
         #expect(warning("deeply nested").contains("not a valid hang report"))
         #expect(warning("not UTF-8").contains("is not UTF-8 text"))
     }

@@ -66,6 +66,42 @@ import ToolsTestSupport
         #expect(try Hangwatch.run(["top", "--color", "sometimes"], cache: fixture.cache).status == 2)
     }
 
+    /// Every error of every command begins with `hangwatch: `, the argument parser's usage errors
+    /// too (never its `Error: `); the agent's command-line errors begin with `hangwatchd: ` and are
+    /// exit 2, as docs/agent.md says.
+    @Test func everyErrorBeginsWithTheToolsName() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        func expectPrefixed(_ result: CommandResult, _ tool: String, _ what: String) {
+            #expect(result.errorLines.first?.hasPrefix(tool + ": ") == true, "\(what): \(result.errors)")
+            #expect(!result.errorLines.contains { $0.hasPrefix("Error:") }, "\(what): \(result.errors)")
+        }
+        for command in [[]] + (Self.subcommands + ["dump"]).map({ [$0] }) {
+            let unknown = try Hangwatch.run(command + ["--frobnicate"], cache: fixture.cache)
+            #expect(unknown.status == 2, "\(command): \(unknown.status)")
+            expectPrefixed(unknown, "hangwatch", "\(command) --frobnicate")
+        }
+        // Values the parser refuses, values a command's checks refuse, and failures while running.
+        for arguments in [
+            ["show", "--frames", "x"], ["list", "--limit", "0"], ["watch", "--interval", "100"], ["dump", "0"], ["diff", "1.0", "1.0"],
+            ["list", "--since", "soon"], ["list", "--dir", fixture.root + "/nope"], ["show", fixture.root + "/hang-x.json"],
+            ["validate", fixture.root + "/nope"],
+        ] {
+            let result = try Hangwatch.run(arguments, cache: fixture.cache)
+            #expect(result.status != 0, "\(arguments)")
+            if arguments[0] == "validate" {
+                // validate reports each path on standard output, one line each, and nothing as an error.
+                #expect(result.errors.isEmpty || result.errorLines.allSatisfy { $0.hasPrefix("hangwatch: ") }, "\(result.errors)")
+            } else {
+                expectPrefixed(result, "hangwatch", "\(arguments)")
+            }
+        }
+        for arguments in [["--frobnicate"], ["--config"]] {
+            let agent = try Hangwatch.run(arguments, cache: fixture.cache, executable: BuiltExecutable.path("hangwatchd"))
+            #expect(agent.status == 2, "hangwatchd \(arguments): \(agent.status) \(agent.errors)")
+            expectPrefixed(agent, "hangwatchd", "hangwatchd \(arguments)")
+        }
+    }
+
     /// The monitor writes while the CLI reads: files appear only whole (written aside, renamed into
     /// place), so no read ever sees half a report.
     @Test func readingWhileReportsAreBeingWritten() throws {

@@ -139,7 +139,17 @@ import Testing
         let counted = try decode(windowed)
         #expect(counted.comparedBy == "counts" && counted.from.monitoredSeconds == nil && counted.status(of: "steady") == "fewer")
         let windowedText = try fixture.hangwatch("diff", "1.0", "2.0", "--since", "2000-01-01", "--no-symbolicate")
-        #expect(windowedText.lines.first?.hasSuffix("by count (monitored time is not used with --since or --until)") == true)
+        #expect(windowedText.lines.first?.hasSuffix("by count (monitored time is not used with --since, --until, --pod, --namespace or --container)") == true)
+
+        // Hangs of some of the service's pods have no monitored time of their own to divide by either.
+        let store = ReportStore(directory: billing)
+        for (offset, version) in ["1.0", "2.0"].enumerated() {
+            var placed = Releases.report(site: "steady", version: version, number: number + offset)
+            placed.resource = WorkloadIdentity(podName: "billing-a", namespaceName: "shop")
+            _ = try store.write(placed)
+        }
+        let podded = try decode(try fixture.hangwatch("diff", "1.0", "2.0", "--namespace", "shop", "--json", "--no-symbolicate"))
+        #expect(podded.comparedBy == "counts" && podded.from.monitoredSeconds == nil && podded.from.count == 1 && podded.to.count == 1)
     }
 
     /// Time for one version only, or for a version in a directory whose hangs of it were not

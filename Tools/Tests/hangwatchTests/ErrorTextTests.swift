@@ -107,7 +107,30 @@ import ToolsTestSupport
         let result = try Hangwatch.run(["watch", "--timeout", "5", "--dir", missing], cache: fixture.cache, timeout: 4)
         #expect(!result.timedOut)
         #expect(result.status == 3, "\(result.output)")
-        #expect(result.errors.contains("no report directory: looked at --dir \(missing)"), "\(result.errors)")
+        #expect(result.errors == "hangwatch: report directory \(missing) does not exist (--dir: give the directory that holds the reports)\n", "\(result.errors)")
+    }
+
+    /// A --dir that is not there is named, said not to exist, and said to come from --dir, by
+    /// every command that reads one; a path through a file says the system's reason.
+    @Test func aMissingDirectoryIsSaidNotToExistByEveryCommand() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let missing = fixture.root + "/nope"
+        for command in [
+            ["list"], ["top"], ["show", "latest"], ["diff", "1.0", "2.0"], ["export", "--all"], ["flamegraph", "--all"], ["symbolicate", "latest"],
+            ["watch", "--timeout", "1"], ["dump", "1"],
+        ] {
+            let result = try Hangwatch.run(command + ["--dir", missing], cache: fixture.cache)
+            #expect(result.status == 3, "\(command): \(result.status) \(result.errors)")
+            #expect(
+                result.errors == "hangwatch: report directory \(missing) does not exist (--dir: give the directory that holds the reports)\n",
+                "\(command): \(result.errors)")
+            Self.expectPlain(result)
+        }
+        let file = fixture.root + "/file"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+        let through = try Hangwatch.run(["list", "--dir", file + "/reports"], cache: fixture.cache)
+        #expect(through.status == 3)
+        #expect(through.errors == "hangwatch: cannot read \(file)/reports: not a directory (--dir: give the directory that holds the reports)\n", "\(through.errors)")
     }
 
     @Test func aMissingReportSaysWhatToGive() throws {
@@ -122,10 +145,15 @@ import ToolsTestSupport
 
     @Test func badTimesAndDurationsAreExplained() throws {
         let fixture = try Fixture()
-        for (option, value) in [("--since", "soon"), ("--until", "1x"), ("--min-duration", "long")] {
+        for (option, value) in [("--since", "soon"), ("--until", "1x")] {
             let result = try fixture.hangwatch("list", option, value)
             #expect(result.status == 2)
-            #expect(result.errors.contains("\(option) \(value): expected a"), "\(result.errors)")
+            #expect(result.errors.hasPrefix("hangwatch: \(option) \(value): expected a"), "\(result.errors)")
         }
+        // A length of time: the value, the option, and its help with the units and what a plain number is.
+        let duration = try fixture.hangwatch("list", "--min-duration", "long")
+        #expect(duration.status == 2)
+        #expect(duration.errors.hasPrefix("hangwatch: The value 'long' is invalid for '--min-duration <duration>'"), "\(duration.errors)")
+        #expect(duration.errors.contains("500ms, 1.5s, 2m (a plain number is seconds)"), "\(duration.errors)")
     }
 }

@@ -107,6 +107,31 @@ import ToolsTestSupport
         #expect(try ids("--since", later).0 == 1)
     }
 
+    /// The demo labels two hangs (`route=GET /cart`, `route=GET /checkout`): the README's example
+    /// lists the one asked for; a value asked in part (`route=/checkout`) matches nothing, and the
+    /// answer says why and how to ask, and asking so finds it.
+    @Test func aLabelValueAskedInPartSaysHowToAskForIt() throws {
+        let fixture = try Fixture()
+        let demo = try DemoReports.reports()
+        let checkout = demo.filter { $0.labels?["route"] == "GET /checkout" }.map(\.id)
+        try #require(checkout.count == 1, "the demo's labels: \(demo.map { $0.labels ?? [:] })")
+        func ids(_ result: CommandResult) -> [String] {
+            ((try? HangReport.makeDecoder().decode([ReportSummary].self, from: Data(result.output.utf8))) ?? []).map(\.id)
+        }
+        #expect(ids(try fixture.hangwatch("list", "--json", "--label", "route=GET /checkout")) == checkout)
+        let part = try fixture.hangwatch("list", "--label", "route=/checkout")
+        #expect(part.status == 1)
+        #expect(
+            part.errors == "hangwatch: no hangs match: --label route=/checkout matches whole values only (there is route=GET /checkout); "
+                + "for part of a value: --label 'route=*/checkout*'\n", "\(part.errors)")
+        #expect(ids(try fixture.hangwatch("list", "--json", "--label", "route=*/checkout*")) == checkout)
+        // No hint where the value is not there at all, or where other filters leave no such hang.
+        let absent = try fixture.hangwatch("list", "--label", "route=/nowhere")
+        #expect(absent.status == 1 && absent.errors == "hangwatch: no hangs match\n", "\(absent.errors)")
+        let filtered = try fixture.hangwatch("list", "--label", "route=/checkout", "--service", "billing")
+        #expect(filtered.status == 1 && filtered.errors == "hangwatch: no hangs match\n", "\(filtered.errors)")
+    }
+
     @Test func onlyHangsWithTheLabelsAsked() throws {
         let fixture = try Fixture(withDemoReports: false)
         let reports = try DemoReports.reports()
@@ -134,6 +159,33 @@ import ToolsTestSupport
         #expect(!summaries.isEmpty && summaries.allSatisfy { $0.labels["route"] == "/cart" })
         let bad = try fixture.hangwatch("list", "--label", "=x")
         #expect(bad.status == 2 && bad.errors.contains("--label"), "\(bad.errors)")
+    }
+
+    /// `--pod`, `--namespace` and `--container` keep the hangs of the processes that ran there (a
+    /// pattern as the shell's; a container by the start of its id or by its name); a hang whose
+    /// report does not say where it ran matches none of them.
+    @Test func onlyHangsOfThePodsNamespacesAndContainersAsked() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let reports = try TopCommandTests.podReports()
+        let store = ReportStore(directory: fixture.directory)
+        for report in reports { _ = try store.write(report) }
+        func ids(_ arguments: String...) throws -> Set<String> {
+            let run = try fixture.hangwatch(["list", "--json"] + arguments)
+            #expect(run.status == 0 || run.status == 1, "\(arguments): \(run.errors)")
+            return Set((try? HangReport.makeDecoder().decode([ReportSummary].self, from: Data(run.output.utf8)))?.map(\.id) ?? [])
+        }
+        let all = reports.map(\.id)
+        #expect(try ids("--pod", "billing-a") == Set(all[1...3]))
+        #expect(try ids("--pod", "shop/billing-*") == Set(all[1...]))
+        #expect(try ids("--pod", "other/billing-a").isEmpty)
+        #expect(try ids("--pod", "billing-a", "--pod", "billing-b") == Set(all[1...]))
+        #expect(try ids("--namespace", "shop") == Set(all[1...]))
+        #expect(try ids("--container", "3f2a1b4c3f2a") == Set(all[1...2]))
+        #expect(try ids("--container", "app") == [all[1], all[2], all[4]])
+        #expect(try ids("--container", "app", "--pod", "billing-b") == [all[4]])
+        #expect(try ids("--container", "9E8D") == [all[3]])
+        #expect(try fixture.hangwatch("list", "--pod", "nowhere").status == 1)
+        #expect(try fixture.hangwatch("list", "--pod", "").status == 2)
     }
 
     @Test func badOptionsAreUsageErrors() throws {
@@ -185,7 +237,7 @@ import ToolsTestSupport
         try FileManager.default.createDirectory(atPath: here, withIntermediateDirectories: true)
         let nothing = try Hangwatch.run(["list"], cache: fixture.cache, workingDirectory: here)
         #expect(nothing.status == 3)
-        #expect(nothing.errors.contains("looked at /var/lib/hangwatch/reports (the agent's spool) and ./hangwatch-reports (the demo's)"), "\(nothing.errors)")
+        #expect(nothing.errors.contains("neither /var/lib/hangwatch/reports (the agent's spool) nor ./hangwatch-reports (the demo's) exists"), "\(nothing.errors)")
         #expect(nothing.errors.contains("give --dir or set HANGWATCH_REPORT_DIR"))
         try FileManager.default.copyItem(atPath: fixture.directory, toPath: here + "/hangwatch-reports")
         let found = try Hangwatch.run(["list", "--json"], cache: fixture.cache, workingDirectory: here)
@@ -194,7 +246,7 @@ import ToolsTestSupport
         let byEnvironment = try Hangwatch.run(
             ["list", "--json"], cache: fixture.cache, environment: ["HANGWATCH_REPORT_DIR": fixture.root + "/nowhere"], workingDirectory: here)
         #expect(byEnvironment.status == 3)
-        #expect(byEnvironment.errors.contains("HANGWATCH_REPORT_DIR=\(fixture.root)/nowhere"), "\(byEnvironment.errors)")
+        #expect(byEnvironment.errors.contains("report directory \(fixture.root)/nowhere does not exist (HANGWATCH_REPORT_DIR="), "\(byEnvironment.errors)")
     }
 
     /// A report with folded repeats says how many hangs it stands for.

@@ -13,6 +13,7 @@ import ToolsTestSupport
         var version: String?
         var monitoredSeconds: Double?
         var perMonitoredHour: Double?
+        var by: String?
         var count: Int
         var totalMs, p50Ms, p95Ms, maxMs: Double
         var firstSeen, lastSeen: Date
@@ -91,6 +92,67 @@ import ToolsTestSupport
         #expect(text.lines.filter { $0.hasPrefix("#") }.allSatisfy { $0.hasSuffix("route=GET /checkout") || $0.hasSuffix("route=GET /cart") || $0.hasSuffix("route: none") }, "\(text.output)")
         let empty = try fixture.hangwatch("top", "--by", "")
         #expect(empty.status == 2)
+    }
+
+    /// The demo's reports as if written in pods: `billing-a` (three hangs, its two containers), and
+    /// `billing-b` (one), both in namespace `shop` on one node, and one hang of a process that
+    /// runs nowhere known. Each pod and container is one group; the hangs that say none, one more.
+    static let appID = String(repeating: "3f2a1b4c", count: 8)
+    static let sidecarID = String(repeating: "9e8d7c6b", count: 8)
+    static func podReports() throws -> [HangReport] {
+        try DemoReports.reports().enumerated().map { index, report in
+            var placed = report
+            switch index {
+            case 0:
+                placed.resource = nil
+            case 1, 2:
+                placed.resource = WorkloadIdentity(
+                    containerID: appID, podName: "billing-a", namespaceName: "shop", podUID: "0c6a5d3e-2b7e-4a36-a9a4-0d2d1c7f3b11",
+                    containerName: "app", nodeName: "node-3")
+            case 3:
+                placed.resource = WorkloadIdentity(containerID: sidecarID, podName: "billing-a", namespaceName: "shop", containerName: "worker", nodeName: "node-3")
+            default:
+                // No container id (cgroup v2 with a cgroup namespace under containerd): the name in its pod.
+                placed.resource = WorkloadIdentity(podName: "billing-b", namespaceName: "shop", containerName: "app", nodeName: "node-3")
+            }
+            return placed
+        }
+    }
+
+    @Test func groupsByPodAndContainerWithTheHangsThatSayNone() throws {
+        let fixture = try Fixture(withDemoReports: false)
+        let reports = try Self.podReports()
+        try #require(reports.count == 5, "the demo writes five hangs")
+        let store = ReportStore(directory: fixture.directory)
+        for report in reports { _ = try store.write(report) }
+        func groups(_ by: String) throws -> [Group] {
+            let result = try fixture.hangwatch("top", "--by", by, "--json")
+            #expect(result.status == 0, "\(result.errors)")
+            return try HangReport.makeDecoder().decode([Group].self, from: Data(result.output.utf8))
+        }
+        func counts(_ groups: [Group]) -> [String: Int] {
+            Dictionary(groups.map { ($0.value ?? "none", $0.count) }, uniquingKeysWith: +)
+        }
+        let pods = try groups("pod")
+        #expect(counts(pods) == ["shop/billing-a": 3, "shop/billing-b": 1, "none": 1], "\(pods.map { ($0.value, $0.count) })")
+        #expect(pods.allSatisfy { $0.by == "pod" && $0.label == nil && $0.signatureKind == nil })
+        #expect(pods.map(\.totalMs) == pods.map(\.totalMs).sorted(by: >))
+        let containers = try groups("container")
+        #expect(counts(containers) == [Self.appID: 2, Self.sidecarID: 1, "shop/billing-b/app": 1, "none": 1])
+        #expect(counts(try groups("namespace")) == ["shop": 4, "none": 1])
+        #expect(counts(try groups("node")) == ["node-3": 4, "none": 1])
+        // A label named pod is still reachable.
+        let byLabel = try groups("label:pod")
+        #expect(byLabel.count == 1 && byLabel.first?.label == "pod" && byLabel.first?.value == nil)
+
+        // The text: the pod as kubectl names it, a container by its short id with its name and pod.
+        let text = try fixture.hangwatch("top", "--by", "container")
+        let heads = text.lines.filter { $0.hasPrefix("#") }
+        #expect(heads.count == 4, "\(text.output)")
+        #expect(heads.contains { $0.hasSuffix("container=3f2a1b4c3f2a (app in shop/billing-a)") }, "\(heads)")
+        #expect(heads.contains { $0.hasSuffix("container=shop/billing-b/app") } && heads.contains { $0.hasSuffix("container: none") }, "\(heads)")
+        let podText = try fixture.hangwatch("top", "--by", "pod")
+        #expect(podText.lines.filter { $0.hasPrefix("#") }.contains { $0.hasSuffix("pod=shop/billing-a") }, "\(podText.output)")
     }
 
     /// `--by version`: a group per release and one for the reports without a version, with hangs

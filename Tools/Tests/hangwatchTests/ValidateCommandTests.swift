@@ -26,7 +26,7 @@ import ToolsTestSupport
             let line = try #require(result.lines.firstIndex(of: "INVALID  \(path)"), "\(path) not reported")
             #expect(result.lines[line + 1].hasPrefix("         "), "no reason for \(path)")
         }
-        #expect(result.output.contains("durationMs: expected"))
+        #expect(result.output.contains("field \"durationMs\" is a string where a number is expected"), "\(result.output)")
     }
 
     @Test func inconsistentReportsAreCaught() throws {

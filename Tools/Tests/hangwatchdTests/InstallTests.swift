@@ -10,7 +10,7 @@ import Testing
         try ExecutableRun.run("/usr/bin/make", ["-C", repository] + arguments, timeout: 120)
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/make")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/make"), "make is not installed"))
     func installCopiesTheBuiltBinariesAndBuildsNothing() throws {
         let destination = ReportDirectory().path
         defer { try? FileManager.default.removeItem(atPath: destination) }
@@ -28,7 +28,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/make")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/make"), "make is not installed"))
     func installWithNothingBuiltSaysWhatToRunFirst() throws {
         let destination = ReportDirectory().path
         defer { try? FileManager.default.removeItem(atPath: destination) }

@@ -42,15 +42,20 @@ struct ReportNamer {
             let path = spool.path(of: entry.file)
             do {
                 if let (record, report) = try enrichment.enrich(entry.file, now: now) {
-                    exports.namesSettled(reportPath: path, named: report)
-                    state.enrichedReports += 1
-                    logger.info(
-                        "report named",
-                        metadata: [
-                            "hangwatch.path": "\(path)", "hangwatch.named": "\(record.framesNamed)",
-                            "hangwatch.unnamed": "\(record.framesUnnamed)", "hangwatch.problems": "\(record.problems.count)",
-                        ])
-                    for problem in record.problems { logger.debug("symbolication problem", metadata: ["hangwatch.problem": "\(problem)"]) }
+                    if let record {
+                        exports.namesSettled(reportPath: path, named: report)
+                        state.enrichedReports += 1
+                        logger.info(
+                            "report named",
+                            metadata: [
+                                "hangwatch.path": "\(path)", "hangwatch.named": "\(record.framesNamed)",
+                                "hangwatch.unnamed": "\(record.framesUnnamed)", "hangwatch.problems": "\(record.problems.count)",
+                            ])
+                        for problem in record.problems { logger.debug("symbolication problem", metadata: ["hangwatch.problem": "\(problem)"]) }
+                    }
+                    if let host = report.process.hostPid {
+                        logger.debug("report given the host's pid", metadata: ["hangwatch.path": "\(path)", "hangwatch.pid": "\(report.pid)", "hangwatch.host_pid": "\(host)"])
+                    }
                 }
                 state.refresh(key, in: spool, outcome: entry.outcome, needsNames: false)
                 exports.namesSettled(reportPath: path, named: nil)

@@ -13,10 +13,10 @@ struct DeadHangSweep {
     let isStopping: @Sendable () -> Bool
 
     func sweep(_ state: SpoolState, configuration: AgentConfiguration, now: Date) {
-        let finisher = HangFinisher(spool: spool, processStatus: { [processes] in processes.status(of: $0) })
+        let finisher = HangFinisher(spool: spool, processes: processes)
         for (key, entry) in state.reports where entry.outcome == .ongoing {
             if isStopping() { return }
-            let status = processes.status(of: entry.pid)
+            let status = processes.status(of: entry.pid, pidNamespace: entry.pidNamespace, startTicks: entry.processStartTicks)
             guard HangFinisher.exitReason(pid: entry.pid, startTimeTicks: entry.processStartTicks, status: status) != nil else { continue }
             do {
                 guard case .finished(let report) = try finisher.finishIfOrphaned(entry.file, now: now) else { continue }

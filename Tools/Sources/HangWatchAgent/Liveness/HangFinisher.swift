@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// Finishes provisional reports whose process has gone: the fatal hang that a watchdog kill
 /// (systemd's `WatchdogSec=` sends SIGABRT), the OOM killer or an operator ended. The report gets
@@ -7,16 +7,16 @@ import HangWatchReport
 /// going on), and says how the agent knew (`processExit`).
 struct HangFinisher: Sendable {
     let spool: Spool
-    /// What /proc says about a pid (scripted in tests).
-    let processStatus: @Sendable (Int32) -> ProcessStatus?
+    /// Where processes are looked up (scripted in tests).
+    let processes: any ProcessTable
 
-    init(spool: Spool, processStatus: @escaping @Sendable (Int32) -> ProcessStatus? = { ProcessStatus.read(pid: $0) }) {
+    init(spool: Spool, processes: any ProcessTable = ProcFileSystem()) {
         self.spool = spool
-        self.processStatus = processStatus
+        self.processes = processes
     }
 
     /// Why the process of a report is no longer there (`gone`, `pid reused`), or nil when it is.
-    static func exitReason(pid: Int32, startTimeTicks: UInt64, status: ProcessStatus?) -> String? {
+    static func exitReason(pid: Int32, startTimeTicks: UInt64, status: ProcStat?) -> String? {
         guard let status, !status.isZombie else { return "gone" }
         // Reports from before the start time was recorded (0) are judged by the pid alone.
         if startTimeTicks != 0 && status.startTimeTicks != startTimeTicks { return "pid reused" }
@@ -35,7 +35,9 @@ struct HangFinisher: Sendable {
         let path = spool.path(of: file)
         var report = try ReportReader().read(path: path)
         guard report.outcome == .ongoing,
-            let reason = Self.exitReason(pid: report.pid, startTimeTicks: report.process.startTimeTicks, status: processStatus(report.pid))
+            let reason = Self.exitReason(
+                pid: report.pid, startTimeTicks: report.process.startTimeTicks,
+                status: processes.status(of: report.pid, pidNamespace: report.process.pidNamespace, startTicks: report.process.startTimeTicks))
         else { return .leftAlone }
         let lastSeenMs = max(report.samples.last?.offsetMs ?? 0, report.durationMs)
         report.outcome = .processExited

@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// The agent's outside view of one embedded monitor, from its heartbeat file and /proc.
 ///
@@ -15,14 +15,18 @@ enum MonitorHealth: Sendable, Equatable {
     case stopped
     /// No such process any more (or the pid belongs to another process): the file is left over.
     case stale(reason: String)
-    /// The process is stopped (SIGSTOP, job control, a debugger): nothing in it runs.
+    /// The process is stopped (SIGSTOP, job control, a debugger, a cgroup freezer): nothing in it runs.
     case processStopped
     /// The watchdog has not ticked for this long while the process runs.
     case watchdogSilent(seconds: Double)
 
     /// Assesses `heartbeat` given the process's status and the time (`CLOCK_MONOTONIC`, ns).
+    /// `frozen` is asked only of a watchdog that looks silent: a process whose cgroup is frozen
+    /// (`docker pause`) runs nothing, its watchdog included, and is stopped, not a silent watchdog
+    /// (a v1 frozen task is `D`, a v2 one `S`: its state letter does not say so).
     static func assess(
-        _ heartbeat: MonitorHeartbeat, status: ProcessStatus?, nowMonotonicNanoseconds: UInt64, grace: Duration
+        _ heartbeat: MonitorHeartbeat, status: ProcStat?, nowMonotonicNanoseconds: UInt64, grace: Duration,
+        frozen: () -> Bool = { false }
     ) -> MonitorHealth {
         if let reason = HangFinisher.exitReason(pid: heartbeat.pid, startTimeTicks: heartbeat.startTimeTicks, status: status) {
             return .stale(reason: reason)
@@ -31,7 +35,7 @@ enum MonitorHealth: Sendable, Equatable {
         if heartbeat.state == .stopped { return .stopped }
         let allowed = 2 * heartbeat.intervalMilliseconds * 1_000_000 + UInt64(DurationText.nanoseconds(grace))
         let silent = nowMonotonicNanoseconds > heartbeat.tickMonotonicNanoseconds ? nowMonotonicNanoseconds - heartbeat.tickMonotonicNanoseconds : 0
-        if silent > allowed { return .watchdogSilent(seconds: Double(silent) / 1e9) }
+        if silent > allowed { return frozen() ? .processStopped : .watchdogSilent(seconds: Double(silent) / 1e9) }
         return .healthy
     }
 

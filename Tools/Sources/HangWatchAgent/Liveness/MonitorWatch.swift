@@ -1,4 +1,4 @@
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Logging
 
 /// Watches the watchers: reads each monitor's heartbeat, judges it against its process
@@ -26,7 +26,13 @@ struct MonitorWatch {
                 continue
             }
             let health = MonitorHealth.assess(
-                heartbeat, status: processes.status(of: heartbeat.pid), nowMonotonicNanoseconds: now, grace: configuration.heartbeatGrace)
+                heartbeat,
+                status: processes.status(of: heartbeat.pid, pidNamespace: heartbeat.pidNamespace, startTicks: heartbeat.startTimeTicks),
+                nowMonotonicNanoseconds: now, grace: configuration.heartbeatGrace,
+                frozen: {
+                    processes.hostPID(of: heartbeat.pid, pidNamespace: heartbeat.pidNamespace, startTicks: heartbeat.startTimeTicks)
+                        .flatMap { CgroupFreezer.isFrozen(pid: $0) } == true
+                })
             let previous = state.monitors[key]
             let metadata: Logger.Metadata = [
                 "hangwatch.service": "\(key.service)", "hangwatch.pid": "\(heartbeat.pid)", "hangwatch.state": "\(health.summary)",

@@ -16,7 +16,8 @@ struct RetentionKeeper {
                 file: entry.file, startedAt: entry.startedAt,
                 isProtected: entry.outcome == .ongoing
                     && HangFinisher.exitReason(
-                        pid: entry.pid, startTimeTicks: entry.processStartTicks, status: processes.status(of: entry.pid)) == nil)
+                        pid: entry.pid, startTimeTicks: entry.processStartTicks,
+                        status: processes.status(of: entry.pid, pidNamespace: entry.pidNamespace, startTicks: entry.processStartTicks)) == nil)
         }
         let plan = RetentionPlan(candidates: candidates, limits: RetentionPlan.Limits(configuration), freeBytes: spool.freeBytes(), now: now)
         for (file, reason) in plan.deletions {

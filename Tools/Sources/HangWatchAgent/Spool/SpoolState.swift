@@ -11,6 +11,9 @@ final class SpoolState {
         var outcome: HangReport.Outcome
         var pid: Int32
         var processStartTicks: UInt64
+        /// Its process's pid namespace (`HangReport.Process.pidNamespace`): `pid` is that namespace's.
+        var pidNamespace: UInt64?
+        /// Names (or the host's pid) still to write into it (`ReportEnrichment.needsEnrichment`).
         var needsNames: Bool
         /// Names were tried and the file not rewritten (e.g. it changed meanwhile): not before this.
         var retryNamesAfter: Date?
@@ -114,7 +117,8 @@ final class SpoolState {
                 }
                 reports[key] = Report(
                     file: file, startedAt: report.startedAt, outcome: report.outcome, pid: report.pid,
-                    processStartTicks: report.process.startTimeTicks, needsNames: ReportEnrichment.needsNames(report),
+                    processStartTicks: report.process.startTimeTicks, pidNamespace: report.process.pidNamespace,
+                    needsNames: ReportEnrichment.needsEnrichment(report),
                     countedHangs: counted, countedDeadlock: countedDeadlock)
                 if lastHang.map({ report.startedAt > $0.startedAt }) ?? true {
                     lastHang = (report.service, report.startedAt)

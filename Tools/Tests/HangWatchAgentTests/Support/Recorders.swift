@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 import Logging
 import Synchronization
 
@@ -54,10 +54,10 @@ final class RecordingExporter: HangExporter {
 
 /// A `ProcessTable` the test writes: pids it does not list are gone.
 final class ScriptedProcesses: ProcessTable {
-    private let table = Mutex<[Int32: ProcessStatus]>([:])
+    private let table = Mutex<[Int32: ProcStat]>([:])
     private let lookups = Mutex<[Int32]>([])
 
-    subscript(pid: Int32) -> ProcessStatus? {
+    subscript(pid: Int32) -> ProcStat? {
         get { table.withLock { $0[pid] } }
         set { table.withLock { $0[pid] = newValue } }
     }
@@ -65,8 +65,16 @@ final class ScriptedProcesses: ProcessTable {
     /// Every pid looked up, in order.
     var looked: [Int32] { lookups.withLock { $0 } }
 
-    func status(of pid: Int32) -> ProcessStatus? {
+    func status(of pid: Int32) -> ProcStat? {
         lookups.withLock { $0.append(pid) }
         return table.withLock { $0[pid] }
+    }
+
+    /// Namespaced processes the test places: (pid, namespace) -> the host's pid.
+    let hosts = Mutex<[String: Int32]>([:])
+
+    func hostPID(of pid: Int32, pidNamespace: UInt64?, startTicks: UInt64) -> Int32? {
+        guard let pidNamespace, pidNamespace != 0 else { return pid }
+        return hosts.withLock { $0["\(pid)@\(pidNamespace)"] }
     }
 }

@@ -59,9 +59,10 @@ class Handler(BaseHTTPRequestHandler):
             request.ParseFromString(body)
             response = ExportMetricsServiceResponse()
             for resource_metrics in request.resource_metrics:
+                resource = attributes(resource_metrics.resource.attributes)
                 for scope_metrics in resource_metrics.scope_metrics:
                     for metric in scope_metrics.metrics:
-                        lines.append({"kind": "metric", "name": metric.name, "data": MessageToDict(metric)})
+                        lines.append({"kind": "metric", "name": metric.name, "resource": resource, "data": MessageToDict(metric)})
         else:
             self.send_response(404)
             self.end_headers()

@@ -27,6 +27,11 @@ final class Fixture {
     /// `hangwatch arguments… --dir <this directory>` (the directory is added unless told not to).
     @discardableResult
     func hangwatch(_ arguments: String..., withDirectory: Bool = true, environment: [String: String] = [:]) throws -> CommandResult {
+        try hangwatch(arguments, withDirectory: withDirectory, environment: environment)
+    }
+
+    @discardableResult
+    func hangwatch(_ arguments: [String], withDirectory: Bool = true, environment: [String: String] = [:]) throws -> CommandResult {
         try Hangwatch.run(arguments + (withDirectory ? ["--dir", directory] : []), cache: cache, environment: environment)
     }
 
