@@ -1,5 +1,5 @@
 import Foundation
-import HangWatchReport
+@_spi(Internal) import HangWatchReport
 
 /// Figure 21: the host agent under a storm. The tools' release `hangwatchd` (`HANGWATCH_AGENT`,
 /// which `make bench` sets) keeps a spool of four service directories into which a writer here
@@ -211,8 +211,7 @@ struct AgentStormFigure {
 
     /// The body of `GET path` on 127.0.0.1 (one connection), or an error.
     static func get(_ path: String, port: Int) throws -> String {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw BenchFailure("socket: errno \(errno)") }
+        let socket = try SystemCall.check("socket") { Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }
         defer { close(socket) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -220,12 +219,15 @@ struct AgentStormFigure {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        try SystemCall.check("connect to port \(port)") {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
         }
-        guard connected == 0 else { throw BenchFailure("connect to port \(port): errno \(errno)") }
         let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        guard write(socket, request, request.count) == request.count else { throw BenchFailure("write: errno \(errno)") }
+        guard try SystemCall.check("write", { write(socket, request, request.count) }) == request.count else {
+            throw BenchFailure("write: a short write to port \(port)")
+        }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
