@@ -91,6 +91,19 @@ import Testing
         #expect(LinuxQueueThreadLooker.startWithinAwakeTime(baseline: Self.asleep, ran: 4_000_000, lastAwake: 1_030_000_000) == nil, "a clock that went back")
     }
 
+    /// A worker with no baseline (libdispatch gave it its first job of the queue), awake 0.3 ms
+    /// in all since it was made, asleep in the job's call from 1 030 ms: the job's code ran in
+    /// those 0.3 ms, dated half-way in them, where all of them fit after the look before. One
+    /// awake longer than since that look proves nothing (half-way between the looks instead).
+    @Test func aWorkerWithoutABaselineAwakeBrieflySinceItWasMadeIsDatedWithinThatTime() {
+        let made = LinuxQueueThreadLooker.sinceMade(lookBefore: 1_000_000_000, ran: 300_000, lastAwake: 1_030_000_000)
+        #expect(made?.at == 1_000_000_000)
+        #expect(LinuxQueueThreadLooker.startWithinAwakeTime(baseline: made, ran: 300_000, lastAwake: 1_030_000_000) == 1_029_850_000)
+        #expect(LinuxQueueThreadLooker.sinceMade(lookBefore: 1_000_000_000, ran: 31_000_000, lastAwake: 1_030_000_000) == nil)
+        #expect(LinuxQueueThreadLooker.sinceMade(lookBefore: nil, ran: 300_000, lastAwake: 1_030_000_000) == nil)
+        #expect(LinuxQueueThreadLooker.sinceMade(lookBefore: 1_040_000_000, ran: 0, lastAwake: 1_030_000_000) == nil)
+    }
+
     @Test func withoutABaselineOnlyAWorkerThatNeverSleptIsDatedFromItsStart() {
         #expect(Self.start(nil, switches: 0, ran: 30_000_000) == 1_020_000_000)
         #expect(Self.start(nil, switches: 1, ran: 30_000_000) == nil)

@@ -147,6 +147,8 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     private var answeredBaselines: [(tid: Int32, baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool))] = []
     private var looksThroughWords = false
     private var answersBeforeWords = 0
+    /// When the looks through the workers' words last ran (the coarse clock).
+    private var lastLookAt: UInt64?
 
     /// The queue is busy exactly when one of the threads that ran a ping has it as its current
     /// queue: the word says so directly, whichever of them libdispatch gave the work to. A thread
@@ -157,6 +159,8 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     /// work began that much CPU and run-queue time ago. Otherwise half-way between the looks.
     private func lookAtWorkers(_ words: [QueueActivitySource.DrainSlot], queue: UInt, now: UInt64) -> QueueEdges.Observation {
         looksThroughWords = true
+        let lookBefore = lastLookAt
+        lastLookAt = now
         if words.count != workers.count || words.contains(where: { workers[$0.tid]?.slot != $0.slot }) {
             // The source's list changed: keep what was seen of threads still in it.
             var kept: [Int32: Worker] = [:]
@@ -206,7 +210,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
             // to a tick, 4 ms, behind: the start would be that much early); never after this
             // moment.
             let fineNow = UnsafeClock.monotonicNanoseconds()
-            running = (worker, wasRunning ? nil : start(of: worker, files: files, ran: ran, now: fineNow))
+            running = (worker, wasRunning ? nil : start(of: worker, files: files, ran: ran, now: fineNow, lookBefore: lookBefore))
         }
         guard let running else { return .waiting }
         drainingThread = running.worker.tid
@@ -216,22 +220,37 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     /// When a worker found running the queue began, where its clock proves it (`provenStart`):
     /// on a CPU, or asleep in a system call (the work blocked) since it went off its CPU, when the
     /// scheduler's clock says.
-    private func start(of worker: Worker, files: ProcTaskFiles, ran: UInt64, now: UInt64) -> UInt64? {
+    ///
+    /// A worker never seen out of the queue's work (one libdispatch gave its first job of the
+    /// queue, found by its word at this look) has no baseline. Its awake time since it was made
+    /// (`ran`) then bounds the work's code, where all of it fits after the look before
+    /// (`lookBefore`): a worker woken for its first job that fell asleep in its call at once is
+    /// dated within that awake time (a fraction of a millisecond), not half-way between the looks
+    /// (a 400 ms MainActor job read 11–23 ms long). One awake longer proves nothing.
+    private func start(of worker: Worker, files: ProcTaskFiles, ran: UInt64, now: UInt64, lookBefore: UInt64?) -> UInt64? {
         let state = files.readSyscall()
         guard let switches = files.readVoluntarySwitches() else { return nil }
         let baseline = worker.baseline.map { ($0.at, $0.ran, $0.voluntarySwitches, $0.asleep) }
+        let window = { (lastAwake: UInt64) in baseline ?? Self.sinceMade(lookBefore: lookBefore, ran: ran, lastAwake: lastAwake) }
         switch state {
         case .running?:
             return Self.provenStart(baseline: baseline, switches: switches, answers: worker.answersSinceBaseline, ran: ran, now: now)
-                ?? Self.startWithinAwakeTime(baseline: baseline, ran: ran, lastAwake: now)
+                ?? Self.startWithinAwakeTime(baseline: window(now), ran: ran, lastAwake: now)
         case .inSyscall?:
             guard let asleep = schedClock.offCPUSince(tid: worker.tid).map({ min($0 &* 1000, now) }) else { return nil }
             return Self.provenStart(
                 baseline: baseline, switches: switches, answers: worker.answersSinceBaseline, ran: ran, now: now, asleepSince: asleep)
-                ?? Self.startWithinAwakeTime(baseline: baseline, ran: ran, lastAwake: asleep)
+                ?? Self.startWithinAwakeTime(baseline: window(asleep), ran: ran, lastAwake: asleep)
         default:
             return nil
         }
+    }
+
+    /// The baseline of a worker with none (`start(of:)`): the look before, with nothing run yet,
+    /// where the worker's whole awake time `ran` fits between it and `lastAwake`; nil otherwise.
+    static func sinceMade(lookBefore: UInt64?, ran: UInt64, lastAwake: UInt64) -> (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)? {
+        guard let lookBefore, lastAwake >= lookBefore, ran <= lastAwake - lookBefore else { return nil }
+        return (at: lookBefore, ran: 0, voluntarySwitches: nil, asleep: false)
     }
 
     /// Where the worker slept more often than `provenStart` allows since its baseline: the work
