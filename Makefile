@@ -310,12 +310,12 @@ test-release-vapor: deps test-deps
 	HANGWATCH_VAPOR_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --enable-all-traits --filter VaporServiceTests
 
 # The Hummingbird service's integration tests that read its reports (a lock's holder, a slow
-# upstream) on its release build: `make test` runs them on the debug build.
+# upstream, blocked jobs' edges) on its release build: `make test` runs them on the debug build.
 test-release-hummingbird: deps test-deps
 	$(SWIFT) build $(TOOLS_PACKAGE) --build-tests --enable-all-traits
 	$(SWIFT) build -c release $(TOOLS_PACKAGE) --product hangwatch-hummingbird-service
 	HANGWATCH_HUMMINGBIRD_BUILD=release $(SWIFT) test $(TOOLS_PACKAGE) --skip-build --enable-all-traits --no-parallel \
-		--filter 'HummingbirdUpstreamTests|HummingbirdLockHolderTests'
+		--filter 'HummingbirdUpstreamTests|HummingbirdLockHolderTests|HummingbirdBlockedEdgesTests'
 
 stress: deps test-deps
 	$(SWIFT) build --build-tests

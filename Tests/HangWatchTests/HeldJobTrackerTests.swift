@@ -345,6 +345,115 @@ import Testing
         #expect(ended == [t(427)], "\(ended.map { Double($0) / 1000 - 1000 })")
     }
 
+    /// The held jobs' starts and ends when `sample(ms)` (with `job(ms)` its activation) is what
+    /// each look every 50 ms from 0 finds on the worker; another pool thread idle throughout.
+    func heldEdges(until: UInt64 = 900, job: (UInt64) -> JobActivation?, sample: (UInt64) -> StackSample) -> (held: [UInt64], ended: [UInt64]) {
+        var tracker = HeldJobTracker()
+        var held: [UInt64] = []
+        var ended: [UInt64] = []
+        for ms in stride(from: UInt64(0), through: until, by: 50) {
+            var found = look(worker, job(ms), at: ms)
+            found.sample = sample(ms)
+            for event in tracker.observe([found, look(other, nil, at: ms)], at: t(ms), thresholdMicroseconds: Self.threshold) {
+                switch event {
+                case .held(let episode): held.append(episode.startMicroseconds)
+                case .ended(_, let end): ended.append(end)
+                case .sampled: break
+                }
+            }
+        }
+        return (held, ended)
+    }
+
+    /// A look at a thread asleep (in a job's call or idle) at `ms`: its voluntary switches, its
+    /// time awake since 0 ms (on a CPU and waiting for one, µs), and when it went off its CPU.
+    func blockedSample(at ms: UInt64, switches: UInt64, awakeMicroseconds: UInt64, offCPU: UInt64?, method: StackSample.Method = .syscall) -> StackSample {
+        var sample = StackSample(microseconds: t(ms), frames: [0x10], method: method, truncated: false, state: "S", syscall: 0)
+        sample.runQueueNanoseconds = 7_000_000
+        sample.onCPUNanoseconds = 900_000_000 + awakeMicroseconds * 1000
+        sample.voluntarySwitches = switches
+        sample.offCPUSinceMicroseconds = offCPU
+        return sample
+    }
+
+    /// The first request of a fresh connection: between the look that found its thread idle and
+    /// the one that finds the request asleep in its call, the thread woke and parked once more
+    /// (the connection's task waited for the request), then woke for the job and ran 0.5 ms before
+    /// its call. The job began within its last 1 ms awake (all it was awake since) before it fell
+    /// asleep, dated half-way in that: off by 0.5 ms at most, where half-way between the looks was
+    /// off by 5 ms here (and up to 25).
+    @Test func aBlockedJobWhoseThreadParkedAndWokeAgainFirstIsDatedWithinItsAwakeTime() {
+        let activation = JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: 41)
+        // Idle until 104; awake 104–104.5; parked; awake 130–130.5 (the job), asleep in its call
+        // 130.5–430; awake 430–430.5, parked from 430.5.
+        let edges = heldEdges(job: { (130..<430).contains($0) ? activation : nil }) { ms in
+            if ms < 104 { return blockedSample(at: ms, switches: 10, awakeMicroseconds: 0, offCPU: nil) }
+            if ms < 430 { return blockedSample(at: ms, switches: 12, awakeMicroseconds: 1_000, offCPU: t(130) + 500, method: ms == 150 ? .syscall : .unchanged) }
+            return blockedSample(at: ms, switches: 13, awakeMicroseconds: 1_500, offCPU: t(430) + 500)
+        }
+        #expect(edges.held == [t(130)], "\(edges.held.map { Double($0) / 1000 - 1000 })")
+        #expect(edges.ended == [t(430) + 500], "\(edges.ended.map { Double($0) / 1000 - 1000 })")
+    }
+
+    /// The look before found the thread on a CPU in the job's own task, not captured (a first
+    /// sighting on a CPU): the job may have begun before that look or after, and began before its
+    /// thread fell asleep in its call, 1 ms later: dated half-way between that look and the sleep,
+    /// not half-way between the looks (125 ms).
+    @Test func aBlockedJobFirstSeenOnACPUInItsTaskIsDatedBetweenThatLookAndItsSleep() {
+        let activation = JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: 41)
+        let edges = heldEdges(job: { (100..<430).contains($0) && $0 > 100 ? activation : nil }) { ms in
+            if ms < 100 { return blockedSample(at: ms, switches: 10, awakeMicroseconds: 0, offCPU: nil) }
+            if ms == 100 {
+                var onCPU = ScriptedSampler.failed(.firstSightingOnCPU)
+                onCPU.microseconds = t(100)
+                onCPU.state = "R"
+                onCPU.taskID = 41
+                onCPU.voluntarySwitches = 10
+                return onCPU
+            }
+            if ms < 430 { return blockedSample(at: ms, switches: 11, awakeMicroseconds: 1_000, offCPU: t(101), method: ms == 150 ? .syscall : .unchanged) }
+            return blockedSample(at: ms, switches: 12, awakeMicroseconds: 1_500, offCPU: t(430) + 500)
+        }
+        #expect(edges.held == [t(100) + 500], "\(edges.held.map { Double($0) / 1000 - 1000 })")
+    }
+
+    /// After the last sighting of a blocked job, its thread woke (the call returned), parked, woke
+    /// and parked again before the next look (a Hummingbird request: its response written, then
+    /// the next request awaited). It was awake 1 ms in all, so the call returned by 1 ms before it
+    /// last went to sleep: the end is half-way between the last sighting and then (405.25), never
+    /// after it, where half-way between the looks (425) was after the whole of it.
+    @Test func aBlockedJobWhoseThreadSleptTwiceAfterItEndsBeforeTheLatestItsAwakeTimeAllows() {
+        let activation = JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: 41)
+        // As the exact case's: idle until 118, awake 118–121, asleep in the call 121–410; then
+        // awake 410–410.5, parked, awake 411–411.5, parked from 411.5.
+        let edges = heldEdges(job: { (118..<410).contains($0) ? activation : nil }) { ms in
+            if ms < 118 { return blockedSample(at: ms, switches: 10, awakeMicroseconds: 0, offCPU: nil) }
+            if ms < 410 { return blockedSample(at: ms, switches: 11, awakeMicroseconds: 3_000, offCPU: t(121), method: ms == 150 ? .syscall : .unchanged) }
+            return blockedSample(at: ms, switches: 13, awakeMicroseconds: 4_000, offCPU: t(411) + 500)
+        }
+        #expect(edges.held == [t(118)], "\(edges.held.map { Double($0) / 1000 - 1000 })")
+        #expect(edges.ended == [t(405) + 250], "\(edges.ended.map { Double($0) / 1000 - 1000 })")
+    }
+
+    /// Requests on a kept-alive connection, the next one begun before any look saw the thread
+    /// idle: the thread woke once out of the first request's call, ran 2 ms (that request's last
+    /// steps, then the next one's first) and fell asleep once, in the next request's call. Both
+    /// edges are that wake: the first request ends, and the next begins, exactly then (half-way
+    /// between the looks, 425, each was up to 25 ms off).
+    @Test func aBlockedRequestFollowedAtOnceByTheNextEndsAndTheNextBeginsAtTheWake() {
+        let activation = JobActivation(function: 0x1000, context: 0xa000, taskContext: 0xa100, taskID: 41)
+        // Idle until 118, awake 118–121, asleep in the first call 121–410, awake 410–412, asleep
+        // in the next call 412–712, awake 712–713, parked from 713.
+        let edges = heldEdges(job: { (118..<713).contains($0) ? activation : nil }) { ms in
+            if ms < 118 { return blockedSample(at: ms, switches: 10, awakeMicroseconds: 0, offCPU: nil) }
+            if ms < 410 { return blockedSample(at: ms, switches: 11, awakeMicroseconds: 3_000, offCPU: t(121), method: ms == 150 ? .syscall : .unchanged) }
+            if ms < 712 { return blockedSample(at: ms, switches: 12, awakeMicroseconds: 5_000, offCPU: t(412), method: ms == 450 ? .syscall : .unchanged) }
+            return blockedSample(at: ms, switches: 13, awakeMicroseconds: 6_000, offCPU: t(713))
+        }
+        #expect(edges.held == [t(118), t(410)], "\(edges.held.map { Double($0) / 1000 - 1000 })")
+        #expect(edges.ended == [t(410), t(713)], "\(edges.ended.map { Double($0) / 1000 - 1000 })")
+    }
+
     /// A job that ends between two looks before any look saw it past the threshold, but whose end
     /// is a threshold after its start, is a hang all the same: held and ended at once.
     @Test func aJobWhoseEndComesPastTheThresholdBetweenTwoLooksIsReportedAtTheEnd() throws {

@@ -90,6 +90,25 @@ import Testing
         #expect(other.busySince == Self.ms(1_050))
     }
 
+    /// Requests served one after the other: a job follows the last one's answer at once, and the
+    /// look that finds it comes in the same 4 ms tick of the coarse clock as that answer. Its
+    /// worker's clock dates it (on the fine clock, a little past the look's coarse time), not the
+    /// next look, which would date it half-way (1 125 here).
+    @Test func aJobFoundInTheTickOfTheLastAnswerIsDatedByTheWorkersClock() {
+        var edges = idleEdges()
+        #expect(look(&edges, 1_050, .working(since: nil)) == [.ping])
+        #expect(edges.pingAnswered(at: Self.ms(1_100)).isEmpty)
+        #expect(look(&edges, 1_100, .working(since: Self.ms(1_101))) == [.ping])
+        #expect(edges.busySince == Self.ms(1_101))
+        #expect(look(&edges, 1_150, .working(since: nil)).isEmpty)
+        #expect(edges.busySince == Self.ms(1_101))
+        // A clock much further past the look than a tick is held to the look (plus 10 ms).
+        var ahead = idleEdges()
+        #expect(look(&ahead, 1_050, .waiting).isEmpty)
+        #expect(look(&ahead, 1_100, .working(since: Self.ms(1_200))) == [.ping])
+        #expect(ahead.busySince == Self.ms(1_110))
+    }
+
     @Test func shortWorkIsAnsweredAndNeverDeclared() {
         var edges = idleEdges()
         #expect(look(&edges, 1_050, .working(since: nil)) == [.ping])

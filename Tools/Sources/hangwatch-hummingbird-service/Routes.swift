@@ -156,6 +156,29 @@ enum Shop {
     }
 }
 
+/// Work the MainActor does (the main queue: in this `async` `@main`, a libdispatch worker drains
+/// it). `/layout` lays out a page there and blocks the MainActor in a nested `usleep` for 400 ms:
+/// every other MainActor job of the process waits meanwhile.
+enum Storefront {
+    static let layoutMilliseconds = 400
+
+    @inline(never)
+    @MainActor static func layoutPage(measurements: Measurements) -> String {
+        measurements.measure("/layout") { rasterizeBanner() }
+        return "layout\n"
+    }
+
+    /// Banners drawn (so that `rasterizeBanner` does something after its sleep: in a release build
+    /// a last call would be a jump, and the function would leave no frame).
+    @MainActor static var bannersDrawn = 0
+
+    @inline(never)
+    @MainActor static func rasterizeBanner() {
+        Work.sleep(milliseconds: layoutMilliseconds)
+        bannersDrawn += 1
+    }
+}
+
 /// The shop's stock count, behind one `NIOLock` (an `NIOLockedValueBox`) that two routes share:
 /// `/restock` holds it while it recounts (asleep, `recountMilliseconds`), `/stock` reads under it,
 /// so a `/stock` request that comes meanwhile waits for the other request's handler: a hang whose

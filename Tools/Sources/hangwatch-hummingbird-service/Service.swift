@@ -17,14 +17,15 @@ import Synchronization
 /// `/orders/:id/wait` is a long poll: its task waits on a continuation until `/orders/release`
 /// (`/orders/waiting` counts them), for `hangwatch dump --tasks`.
 /// `/report` asks an upstream TCP service (`--upstream-port`, on 127.0.0.1) synchronously, on its
-/// pool thread. `/hello` answers at once (throughput). The
+/// pool thread. `/layout` blocks the MainActor for 400 ms (`Storefront`). `/hello` answers at once
+/// (throughput). The
 /// shop's routes run under `HangLabelsMiddleware` (each hang's report names its route and, when
 /// the request had one, its `traceparent`); `/hello` does not (the bench's figure is unchanged).
 ///
 ///   hangwatch-hummingbird-service [--reports DIR] [--threshold-ms 250] [--port 8080]
 ///                                 [--port-file FILE] [--measurements FILE] [--toggle-watch]
 ///                                 [--no-loop-ticks] [--no-pool-watch] [--upstream-port PORT]
-///                                 [--every-hang-reported]
+///                                 [--every-hang-reported] [--watch-main-queue]
 ///
 /// With `--reports` the server's group and the cooperative pool are watched (HangWatchNIO); without
 /// it nothing is watched (the bench's baseline). With `--toggle-watch` as well (the bench's paired
@@ -34,7 +35,8 @@ import Synchronization
 /// stops after the server, so the reports' repeat counts are final. Watched, the group is made
 /// with an `EventLoopTicks` delegate (as docs/sources.md advises), unless `--no-loop-ticks` (the
 /// default set-up the bench compares: boundaries under load from a ping at each look). `--no-pool-watch`:
-/// the loops only (the bench's measure of the pool watch's cost).
+/// the loops only (the bench's measure of the pool watch's cost). `--watch-main-queue`: the main
+/// queue (the MainActor, `/layout`'s) too, by a monitor of its own writing to the same directory.
 @main
 struct HummingbirdService: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -53,6 +55,9 @@ struct HummingbirdService: AsyncParsableCommand {
 
     @Flag(name: .customLong("every-hang-reported"), help: "Every hang its own report: no fold of repeats, no rate limit.")
     var everyHangReported = false
+
+    @Flag(name: .customLong("watch-main-queue"), help: "Watch the main queue (the MainActor) too, with --reports.")
+    var watchesMainQueue = false
 
     func validate() throws {
         if let upstreamPort, !(1...65_535).contains(upstreamPort) {
@@ -77,6 +82,7 @@ struct HummingbirdService: AsyncParsableCommand {
             ?? MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let toggled = WatchToggle()
         var toggleSources: [any DispatchSourceSignal] = []
+        var mainQueueMonitor: HangMonitor?
         if let reports = common.reports {
             let configuration = {
                 var configuration = HangMonitor.Configuration(
@@ -93,6 +99,12 @@ struct HummingbirdService: AsyncParsableCommand {
             // The loops, and (on by default, once per process) the cooperative pool.
             toggleSources = try toggled.watch(toggled: common.toggleWatch) {
                 try HangMonitor.watch(group, ticks: ticks, configuration: configuration, logger: monitorLogger)
+            }
+            if watchesMainQueue {
+                // The MainActor: one monitor per source, this one's the main queue (docs/sources.md).
+                let monitor = try HangMonitor(configuration: configuration, logger: monitorLogger)
+                try monitor.startWatchingMainQueue()
+                mainQueueMonitor = monitor
             }
         }
         let served = ServedCount()
@@ -117,6 +129,7 @@ struct HummingbirdService: AsyncParsableCommand {
         shop.get("/orders/:id/wait") { _, context in await Orders.waitForShipment(order: context.parameters.get("id") ?? "") }
         router.get("/orders/waiting") { _, _ in "\(Orders.waiting.withLock { $0.count })\n" }
         router.get("/orders/release") { _, _ in "\(Orders.release())\n" }
+        shop.get("/layout") { _, _ in await Storefront.layoutPage(measurements: measurements) }
         router.get("/restock/held") { _, _ in Inventory.recounting.load(ordering: .acquiring) ? "yes\n" : "no\n" }
 
         let app = Application(
@@ -128,6 +141,7 @@ struct HummingbirdService: AsyncParsableCommand {
         )
         try await app.runService()
         toggled.stop()
+        mainQueueMonitor?.stop()
         for source in toggleSources { source.cancel() }
         try await group.shutdownGracefully()
     }

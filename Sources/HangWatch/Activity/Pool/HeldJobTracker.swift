@@ -309,23 +309,62 @@ struct HeldJobTracker: Sendable {
     }
 
     /// Where a job first seen at `first` (at `at`) began: exactly when its thread woke for it
-    /// (`wokeForJob`), else half-way between the look before and this one.
+    /// (`wokeForJob`), or within what its clocks leave of a blocked job (`sleptInJob`), else
+    /// half-way between the look before and this one.
     private static func start(before: Look?, first: Look, previous: UInt64?, at: UInt64) -> UInt64 {
         wokeForJob(before: before, first: first, previous: previous) ?? sleptInJob(before: before, first: first, previous: previous)
             ?? previous.map { $0 + (at - min(at, $0)) / 2 } ?? at
     }
 
-    /// A blocked job's exact start: the look before found the thread asleep out of any job, and
-    /// since then it woke once, ran (or waited for a CPU: `schedstat`) and went to sleep once, in
-    /// this job's blocking call, at a time the scheduler's clock gives (`offCPUSinceMicroseconds`):
-    /// it woke for the job that long before it fell asleep. Nil otherwise.
+    /// A blocked job's start, from when its thread fell asleep in the job's call, at a time the
+    /// scheduler's clock gives (`offCPUSinceMicroseconds`): the job began before then, and after
+    /// the look before (`previous`), as every start here is taken to. Half-way between the two
+    /// (half-way between the two looks, the first request of a fresh connection, whose thread
+    /// was on a CPU in its task at the look before, read 12–15 ms short at a threshold of
+    /// 100 ms), or closer where the thread's clocks say more. When the look
+    /// before proves the job began after it (`beganAfter`), the thread was awake `ran` in all
+    /// since (`schedstat`: on a CPU or waiting for one):
+    /// - asleep at the look before and gone to sleep once since, in this job's call: it woke
+    ///   once, exactly `ran` before it fell asleep, and began the job then (out of its idle wait,
+    ///   or out of the call of the job the look before found, whose last steps came first);
+    /// - gone to sleep more often (it parked and woke again in between, or ran other jobs): the
+    ///   job's code before its call ran within the last `ran` before the sleep, so the job began
+    ///   in that window, dated half-way in it: off by at most half of `ran` (its code did not
+    ///   sleep before the call; one that did is dated late by that sleep, never before the look
+    ///   before).
+    /// Nil when the thread was not seen asleep with that time (then half-way between the looks).
     private static func sleptInJob(before: Look?, first: Look, previous: UInt64?) -> UInt64? {
-        guard let before, let previous, before.sample.failure == nil, before.sample.state == "S", before.activation == nil,
-            first.sample.state == "S", let asleep = first.sample.offCPUSinceMicroseconds,
-            let switches = first.sample.voluntarySwitches, let switchesBefore = before.sample.voluntarySwitches,
-            switches == switchesBefore &+ 1, let ran = ranOrRunnable(from: before.sample, to: first.sample)
-        else { return nil }
-        return max(previous, asleep &- min(ran, asleep))
+        guard let previous, first.sample.state == "S", let offCPU = first.sample.offCPUSinceMicroseconds else { return nil }
+        let seen = first.sample.microseconds == 0 ? offCPU : first.sample.microseconds
+        let asleep = min(max(offCPU, previous), max(seen, previous))
+        var earliest = previous
+        if let before, let job = first.activation, beganAfter(before, job: job), let switches = first.sample.voluntarySwitches,
+            let switchesBefore = before.sample.voluntarySwitches, switches > switchesBefore,
+            let ran = ranOrRunnable(from: before.sample, to: first.sample)
+        {
+            earliest = max(previous, asleep &- min(ran, asleep))
+            if before.sample.failure == nil, before.sample.state == "S", switches == switchesBefore &+ 1 { return earliest }
+        }
+        return earliest + (asleep - earliest) / 2
+    }
+
+    /// Whether the look `before` proves that `job`, seen after it, began after it: the thread was
+    /// asleep then (in no job, or in a blocking call it has left since: it went to sleep again,
+    /// which the caller checks), or it ran no job or another one (another task, another
+    /// activation; a first sighting on a CPU, not captured, by its task's id).
+    private static func beganAfter(_ before: Look, job: JobActivation) -> Bool {
+        switch before.sample.failure {
+        case nil:
+            if before.sample.state == "S" { return true }
+            guard let earlier = before.activation else { return true }
+            if let task = earlier.taskID, let jobTask = job.taskID, task != jobTask { return true }
+            return earlier.function != job.function || earlier.context != job.context || earlier.taskContext != job.taskContext
+        case .firstSightingOnCPU?:
+            guard let task = before.sample.taskID, let jobTask = job.taskID else { return false }
+            return task != jobTask
+        default:
+            return false
+        }
     }
 
     /// The later of two times, either of which may be unknown.
@@ -369,6 +408,16 @@ struct HeldJobTracker: Sendable {
         if task != episode.activation.taskID { return "another task" }
         if slept(episode, look.sample) { return "slept" }
         return nil
+    }
+
+    /// When the thread of `sample` was last awake: the sample's time when it was on a CPU, when it
+    /// went off its CPU when it was asleep (the scheduler's clock, where read); nil otherwise.
+    private static func lastAwake(_ sample: StackSample) -> UInt64? {
+        switch sample.state {
+        case "R": sample.microseconds
+        case "S": sample.offCPUSinceMicroseconds
+        default: nil
+        }
     }
 
     /// The thread's time on a CPU or waiting for one between two samples, microseconds: all of the
@@ -439,7 +488,12 @@ struct HeldJobTracker: Sendable {
     /// or from the thread's CPU and run-queue time (`schedstat`) where it never slept in between
     /// but once: a job last seen computing on a thread now parked ends its last sighting plus that
     /// time (the rest of the job, and any short job after it); a job last seen blocked on a thread
-    /// now on a CPU that never slept again ended when the thread woke (now minus that time).
+    /// now on a CPU that never slept again ended when the thread woke (now minus that time). A
+    /// blocked job whose thread slept again since ended no later than that time before the
+    /// thread was last awake: then, when it slept once, in another job's call; else half-way
+    /// between its last sighting and then. (Half-way between the looks, a request whose thread
+    /// parked twice after it, waiting for its response to be written and then for the next
+    /// request, read 9–13 ms long at a threshold of 100 ms.)
     ///
     /// A job that was never seen past the threshold but whose end, so found, is a threshold or more
     /// after its start was a hang all the same (it ended between two looks): it is reported now,
@@ -464,6 +518,13 @@ struct HeldJobTracker: Sendable {
                 // Blocked, woken once, and parked once since, at a time the scheduler's clock gives:
                 // the job finished by then, its last steps (`ran`) just before.
                 end = parked
+            } else if lastSample.state == "S", switches > before, let awake = Self.lastAwake(next.sample).map({ min(max($0, last), now) }) {
+                // Blocked, then woken: the call returned at the thread's first wake since, and the
+                // thread has been awake `ran` in all since then, up to `awake`: it returned no later
+                // than `ran` before that. Woken once and asleep again in another job's call: exactly
+                // then. Woken and asleep more often: between the last sighting and then, half-way.
+                let latest = max(last, awake &- min(ran, awake))
+                end = next.sample.state == "S" && switches == before &+ 1 ? latest : last + (latest - last) / 2
             }
         }
         if episode.held { return [.ended(tid: episode.thread.tid, endMicroseconds: end)] }

@@ -164,7 +164,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             let answeredAt = UnsafeClock.monotonicNanoseconds()
             state.withLock { state in
                 if noted?.firstSeen == true { state.eagerPings = max(state.eagerPings, State.eagerBurst / 4) }
-                state.looker?.pingAnswered(by: tid, enqueuedAt: enqueuedAt, at: now)
+                state.looker?.pingAnswered(by: tid, enqueuedAt: enqueuedAt, at: now, answeredAt: answeredAt)
                 perform(state.edges.pingAnswered(at: now), answeredAt: answeredAt)
             }
         }

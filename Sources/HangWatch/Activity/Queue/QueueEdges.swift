@@ -23,7 +23,8 @@ struct QueueEdges: Sendable, Equatable {
         /// In its idle wait: the queue has nothing to run.
         case waiting
         /// Not in its idle wait: running or blocked in a block's work. `since`: when that began,
-        /// where the thread's clock proves it.
+        /// where the thread's clock proves it (read on `CLOCK_MONOTONIC`, which runs up to a tick
+        /// of the coarse clock ahead of the look's time).
         case working(since: UInt64?)
         /// Not known: no draining thread or idle wait learnt yet, or the thread is gone.
         case unknown
@@ -64,7 +65,8 @@ struct QueueEdges: Sendable, Equatable {
 
     /// How much earlier than a period a tick may come and still count as a period later: a tick
     /// once per threshold reads the coarse clock (4 ms steps) a little short now and then, and
-    /// would otherwise wait a whole period more.
+    /// would otherwise wait a whole period more. Also how far after a look's coarse time a start
+    /// proven on the fine clock may lie.
     private var slack: UInt64 { min(intervalNanoseconds / 2, 10_000_000) }
 
     /// When the pinging thread must look next, after a look at `now`: an interval later, or at
@@ -96,11 +98,19 @@ struct QueueEdges: Sendable, Equatable {
         case .working(let since):
             // Dated only when the queue was known to be idle at the look before (or answered
             // since): the work began between then and now. After looks that missed a worker, only
-            // by the worker's clock, and not before the last answer.
-            if busySince == nil, looksUnproven, let since, let answeredAt, since >= answeredAt, since <= now {
+            // by the worker's clock, and not before the last answer. A look in the same tick of
+            // the coarse clock as the answer dates it by the worker's clock all the same: left to
+            // the next look, it would be dated half-way, and a job following the last one at once
+            // would read up to 25 ms short.
+            // A start proven on the fine clock is kept as proven, though it may lie up to a tick
+            // after the look's coarse time: cut to that time, it would be up to 4 ms early when
+            // the look came within a tick of the start.
+            if busySince == nil, looksUnproven, let since, let answeredAt, since >= answeredAt, since <= now &+ slack {
                 busySince = since
-            } else if busySince == nil, !looksUnproven, let responsiveAt, let lastLookAt, responsiveAt >= lastLookAt, responsiveAt < now {
-                busySince = since.map { min(max($0, responsiveAt), now) } ?? responsiveAt &+ (now &- responsiveAt) / 2
+            } else if busySince == nil, !looksUnproven, let responsiveAt, let lastLookAt, responsiveAt >= lastLookAt,
+                responsiveAt < now || since != nil && responsiveAt == now
+            {
+                busySince = since.map { min(max($0, responsiveAt), now &+ slack) } ?? responsiveAt &+ (now &- responsiveAt) / 2
             }
             if pingEnqueuedAt == nil { actions.append(ping(at: now)) }
         case .unknown:

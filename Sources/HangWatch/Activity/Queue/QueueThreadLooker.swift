@@ -3,7 +3,8 @@ import Glibc
 #endif
 
 /// Looks at the thread that drains a pinged queue (`QueueEdges`' observations), through `/proc`.
-/// Used by the pinging thread only.
+/// Used under the source's lock: by the pinging thread, and by each ping's answer on the worker
+/// that ran it.
 protocol QueueThreadLooking: AnyObject {
     /// Whether the draining thread's idle wait is known (the looks can tell idle from busy
     /// without the workers' current-queue words).
@@ -14,8 +15,9 @@ protocol QueueThreadLooking: AnyObject {
     func look(at now: UInt64, words: [QueueActivitySource.DrainSlot], queue: UInt?) -> QueueEdges.Observation
     /// A ping is about to be enqueued (the thread's state now is a candidate idle wait).
     func pingSent(at now: UInt64)
-    /// The ping enqueued at `enqueuedAt` ran on thread `tid` at `now`.
-    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64)
+    /// The ping enqueued at `enqueuedAt` ran on thread `tid` at `now` (coarse ns; `answeredAt`: the
+    /// same moment on `CLOCK_MONOTONIC`). Called on that thread, inside the ping.
+    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64, answeredAt: UInt64)
 }
 
 /// The real looker. The draining thread is the one that ran the last ping. Its idle wait is learnt,
@@ -28,7 +30,9 @@ protocol QueueThreadLooking: AnyObject {
 /// last look are its `schedstat` and `syscall` read too. A thread found running that has not gone
 /// to sleep since it was seen in its idle wait (its voluntary context switches, in `status`, did
 /// not move; being preempted does not count) has been on a CPU or its run queue ever since it was
-/// woken: its work began that much CPU and run-queue time ago.
+/// woken: its work began that much CPU and run-queue time ago. One found asleep in the work's
+/// blocking call was awake from then until it went off its CPU, which the scheduler's clock dates
+/// (`SchedClock`).
 final class LinuxQueueThreadLooker: QueueThreadLooking {
     private struct Wait: Equatable {
         let number: Int
@@ -51,6 +55,8 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     /// The thread at the last look that found it in its idle wait: when, its CPU and run-queue
     /// time, how often it had gone to sleep (read again only when it ran since).
     private var idleBaseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?)?
+    /// When a worker asleep in a job's blocking call went off its CPU.
+    private let schedClock = SchedClock()
 
     init(learnWithinNanoseconds: UInt64 = 2_000_000) {
         self.learnWithinNanoseconds = learnWithinNanoseconds
@@ -117,8 +123,9 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         let files: ProcTaskFiles?
         var lastCPU: UInt64?
         var runsQueue = false
-        /// The thread at the last look that found it not running the queue: when, its CPU and
-        /// run-queue time, its voluntary switches, and whether it was asleep (blocked) then.
+        /// The thread at the last look that found it not running the queue, or at the last ping
+        /// it answered (`pingAnswered`): when, its CPU and run-queue time, its voluntary switches,
+        /// and whether it was idle then (asleep, or in the ping: between the queue's blocks).
         var baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)?
         /// Pings it answered since that baseline: each may have been followed by one sleep (the
         /// worker back in its idle wait) before the work a later look finds it running.
@@ -133,6 +140,15 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
 
     /// The look state of each thread in the source's list (kept in step with it at each look).
     private var workers: [Int32: Worker] = [:]
+    /// Baselines taken at the answers of workers the looks have not taken in yet (the first pings
+    /// after the start run before the first look), by tid: a worker's first look starts from its
+    /// last answer. A few at most, and before the looks go through the workers' words (where
+    /// they never do, another libdispatch's layout), the first few answers only.
+    private var answeredBaselines: [(tid: Int32, baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool))] = []
+    private var looksThroughWords = false
+    private var answersBeforeWords = 0
+    /// When the looks through the workers' words last ran (the coarse clock).
+    private var lastLookAt: UInt64?
 
     /// The queue is busy exactly when one of the threads that ran a ping has it as its current
     /// queue: the word says so directly, whichever of them libdispatch gave the work to. A thread
@@ -142,11 +158,23 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     /// not gone to sleep since has been on a CPU or its run queue ever since it was woken: the
     /// work began that much CPU and run-queue time ago. Otherwise half-way between the looks.
     private func lookAtWorkers(_ words: [QueueActivitySource.DrainSlot], queue: UInt, now: UInt64) -> QueueEdges.Observation {
+        looksThroughWords = true
+        let lookBefore = lastLookAt
+        lastLookAt = now
         if words.count != workers.count || words.contains(where: { workers[$0.tid]?.slot != $0.slot }) {
             // The source's list changed: keep what was seen of threads still in it.
             var kept: [Int32: Worker] = [:]
             for word in words {
-                if let known = workers[word.tid], known.slot == word.slot { kept[word.tid] = known } else { kept[word.tid] = Worker(word) }
+                if let known = workers[word.tid], known.slot == word.slot {
+                    kept[word.tid] = known
+                } else {
+                    let worker = Worker(word)
+                    if let answered = answeredBaselines.lastIndex(where: { $0.tid == word.tid }) {
+                        worker.baseline = answeredBaselines[answered].baseline
+                        worker.answersSinceBaseline = 1
+                    }
+                    kept[word.tid] = worker
+                }
             }
             workers = kept
         }
@@ -179,48 +207,100 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
                 continue
             }
             // The start from the clock that read `ran`'s moment, not the look's coarse one (up
-            // to a tick, 4 ms, behind: the start was that much early until 2026-12-02); never
-            // after the look.
+            // to a tick, 4 ms, behind: the start would be that much early); never after this
+            // moment.
             let fineNow = UnsafeClock.monotonicNanoseconds()
-            running = (worker, wasRunning ? nil : Self.start(of: worker, files: files, ran: ran, now: fineNow).map { min($0, now) })
+            running = (worker, wasRunning ? nil : start(of: worker, files: files, ran: ran, now: fineNow, lookBefore: lookBefore))
         }
         guard let running else { return .waiting }
         drainingThread = running.worker.tid
         return .working(since: running.since)
     }
 
-    /// When a worker found running the queue began, where its clock proves it (`provenStart`).
-    private static func start(of worker: Worker, files: ProcTaskFiles, ran: UInt64, now: UInt64) -> UInt64? {
-        guard files.readSyscall() == .running, let switches = files.readVoluntarySwitches() else { return nil }
-        return provenStart(
-            baseline: worker.baseline.map { ($0.at, $0.ran, $0.voluntarySwitches, $0.asleep) }, switches: switches,
-            answers: worker.answersSinceBaseline, ran: ran, now: now)
+    /// When a worker found running the queue began, where its clock proves it (`provenStart`):
+    /// on a CPU, or asleep in a system call (the work blocked) since it went off its CPU, when the
+    /// scheduler's clock says.
+    ///
+    /// A worker never seen out of the queue's work (one libdispatch gave its first job of the
+    /// queue, found by its word at this look) has no baseline. Its awake time since it was made
+    /// (`ran`) then bounds the work's code, where all of it fits after the look before
+    /// (`lookBefore`): a worker woken for its first job that fell asleep in its call at once is
+    /// dated within that awake time (a fraction of a millisecond), not half-way between the looks
+    /// (a 400 ms MainActor job read 11–23 ms long). One awake longer proves nothing.
+    private func start(of worker: Worker, files: ProcTaskFiles, ran: UInt64, now: UInt64, lookBefore: UInt64?) -> UInt64? {
+        let state = files.readSyscall()
+        guard let switches = files.readVoluntarySwitches() else { return nil }
+        let baseline = worker.baseline.map { ($0.at, $0.ran, $0.voluntarySwitches, $0.asleep) }
+        let window = { (lastAwake: UInt64) in baseline ?? Self.sinceMade(lookBefore: lookBefore, ran: ran, lastAwake: lastAwake) }
+        switch state {
+        case .running?:
+            return Self.provenStart(baseline: baseline, switches: switches, answers: worker.answersSinceBaseline, ran: ran, now: now)
+                ?? Self.startWithinAwakeTime(baseline: window(now), ran: ran, lastAwake: now)
+        case .inSyscall?:
+            guard let asleep = schedClock.offCPUSince(tid: worker.tid).map({ min($0 &* 1000, now) }) else { return nil }
+            return Self.provenStart(
+                baseline: baseline, switches: switches, answers: worker.answersSinceBaseline, ran: ran, now: now, asleepSince: asleep)
+                ?? Self.startWithinAwakeTime(baseline: window(asleep), ran: ran, lastAwake: asleep)
+        default:
+            return nil
+        }
+    }
+
+    /// The baseline of a worker with none (`start(of:)`): the look before, with nothing run yet,
+    /// where the worker's whole awake time `ran` fits between it and `lastAwake`; nil otherwise.
+    static func sinceMade(lookBefore: UInt64?, ran: UInt64, lastAwake: UInt64) -> (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)? {
+        guard let lookBefore, lastAwake >= lookBefore, ran <= lastAwake - lookBefore else { return nil }
+        return (at: lookBefore, ran: 0, voluntarySwitches: nil, asleep: false)
+    }
+
+    /// Where the worker slept more often than `provenStart` allows since its baseline: the work
+    /// began after the baseline, and its code ran (unless it slept before `lastAwake`) within the
+    /// worker's awake time since then, the last `ran` before `lastAwake` (when it went off its CPU
+    /// in the work's call, or the look): half-way in what both leave, off by at most half of
+    /// it. A worker just made sleeps a few times between its first pings and its first work (a
+    /// 400 ms MainActor job 50 ms after the start read 8–27 ms long, half-way between the looks,
+    /// where this window was under a millisecond wide).
+    static func startWithinAwakeTime(
+        baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)?, ran: UInt64, lastAwake: UInt64
+    ) -> UInt64? {
+        guard let baseline, ran >= baseline.ran, lastAwake >= baseline.at else { return nil }
+        let earliest = max(baseline.at, lastAwake &- min(ran &- baseline.ran, lastAwake))
+        return earliest + (lastAwake - earliest) / 2
     }
 
     /// When a worker found running the queue at `now` began, where its clock proves it, from what
     /// the look found (`ran`: its CPU and run-queue time; `switches`: how often it has gone to
-    /// sleep) and what the last look that found it not running the queue did (`baseline`; nil:
-    /// never). Asleep at its baseline and asleep at most once since besides the sleep after each
-    /// ping it answered (`answers`), it has been on a CPU or its run queue ever since it woke for
-    /// the work, but for that one other wake: the start is `now` less that time, never before the
-    /// baseline. With no baseline (found while it ran), never asleep since it was made (a worker
-    /// libdispatch started for this work), ever since its start.
+    /// sleep) and what the last look that found it not running the queue, or the last ping it
+    /// answered, did (`baseline`; nil: never). Idle at its baseline and asleep at most once since
+    /// besides the sleep after each ping it answered (`answers`), it has been on a CPU or its run
+    /// queue ever since it woke for the work, but for that one other wake: the start is `now` less
+    /// that time, never before the baseline. With no baseline (found while it ran), never asleep
+    /// since it was made (a worker libdispatch started for this work), ever since its start.
+    ///
+    /// `asleepSince`: the worker is asleep in a system call of the work since then (the
+    /// scheduler's clock): it was awake until that moment, not `now`, and that sleep, the work's
+    /// own, is one more than the rule above allows. (Half-way between two looks, a blocked start
+    /// is up to 25 ms off either way: a 400 ms MainActor job in `usleep`.)
     ///
     /// - A ping it answered and the sleep after it do not break the proof: the work began after
     ///   that answer (the ping would have waited behind it), so at most one sleep per answer came
     ///   before it, and the time counted since the baseline is the work's plus the pings' (a few
-    ///   microseconds each). (Until 2026-12-02 any sleep made the start half-way between two looks.)
+    ///   microseconds each).
     /// - One sleep more is the hop a job of an `async` service takes to the queue: the worker woke
     ///   for a timer or another queue's job, enqueued this one, slept, and woke again for it; the
-    ///   start is then early by that hop's few microseconds. (Until 2026-12-06 it made the start
-    ///   half-way between two looks: a 400 ms MainActor computation after a `Task.sleep` read
-    ///   379–423 ms.) Were that sleep inside the work instead (a computation that blocked once
+    ///   start is then early by that hop's few microseconds (half-way between two looks, a
+    ///   400 ms MainActor computation after a `Task.sleep` read 379–423 ms). Were that sleep
+    ///   inside the work instead (a computation that blocked once
     ///   briefly), the start is late by it: within the look interval, as half-way would be, and
     ///   never before the baseline.
     static func provenStart(
         baseline: (at: UInt64, ran: UInt64, voluntarySwitches: UInt64?, asleep: Bool)?, switches: UInt64, answers: Int, ran: UInt64,
-        now: UInt64
+        now: UInt64, asleepSince: UInt64? = nil
     ) -> UInt64? {
+        if let asleepSince {
+            guard switches > 0 else { return nil }
+            return provenStart(baseline: baseline, switches: switches - 1, answers: answers, ran: ran, now: min(asleepSince, now))
+        }
         guard let baseline else {
             return switches == 0 && now >= ran ? now &- ran : nil
         }
@@ -271,9 +351,37 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
         }
     }
 
-    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64) {
+    /// The answer is the worker's baseline: the queue's work before the ping is over, and
+    /// whatever the worker runs of it next began after this. Read here, on the worker itself,
+    /// its CPU time on its own clock (`schedstat`'s lags while a thread runs) and its run-queue
+    /// time and voluntary switches from its files. A job that follows the last one before any look
+    /// finds the worker idle in between (requests served one after the other) is then dated by
+    /// the worker's clock like one after an idle look, not half-way between the answer and the
+    /// look that found it.
+    func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64, answeredAt: UInt64) {
         drainingThread = tid
-        workers[tid]?.answersSinceBaseline += 1
+        let worker = workers[tid]
+        if worker == nil, !looksThroughWords { answersBeforeWords += 1 }
+        // A worker the looks have not taken in yet: its files opened here (once per new worker).
+        let unknownRead = worker == nil && (looksThroughWords || answersBeforeWords <= 8)
+        if let files = worker?.files ?? (unknownRead ? ProcTaskFiles(tid: tid) : nil), let queued = files.readSchedStat()?.runQueueNanoseconds,
+            let switches = files.readVoluntarySwitches()
+        {
+            var cpu = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)
+            let onCPU = UInt64(cpu.tv_sec) &* 1_000_000_000 &+ UInt64(cpu.tv_nsec)
+            let baseline = (at: answeredAt, ran: onCPU &+ queued, voluntarySwitches: Optional(switches), asleep: true)
+            if let worker {
+                worker.baseline = baseline
+                worker.answersSinceBaseline = 0
+                worker.runsQueue = false
+            } else {
+                answeredBaselines.removeAll { $0.tid == tid }
+                answeredBaselines.append((tid, baseline))
+                if answeredBaselines.count > 8 { answeredBaselines.removeFirst() }
+            }
+        }
+        worker?.answersSinceBaseline += 1
         guard idleWait == nil else { return }
         guard let candidate, now >= enqueuedAt, now &- enqueuedAt <= learnWithinNanoseconds else {
             confirmedOnce = nil
