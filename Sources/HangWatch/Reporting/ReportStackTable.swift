@@ -62,14 +62,8 @@ struct ReportStackTable {
         }
         if let callers, callers.after < indices.count {
             // Async callers resume at a partial function's first instruction: looked up as they are.
-            let inserted = callers.resumeAddresses.map { address -> Int in
-                if let known = asyncFrameIndex[address] { return known }
-                var frame = ReportBuilder.frame(address, lookup: address, images: images)
-                frame.async = true
-                frames.append(frame)
-                asyncFrameIndex[address] = frames.count - 1
-                return frames.count - 1
-            }
+            var inserted: [Int] = []
+            for address in callers.resumeAddresses { inserted.append(asyncFrame(address)) }
             indices.insert(contentsOf: inserted, at: callers.after + 1)
         }
         if let known = stackIndex[indices] {
