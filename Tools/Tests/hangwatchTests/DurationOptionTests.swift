@@ -47,10 +47,13 @@ import ToolsTestSupport
 
     static var allDurationOptions: [Found] { commands.flatMap { durationOptions(in: $0.type, command: $0.name) } }
 
+    /// The flags an option is refused without (`dump --suspended-over` goes with `--tasks`).
+    static let companions = ["hangwatch dump --suspended-over": ["--tasks"]]
+
     /// What `declaredIn` parsed from `option value` holds in `property` (positional arguments it
     /// requires are given as `1`), or the parser's message.
     static func parsedSeconds(_ found: Found, _ value: String) throws -> Double? {
-        var arguments = [found.name, value]
+        var arguments = [found.name, value] + (companions[found.description] ?? [])
         for _ in 0..<4 {
             do {
                 let parsed = try found.declaredIn.parse(arguments)
@@ -81,7 +84,7 @@ import ToolsTestSupport
     @Test func theSearchFindsTheKnownOptions() {
         let found = Set(Self.allDurationOptions.map(\.description))
         for known in ["hangwatch list --min-duration", "hangwatch top --min-duration", "hangwatch watch --timeout", "hangwatch watch --interval",
-            "hangwatch dump --timeout", "hangwatch export --min-duration", "hangwatch diff --min-duration"]
+            "hangwatch dump --timeout", "hangwatch dump --suspended-over", "hangwatch export --min-duration", "hangwatch diff --min-duration"]
         {
             #expect(found.contains(known), "\(known) not found in \(found.sorted())")
         }
