@@ -22,6 +22,7 @@ import HangWatchReport
 //   hangwatch-faults labels --reports DIR
 //       hangs under labels (HangMonitor.withLabels) on the run loop, on the main actor and in
 //       pool jobs, and right after them without (LabelScenario.swift).
+//   hangwatch-faults queued --reports DIR --mode pool|main --count N [--seconds S] (QueuedScenario.swift)
 //   hangwatch-faults idle --reports DIR --seconds S [--mode unmonitored|no-pool]
 //       a run-loop service at rest for S seconds, monitored with the default configuration (or
 //       not monitored at all: the baseline) (IdleScenario.swift).
@@ -66,7 +67,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 func parseOptions() -> Options {
     var options = Options()
     var arguments = CommandLine.arguments.dropFirst()
-    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|labels|idle|lifecycle|limits|pageout --reports DIR ...") }
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|queued|labels|idle|lifecycle|limits|pageout --reports DIR ...") }
     options.scenario = scenario
     while let name = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
@@ -79,8 +80,8 @@ func parseOptions() -> Options {
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
         case "--mode":
-            guard ["block", "hold", "healthy", "yield", "idle", "rest", "unmonitored", "no-pool", "wall", "cpu"].contains(value) else {
-                fail("--mode takes block, hold, healthy, yield, idle, rest (pool), unmonitored, no-pool (idle) or wall, cpu (limits)")
+            guard ["block", "hold", "healthy", "yield", "idle", "rest", "pool", "main", "unmonitored", "no-pool", "wall", "cpu"].contains(value) else {
+                fail("--mode takes block, hold, healthy, yield, idle, rest (pool), pool, main (queued), unmonitored, no-pool (idle) or wall, cpu (limits)")
             }
             options.mode = value
         case "--source": options.source = value
@@ -218,6 +219,7 @@ case "loop": runLibraryLoop(options)
 case "spin": runSpins(options)
 case "write-reports": runReportWrites(options)
 case "pool": runPool(options, mode: options.mode)
+case "queued": runQueued(options)
 case "lifecycle": runLifecycle(options)
 case "labels": runLabels(options)
 case "idle": runIdle(options)

@@ -21,7 +21,7 @@ extension MonitorAssembly {
                 settings: settings, wake: runtime.watchdog.wake, enqueue: parts.enqueue, attach: parts.attach,
                 attachEveryWorker: parts.attachEveryWorker, threads: parts.threads, looker: parts.looker, sink: reports,
                 histogram: runtime.poolDelays, naming: runtime.reportNaming, statistics: owner.statistics, images: images,
-                wakeSource: parts.wakeSource, waits: world.waits(capture), logger: owner.logger)
+                wakeSource: parts.wakeSource, waits: world.waits(capture), tasks: world.dumps?.tasks?.census, logger: owner.logger)
             return PoolWatchSuccession.Active(watch: watch, watchdog: runtime.watchdog)
         }
     }

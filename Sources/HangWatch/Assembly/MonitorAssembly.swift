@@ -86,7 +86,7 @@ final class MonitorAssembly: Sendable {
             settings: Self.watchdogSettings(configuration, world: world), source: source, latch: latch, control: owner.control,
             stop: stop, threadSlot: threadSlot, sampler: world.sampler(capture), sink: world.sinkBeforeWriter?(reports) ?? reports,
             images: images, statistics: owner.statistics, logger: owner.logger, waits: world.waits(capture),
-            naming: runtime.reportNaming)
+            naming: runtime.reportNaming, tasks: world.dumps?.tasks?.census)
     }
 
     /// Starts watching: busy time counts from the end of the grace period, the source feeds the

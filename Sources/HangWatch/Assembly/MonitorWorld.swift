@@ -94,6 +94,9 @@ struct MonitorWorld: Sendable {
         var probeParked: @Sendable () -> Bool
         /// Takes the census (judging the probe, then letting it go).
         var take: @Sendable () -> TaskCensus
+        /// Takes the census for a hang report (`queuedTasks`): no probe is started or judged (the
+        /// pool may be starved), the probe's earlier verdict stands.
+        var census: @Sendable () -> TaskCensus
 
         /// This process's tasks.
         static let system = TaskDumps(
@@ -116,7 +119,8 @@ struct MonitorWorld: Sendable {
                     probe.release()
                 }
                 return census
-            })
+            },
+            census: { UnsafeTaskCensusTaker().take(probe: nil, remembered: UnsafeTaskDumpProbe.shared.verdict) })
     }
 
     /// The time, the waits, the scheduler counters and the process facts the watchdog reads (the

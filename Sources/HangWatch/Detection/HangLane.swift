@@ -68,14 +68,18 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// and whose thread they are: where a hang's figures start, rather than a threshold later
     /// (a freeze, a stop or a limit's throttling before detection counts).
     private var edge: (word: UInt64, tid: Int32, counters: HangContextCounters)?
+    /// Reads every task of the process (a main queue's hang counts those queued behind it); nil:
+    /// not in this world.
+    private let tasks: (@Sendable () -> TaskCensus)?
 
     init(
         settings: Watchdog.Settings, source: any ActivitySource, latch: ActivityLatch, control: WatchdogControl,
         stop: StopFlag, threadSlot: ThreadSlot, sampler: any StackSampling, sink: any HangSink, images: ImageRegistry?,
         statistics: MonitorStatistics, logger: Logger, waits: (any WaitInspecting)? = nil,
-        naming: ReportNaming
+        naming: ReportNaming, tasks: (@Sendable () -> TaskCensus)? = nil
     ) {
         self.naming = naming
+        self.tasks = tasks
         self.stop = stop
         self.waits = waits
         self.settings = settings
@@ -274,12 +278,25 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
         takeSample(&recording, thread: thread, whyNoThread: whyNoThread, hang: snapshot, environment)
         noteLabels(&recording, thread: thread)
+        noteQueuedTasks(&recording, environment)
         sink.hangStarted(recording)
         phase = .recording(
             Hang(
                 recording: recording, snapshot: snapshot, thread: thread, whyNoThread: whyNoThread,
                 provisionalSamples: recording.samples.count, provisionalAt: detected,
                 nextSample: detected + recording.sampleIntervalMicroseconds))
+    }
+
+    /// A hang of the main queue (the main actor's executor): every task read once, here at
+    /// detection, after the first sample (the hung thread's stack comes first) and before the
+    /// first report: the tasks queued behind the hang are still queued now, while at its end they
+    /// are running or done. On the watchdog's thread, bounded as a task dump is
+    /// (`UnsafeTaskCensusTaker`); the cost is the report's `queuedTasks.tookMs`.
+    private func noteQueuedTasks(_ recording: inout HangRecording, _ environment: any WatchdogEnvironment) {
+        guard source.kind == .dispatchMain, let tasks else { return }
+        let started = environment.now()
+        let census = tasks()
+        recording.queuedTasks = QueuedTaskCensus(queue: .mainActor, census: census, tookMicroseconds: environment.now() &- started)
     }
 
     /// One step of a hang being recorded: ends it when the loop moved (or the monitor stops),

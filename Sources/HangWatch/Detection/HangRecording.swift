@@ -46,6 +46,9 @@ struct HangRecording: Sendable {
     var labels: [[String: String]]?
     /// What held the thread back from outside its code: a CPU limit, a freezer, a stop, paging.
     var context = HangContextRecord()
+    /// A main queue's hang: every task, read once at detection; the report counts those queued
+    /// on the main actor behind the hang.
+    var queuedTasks: QueuedTaskCensus?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

@@ -41,6 +41,7 @@ extension ReportBuilder {
             }
         }
         report.threads = snapshots
+        report.queuedTasks = recording.queuedTasks.map { queuedTasks($0, table: &table) }
         (report.frames, report.stacks) = (table.frames, table.stacks)
         if let first = ordered.first {
             report.thread = HangReport.ThreadInfo(tid: first.tid, name: first.name, isMain: false)

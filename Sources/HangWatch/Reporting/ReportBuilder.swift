@@ -65,6 +65,7 @@ struct ReportBuilder: Sendable {
             frames: heaviest?.frames ?? [], images: reportImages, complete: heaviest.map { !table.stacks[$0.stack].truncated } ?? true,
             computing: computing)
         let waitsFor = self.waitsFor(recording, table: &table, start: recording.startMicroseconds)
+        let queued = recording.queuedTasks.map { queuedTasks($0, table: &table) }
 
         var report = HangReport(
             id: recording.id, service: service, host: host, pid: pid, process: process,
@@ -80,6 +81,7 @@ struct ReportBuilder: Sendable {
             context: context(recording, deadlocked: waitsFor?.deadlock != nil), capture: capture(recording))
         report.edges = (recording.edges ?? (source == .poolJob || source == .concurrencyPool ? .sampled : nil))?.rawValue
         report.waitsFor = waitsFor
+        report.queuedTasks = queued
         let labels = HangLabels.bounded(recording.labels ?? [])
         report.labels = labels.labels
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil

@@ -3,7 +3,9 @@ import HangWatchReport
 /// Identical tasks folded, as Go's goroutine dumps are read: tasks with the same state, the same
 /// kind of wait (the same actor, for tasks queued on one) and the same chain (the same frames:
 /// the same functions) are one fold, with every member's id. Largest first, then by the smallest
-/// id. Pure.
+/// id. `byEntry` folds by where each resumes too (a hang report's queued tasks: a task not yet
+/// started has only the runtime's adapter in its chain, its own function is where it resumes).
+/// Pure.
 enum TaskFolding {
     struct Key: Hashable {
         var state: String
@@ -13,19 +15,19 @@ enum TaskFolding {
         var entry: Int?
     }
 
-    static func key(_ task: HangReport.TaskEntry) -> Key {
+    static func key(_ task: HangReport.TaskEntry, byEntry: Bool = false) -> Key {
         var awaits = task.awaits?.kind
         if let actor = task.awaits?.actor { awaits = "actor \(actor)" }
         // A chain folds what differs only in where it resumes next when it has one; a task with
         // no chain (not started, running) folds by where it resumes.
-        return Key(state: task.state, awaits: awaits, chain: task.chain, chainEnd: task.chainEnd, entry: task.chain.isEmpty ? task.entry : nil)
+        return Key(state: task.state, awaits: awaits, chain: task.chain, chainEnd: task.chainEnd, entry: task.chain.isEmpty || byEntry ? task.entry : nil)
     }
 
-    static func fold(_ tasks: [HangReport.TaskEntry]) -> [HangReport.TaskFold] {
+    static func fold(_ tasks: [HangReport.TaskEntry], byEntry: Bool = false) -> [HangReport.TaskFold] {
         var order: [Key] = []
         var members: [Key: [HangReport.TaskEntry]] = [:]
         for task in tasks {
-            let key = key(task)
+            let key = key(task, byEntry: byEntry)
             if members[key] == nil { order.append(key) }
             members[key, default: []].append(task)
         }

@@ -111,6 +111,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// the process, folded, with its tree, actors and findings. Optional and additive within schema
     /// 1.6; absent in every other report.
     public var tasks: TaskDump?
+    /// The tasks waiting to run when the hang was detected (`concurrency-pool`: for a pool thread;
+    /// `dispatch-main`: on the main actor), counted and folded. Optional and additive within
+    /// schema 1.6; absent in every other report, and where the monitor reads no tasks.
+    public var queuedTasks: QueuedTasks?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,

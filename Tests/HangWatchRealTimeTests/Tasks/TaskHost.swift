@@ -47,7 +47,7 @@ extension HangReport {
             guard frames.indices.contains(index) else { return "?" }
             var name = FrameNaming.displayName(frames[index], images: images)
             if name.hasSuffix(" (async)") { name = String(name.dropLast(8)) }
-            return name.replacingOccurrences(of: "hangwatch_tasks.", with: "")
+            return name.replacingOccurrences(of: "hangwatch_tasks.", with: "").replacingOccurrences(of: "hangwatch_faults.", with: "")
         }
     }
 }

@@ -90,6 +90,7 @@ package struct ReportDetail {
             let omitted = report.labelsOmitted.map { $0 > 0 ? " (\($0) more left out)" : "" } ?? ""
             field("labels", labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + omitted)
         }
+        if let queued = report.queuedTasks { field("queued", Self.queuedLine(queued, report: report)) }
         field("signature", Self.signatureLine(report))
         lines.append("")
 
@@ -186,6 +187,25 @@ package struct ReportDetail {
     }
 
     /// `1a2b3c4d5e6f7a8b by names (addresses: 0011223344556677)`: the group's signature and kind.
+    /// The report's `queuedTasks` in one line: how many tasks waited to run behind the hang, and
+    /// the largest folds of them by the first three functions of their chain, else where they
+    /// start (`3 tasks waiting for a pool thread: 2 in fetch() ← handleOrder(_:), 1 in poll()`).
+    package static func queuedLine(_ queued: HangReport.QueuedTasks, report: HangReport) -> String {
+        if let unavailable = queued.unavailable { return "tasks not counted: \(unavailable)" }
+        let names = TaskDumpText.Names(report: report)
+        let plural = queued.count == 1 ? "task" : "tasks"
+        var line = "\(TaskDumpText.count(queued.count))\(queued.stoppedEarly == nil ? "" : " or more") \(plural) "
+        line += report.source == "concurrency-pool" ? "waiting for a pool thread" : "queued behind it on the main actor"
+        let folds = queued.folds.prefix(3).map { fold in
+            let place = fold.chain.isEmpty ? fold.entry.map(names.frame) ?? "?" : names.chain(fold.chain, limit: 3)
+            return "\(TaskDumpText.count(fold.count)) in \(place)"
+        }
+        if !folds.isEmpty { line += ": " + folds.joined(separator: ", ") }
+        let more = queued.folds.dropFirst(3).reduce(0) { $0 + $1.count } + (queued.foldsOmitted ?? 0)
+        if more > 0 { line += ", \(TaskDumpText.count(more)) elsewhere" }
+        return line + " (read in \(Text.duration(queued.tookMs)))"
+    }
+
     package static func signatureLine(_ report: HangReport) -> String {
         let grouping = report.grouping
         switch grouping.kind {

@@ -220,3 +220,44 @@ import Testing
         #expect(Self.render(report, width: 200).contains("memory    8192 major page faults (pages read in from disk); stalled on memory 599ms (the whole system's pressure)"))
     }
 }
+
+/// The `queued` line: a hang report's `queuedTasks` in one line.
+@Suite struct QueuedLineTests {
+    static func report(source: String, queued: HangReport.QueuedTasks) -> HangReport {
+        var report = ReportFixtures.report()
+        report.source = source
+        for (offset, symbol) in ["waitForRestock()", "queuedOrder(_:)", "closure #1 in spawnQueuedOrders(count:)", "completeTaskWithClosure(_:_:)", "poll()"].enumerated() {
+            report.frames.append(HangReport.Frame(address: "0x\(9000 + offset)", image: nil, offset: nil, functionOffset: nil, symbol: symbol))
+        }
+        report.queuedTasks = queued
+        return report
+    }
+
+    static func fold(_ count: Int, entry: Int?, chain: [Int] = []) -> HangReport.TaskFold {
+        HangReport.TaskFold(count: count, state: "enqueued", awaits: "pool thread", chain: chain, chainEnd: "complete", entry: entry, ids: Array(1...UInt64(count)))
+    }
+
+    @Test func aStarvedPoolSaysHowManyTasksWaitedAndWhereTheLargestFoldsStart() throws {
+        let first = ReportFixtures.report().frames.count
+        // The chain's first three functions; where it starts when it has none.
+        let folds = [Self.fold(1300, entry: first + 3, chain: Array(first..<first + 4)), Self.fold(3, entry: first + 4), Self.fold(2, entry: nil, chain: [first + 4])]
+        let queued = HangReport.QueuedTasks(count: 1306, folds: folds + [Self.fold(1, entry: first + 4)], tookMs: 33.8)
+        let lines = ReportDetailTests.render(Self.report(source: "concurrency-pool", queued: queued), width: 200)
+        #expect(
+            lines.contains(
+                "queued    1,306 tasks waiting for a pool thread: 1,300 in waitForRestock() ← queuedOrder(_:) ← closure #1 in spawnQueuedOrders(count:) ← … 1 more, "
+                    + "3 in poll(), 2 in poll(), 1 elsewhere (read in 34ms)"),
+            "\(lines)")
+    }
+
+    @Test func aMainQueueHangSaysHowManyWereQueuedBehindItOrWhyNone() throws {
+        let first = ReportFixtures.report().frames.count
+        var queued = HangReport.QueuedTasks(count: 4, folds: [Self.fold(4, entry: nil, chain: [first + 4])], stoppedEarly: "the scan stopped at its bound", tookMs: 2)
+        var lines = ReportDetailTests.render(Self.report(source: "dispatch-main", queued: queued), width: 200)
+        #expect(lines.contains("queued    4 or more tasks queued behind it on the main actor: 4 in poll() (read in 2ms)"), "\(lines)")
+        queued = HangReport.QueuedTasks(unavailable: "task layout not recognised for Swift 6.4: no tasks listed")
+        lines = ReportDetailTests.render(Self.report(source: "dispatch-main", queued: queued), width: 200)
+        #expect(lines.contains("queued    tasks not counted: task layout not recognised for Swift 6.4: no tasks listed"), "\(lines)")
+        #expect(!ReportDetailTests.render(ReportFixtures.report(), width: 200).contains { $0.hasPrefix("queued") })
+    }
+}

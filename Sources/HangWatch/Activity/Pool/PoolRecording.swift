@@ -16,6 +16,8 @@ struct PoolRecording: Sendable {
     var threads: [PoolThreadSample] = []
     /// When the probe started; nil while the pool is still starved.
     var endMicroseconds: UInt64?
+    /// Every task, read once at detection: the report counts those waiting for a pool thread.
+    var queuedTasks: QueuedTaskCensus?
 
     /// The latest time the recording knows about: the end, else the last capture, else detection.
     var lastKnownMicroseconds: UInt64 {

@@ -25,6 +25,15 @@ extension PoolWatch {
             id: id, startMicroseconds: probe.enqueued, detectedMicroseconds: detected, thresholdMicroseconds: probe.threshold,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds, process: process)
         recording.threads = captured.map(withWait)
+        // Every task read once, here at detection, after the threads: the tasks that could not
+        // start are still waiting now, while at the end the pool has run them. On the watchdog's
+        // thread, bounded as a task dump is (`UnsafeTaskCensusTaker`); the cost is the report's
+        // `queuedTasks.tookMs`.
+        if let tasks {
+            let started = environment.now()
+            let census = tasks()
+            recording.queuedTasks = QueuedTaskCensus(queue: .pool, census: census, tookMicroseconds: environment.now() &- started)
+        }
         logger.debug("cooperative pool starved", metadata: ["hangwatch.id": "\(id)", "hangwatch.threads": "\(recording.threads.count)"])
         sink.poolStarved(recording)
         tracker.coverUnheld()

@@ -112,6 +112,9 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
     /// What a blocked pool thread waits on and who holds it: for each held job's samples and each
     /// thread of a starved pool.
     let waits: (any WaitInspecting)?
+    /// Reads every task of the process (a starvation counts those waiting for a pool thread); nil:
+    /// not in this world.
+    let tasks: (@Sendable () -> TaskCensus)?
     /// Since when every look found every pool thread idle (nil: the last look did not).
     var quietSince: UInt64?
     /// Whether a probe was ever sent (before the first, a pool never used lets the watch go dormant).
@@ -132,10 +135,11 @@ final class PoolWatch: WatchdogLane, @unchecked Sendable {
         sink: any PoolSink,
         histogram: PoolProbeHistogram, naming: ReportNaming,
         statistics: MonitorStatistics?, images: ImageRegistry?, functionStart: (@Sendable (UInt) -> UInt?)? = nil,
-        wakeSource: (any PoolWakeSource)? = nil, waits: (any WaitInspecting)? = nil, logger: Logger
+        wakeSource: (any PoolWakeSource)? = nil, waits: (any WaitInspecting)? = nil, tasks: (@Sendable () -> TaskCensus)? = nil, logger: Logger
     ) {
         self.wakeSource = wakeSource
         self.waits = waits
+        self.tasks = tasks
         self.functionStart = functionStart ?? images.map { images in { @Sendable address in images.current.functionStart(of: address) } }
         self.settings = settings
         tracker = HeldJobTracker(probedPoolWidth: max(1, settings.poolWidth))
