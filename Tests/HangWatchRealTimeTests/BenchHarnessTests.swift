@@ -70,7 +70,8 @@ import Testing
     }
 
     @Test func anUnknownFigureOrGoalIsAUsageError() throws {
-        for (arguments, name) in [(["--quick", "--figures", "99"], "no figure 99"), (["--quick", "--skip", "1-no-such-goal"], "--skip: no figure or goal 1-no-such-goal")] {
+        for (arguments, name) in [(["--quick", "--figures", "99"], "no figure 99"), (["--quick", "--skip", "1-no-such-goal"], "--skip: no figure or goal 1-no-such-goal"),
+            (["--quick", "--help"], "unknown argument --help")] {
             let result = try Self.run(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.errors.contains("hangwatch-bench: " + name), "\(result.errors)")
