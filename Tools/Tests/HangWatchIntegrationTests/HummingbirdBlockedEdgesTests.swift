@@ -87,9 +87,11 @@ import Testing
                 // threshold; more when a look came late (the watch's thread waits for a CPU too).
                 let gaps = zip(report.samples, report.samples.dropFirst()).map { $1.offsetMs - $0.offsetMs }
                 let allowed = max(0.05 * request.durationMs, source == "pool-job" ? (gaps.max() ?? 0) / 2 + 2 : 0)
+                // (Each sample's offset, state and clocks in the message: what dated the edges.)
+                let looks = report.samples.map { "\($0.offsetMs) \($0.state ?? "?") cpu \($0.cpuMs ?? -1) queue \($0.runQueueMs ?? -1)" }
                 #expect(
                     abs(report.durationMs - request.durationMs) <= allowed,
-                    "\(route) request \(index): reported \(report.durationMs) ms for \(request.durationMs) ms measured (start \(startError) ms off, \(report.edges ?? "-"))")
+                    "\(route) request \(index): reported \(report.durationMs) ms for \(request.durationMs) ms measured (start \(startError) ms off, \(report.edges ?? "-"); samples: \(looks))")
             }
             // Dated by the threads' clocks: the typical start within a few milliseconds of the
             // handler's own (a job waiting for a CPU once woken counts from its wake). Half-way between

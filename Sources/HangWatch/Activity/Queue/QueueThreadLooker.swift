@@ -149,6 +149,9 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     private var answersBeforeWords = 0
     /// When the looks through the workers' words last ran (the coarse clock).
     private var lastLookAt: UInt64?
+    /// When the last ping was answered (`CLOCK_MONOTONIC`): work the queue runs after it began
+    /// after it (the queue is serial: the ping ran between the jobs before it and those after).
+    private var lastAnswerAt: UInt64?
 
     /// The queue is busy exactly when one of the threads that ran a ping has it as its current
     /// queue: the word says so directly, whichever of them libdispatch gave the work to. A thread
@@ -159,7 +162,11 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     /// work began that much CPU and run-queue time ago. Otherwise half-way between the looks.
     private func lookAtWorkers(_ words: [QueueActivitySource.DrainSlot], queue: UInt, now: UInt64) -> QueueEdges.Observation {
         looksThroughWords = true
-        let lookBefore = lastLookAt
+        // The latest moment the work found now cannot have begun before: the look before, or
+        // the last ping's answer where that is later (before the first look, the only bound:
+        // a job on a worker that never answered a ping, right after the start, was dated
+        // half-way between the looks, 23 and 28 ms early in 2 of 10 runs, 2026-12-07).
+        let lookBefore = [lastLookAt, lastAnswerAt].compactMap { $0 }.max()
         lastLookAt = now
         if words.count != workers.count || words.contains(where: { workers[$0.tid]?.slot != $0.slot }) {
             // The source's list changed: keep what was seen of threads still in it.
@@ -223,8 +230,8 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     ///
     /// A worker never seen out of the queue's work (one libdispatch gave its first job of the
     /// queue, found by its word at this look) has no baseline. Its awake time since it was made
-    /// (`ran`) then bounds the work's code, where all of it fits after the look before
-    /// (`lookBefore`): a worker woken for its first job that fell asleep in its call at once is
+    /// (`ran`) then bounds the work's code, where all of it fits after the look before or the last
+    /// ping's answer, the later (`lookBefore`): a worker woken for its first job that fell asleep in its call at once is
     /// dated within that awake time (a fraction of a millisecond), not half-way between the looks
     /// (a 400 ms MainActor job read 11–23 ms long). One awake longer proves nothing.
     private func start(of worker: Worker, files: ProcTaskFiles, ran: UInt64, now: UInt64, lookBefore: UInt64?) -> UInt64? {
@@ -360,6 +367,7 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     /// look that found it.
     func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64, answeredAt: UInt64) {
         drainingThread = tid
+        lastAnswerAt = max(lastAnswerAt ?? 0, answeredAt)
         let worker = workers[tid]
         if worker == nil, !looksThroughWords { answersBeforeWords += 1 }
         // A worker the looks have not taken in yet: its files opened here (once per new worker).
