@@ -142,10 +142,6 @@ struct NIOIdleFigure {
         var cpuMilliseconds: Double
     }
 
-    final class Counter: Sendable {
-        let value = Atomic<Int>(0)
-    }
-
     struct Measured {
         var window: Phase
         var atRest: Phase
