@@ -92,7 +92,7 @@ extension HangMonitor {
         /// busy time, iterations, stretches and the longest busy piece per bucket, written by the
         /// loop's thread from the times it reads anyway, so that a hang's report says what led up to
         /// it (`before`, docs/report-format.md). Other sources keep none yet. 0 ... 60 s; 0 turns it
-        /// off. Default 5 s (50 buckets, 1,224 bytes per run loop).
+        /// off. Default 5 s (50 buckets, 1,240 bytes per run loop).
         public var leadUpWindow: Duration = .seconds(5)
         /// Also watch Swift's cooperative pool (the global concurrent executor): probe it once per
         /// threshold, keep a histogram of how late it starts a job (``Statistics/concurrencyPool``),

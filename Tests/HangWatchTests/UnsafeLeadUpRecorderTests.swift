@@ -87,6 +87,25 @@ import Testing
         #expect(later.allSatisfy { $0.busyUnits == 0 && $0.stretches == 0 && $0.iterations == 0 && !$0.torn })
     }
 
+    /// Bucket 60 has bucket 10's slot: the loop resets it before counting there, and goes on
+    /// counting in it (its cache of the bucket last written).
+    @Test func aSlotIsResetForItsNextBucketAndThenAddedTo() throws {
+        let latch = makeLatch()
+        latch.record(afterWaiting, atMicroseconds: 1_010_000)
+        latch.record(beforeWaiting, atMicroseconds: 1_060_000)
+        latch.record(afterWaiting, atMicroseconds: 6_010_000)
+        latch.record(beforeSources, atMicroseconds: 6_020_000)
+        latch.record(beforeWaiting, atMicroseconds: 6_030_000)
+        latch.record(afterWaiting, atMicroseconds: 6_040_000)
+        latch.record(beforeWaiting, atMicroseconds: 6_045_000)
+        let recorder = try #require(latch.leadUp)
+        let bucket = try #require(recorder.read(endingAt: units(6_045_000)).last)
+        #expect(bucket.epoch == 60)
+        #expect(abs(milliseconds(bucket.busyUnits) - 25) < 0.1)
+        #expect(bucket.stretches == 2 && bucket.iterations == 1)
+        #expect(abs(milliseconds(bucket.longestUnits) - 10) < 0.1)
+    }
+
     @Test func aBucketBeingResetReadsAsIdle() throws {
         let latch = makeLatch()
         latch.record(afterWaiting, atMicroseconds: 1_010_000)

@@ -2,7 +2,7 @@ import Synchronization
 
 /// The flight recorder of a run loop: a fixed ring of buckets of `bucketUnits` (100 ms) covering
 /// the last seconds, written by the loop's thread from the latch's own edges, read by the watchdog
-/// when a hang begins (`LeadUpSnapshot`). Memory the latch allocates once, `3 * buckets + 3` words;
+/// when a hang begins (`LeadUpRecord`). Memory the latch allocates once, `3 * buckets + 5` words;
 /// nothing allocates, no clock is read and no thread is woken to write it.
 ///
 /// The latch reads the coarse clock at every busy activity and at the idle one that ends a busy
@@ -26,32 +26,37 @@ struct UnsafeLeadUpRecorder: @unchecked Sendable {
     /// The epoch of a bucket being reset (never a real one).
     static let invalidEpoch = UInt64.max
 
-    /// `3 * buckets` words of ring, then the stretch's start, its iterations and its longest piece.
+    /// `3 * buckets` words of ring, then the stretch's start, its iterations and its longest piece,
+    /// then the bucket the loop last wrote: its epoch and its slot (the loop's own cache: most
+    /// pieces fall in it, so no division is needed to find their bucket).
     let words: UnsafeMutablePointer<Atomic<UInt64>>
     let buckets: Int
 
     /// A recorder of `buckets` buckets (at least 1), every bucket idle.
     static func allocate(buckets: Int) -> UnsafeLeadUpRecorder {
         precondition(buckets > 0)
-        let count = 3 * buckets + 3
+        let count = 3 * buckets + 5
         let words = UnsafeMutablePointer<Atomic<UInt64>>.allocate(capacity: count)
         for index in 0..<count {
-            (words + index).initialize(to: Atomic(index < 3 * buckets && index % 3 == 0 ? invalidEpoch : 0))
+            let epoch = (index < 3 * buckets && index % 3 == 0) || index == 3 * buckets + 3
+            (words + index).initialize(to: Atomic(epoch ? invalidEpoch : 0))
         }
         return UnsafeLeadUpRecorder(words: words, buckets: buckets)
     }
 
     func deallocate() {
-        words.deinitialize(count: 3 * buckets + 3)
+        words.deinitialize(count: 3 * buckets + 5)
         words.deallocate()
     }
 
     /// Bytes of memory a recorder of `buckets` buckets holds.
-    static func bytes(buckets: Int) -> Int { (3 * buckets + 3) * MemoryLayout<UInt64>.stride }
+    static func bytes(buckets: Int) -> Int { (3 * buckets + 5) * MemoryLayout<UInt64>.stride }
 
     private var stretchStart: UnsafeMutablePointer<Atomic<UInt64>> { words + 3 * buckets }
     private var stretchIterations: UnsafeMutablePointer<Atomic<UInt64>> { words + 3 * buckets + 1 }
     private var stretchLongest: UnsafeMutablePointer<Atomic<UInt64>> { words + 3 * buckets + 2 }
+    private var cachedEpoch: UnsafeMutablePointer<Atomic<UInt64>> { words + 3 * buckets + 3 }
+    private var cachedSlot: UnsafeMutablePointer<Atomic<UInt64>> { words + 3 * buckets + 4 }
 
     // MARK: The loop's thread
 
@@ -62,7 +67,7 @@ struct UnsafeLeadUpRecorder: @unchecked Sendable {
         stretchStart.pointee.store(now, ordering: .relaxed)
         stretchIterations.pointee.store(iteration ? 1 : 0, ordering: .relaxed)
         stretchLongest.pointee.store(0, ordering: .relaxed)
-        if iteration { addCounts(at: now, stretches: 0, iterations: 1) }
+        if iteration, let slot = slot(at: now) { addCounts(slot, stretches: 0, iterations: 1) }
     }
 
     /// A busy piece from `start` to `end` (units) ended: by a busy activity (`endsStretch` false;
@@ -73,8 +78,32 @@ struct UnsafeLeadUpRecorder: @unchecked Sendable {
         let length = end - start
         if length > stretchLongest.pointee.load(ordering: .relaxed) { stretchLongest.pointee.store(length, ordering: .relaxed) }
         if iteration { stretchIterations.pointee.store(stretchIterations.pointee.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
+        let bucketStart = cachedEpoch.pointee.load(ordering: .relaxed) &* Self.bucketUnits
+        if start &- bucketStart < Self.bucketUnits && end &- bucketStart < Self.bucketUnits {
+            // The common case: the piece is inside the bucket last written.
+            let slot = words + 3 * Int(cachedSlot.pointee.load(ordering: .relaxed))
+            let packed = (slot + 1).pointee.load(ordering: .relaxed)
+            (slot + 1).pointee.store(max(packed >> 32, min(length, UInt64(UInt32.max))) << 32 | ((packed & 0xffff_ffff) &+ length), ordering: .relaxed)
+            if endsStretch || iteration { addCounts(slot, stretches: endsStretch ? 1 : 0, iterations: iteration ? 1 : 0) }
+            return
+        }
         addBusy(from: start, to: end, longest: length)
-        if endsStretch || iteration { addCounts(at: end, stretches: endsStretch ? 1 : 0, iterations: iteration ? 1 : 0) }
+        // Cached from here on (the slot addBusy may have reset is the one of end's bucket, or older).
+        guard let slot = slot(at: end) else { return }
+        if endsStretch || iteration { addCounts(slot, stretches: endsStretch ? 1 : 0, iterations: iteration ? 1 : 0) }
+    }
+
+    /// The bucket of `time`, from the cache when it is the bucket last written, else found (a
+    /// division, at most once per bucket) and cached.
+    @inline(__always)
+    private func slot(at time: UInt64) -> UnsafeMutablePointer<Atomic<UInt64>>? {
+        let epoch = cachedEpoch.pointee.load(ordering: .relaxed)
+        if time &- epoch &* Self.bucketUnits < Self.bucketUnits { return words + 3 * Int(cachedSlot.pointee.load(ordering: .relaxed)) }
+        let found = time / Self.bucketUnits
+        guard let slot = bucket(found) else { return nil }
+        cachedEpoch.pointee.store(found, ordering: .relaxed)
+        cachedSlot.pointee.store(found % UInt64(buckets), ordering: .relaxed)
+        return slot
     }
 
     /// The bucket of `epoch`, reset first if it holds an older one. Nil: `epoch` is older than
@@ -113,8 +142,7 @@ struct UnsafeLeadUpRecorder: @unchecked Sendable {
     }
 
     @inline(__always)
-    private func addCounts(at time: UInt64, stretches: UInt64, iterations: UInt64) {
-        guard let slot = bucket(time / Self.bucketUnits) else { return }
+    private func addCounts(_ slot: UnsafeMutablePointer<Atomic<UInt64>>, stretches: UInt64, iterations: UInt64) {
         (slot + 2).pointee.store((slot + 2).pointee.load(ordering: .relaxed) &+ (iterations << 32 | stretches), ordering: .relaxed)
     }
 
