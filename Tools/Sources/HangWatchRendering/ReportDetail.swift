@@ -93,7 +93,7 @@ package struct ReportDetail {
         if let queued = report.queuedTasks { field("queued", Self.queuedLine(queued, report: report)) }
         if let before = report.before {
             field("lead-up", Self.leadUpLine(before))
-            field("", before.reading)
+            field("", before.reading + " (a block per \(Text.duration(Double(Self.leadUpGroup(before)) * before.bucketMs)))")
         }
         if let kind = report.kind { field("kind", Self.kindLine(kind)) }
         field("signature", Self.signatureLine(report))
@@ -206,13 +206,14 @@ package struct ReportDetail {
             })
     }
 
-    /// `5 s: ▁▁▁▂▅▇██  busy 92 % (a block per 100ms)`: the report's `before`, drawn.
+    /// Buckets per block: as few as fit 50 columns.
+    package static func leadUpGroup(_ before: HangReport.LeadUp) -> Int { max(1, (before.buckets.count + 49) / 50) }
+
+    /// `5 s: ▁▁▁▂▅▇██  busy 92 %`: the report's `before`, drawn (at most 76 columns with its label).
     package static func leadUpLine(_ before: HangReport.LeadUp) -> String {
-        let group = (before.buckets.count + 49) / 50
         let seconds = before.windowMs / 1000
         let window = seconds == seconds.rounded() ? String(Int(seconds)) : String(printf: "%.1f", seconds)
-        return "\(window) s: \(leadUpBlocks(before))  busy \(Int((before.busyRatio * 100).rounded())) % "
-            + "(a block per \(Text.duration(Double(group) * before.bucketMs)), ▁ idle to █ busy)"
+        return "\(window) s: \(leadUpBlocks(before))  busy \(Int((before.busyRatio * 100).rounded())) %"
     }
 
     /// `mixed: 132 iterations without sleeping …`: the report's `kind` and why.
