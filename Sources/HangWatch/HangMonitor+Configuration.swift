@@ -88,6 +88,12 @@ extension HangMonitor {
         /// (the agent exports it as `hangwatch_loop_busy_seconds`), so lag below the threshold is
         /// visible too. Costs two clock reads per iteration. Needs the heartbeat. Default false.
         public var loopHistogram: Bool = false
+        /// How much of a run loop's recent past its flight recorder keeps, in buckets of 100 ms:
+        /// busy time, iterations, stretches and the longest busy piece per bucket, written by the
+        /// loop's thread from the times it reads anyway, so that a hang's report says what led up to
+        /// it (`before`, docs/report-format.md). Other sources keep none yet. 0 ... 60 s; 0 turns it
+        /// off. Default 5 s (50 buckets, 1,240 bytes per run loop).
+        public var leadUpWindow: Duration = .seconds(5)
         /// Also watch Swift's cooperative pool (the global concurrent executor): probe it once per
         /// threshold, keep a histogram of how late it starts a job (``Statistics/concurrencyPool``),
         /// and report a starved pool with every pool thread's stack (`source` `concurrency-pool`).
@@ -168,11 +174,18 @@ extension HangMonitor {
             try Self.check(reportBurst, "reportBurst", 1...10_000)
             try Self.check(repeatWindow, "repeatWindow", .zero...(.seconds(86_400)))
             try Self.check(alternateSignalStackSize, "alternateSignalStackSize", 16 << 10...(16 << 20))
+            try Self.check(leadUpWindow, "leadUpWindow", .zero...(.seconds(60)))
             if heartbeatInterval != .zero {
                 try Self.check(heartbeatInterval, "heartbeatInterval", .seconds(1)...(.seconds(3600)))
             } else if loopHistogram {
                 throw fail("loopHistogram", "true", "the loop histogram is published in the heartbeat; set a heartbeatInterval")
             }
+        }
+
+        /// The flight recorder's buckets for `leadUpWindow` (100 ms each, the window rounded up).
+        var leadUpBuckets: Int {
+            let microseconds = DurationText.microseconds(leadUpWindow)
+            return Int((microseconds + 99_999) / 100_000)
         }
 
         private static func check(_ value: Duration, _ key: String, _ range: ClosedRange<Duration>) throws {

@@ -53,6 +53,62 @@ import Testing
         #expect(h.statistics.hangsFolded.load(ordering: .relaxed) == 1)
     }
 
+    /// Idle, then one piece of 800 ms: the lead-up reads idle, every bucket of the window there,
+    /// and one piece proves nothing about its jobs.
+    @Test func aHangAfterIdleCarriesAnIdleLeadUp() throws {
+        let h = Self.harness()
+        h.busy(from: 100, for: 10)
+        h.busy(from: 3_000, for: 800)
+        h.run()
+        h.writer.flush()
+        let report = try #require(ReportDirectory(path: h.directory.path).reports().first)
+        let before = try #require(report.before)
+        #expect(before.windowMs == 5000 && before.bucketMs == 100 && before.buckets.count == 50)
+        #expect(before.busyRatio < 0.05, "\(before.busyRatio)")
+        #expect(before.reading.hasPrefix("idle before onset"), "\(before.reading)")
+        // The 10 ms piece, 2.9 s before the onset, in its bucket; the hang's own piece in none.
+        #expect(abs(before.buckets.reduce(0) { $0 + $1.busyMs } - 10) <= 4.1, "\(before.buckets)")
+        #expect(before.buckets.reduce(0) { $0 + $1.stretches } == 1)
+        #expect(report.kind?.name == "unknown")
+        #expect(report.kind?.iterationsBefore == 0)
+    }
+
+    /// Two seconds of 15 ms iterations without sleeping, then a piece of 400 ms: the lead-up reads
+    /// busy, and the iterations before it prove a backlog ran into it.
+    @Test func aHangAfterABacklogOfShortIterationsCarriesABusyLeadUpAndIsMixed() throws {
+        let h = WatchdogHarness(configure: { $0.leadUpWindow = .seconds(2) })
+        h.loop(.afterWaiting, at: 500)
+        var time = 515.0
+        while time <= 2_500 {
+            h.loop(.beforeSources, at: time)
+            time += 15
+        }
+        // The last, at 2,495 ms, begins the piece that hangs: 132 iterations in 1,995 ms before it.
+        h.loop(.beforeWaiting, at: time - 15 + 400)
+        h.run()
+        h.writer.flush()
+        let report = try #require(ReportDirectory(path: h.directory.path).reports().first)
+        let before = try #require(report.before)
+        #expect(before.buckets.count == 20)
+        #expect(before.busyRatio > 0.95, "\(before.busyRatio)")
+        #expect(before.reading.hasPrefix("busy 100 % for "), "\(before.reading)")
+        #expect(before.buckets.reduce(0) { $0 + $1.iterations } >= 120, "\(before.buckets)")
+        #expect(before.buckets.allSatisfy { $0.longestMs <= 20 })
+        let kind = try #require(report.kind)
+        #expect(kind.name == "mixed", "\(kind)")
+        #expect(kind.iterationsBefore == 132, "\(kind)")
+        #expect(abs((kind.busyBeforeMs ?? 0) - 1995) <= 1, "\(kind)")
+    }
+
+    @Test func aWindowOfZeroWritesNoLeadUp() throws {
+        let h = WatchdogHarness(configure: { $0.leadUpWindow = .zero })
+        h.busy(from: 3_000, for: 800)
+        h.run()
+        h.writer.flush()
+        let report = try #require(ReportDirectory(path: h.directory.path).reports().first)
+        #expect(report.before == nil && report.kind == nil)
+    }
+
     @Test func outsideTheRepeatWindowTheSamePathIsANewReport() throws {
         let h = Self.harness(repeatWindowSeconds: 2)
         let (directory, writer) = (h.directory, h.writer)

@@ -31,20 +31,31 @@ final class ActivityLatch: @unchecked Sendable {
     var wake: WatchdogWake { storage.pointee.wake }
 
     /// `wake`: the watchdog's semaphore (latches of one watchdog share it); by default its own.
-    init(busyActivities: Set<HangMonitor.Activity>, loopHistogram: Bool = false, wake: WatchdogWake = WatchdogWake()) {
+    /// `leadUpBuckets`: buckets of the flight recorder (`UnsafeLeadUpRecorder`) to keep; 0: none.
+    init(
+        busyActivities: Set<HangMonitor.Activity>, loopHistogram: Bool = false, leadUpBuckets: Int = 0,
+        wake: WatchdogWake = WatchdogWake()
+    ) {
         storage = .allocate(capacity: 1)
         storage.initialize(to: UnsafeLatchStorage(idleMask: ~HangMonitor.Activity.mask(busyActivities), wake: wake))
         storage.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
         if loopHistogram {
             storage.pointee.loopHistogram = UnsafeLoopHistogram.allocate()
         }
+        if leadUpBuckets > 0 {
+            storage.pointee.leadUp = UnsafeLeadUpRecorder.allocate(buckets: leadUpBuckets)
+        }
     }
+
+    /// The flight recorder, if kept (the watchdog reads it when a hang begins).
+    var leadUp: UnsafeLeadUpRecorder? { storage.pointee.leadUp }
 
     /// The loop-busy histogram, if kept (the watchdog copies it into the heartbeat).
     var loopHistogram: UnsafeLoopHistogram? { storage.pointee.loopHistogram }
 
     deinit {
         storage.pointee.loopHistogram?.deallocate()
+        storage.pointee.leadUp?.deallocate()
         storage.deinitialize(count: 1)
         storage.deallocate()
     }
@@ -161,6 +172,9 @@ struct UnsafeLatchStorage: ~Copyable {
     /// The loop-busy histogram, when the monitor keeps one (`loopHistogram`); written only by the
     /// loop's thread, read by the watchdog for the heartbeat.
     var loopHistogram: UnsafeLoopHistogram?
+    /// The flight recorder, when the monitor keeps one (a run loop's, `leadUpWindow`); written only
+    /// by the loop's thread, read by the watchdog when a hang begins.
+    var leadUp: UnsafeLeadUpRecorder?
     /// When the current busy stretch began (`CLOCK_MONOTONIC` ns; 0: idle). Loop thread only.
     var busySince: UInt64 = 0
     /// A busy stretch at least this long (1024 ns units; the watchdog sets it: the threshold plus
@@ -204,6 +218,15 @@ struct UnsafeLatchStorage: ~Copyable {
         } else {
             let now = clock()
             value = now << 8 | UInt64(activity)
+            if let leadUp = storage.pointee.leadUp {
+                // The clock was read anyway: the recorder costs a few stores, no clock read.
+                let iteration = !idle && activity == HangMonitor.Activity.beforeSources.rawValue
+                if wasIdle {
+                    leadUp.beginStretch(at: now, iteration: iteration)
+                } else {
+                    leadUp.endPiece(from: previousWord >> 8, to: now, endsStretch: idle, iteration: iteration)
+                }
+            }
             if idle && !storage.pointee.recordingHang.load(ordering: .relaxed) {
                 let start = previousWord >> 8
                 let duration = now &- start

@@ -70,7 +70,8 @@ final class MonitorAssembly: Sendable {
         if configuration.stampsContinueSignal { world.installContinueStamp() }
         latch = ActivityLatch(
             busyActivities: configuration.busyActivities,
-            loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero, wake: runtime.watchdog.wake)
+            loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero,
+            leadUpBuckets: source.kind == .runLoop ? configuration.leadUpBuckets : 0, wake: runtime.watchdog.wake)
         threadSlot = ThreadSlot()
         images = runtime.images(logger: owner.logger)
         builder = Self.reportBuilder(configuration, world: world, signal: signal, kind: source.kind)

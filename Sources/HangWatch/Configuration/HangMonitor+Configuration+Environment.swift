@@ -76,6 +76,7 @@ extension HangMonitor.Configuration {
         case heartbeatInterval = "HANGWATCH_HEARTBEAT_INTERVAL"
         case agentAccess = "HANGWATCH_AGENT_ACCESS"
         case loopHistogram = "HANGWATCH_LOOP_HISTOGRAM"
+        case leadUpWindow = "HANGWATCH_LEAD_UP_WINDOW"
         case concurrencyPool = "HANGWATCH_CONCURRENCY_POOL"
         case queueLooks = "HANGWATCH_QUEUE_LOOKS"
         case ioUring = "HANGWATCH_IO_URING"
@@ -144,6 +145,7 @@ extension HangMonitor.Configuration {
         case .reportBurst: reportBurst = try value.integer()
         case .repeatWindow: repeatWindow = try value.duration()
         case .heartbeatInterval: heartbeatInterval = try value.duration()
+        case .leadUpWindow: leadUpWindow = try value.duration()
         case .altStackSize:
             guard let bytes = ByteCountText.parse(value.text), bytes <= UInt64(Int.max) else {
                 throw value.invalid("expected a size such as 64KiB")

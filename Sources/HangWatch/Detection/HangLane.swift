@@ -274,6 +274,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             watchdogOversleepMicroseconds: oversleep, stopSuspected: stopSuspected, maxSamples: settings.maxSamples,
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
         recording.edges = source.edges
+        // First: the loop is still in the piece that hung, so the recorder holds only what led up to it.
+        recording.leadUp = latch.leadUp.map { LeadUpRecord.read($0, onset: snapshot) }
         noteContextAtDetection(&recording, snapshot: snapshot, stopSuspected: stopSuspected, environment)
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
         takeSample(&recording, thread: thread, whyNoThread: whyNoThread, hang: snapshot, environment)

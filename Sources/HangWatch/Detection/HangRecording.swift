@@ -49,6 +49,8 @@ struct HangRecording: Sendable {
     /// A main queue's hang: every task, read once at detection; the report counts those queued
     /// on the main actor behind the hang.
     var queuedTasks: QueuedTaskCensus?
+    /// A run loop's flight recorder, read at detection: the report's `before` and `kind`.
+    var leadUp: LeadUpRecord?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

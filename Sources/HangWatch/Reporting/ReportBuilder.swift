@@ -82,6 +82,10 @@ struct ReportBuilder: Sendable {
         report.edges = (recording.edges ?? (source == .poolJob || source == .concurrencyPool ? .sampled : nil))?.rawValue
         report.waitsFor = waitsFor
         report.queuedTasks = queued
+        if let leadUp = recording.leadUp {
+            report.before = leadUp.leadUp
+            report.kind = leadUp.kind(thresholdMicroseconds: recording.thresholdMicroseconds)
+        }
         let labels = HangLabels.bounded(recording.labels ?? [])
         report.labels = labels.labels
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil

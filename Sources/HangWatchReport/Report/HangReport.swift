@@ -24,8 +24,9 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// `capture.callsCutShort`; 1.5 `waitsFor`, `threads[].waitsFor` and `offCPUMs`, the verdict
     /// `deadlocked`, thread dumps (`source` `dump`), `nameSignature`, `labels` and `labelsOmitted`;
     /// 1.6 `resource`, the container and pod; the verdicts `throttled` and `paging` and the
-    /// context's CPU limit, throttled, stopped and paging fields).
-    public static let currentSchema = "hangwatch.hang/1.6"
+    /// context's CPU limit, throttled, stopped and paging fields; 1.7 `before`, the lead-up, and
+    /// `kind`).
+    public static let currentSchema = "hangwatch.hang/1.7"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.
@@ -115,6 +116,13 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// `dispatch-main`: on the main actor), counted and folded. Optional and additive within
     /// schema 1.6; absent in every other report, and where the monitor reads no tasks.
     public var queuedTasks: QueuedTasks?
+    /// Schema 1.7: what the loop did in the seconds before the hang began, from its flight recorder
+    /// (`LeadUp`); absent for sources that keep none (all but `runloop`), for a hang seen only
+    /// after it ended, with the recorder off, and in older reports.
+    public var before: LeadUp?
+    /// Schema 1.7: one job, a backlog, both, or unknown, as far as the source proves it (`Kind`);
+    /// absent where `before` is.
+    public var kind: Kind?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,

@@ -91,6 +91,11 @@ package struct ReportDetail {
             field("labels", labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + omitted)
         }
         if let queued = report.queuedTasks { field("queued", Self.queuedLine(queued, report: report)) }
+        if let before = report.before {
+            field("lead-up", Self.leadUpLine(before))
+            field("", before.reading + " (a block per \(Text.duration(Double(Self.leadUpGroup(before)) * before.bucketMs)))")
+        }
+        if let kind = report.kind { field("kind", Self.kindLine(kind)) }
         field("signature", Self.signatureLine(report))
         lines.append("")
 
@@ -187,6 +192,36 @@ package struct ReportDetail {
     }
 
     /// `1a2b3c4d5e6f7a8b by names (addresses: 0011223344556677)`: the group's signature and kind.
+    /// The blocks of a lead-up, `▁` idle to `█` busy: one per bucket, or per group of buckets so
+    /// that there are at most `columns`, each the busy share of its group's time.
+    package static func leadUpBlocks(_ before: HangReport.LeadUp, columns: Int = 50) -> String {
+        let levels = Array("▁▂▃▄▅▆▇█")
+        guard !before.buckets.isEmpty, before.bucketMs > 0 else { return "" }
+        let group = (before.buckets.count + columns - 1) / columns
+        return String(
+            stride(from: 0, to: before.buckets.count, by: group).map { start in
+                let buckets = before.buckets[start..<min(start + group, before.buckets.count)]
+                let share = buckets.reduce(0) { $0 + $1.busyMs } / (Double(buckets.count) * before.bucketMs)
+                return levels[min(levels.count - 1, max(0, Int(share * Double(levels.count))))]
+            })
+    }
+
+    /// Buckets per block: as few as fit 50 columns.
+    package static func leadUpGroup(_ before: HangReport.LeadUp) -> Int { max(1, (before.buckets.count + 49) / 50) }
+
+    /// `5 s: ▁▁▁▂▅▇██  busy 92 %`: the report's `before`, drawn (at most 76 columns with its label).
+    package static func leadUpLine(_ before: HangReport.LeadUp) -> String {
+        let seconds = before.windowMs / 1000
+        let window = seconds == seconds.rounded() ? String(Int(seconds)) : String(printf: "%.1f", seconds)
+        return "\(window) s: \(leadUpBlocks(before))  busy \(Int((before.busyRatio * 100).rounded())) %"
+    }
+
+    /// `mixed: 132 iterations without sleeping …`: the report's `kind` and why.
+    package static func kindLine(_ kind: HangReport.Kind) -> String {
+        let name = ["oneJob": "one job", "backlog": "backlog", "mixed": "mixed", "unknown": "unknown"][kind.name] ?? kind.name
+        return "\(name): \(kind.reason)"
+    }
+
     /// The report's `queuedTasks` in one line: how many tasks waited to run behind the hang, and
     /// the largest folds of them by the first three functions of their chain, else where they
     /// start (`3 tasks waiting for a pool thread: 2 in fetch() ← handleOrder(_:), 1 in poll()`).

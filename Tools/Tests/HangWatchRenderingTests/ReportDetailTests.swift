@@ -261,3 +261,43 @@ import Testing
         #expect(!ReportDetailTests.render(ReportFixtures.report(), width: 200).contains { $0.hasPrefix("queued") })
     }
 }
+
+/// The `lead-up` and `kind` lines: a run-loop report's `before`, drawn, and its `kind`.
+@Suite struct LeadUpLineTests {
+    static func before(_ busy: [Double], ratio: Double, reading: String) -> HangReport.LeadUp {
+        HangReport.LeadUp(
+            windowMs: Double(busy.count * 100), bucketMs: 100,
+            buckets: busy.map { HangReport.LeadUp.Bucket(busyMs: $0, stretches: 1, iterations: 1, longestMs: $0) },
+            busyRatio: ratio, reading: reading)
+    }
+
+    @Test func eachBucketIsABlockFromIdleToBusy() {
+        let before = Self.before([0, 10, 30, 55, 70, 99, 100, 100], ratio: 0.58, reading: "busy 92 % for 0.3 s before onset")
+        #expect(ReportDetail.leadUpBlocks(before) == "▁▁▃▅▆███")
+        #expect(ReportDetail.leadUpLine(before) == "0.8 s: ▁▁▃▅▆███  busy 58 %")
+    }
+
+    @Test func aWindowOfMoreThanFiftyBucketsIsGroupedToFit() {
+        // 100 buckets: two a block, 50 blocks; the last ten buckets busy.
+        let before = Self.before(Array(repeating: 0, count: 90) + Array(repeating: 100, count: 10), ratio: 0.1, reading: "")
+        let blocks = ReportDetail.leadUpBlocks(before)
+        #expect(blocks.count == 50)
+        #expect(blocks == String(repeating: "▁", count: 45) + String(repeating: "█", count: 5))
+        #expect(ReportDetail.leadUpLine(before).hasPrefix("10 s: ▁▁▁"))
+        #expect(ReportDetail.leadUpLine(before).hasSuffix("█  busy 10 %"))
+        #expect(ReportDetail.leadUpGroup(before) == 2)
+    }
+
+    @Test func showDrawsTheLeadUpAndNamesTheKind() {
+        var report = ReportFixtures.report()
+        #expect(!ReportDetailTests.render(report, width: 200).contains { $0.hasPrefix("lead-up") || $0.hasPrefix("kind") })
+        report.before = Self.before(Array(repeating: 0.5, count: 50), ratio: 0.005, reading: "idle before onset (busy 1 %)")
+        report.kind = HangReport.Kind(name: .unknown, reason: "one piece past the threshold from the loop's wake", iterationsBefore: 0, busyBeforeMs: 0)
+        let lines = ReportDetailTests.render(report, width: 200)
+        #expect(lines.contains("lead-up   5 s: \(String(repeating: "▁", count: 50))  busy 1 %"), "\(lines)")
+        #expect(lines.contains("          idle before onset (busy 1 %) (a block per 100ms)"), "\(lines)")
+        // Within 80 columns, as the README's sample is.
+        #expect(ReportDetailTests.render(report, width: 80).contains { $0.hasPrefix("lead-up") && !$0.contains("…") })
+        #expect(lines.contains("kind      unknown: one piece past the threshold from the loop's wake"), "\(lines)")
+    }
+}

@@ -1,0 +1,149 @@
+import HangWatchReport
+
+/// A run loop's flight recorder as the watchdog read it when a hang began (its buckets and its
+/// current busy stretch, in the latch's units of 1024 ns), and what the report makes of it:
+/// `before` and `kind`. Pure: tests build one from numbers.
+struct LeadUpRecord: Sendable, Equatable {
+    /// The window's buckets, oldest first; the last holds the onset.
+    var buckets: [UnsafeLeadUpRecorder.Bucket]
+    /// When the piece that hung began (units).
+    var onsetUnits: UInt64
+    /// The busy stretch the piece belongs to: its start, the iterations begun in it so far (the
+    /// piece's own, if it began one, included), its longest piece that ended.
+    var stretchStartUnits: UInt64
+    var stretchIterations: UInt64
+    var stretchLongestUnits: UInt64
+    /// The piece that hung began an iteration (its activity is `beforeSources`).
+    var onsetBeganIteration: Bool
+
+    /// Reads `recorder` for a hang whose piece began at `onset` (its latch word) with `activity`.
+    static func read(_ recorder: UnsafeLeadUpRecorder, onset: ActivitySnapshot) -> LeadUpRecord {
+        let onsetUnits = onset.word >> 8
+        let stretch = recorder.stretch()
+        return LeadUpRecord(
+            buckets: recorder.read(endingAt: onsetUnits), onsetUnits: onsetUnits, stretchStartUnits: stretch.start,
+            stretchIterations: stretch.iterations, stretchLongestUnits: stretch.longestUnits,
+            onsetBeganIteration: onset.activity == HangMonitor.Activity.beforeSources.rawValue)
+    }
+
+    static func milliseconds(units: UInt64) -> Double {
+        ReportBuilder.round(Double(units) * 1.024 / 1000)
+    }
+
+    /// The report's `before`.
+    var leadUp: HangReport.LeadUp {
+        let bucketUnits = UnsafeLeadUpRecorder.bucketUnits
+        let firstStart = (buckets.first?.epoch ?? 0) * bucketUnits
+        let covered = onsetUnits > firstStart ? onsetUnits - firstStart : 0
+        let busy = buckets.reduce(0) { $0 + $1.busyUnits }
+        let ratio = covered > 0 ? min(1, Double(busy) / Double(covered)) : 0
+        return HangReport.LeadUp(
+            // Nominally: a bucket is 97,656 units of 1024 ns, 2.6 ppm short of 100 ms.
+            windowMs: Double(buckets.count * 100), bucketMs: 100,
+            buckets: buckets.map {
+                HangReport.LeadUp.Bucket(
+                    busyMs: Self.milliseconds(units: $0.busyUnits), stretches: Int($0.stretches), iterations: Int($0.iterations),
+                    longestMs: Self.milliseconds(units: $0.longestUnits))
+            },
+            busyRatio: ReportBuilder.ratio(ratio), reading: reading(ratio: ratio),
+            tornBuckets: buckets.contains(where: \.torn) ? buckets.filter(\.torn).count : nil)
+    }
+
+    /// `busy 92 % for 4.8 s before onset`: the run of buckets at least half busy that ends at the
+    /// onset (the onset's own bucket judged only when it had 50 ms before the onset), with its busy
+    /// ratio; `idle before onset (busy 1 %)` when the window was under 10 % busy; else
+    /// `busy 37 % in the 5 s before onset`.
+    func reading(ratio: Double) -> String {
+        let percent = Int((ratio * 100).rounded())
+        if ratio < 0.1 { return "idle before onset (busy \(percent) %)" }
+        let bucketUnits = UnsafeLeadUpRecorder.bucketUnits
+        var run: (busy: UInt64, covered: UInt64) = (0, 0)
+        for (offset, bucket) in buckets.enumerated().reversed() {
+            let start = bucket.epoch * bucketUnits
+            var covered = bucketUnits
+            if offset == buckets.count - 1 {
+                covered = onsetUnits > start ? onsetUnits - start : 0
+                if covered < bucketUnits / 2 {
+                    run.busy += bucket.busyUnits
+                    run.covered += covered
+                    continue
+                }
+            }
+            guard bucket.busyUnits * 2 >= covered else { break }
+            run.busy += bucket.busyUnits
+            run.covered += covered
+        }
+        let seconds = Self.seconds(units: run.covered)
+        if run.covered >= bucketUnits {
+            let runPercent = Int((min(1, Double(run.busy) / Double(run.covered)) * 100).rounded())
+            return "busy \(runPercent) % for \(seconds) s before onset"
+        }
+        let window = Self.seconds(units: UInt64(buckets.count) * bucketUnits)
+        return "busy \(percent) % in the \(window) s before onset"
+    }
+
+    /// Seconds to one decimal, without a trailing `.0`.
+    static func seconds(units: UInt64) -> String {
+        let tenths = (Double(units) * 1.024 / 100_000).rounded()
+        let whole = Int(tenths) / 10
+        let tenth = Int(tenths) % 10
+        return tenth == 0 ? "\(whole)" : "\(whole).\(tenth)"
+    }
+
+    /// The report's `kind` for a run-loop hang of `thresholdMicroseconds` (`RunLoopHangKind`).
+    func kind(thresholdMicroseconds: UInt64) -> HangReport.Kind {
+        // The stretch the recorder holds is the hang's unless it began after the onset (the hang
+        // ended and another stretch began before the read).
+        guard stretchStartUnits <= onsetUnits else {
+            return HangReport.Kind(name: .unknown, reason: "the loop moved on before its stretch was read")
+        }
+        let before = stretchIterations - (onsetBeganIteration && stretchIterations > 0 ? 1 : 0)
+        let busyBefore = (onsetUnits - stretchStartUnits) << 10 / 1000
+        return RunLoopHangKind.decide(
+            iterationsBefore: before, busyBeforeMicroseconds: busyBefore,
+            longestBeforeMicroseconds: stretchLongestUnits << 10 / 1000, thresholdMicroseconds: thresholdMicroseconds)
+    }
+}
+
+/// The kind of a run-loop hang, from what the loop's observers prove. A run-loop hang is one busy
+/// piece (from one observed activity to the next) past the threshold. Inside one piece CFRunLoop
+/// runs every block queued with `CFRunLoopPerformBlock`, every due timer, the whole drain of the
+/// main dispatch queue or a port's message, and its version-0 sources: one piece, one iteration,
+/// proves nothing about how many jobs ran, so `oneJob` is never proven here. What the observers do
+/// prove is the stretch before the piece: iterations the loop began without going to sleep in
+/// between. Several of them, each much shorter than the threshold (the longest at most a quarter
+/// of it), that kept the loop busy for at least the threshold before the piece began, are a backlog
+/// that ran into the piece past the threshold: `mixed`. Anything else: `unknown`.
+enum RunLoopHangKind {
+    static func decide(
+        iterationsBefore: UInt64, busyBeforeMicroseconds: UInt64, longestBeforeMicroseconds: UInt64, thresholdMicroseconds: UInt64
+    ) -> HangReport.Kind {
+        let busyMs = ReportBuilder.milliseconds(Int64(busyBeforeMicroseconds))
+        let longestMs = ReportBuilder.milliseconds(Int64(longestBeforeMicroseconds))
+        func kind(_ name: HangReport.Kind.Name, _ reason: String) -> HangReport.Kind {
+            HangReport.Kind(name: name, reason: reason, iterationsBefore: Int(iterationsBefore), busyBeforeMs: busyMs)
+        }
+        if iterationsBefore >= 2, busyBeforeMicroseconds >= thresholdMicroseconds,
+            longestBeforeMicroseconds * 4 <= thresholdMicroseconds
+        {
+            return kind(
+                .mixed,
+                "\(iterationsBefore) iterations without sleeping for \(Self.format(busyMs)) ms (the longest piece \(Self.format(longestMs)) ms) before the piece past the threshold"
+            )
+        }
+        if iterationsBefore == 0 || busyBeforeMicroseconds == 0 {
+            return kind(
+                .unknown,
+                "one piece past the threshold from the loop's wake; one piece can run one job or many (blocks, due timers, the main queue's drain)"
+            )
+        }
+        return kind(
+            .unknown,
+            "\(iterationsBefore) iterations in \(Self.format(busyMs)) ms before the piece past the threshold: not a backlog of short iterations past the threshold; one piece can run one job or many"
+        )
+    }
+
+    static func format(_ milliseconds: Double) -> String {
+        milliseconds == milliseconds.rounded() ? String(Int(milliseconds)) : String(milliseconds)
+    }
+}

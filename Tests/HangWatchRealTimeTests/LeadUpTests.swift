@@ -1,0 +1,71 @@
+import Foundation
+@testable import HangWatch
+import HangWatchReport
+import HangWatchTestSupport
+import Synchronization
+import Testing
+
+/// End to end: a real run loop's flight recorder, written by its real observers, read into a
+/// real report (`before`, `kind`). Generous bounds: the machine may be busy.
+@Suite(.serialized) struct LeadUpTests {
+    /// Idle, then one 800 ms job: the lead-up reads idle over the whole window, and one piece
+    /// proves nothing about how many jobs it ran.
+    @Test func aLoopIdleUntilOneLongJobReadsIdleBeforeIt() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop(threshold: .milliseconds(200))
+        defer { loop.stop() }
+        loop.afterDelay(0.3) { _ = hangInTimerCallback(milliseconds: 800) }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        let report = try #require(reports.first)
+        let before = try #require(report.before, "a run-loop report carries its lead-up")
+        #expect(before.windowMs == 5000 && before.bucketMs == 100)
+        #expect(before.buckets.count == 50, "the buckets cover the window")
+        #expect(before.busyRatio < 0.05, "\(before.busyRatio) \(before.reading)")
+        #expect(before.reading.hasPrefix("idle before onset"), "\(before.reading)")
+        // The hang's own piece is not in its lead-up.
+        #expect(before.buckets.allSatisfy { $0.longestMs < 100 }, "\(before.buckets)")
+        let kind = try #require(report.kind)
+        #expect(kind.name == "unknown", "\(kind)")
+        #expect(kind.iterationsBefore == 0, "\(kind)")
+    }
+
+    /// A loop kept busy by a repeating timer that works 13 ms (each firing its own iteration: the
+    /// loop sleeps between them; swift-corelibs-foundation schedules the next firing an interval,
+    /// 2 ms, after the callback returns: with an interval of 15 ms the firings came 26 ms apart)
+    /// for 2.5 s, then one 400 ms job: the lead-up reads busy. Measured on 2 CPUs beside other
+    /// builds: busyRatio 0.92 to 1.0 (the 2 ms sleeps, shorter than the coarse clock's 4 ms tick,
+    /// often read as none), 121 to 139 iterations in the 2 s window.
+    @Test func aLoopKeptBusyByShortIterationsReadsBusyBeforeTheJob() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop(threshold: .milliseconds(200)) { $0.leadUpWindow = .seconds(2) }
+        defer { loop.stop() }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let firings = Atomic<Int>(0)
+        loop.perform {
+            let timer = Timer(fire: Date(timeIntervalSinceNow: 0.015), interval: 0.002, repeats: true) { timer in
+                firings.add(1, ordering: .relaxed)
+                if DispatchTime.now().uptimeNanoseconds - start < 2_500_000_000 {
+                    _ = spinInTestHang(milliseconds: 13)
+                } else {
+                    timer.invalidate()
+                    _ = hangInTimerCallback(milliseconds: 400)
+                }
+            }
+            RunLoop.current.add(timer, forMode: .default)
+        }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        let report = try #require(reports.first)
+        #expect(report.heaviestStackContains("hangInTimerCallback"), "\(report.heaviestSymbols)")
+        let before = try #require(report.before)
+        #expect(before.buckets.count == 20)
+        #expect(before.busyRatio > 0.6, "\(before.busyRatio) \(before.reading)")
+        #expect(before.reading.hasPrefix("busy "), "\(before.reading)")
+        // Each firing began an iteration of its own; none of them came near the threshold.
+        let iterations = before.buckets.reduce(0) { $0 + $1.iterations }
+        #expect(iterations >= 60, "\(iterations) iterations in the window, \(firings.load(ordering: .relaxed)) firings")
+        #expect(before.buckets.allSatisfy { $0.longestMs < 100 }, "\(before.buckets)")
+        let kind = try #require(report.kind)
+        #expect(kind.name == "unknown" || kind.name == "mixed", "\(kind)")
+        print("lead-up measured: busyRatio \(before.busyRatio), \(before.reading), \(iterations) iterations, kind \(kind.name)")
+    }
+}
