@@ -16,6 +16,7 @@ _Static_assert(offsetof(struct hw_heartbeat, calls_cut_short) == 240, "heartbeat
 _Static_assert(offsetof(struct hw_heartbeat, pool_counts) == 272, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, pool_starvations) == 392, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, flags) == 416, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, lead_up_window_ns) == 424, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, service_version) == 448, "heartbeat layout is part of the file format");
 
 static uint64_t clock_ns(clockid_t clock) {
@@ -63,6 +64,9 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
     }
     store(&page->pool_buckets, 0); /* published by hw_heartbeat_pool, from the monitor that runs the pool watch */
     store(&page->pool_starvations, 0);
+    store(&page->lead_up_window_ns, 0); /* published by hw_heartbeat_lead_up */
+    store(&page->lead_up_busy_ns, 0);
+    store(&page->lead_up_longest_ns, 0);
     store(&page->capture_signal, 0);
     store(&page->watchdog_tid, 0);
     store(&page->magic, HW_HEARTBEAT_MAGIC);
@@ -100,6 +104,14 @@ void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram
         store(&page->pool_counts[bucket], pool != NULL ? pool->counts[bucket] : 0);
     }
     store(&page->pool_starvations, pool != NULL ? starvations : 0);
+    end(page);
+}
+
+void hw_heartbeat_lead_up(struct hw_heartbeat *page, uint64_t window_ns, uint64_t busy_ns, uint64_t longest_ns) {
+    begin(page);
+    store(&page->lead_up_window_ns, window_ns);
+    store(&page->lead_up_busy_ns, window_ns != 0 ? busy_ns : 0);
+    store(&page->lead_up_longest_ns, window_ns != 0 ? longest_ns : 0);
     end(page);
 }
 

@@ -35,6 +35,47 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())))
     }
 
+    /// `CLOCK_MONOTONIC`, ns: the heartbeat's tick clock.
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    /// Lag below the threshold, published: a run loop kept about 90 % busy by a timer that works
+    /// 18 ms per firing (each its own iteration, far under the 200 ms threshold; the next firing
+    /// is scheduled 2 ms after the callback returns) shows a busy ratio over 0.8 and a longest
+    /// piece under the threshold in the page its watchdog publishes, with no hang; before the work
+    /// began the page read it nearly idle.
+    @Test func aLoopBusyBelowTheThresholdPublishesItsBusyRatio() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop(threshold: .milliseconds(200)) {
+            $0.heartbeatInterval = .seconds(1)
+            $0.leadUpWindow = .seconds(2)
+        }
+        defer { loop.stop() }
+        let idle = try #require(waitFor(directory) { $0.loopBusyWindow != nil }?.loopBusyWindow, "a run loop's page has the section")
+        #expect(idle.ratio < 0.2, "\(idle)")
+        let stop = Atomic<Bool>(false)
+        let started = Self.monotonicNanoseconds()
+        loop.perform {
+            let timer = Timer(fire: Date(), interval: 0.002, repeats: true) { timer in
+                if stop.load(ordering: .relaxed) { return timer.invalidate() }
+                _ = spinInTestHang(milliseconds: 18)
+            }
+            RunLoop.current.add(timer, forMode: .default)
+        }
+        // A page ticked once the whole 2 s window lies in the busy time.
+        let page = waitFor(directory) { $0.tickMonotonicNanoseconds > started + 2_300_000_000 }
+        stop.store(true, ordering: .relaxed)
+        let busy = try #require(page?.loopBusyWindow, "\(String(describing: page))")
+        print("heartbeat busy ratio measured: \(busy.ratio), longest piece \(Double(busy.longestNanoseconds) / 1e6) ms, window \(Double(busy.windowNanoseconds) / 1e6) ms")
+        #expect(busy.ratio > 0.8, "\(busy)")
+        #expect(busy.windowNanoseconds > 1_800_000_000 && busy.windowNanoseconds <= 2_000_000_000, "\(busy)")
+        #expect(busy.longestNanoseconds > 10_000_000 && busy.longestNanoseconds < 200_000_000, "\(busy)")
+        #expect(page?.hangsDetected == 0)
+        monitor.stop()
+    }
+
     @Test func aHangShowsAsRecordingAndIsCounted() throws {
         let (directory, loop, monitor) = try startMonitoredLoop { $0.heartbeatInterval = .seconds(1) }
         defer { loop.stop() }

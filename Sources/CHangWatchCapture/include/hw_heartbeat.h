@@ -97,7 +97,10 @@ struct hw_heartbeat {
     uint64_t capture_signal;      /* 400: the signal `hangwatch dump` queues to ask for a dump; 0: none */
     uint64_t watchdog_tid;        /* 408: the thread that ticks (the one a dump request is sent to) */
     uint64_t flags;               /* 416: HW_HEARTBEAT_FLAG_* */
-    uint64_t reserved_pool[3];    /* 424 */
+    /* 424: the busiest run loop's flight recorder over its window ending at the tick (issue 62) */
+    uint64_t lead_up_window_ns;   /* 424: the window the two below cover; 0: not published */
+    uint64_t lead_up_busy_ns;     /* 432: busy time in it */
+    uint64_t lead_up_longest_ns;  /* 440: the longest busy piece in it */
     uint64_t service_version[8];  /* 448: the service's version, UTF-8, NUL-padded (64 bytes) */
 };
 
@@ -121,6 +124,10 @@ void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activ
 /** Publishes the pool probe's start delays (`pool`, NULL: not published) and starvations. The
  * watchdog thread only (the page's one writer), like hw_heartbeat_tick. */
 void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram *pool, uint64_t starvations);
+
+/** Publishes a run loop's busy time and longest piece over `window_ns` ending now (`window_ns`
+ * 0: not published). The watchdog thread only, like hw_heartbeat_tick. */
+void hw_heartbeat_lead_up(struct hw_heartbeat *page, uint64_t window_ns, uint64_t busy_ns, uint64_t longest_ns);
 
 /** Publishes the signal `hangwatch dump` queues to ask this process for a thread dump (0: none). */
 void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo);

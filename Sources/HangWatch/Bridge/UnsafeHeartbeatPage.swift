@@ -71,6 +71,12 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             histogram.map { UnsafePointer($0.storage) })
     }
 
+    /// Publishes a run loop's busy time and longest piece over `windowNanoseconds` ending now (nil:
+    /// no monitor of the page keeps a flight recorder).
+    func leadUp(windowNanoseconds: UInt64, busyNanoseconds: UInt64, longestNanoseconds: UInt64) {
+        hw_heartbeat_lead_up(page, windowNanoseconds, busyNanoseconds, longestNanoseconds)
+    }
+
     /// Publishes the signal a thread dump is asked for with (`hangwatch dump`; 0: none).
     func captureSignal(_ signal: Int32) {
         hw_heartbeat_capture_signal(page, UInt64(max(0, signal)))
@@ -134,6 +140,9 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "poolDelayTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.pool_delay_total_ns)!,
             "poolCounts": MemoryLayout<hw_heartbeat>.offset(of: \.pool_counts)!,
             "poolStarvations": MemoryLayout<hw_heartbeat>.offset(of: \.pool_starvations)!,
+            "leadUpWindowNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.lead_up_window_ns)!,
+            "leadUpBusyNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.lead_up_busy_ns)!,
+            "leadUpLongestNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.lead_up_longest_ns)!,
             "serviceVersion": MemoryLayout<hw_heartbeat>.offset(of: \.service_version)!,
         ]
     }

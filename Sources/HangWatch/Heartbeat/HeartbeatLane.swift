@@ -10,7 +10,9 @@ import Synchronization
 /// member, the one the page already says: never 0), and the sums
 /// of their hangs, suppressions and loop-busy histograms, monitors that stopped included (the
 /// counts a reader differences never go back). The pool watch's delays are in it while a member
-/// runs the pool watch.
+/// runs the pool watch. Of the members whose run loop keeps a flight recorder, the busiest one's
+/// busy time over the recorder's window ending at the tick (`RecorderBusyWindow`): read here, on
+/// the wake-up the page is published on anyway.
 final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
     /// What a hang lane last saw, as its steps tell it (read by the heartbeat lane on the same
     /// thread; atomics, so a reader elsewhere never tears it either). A change of state is
@@ -59,6 +61,8 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
     /// The pool watch's delays when one of `owners` runs it, else nil.
     private let poolDelays: @Sendable (_ owners: [ObjectIdentifier]) -> HangMonitor.PoolProbeDelays?
     private let stop: StopFlag
+    /// The watchdog's clock (`CLOCK_MONOTONIC`), the end of the recorders' windows.
+    private let clock: any MonotonicClock
     private let members = Mutex(Members())
     /// The histograms of the members that stopped, and the sum published (the watchdog's own).
     private let departed = UnsafeLoopHistogram.allocate()
@@ -66,9 +70,10 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
     let finished = DispatchSemaphore(value: 0)
 
     init(
-        publisher: HeartbeatPublisher, intervalMicroseconds: UInt64, stop: StopFlag,
+        publisher: HeartbeatPublisher, intervalMicroseconds: UInt64, stop: StopFlag, clock: any MonotonicClock = SystemMonotonicClock(),
         poolDelays: @escaping @Sendable (_ owners: [ObjectIdentifier]) -> HangMonitor.PoolProbeDelays?
     ) {
+        self.clock = clock
         self.publisher = publisher
         self.intervalMicroseconds = intervalMicroseconds
         self.stop = stop
@@ -109,12 +114,16 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
 
     /// Publishes the page for the members as they are now.
     func publish() {
-        let (state, word, hangs, suppressed, threshold, histogram, owners) = members.withLock {
-            members -> (HeartbeatPublisher.State, UInt64, UInt64, UInt64, UInt64?, UnsafeLoopHistogram?, [ObjectIdentifier]) in
+        let now = clock.microseconds()
+        let (state, word, hangs, suppressed, threshold, histogram, owners, busiest) = members.withLock {
+            members -> (
+                HeartbeatPublisher.State, UInt64, UInt64, UInt64, UInt64?, UnsafeLoopHistogram?, [ObjectIdentifier], RecorderBusyWindow?
+            ) in
             var best: (state: HeartbeatPublisher.State, word: UInt64)?
             var hangs = members.departedHangs
             var suppressed = members.departedSuppressed
             var threshold = UInt64.max
+            var busiest: RecorderBusyWindow?
             if members.anyHistogram {
                 sum.reset()
                 sum.accumulate(departed)
@@ -126,15 +135,19 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
                 suppressed += UInt64(member.statistics.hangsSuppressed.load(ordering: .relaxed))
                 threshold = min(threshold, member.control.thresholdMicroseconds.load(ordering: .relaxed))
                 if let histogram = member.latch.loopHistogram { sum.accumulate(histogram) }
+                if let recorder = member.latch.leadUp {
+                    let window = RecorderBusyWindow.read(recorder, latch: member.latch, nowMicroseconds: now)
+                    if busiest.map({ window.ratio > $0.ratio }) ?? true { busiest = window }
+                }
             }
             return (
                 best?.state ?? .idle, best?.word ?? 0, hangs, suppressed, threshold == .max ? nil : threshold, members.anyHistogram ? sum : nil,
-                members.current.map(\.owner)
+                members.current.map(\.owner), busiest
             )
         }
         publisher.tick(
             state, activityWord: word, hangsDetected: hangs, hangsSuppressed: suppressed, thresholdMicroseconds: threshold,
-            loopHistogram: histogram, pool: poolDelays(owners))
+            loopHistogram: histogram, pool: poolDelays(owners), busyWindow: busiest)
     }
 
     /// The directory closed and the lane finished: the page says so, and the file is removed.

@@ -20,6 +20,8 @@ final class HeartbeatPublisher: @unchecked Sendable {
     private let callsCutShort: @Sendable () -> Int
     /// Whether the page holds the pool section (the watchdog thread only, like every tick).
     private var publishesPool = false
+    /// Whether the page holds the lead-up section (the watchdog thread only).
+    private var publishesBusyWindow = false
     /// The threshold the page says: the one it was made with until a tick names another.
     private var thresholdMicroseconds: UInt64
 
@@ -109,10 +111,11 @@ final class HeartbeatPublisher: @unchecked Sendable {
     /// Publishes the page: `thresholdMicroseconds` nil keeps the threshold the page says (no
     /// monitor of the directory is running to name one: the directory opens before its first
     /// monitor begins); `pool`, the pool watch's delays while one of the directory's monitors runs
-    /// it (nil: none does; the section is cleared once).
+    /// it (nil: none does; the section is cleared once); `busyWindow`, the busiest recorder's
+    /// window (nil: no monitor keeps one; the section is cleared once).
     func tick(
         _ state: State, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64 = 0, thresholdMicroseconds: UInt64?,
-        loopHistogram: UnsafeLoopHistogram? = nil, pool: HangMonitor.PoolProbeDelays? = nil
+        loopHistogram: UnsafeLoopHistogram? = nil, pool: HangMonitor.PoolProbeDelays? = nil, busyWindow: RecorderBusyWindow? = nil
     ) {
         if let thresholdMicroseconds { self.thresholdMicroseconds = thresholdMicroseconds }
         // The process's count (every monitor's captures and the pool watch's looks): the agent
@@ -126,6 +129,16 @@ final class HeartbeatPublisher: @unchecked Sendable {
             page.pool(counts: pool?.counts, totalNanoseconds: pool?.totalNanoseconds ?? 0, starvations: UInt64(pool?.starvations ?? 0))
         }
         publishesPool = pool != nil
+        if let busyWindow, busyWindow.windowUnits > 0 {
+            page.leadUp(
+                windowNanoseconds: RecorderBusyWindow.nanoseconds(units: busyWindow.windowUnits),
+                busyNanoseconds: RecorderBusyWindow.nanoseconds(units: busyWindow.busyUnits),
+                longestNanoseconds: RecorderBusyWindow.nanoseconds(units: busyWindow.longestUnits))
+            publishesBusyWindow = true
+        } else if publishesBusyWindow {
+            page.leadUp(windowNanoseconds: 0, busyNanoseconds: 0, longestNanoseconds: 0)
+            publishesBusyWindow = false
+        }
     }
 
     /// The last monitor of the directory stopped: say so, and remove the file.

@@ -89,7 +89,7 @@ final class SharedReportDirectory: Sendable {
             do {
                 let publisher = try heartbeatFile()
                 heartbeat = HeartbeatLane(
-                    publisher: publisher, intervalMicroseconds: DurationText.microseconds(settings.heartbeatInterval), stop: stop,
+                    publisher: publisher, intervalMicroseconds: DurationText.microseconds(settings.heartbeatInterval), stop: stop, clock: clock,
                     poolDelays: { [runtime] owners in
                         runtime.poolWatch.activeOwner().map(owners.contains) == true ? runtime.poolDelays.snapshot : nil
                     })

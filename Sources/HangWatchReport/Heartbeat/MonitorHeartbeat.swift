@@ -38,6 +38,9 @@ import Glibc
 /// | 400 | the signal `hangwatch dump` sends to ask the process for a thread dump (0: none, or a monitor that predates it) |
 /// | 408 | the watchdog's thread id, as of its last tick (the thread a dump request is sent to) |
 /// | 416 | flags: bit 0, the Swift runtime's task layout is not recognised (async labels and computing pool jobs unavailable) |
+/// | 424 | the busiest run loop's flight-recorder window ending at the last tick, ns; 0: not published (no monitor of the page keeps a recorder, or one that predates it) |
+/// | 432 | busy time in that window, ns |
+/// | 440 | the longest busy piece in that window, ns |
 /// | 448 | the service's version (`ServiceVersion`), UTF-8, NUL-padded, 64 bytes (all NUL: none, or a monitor that predates it) |
 public struct MonitorHeartbeat: Sendable, Equatable {
     public static let size = 512
@@ -54,11 +57,32 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case activityWord = 72, hangsDetected = 80, thresholdMicroseconds = 88, loopBuckets = 96
         case loopBusyTotalNanoseconds = 104, loopCounts = 112, hangsSuppressed = 232, callsCutShort = 240, pidNamespace = 248
         case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392, captureSignal = 400, watchdogTID = 408, flags = 416
+        case leadUpWindowNanoseconds = 424, leadUpBusyNanoseconds = 432, leadUpLongestNanoseconds = 440
         case serviceVersion = 448
     }
 
     /// Bit 0 of `flags`.
     public static let taskLayoutUnrecognisedFlag: UInt64 = 1
+
+    /// A run loop's busy time over the flight recorder's window ending at the tick
+    /// (`HeartbeatLane`: the busiest of the page's run loops that keep a recorder).
+    public struct BusyWindow: Sendable, Equatable {
+        public var windowNanoseconds: UInt64
+        public var busyNanoseconds: UInt64
+        /// The longest busy piece (the span the hang threshold is compared with) in the window.
+        public var longestNanoseconds: UInt64
+
+        public init(windowNanoseconds: UInt64, busyNanoseconds: UInt64, longestNanoseconds: UInt64) {
+            self.windowNanoseconds = windowNanoseconds
+            self.busyNanoseconds = busyNanoseconds
+            self.longestNanoseconds = longestNanoseconds
+        }
+
+        /// Busy time over the window, 0 to 1.
+        public var ratio: Double {
+            windowNanoseconds > 0 ? min(1, Double(busyNanoseconds) / Double(windowNanoseconds)) : 0
+        }
+    }
 
     public enum State: UInt64, Sendable {
         case stopped = 0, idle = 1, watching = 2, recording = 3, paused = 4
@@ -102,6 +126,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     public var thresholdMicroseconds: UInt64
     /// The loop-busy histogram, when the monitor keeps one (`HANGWATCH_LOOP_HISTOGRAM`).
     public var loopBusy: LoopBusyHistogram.Counts?
+    /// The busiest run loop's busy ratio over its flight recorder's window, when a monitor of the
+    /// page keeps a recorder (`leadUpWindow` above 0); nil from the others and older monitors.
+    public var loopBusyWindow: BusyWindow?
 
     public init(
         pid: Int32, startTimeTicks: UInt64, startedUnixMilliseconds: UInt64, tickMonotonicNanoseconds: UInt64,
@@ -109,8 +136,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0,
         poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0, callsCutShort: UInt64 = 0,
         captureSignal: Int32 = 0, watchdogTID: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: String? = nil,
-        pidNamespace: UInt64 = 0
+        pidNamespace: UInt64 = 0, loopBusyWindow: BusyWindow? = nil
     ) {
+        self.loopBusyWindow = loopBusyWindow
         self.pidNamespace = pidNamespace
         self.serviceVersion = serviceVersion
         self.taskLayoutUnrecognised = taskLayoutUnrecognised
@@ -237,7 +265,19 @@ public struct MonitorHeartbeat: Sendable, Equatable {
             taskLayoutUnrecognised: bytes.count >= Offset.flags.rawValue + 8
                 && field(bytes, Offset.flags.rawValue) & taskLayoutUnrecognisedFlag != 0,
             serviceVersion: serviceVersion(bytes),
-            pidNamespace: bytes.count >= Offset.pidNamespace.rawValue + 8 ? field(bytes, Offset.pidNamespace.rawValue) : 0)
+            pidNamespace: bytes.count >= Offset.pidNamespace.rawValue + 8 ? field(bytes, Offset.pidNamespace.rawValue) : 0,
+            loopBusyWindow: loopBusyWindow(bytes))
+    }
+
+    /// The lead-up section; nil when the window is 0 (not published: the words were reserved and
+    /// zero before it) or the page is too short to hold it.
+    static func loopBusyWindow(_ bytes: [UInt8]) -> BusyWindow? {
+        guard bytes.count >= Offset.leadUpLongestNanoseconds.rawValue + 8 else { return nil }
+        let window = field(bytes, Offset.leadUpWindowNanoseconds.rawValue)
+        guard window > 0 else { return nil }
+        return BusyWindow(
+            windowNanoseconds: window, busyNanoseconds: field(bytes, Offset.leadUpBusyNanoseconds.rawValue),
+            longestNanoseconds: field(bytes, Offset.leadUpLongestNanoseconds.rawValue))
     }
 
     /// The version field's text, up to its first NUL; nil when empty, absent or not UTF-8.
@@ -280,6 +320,13 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         if let loopBusy {
             values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]
             values += loopBusy.buckets.enumerated().map { (Offset.loopCounts.rawValue + 8 * $0.offset, $0.element) }
+        }
+        if let loopBusyWindow, loopBusyWindow.windowNanoseconds > 0 {
+            values += [
+                (Offset.leadUpWindowNanoseconds.rawValue, loopBusyWindow.windowNanoseconds),
+                (Offset.leadUpBusyNanoseconds.rawValue, loopBusyWindow.busyNanoseconds),
+                (Offset.leadUpLongestNanoseconds.rawValue, loopBusyWindow.longestNanoseconds),
+            ]
         }
         if let poolStartDelay {
             values += [

@@ -83,6 +83,33 @@ import Testing
         #expect(old.poolStartDelay == nil && old.pid == getpid())
     }
 
+    /// The busiest recorder's window, written by the C writer, read back; cleared once no monitor
+    /// keeps a recorder; a page whose words are zero (a monitor that predates the section, where
+    /// they were reserved) or too short to hold them reads without it.
+    @Test func theBusyWindowReadsBackThroughTheAgentsReader() throws {
+        let directory = ReportDirectory()
+        try ReportStore(directory: directory.path).prepare()
+        let publisher = try HeartbeatPublisher(
+            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
+        defer { publisher.retire() }
+        let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        publisher.tick(
+            .watching, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000,
+            busyWindow: RecorderBusyWindow(windowUnits: 4_800_000, busyUnits: 4_500_000, longestUnits: 146_000))
+        let heartbeat = try MonitorHeartbeat.read(path: path)
+        let window = try #require(heartbeat.loopBusyWindow)
+        #expect(window == MonitorHeartbeat.BusyWindow(windowNanoseconds: 4_915_200_000, busyNanoseconds: 4_608_000_000, longestNanoseconds: 149_504_000))
+        #expect(abs(window.ratio - 0.9375) < 1e-9)
+        #expect(MonitorHeartbeat.decode(heartbeat.encoded())?.loopBusyWindow == window)
+
+        publisher.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000)
+        #expect(try MonitorHeartbeat.read(path: path).loopBusyWindow == nil)
+        var older = heartbeat.encoded()
+        for offset in 424..<448 { older[offset] = 0 }
+        #expect(try #require(MonitorHeartbeat.decode(older)).loopBusyWindow == nil)
+        #expect(try #require(MonitorHeartbeat.decode(Array(heartbeat.encoded().prefix(256)))).loopBusyWindow == nil)
+    }
+
     @Test func theHistogramReaderUsesTheWritersBuckets() {
         #expect(UnsafeLoopHistogram.bucketBounds == LoopBusyHistogram.bounds)
     }
