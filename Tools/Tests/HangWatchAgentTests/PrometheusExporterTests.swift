@@ -158,8 +158,34 @@ import Testing
         #expect(text.contains(#"hangwatch_capture_calls_cut_short_total{service="t"} 1"#))
     }
 
+    /// The busiest run loop's busy ratio: a gauge by service and source, the services bounded like
+    /// every metric's (those past the bound share `_other`, at the highest of their ratios); none
+    /// at all while no monitor publishes one, and a service's series goes when its monitors do.
+    @Test func theLoopBusyRatioIsAGaugeByServiceAndSource() throws {
+        let exporter = try Self.exporter()
+        #expect(!Self.text(exporter).contains(AgentMetrics.loopBusyRatio))
+        let services = (0..<(AgentMetrics.maxServices + 3)).map { "service-\($0)" }
+        var ratios = Dictionary(uniqueKeysWithValues: services.map { ($0, 0.25) })
+        ratios["service-\(AgentMetrics.maxServices + 1)"] = 0.97
+        ratios["service-0"] = 0.93
+        exporter.publish(SpoolGauges(services: services, loopBusyRatio: ratios))
+        var text = Self.text(exporter)
+        #expect(text.contains("# HELP \(AgentMetrics.loopBusyRatio) ") && text.contains("# TYPE \(AgentMetrics.loopBusyRatio) gauge"))
+        #expect(text.contains(#"hangwatch_loop_busy_ratio{service="service-0",source="runloop"} 0.93"#), "\(text)")
+        #expect(text.contains(#"hangwatch_loop_busy_ratio{service="service-1",source="runloop"} 0.25"#))
+        #expect(text.contains(#"hangwatch_loop_busy_ratio{service="_other",source="runloop"} 0.97"#))
+        let series = text.split(separator: "\n").filter { $0.hasPrefix(AgentMetrics.loopBusyRatio + "{") }
+        #expect(series.count == AgentMetrics.maxServices + 1, "\(series.count)")
+        exporter.publish(SpoolGauges(services: services, loopBusyRatio: ["service-1": 0.5]))
+        text = Self.text(exporter)
+        #expect(text.contains(#"hangwatch_loop_busy_ratio{service="service-1",source="runloop"} 0.5"#))
+        #expect(!text.contains(#"hangwatch_loop_busy_ratio{service="service-0""#))
+    }
+
     @Test func labelsAreEscaped() {
         #expect(LoopBusyExposition.escapeLabel("a\"b\\c\nd") == #"a\"b\\c\nd"#)
         #expect(LoopBusyExposition.seconds(2_500_000_000) == "2.5" && LoopBusyExposition.seconds(1_000_000_000) == "1.0")
+        #expect(LoopBusyExposition.ratioValue(0.912345) == "0.9123" && LoopBusyExposition.ratioValue(1.2) == "1.0")
+        #expect(LoopBusyExposition.ratioValue(.nan) == "0.0")
     }
 }

@@ -396,6 +396,50 @@ import Testing
     }
 }
 
+/// The busy ratio a run loop's flight recorder publishes in its heartbeat reaches the gauges by
+/// service: the busiest healthy monitor's, none from a page without it or a silent watchdog.
+@Suite struct SpoolKeeperLoopBusyRatioTests {
+    let harness: KeeperHarness
+
+    init() throws {
+        harness = try KeeperHarness()
+        for service in ["api", "jobs", "quiet"] {
+            try FileManager.default.createDirectory(atPath: harness.fixture.path(service), withIntermediateDirectories: true)
+        }
+    }
+
+    func beat(_ service: String, pid: Int32, busyMilliseconds: UInt64?, tickedAt tick: UInt64? = nil) throws {
+        harness.processes[pid] = ProcStat(state: "S", startTimeTicks: 9)
+        let heartbeat = MonitorHeartbeat(
+            pid: pid, startTimeTicks: 9, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: tick ?? harness.clock.monotonicNanoseconds,
+            tickUnixMilliseconds: 0, intervalMilliseconds: 10_000, state: .watching, activityWord: 0, hangsDetected: 0,
+            thresholdMicroseconds: 250_000,
+            loopBusyWindow: busyMilliseconds.map {
+                MonitorHeartbeat.BusyWindow(windowNanoseconds: 5_000_000_000, busyNanoseconds: $0 * 1_000_000, longestNanoseconds: 150_000_000)
+            })
+        try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path(service + "/" + MonitorHeartbeat.fileName(pid: pid))))
+    }
+
+    var ratios: [String: Double] { harness.counter.lastGauges?.loopBusyRatio ?? [:] }
+
+    @Test func theBusiestHealthyLoopOfEachServiceIsItsRatio() throws {
+        try beat("api", pid: 7001, busyMilliseconds: 4_750)
+        try beat("api", pid: 7002, busyMilliseconds: 1_000)
+        try beat("jobs", pid: 7003, busyMilliseconds: 500)
+        try beat("quiet", pid: 7004, busyMilliseconds: nil)
+        harness.run(.full)
+        #expect(ratios.count == 2, "\(ratios)")
+        #expect(abs((ratios["api"] ?? 0) - 0.95) < 1e-9 && abs((ratios["jobs"] ?? 0) - 0.1) < 1e-9, "\(ratios)")
+        // A page that stops being ticked is old news: its ratio goes.
+        try beat("api", pid: 7001, busyMilliseconds: 4_750, tickedAt: 1)
+        try beat("api", pid: 7002, busyMilliseconds: 1_000, tickedAt: 1)
+        harness.clock.advance(by: .seconds(3_600))
+        try beat("jobs", pid: 7003, busyMilliseconds: 500)
+        harness.run(.liveness)
+        #expect(ratios["api"] == nil && ratios["jobs"] != nil, "\(ratios)")
+    }
+}
+
 /// The denominator of a hang rate: the time live monitors watched, per service and version, from
 /// the heartbeats; kept across agent restarts in each service's `.monitored-time.json`.
 @Suite struct SpoolKeeperMonitoredTimeTests {

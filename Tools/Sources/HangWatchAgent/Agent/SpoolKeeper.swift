@@ -87,7 +87,7 @@ final class SpoolKeeper: @unchecked Sendable {
         SpoolGauges(
             reports: state.reports.count, bytes: state.totalBytes, monitors: state.monitorStates, services: state.services,
             loopBusy: state.loopBusy, poolStartDelay: state.poolStartDelay, poolStarvations: state.poolStarvations,
-            callsCutShort: state.callsCutShort, monitoredSeconds: state.monitoredSeconds)
+            callsCutShort: state.callsCutShort, monitoredSeconds: state.monitoredSeconds, loopBusyRatio: state.loopBusyRatios)
     }
 
     /// Checks the root again before a pass (as at start): a root replaced by a symlink, or made

@@ -66,6 +66,9 @@ struct SpoolGauges: Sendable, Equatable {
     var callsCutShort: [String: UInt64] = [:]
     /// Seconds live monitors watched, by service directory and version, since the agent started.
     var monitoredSeconds: [ServiceRelease: Double] = [:]
+    /// The busiest run loop's busy ratio over its flight recorder's window, by service directory,
+    /// from the healthy monitors that publish one (`MonitorHeartbeat.loopBusyWindow`), as of this pass.
+    var loopBusyRatio: [String: Double] = [:]
 }
 
 /// A service directory and one version of the service in it: what the metrics' `service` and

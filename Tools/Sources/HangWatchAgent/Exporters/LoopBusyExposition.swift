@@ -3,9 +3,52 @@ import HangWatchReport
 
 /// `hangwatch_loop_busy_seconds` and `hangwatch_pool_start_delay_seconds`, written as Prometheus
 /// text rather than through swift-metrics: monitors count per bucket themselves (millions of
-/// iterations per minute), and swift-metrics can only record values one at a time. Prometheus only
-/// (not sent over OTLP).
+/// iterations per minute), and swift-metrics can only record values one at a time. Beside them the
+/// gauge `hangwatch_loop_busy_ratio`, as text too so that a service whose monitors went away has
+/// no series left behind. Prometheus only (not sent over OTLP).
 enum LoopBusyExposition {
+    /// What the exposition holds by `service` label, as of the last pass.
+    struct ByLabel: Sendable {
+        var loop: [String: LoopBusyHistogram.Counts] = [:]
+        var pool: [String: LoopBusyHistogram.Counts] = [:]
+        var ratio: [String: Double] = [:]
+    }
+
+    /// The `source` label of `hangwatch_loop_busy_ratio`: the kinds of source that publish it (only
+    /// run loops keep a flight recorder yet).
+    enum Source: String, CaseIterable {
+        case runLoop = "runloop"
+    }
+
+    /// The ratios of `bySpoolService` by their `service` label: the highest of those that share one
+    /// (`_other`), as each is the busiest loop's.
+    static func byLabel(_ bySpoolService: [String: Double], label: (String) -> String) -> [String: Double] {
+        var ratios: [String: Double] = [:]
+        for (service, ratio) in bySpoolService.sorted(by: { $0.key < $1.key }) {
+            ratios[label(service)] = max(ratios[label(service)] ?? 0, ratio)
+        }
+        return ratios
+    }
+
+    static let loopBusyRatioHelp =
+        "Busy share of the busiest monitored run loop over its flight recorder's window (leadUpWindow, default 5 s) as of its last heartbeat, by service and source."
+
+    /// The gauge's text: one series per service label, `source="runloop"`; nothing when no monitor publishes one.
+    static func ratioText(_ ratios: [String: Double], name: String = AgentMetrics.loopBusyRatio) -> String {
+        guard !ratios.isEmpty else { return "" }
+        var text = "# HELP \(name) \(loopBusyRatioHelp)\n"
+        text += "# TYPE \(name) gauge\n"
+        for (service, ratio) in ratios.sorted(by: { $0.key < $1.key }) {
+            text += "\(name){service=\"\(escapeLabel(service))\",source=\"\(Source.runLoop.rawValue)\"} \(ratioValue(ratio))\n"
+        }
+        return text
+    }
+
+    /// A ratio to 4 decimals, clamped to 0...1.
+    static func ratioValue(_ ratio: Double) -> String {
+        let clamped = ratio.isFinite ? min(1, max(0, ratio)) : 0
+        return String((clamped * 10_000).rounded() / 10_000)
+    }
     /// The totals of `bySpoolService` summed by their `service` label (`label` maps a spool
     /// directory to it: several may share `_other`).
     static func byLabel(

@@ -10,11 +10,11 @@ final class PrometheusExporter: HangExporter {
     let metrics: AgentMetrics
     let registry: PrometheusCollectorRegistry
     private let server: MetricsServer?
-    /// The loop and pool histograms by `service` label, as of the last pass.
+    /// The loop and pool histograms and the busy ratios by `service` label, as of the last pass.
     private let loopBusy: LoopBusyTotals
 
     private final class LoopBusyTotals: Sendable {
-        let byLabel = Mutex<(loop: [String: LoopBusyHistogram.Counts], pool: [String: LoopBusyHistogram.Counts])>(([:], [:]))
+        let byLabel = Mutex<LoopBusyExposition.ByLabel>(LoopBusyExposition.ByLabel())
     }
 
     static let catalog: [String: PrometheusMetricsCatalog.Entry] = [
@@ -73,7 +73,8 @@ final class PrometheusExporter: HangExporter {
         metrics.publish(gauges)
         let loop = LoopBusyExposition.byLabel(gauges.loopBusy, label: metrics.serviceLabel)
         let pool = LoopBusyExposition.byLabel(gauges.poolStartDelay, label: metrics.serviceLabel)
-        loopBusy.byLabel.withLock { $0 = (loop, pool) }
+        let ratio = LoopBusyExposition.byLabel(gauges.loopBusyRatio, label: metrics.serviceLabel)
+        loopBusy.byLabel.withLock { $0 = LoopBusyExposition.ByLabel(loop: loop, pool: pool, ratio: ratio) }
     }
 
     /// The Prometheus text exposition of everything recorded.
@@ -83,7 +84,7 @@ final class PrometheusExporter: HangExporter {
 
     private static func exposition(
         _ registry: PrometheusCollectorRegistry,
-        _ histograms: (loop: [String: LoopBusyHistogram.Counts], pool: [String: LoopBusyHistogram.Counts])
+        _ histograms: LoopBusyExposition.ByLabel
     ) -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(8192)
@@ -93,6 +94,7 @@ final class PrometheusExporter: HangExporter {
             contentsOf: LoopBusyExposition.text(
                 histograms.pool, name: AgentMetrics.poolStartDelay, help: LoopBusyExposition.poolStartDelayHelp
             ).utf8)
+        buffer.append(contentsOf: LoopBusyExposition.ratioText(histograms.ratio).utf8)
         return buffer
     }
 

@@ -176,6 +176,17 @@ final class SpoolState {
         return counts
     }
 
+    /// The busiest run loop's busy ratio by service directory: of the monitors whose last page
+    /// publishes one and whose watchdog ticks (a silent or stopped one's page is old news).
+    var loopBusyRatios: [String: Double] {
+        var ratios: [String: Double] = [:]
+        for (key, monitor) in monitors where monitor.health == .healthy {
+            guard let window = monitor.heartbeat?.loopBusyWindow else { continue }
+            ratios[key.service] = max(ratios[key.service] ?? 0, window.ratio)
+        }
+        return ratios
+    }
+
     /// The one-line summary for systemd's `STATUS=`.
     func statusLine() -> String {
         let megabytes = Double(totalBytes) / 1_048_576
