@@ -32,11 +32,9 @@ struct LeadUpRecord: Sendable, Equatable {
 
     /// The report's `before`.
     var leadUp: HangReport.LeadUp {
-        let bucketUnits = UnsafeLeadUpRecorder.bucketUnits
-        let firstStart = (buckets.first?.epoch ?? 0) * bucketUnits
-        let covered = onsetUnits > firstStart ? onsetUnits - firstStart : 0
-        let busy = buckets.reduce(0) { $0 + $1.busyUnits }
-        let ratio = covered > 0 ? min(1, Double(busy) / Double(covered)) : 0
+        // The window up to the onset, as the heartbeat reads one up to now (the piece that hung
+        // is the onset's, not before it).
+        let ratio = RecorderBusyWindow(buckets: buckets, nowUnits: onsetUnits, openPieceStartUnits: nil).ratio
         return HangReport.LeadUp(
             // Nominally: a bucket is 97,656 units of 1024 ns, 2.6 ppm short of 100 ms.
             windowMs: Double(buckets.count * 100), bucketMs: 100,
