@@ -20,6 +20,9 @@ extension HangMonitor {
         public var captureFailures: Int
         /// Times the report directory was found deleted and made again.
         public var directoriesRecreated: Int
+        /// Near misses sampled: busy pieces past half the threshold, each sampled once for the
+        /// lead-up of the next hang (kept while ``Configuration/leadUpWindow`` is above zero).
+        public var nearMisses: Int = 0
         /// Capture signals that arrived while their thread was in a system call and cut it short
         /// (the call returned EINTR), process-wide: every monitor of the process shows the same
         /// figure. The guard before each signal keeps this rare (docs/signal-safety.md); a hang's
@@ -67,6 +70,7 @@ final class MonitorStatistics: Sendable {
     let writeFailures = Atomic<Int>(0)
     let captureFailures = Atomic<Int>(0)
     let directoriesRecreated = Atomic<Int>(0)
+    let nearMisses = Atomic<Int>(0)
 
     /// The monitor's counters, with the process's (`runtime`'s) pool delays and calls cut short.
     func snapshot(_ runtime: ProcessRuntime) -> HangMonitor.Statistics {
@@ -74,7 +78,7 @@ final class MonitorStatistics: Sendable {
             hangsDetected: hangsDetected.load(ordering: .relaxed), reportsWritten: reportsWritten.load(ordering: .relaxed),
             hangsFolded: hangsFolded.load(ordering: .relaxed), hangsSuppressed: hangsSuppressed.load(ordering: .relaxed),
             writeFailures: writeFailures.load(ordering: .relaxed), captureFailures: captureFailures.load(ordering: .relaxed),
-            directoriesRecreated: directoriesRecreated.load(ordering: .relaxed),
+            directoriesRecreated: directoriesRecreated.load(ordering: .relaxed), nearMisses: nearMisses.load(ordering: .relaxed),
             callsCutShort: runtime.threads.callsCutShort.load(ordering: .relaxed),
             concurrencyPool: runtime.poolDelays.snapshot)
     }

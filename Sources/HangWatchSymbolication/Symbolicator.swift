@@ -44,10 +44,13 @@ public final class Symbolicator: HangReportEnricher, Sendable {
     }
 
     /// Symbolicates every frame of `report` in place (existing names are replaced; a frame whose
-    /// image cannot be used keeps the name it had), and sets its `nameSignature` from the names.
+    /// image cannot be used keeps the name it had), and sets its `nameSignature` from the names
+    /// (and the lead-up's reading, the near misses' function, `HangReport.nameNearMisses()`).
     @discardableResult
     public func symbolicate(_ report: inout HangReport) -> Summary {
-        cache.withLock { cache in symbolicate(&report, cache: &cache) }
+        let summary = cache.withLock { cache in symbolicate(&report, cache: &cache) }
+        report.nameNearMisses()
+        return summary
     }
 
     private func symbolicate(_ report: inout HangReport, cache: inout [String: Entry]) -> Summary {

@@ -68,4 +68,52 @@ import Testing
         #expect(kind.name == "unknown" || kind.name == "mixed", "\(kind)")
         print("lead-up measured: busyRatio \(before.busyRatio), \(before.reading), \(iterations) iterations, kind \(kind.name)")
     }
+
+    /// A loop kept about 90 % busy by 150 ms pieces under a 200 ms threshold for 3 s, then one
+    /// 400 ms job: the lead-up reads the saturation, and every 150 ms piece in the window is a near
+    /// miss sampled half-way, its stack in the near miss's function, not the hang's.
+    @Test func aLoopSaturatedWithNearMissesKeepsTheirStacks() throws {
+        let (directory, loop, monitor) = try startMonitoredLoop(threshold: .milliseconds(200)) { $0.leadUpWindow = .seconds(3) }
+        defer { loop.stop() }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let firings = Atomic<Int>(0)
+        loop.perform {
+            // Fires again 15 ms after each callback returns: 150 of every 165 ms busy.
+            let timer = Timer(fire: Date(timeIntervalSinceNow: 0.015), interval: 0.015, repeats: true) { timer in
+                if DispatchTime.now().uptimeNanoseconds - start < 3_200_000_000 {
+                    firings.add(1, ordering: .relaxed)
+                    _ = nearMissInTimerCallback(milliseconds: 150)
+                } else {
+                    timer.invalidate()
+                    _ = hangInTimerCallback(milliseconds: 400)
+                }
+            }
+            RunLoop.current.add(timer, forMode: .default)
+        }
+        let reports = directory.waitForFinished(1)
+        monitor.stop()
+        let report = try #require(reports.first)
+        #expect(report.heaviestStackContains("hangInTimerCallback"), "\(report.heaviestSymbols)")
+        let before = try #require(report.before)
+        #expect(before.busyRatio > 0.75, "\(before.busyRatio) \(before.reading)")
+        let misses = try #require(before.nearMisses, "\(before.reading)")
+        // 3 s of 165 ms firings: 18; the scheduler may merge or stretch a few.
+        #expect(misses.count >= 14 && misses.count <= 20, "\(misses.count) near misses, \(firings.load(ordering: .relaxed)) firings")
+        var withStacks = 0
+        for miss in misses {
+            #expect(miss.offsetMs < 0 && miss.offsetMs >= -3_100, "\(miss)")
+            #expect(miss.atLeastMs >= 100 && miss.atLeastMs < 200, "\(miss)")
+            guard let stack = miss.stack else { continue }
+            withStacks += 1
+            let symbols = report.stacks[stack].frames.map { report.frames[$0].symbol ?? "" }
+            #expect(symbols.contains { $0.contains("nearMissInTimerCallback") }, "\(symbols)")
+            #expect(!symbols.contains { $0.contains("hangInTimerCallback") }, "\(symbols)")
+        }
+        #expect(withStacks >= misses.count - 2, "\(misses.map { $0.error ?? "ok" })")
+        let named = try #require(before.nearMissesIn)
+        #expect(named.contains("spinInTestHang") || named.contains("nearMissInTimerCallback"), "\(named)")
+        #expect(before.reading.contains("near misses in `\(named)`"), "\(before.reading)")
+        #expect(monitor.statistics.nearMisses >= misses.count)
+        print("near misses measured: \(misses.count) in the window, \(before.reading)")
+    }
 }

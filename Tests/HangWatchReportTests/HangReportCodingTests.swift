@@ -26,7 +26,7 @@ import Testing
                       "signature", "stacks"] {
             #expect(object[field] != nil, "missing \(field)")
         }
-        #expect(object["schema"] as? String == "hangwatch.hang/1.7")
+        #expect(object["schema"] as? String == "hangwatch.hang/1.8")
         #expect(object["startedAt"] as? String == "2026-11-18T11:06:40.123Z")
     }
 

@@ -93,7 +93,7 @@ import Testing
         var report = ReportFixtures.report()
         report.resource = WorkloadIdentity(containerID: Self.id, podName: "billing-7d9f8-x2x", namespaceName: "shop")
         let object = try #require(try JSONSerialization.jsonObject(with: report.encoded()) as? [String: Any])
-        #expect(object["schema"] as? String == "hangwatch.hang/1.7")
+        #expect(object["schema"] as? String == "hangwatch.hang/1.8")
         #expect(object["resource"] as? [String: String] == ["container.id": Self.id, "k8s.pod.name": "billing-7d9f8-x2x", "k8s.namespace.name": "shop"])
         #expect(try HangReport.decode(report.encoded()).resource == report.resource)
         let plain = try ReportFixtures.report().encoded()

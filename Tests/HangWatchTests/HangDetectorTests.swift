@@ -47,6 +47,28 @@ import Testing
         #expect(withTimers.evaluate(timers, now: 5_000_000) == .hang(startMicroseconds: timers.microseconds))
     }
 
+    /// With near misses looked for: half the threshold (and the clock's resolution) in, a piece
+    /// not sampled yet is a near miss; once sampled, the wait is for the threshold; past it, a hang
+    /// either way.
+    @Test func halfTheThresholdIntoAPieceIsANearMissOnce() {
+        var nearMisses = detector
+        nearMisses.looksForNearMisses = true
+        let piece = ActivitySnapshot(activity: afterWaiting, microseconds: 1_000_000)
+        let start = piece.microseconds
+        let (halfway, deadline) = (start + 125_000 + 4_000, start + 250_000 + 4_000)
+        #expect(nearMisses.evaluate(piece, now: start + 50_000) == .waitUntil(microseconds: halfway))
+        #expect(nearMisses.evaluate(piece, now: halfway - 1) == .waitUntil(microseconds: halfway))
+        #expect(nearMisses.evaluate(piece, now: halfway) == .nearMiss(startMicroseconds: start))
+        #expect(nearMisses.evaluate(piece, now: halfway, nearMissSampled: true) == .waitUntil(microseconds: deadline))
+        #expect(nearMisses.evaluate(piece, now: deadline) == .hang(startMicroseconds: start))
+        #expect(nearMisses.evaluate(piece, now: deadline, nearMissSampled: true) == .hang(startMicroseconds: start))
+        // Counted from `countFrom`, as the hang is.
+        #expect(nearMisses.evaluate(piece, now: 1_300_000, countFrom: 1_200_000) == .waitUntil(microseconds: 1_329_000))
+        // Idle is idle, and without near misses looked for there is no half-way stop.
+        #expect(nearMisses.evaluate(ActivitySnapshot(activity: beforeWaiting, microseconds: 1_000_000), now: 9_000_000) == .idle)
+        #expect(detector.evaluate(piece, now: halfway) == .waitUntil(microseconds: deadline))
+    }
+
     @Test func aHangEndsAtTheLoopsNextActivity() {
         let hung = ActivitySnapshot(activity: afterWaiting, microseconds: 1_000_000)
         #expect(HangDetector.endOfHang(started: hung, latest: hung) == nil)

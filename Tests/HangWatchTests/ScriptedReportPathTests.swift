@@ -100,6 +100,68 @@ import Testing
         #expect(abs((kind.busyBeforeMs ?? 0) - 1995) <= 1, "\(kind)")
     }
 
+    /// Pieces of 150 ms under a 250 ms threshold, 20 ms apart, then one of 400 ms: each piece is a
+    /// near miss, sampled half-way; the report keeps those that began in its 2 s window (not the
+    /// earlier ones, not its own piece's), with their stacks, and names the function most ran in.
+    @Test func nearMissesInTheWindowAreKeptWithTheirStacksAndTheirFunctionNamed() throws {
+        let h = WatchdogHarness(configure: { $0.leadUpWindow = .seconds(2) })
+        let first = h.t(500)
+        h.sampler.next = { now, _ in
+            // Pieces 0 ... 13 in one function, 14 on (and the hang) in another.
+            now < first || (now - first) / 170_000 <= 13 ? ScriptedSampler.computing([0x1110, 0x1020]) : ScriptedSampler.computing([0x1210, 0x1020])
+        }
+        for piece in 0..<20 {
+            h.busy(from: 500 + Double(piece) * 170, for: 150)
+        }
+        h.busy(from: 4_000, for: 400)
+        h.run()
+        h.writer.flush()
+        let report = try #require(ReportDirectory(path: h.directory.path).reports().first)
+        let before = try #require(report.before)
+        // Pieces 9 ... 19 began in the 2 s before the onset at 4,000 ms.
+        let misses = try #require(before.nearMisses)
+        #expect(misses.count == 11, "\(misses)")
+        #expect(h.statistics.nearMisses.load(ordering: .relaxed) == 21, "every piece, and the hang's own")
+        for (offset, miss) in misses.enumerated() {
+            let began = 500 + Double(offset + 9) * 170 - 4_000
+            #expect(abs(miss.offsetMs - began) <= 1, "\(miss)")
+            #expect(miss.atLeastMs >= 125 && miss.atLeastMs <= 135, "\(miss)")
+            let stack = try #require(miss.stack.map { report.stacks[$0] })
+            let innermost = report.frames[stack.frames[0]].address
+            #expect(innermost == (offset + 9 <= 13 ? "0x1110" : "0x1210"), "\(offset): \(innermost)")
+        }
+        // Six of the eleven ran in 0x1210 (all twenty: fourteen in 0x1110).
+        let named = try #require(before.nearMissesIn)
+        #expect(named.contains("1210"), "\(named)")
+        #expect(before.reading.hasSuffix(", 11 near misses in `\(named)`"), "\(before.reading)")
+        // Naming again (as after an enricher) changes nothing.
+        var again = report
+        again.nameNearMisses()
+        #expect(again.before == report.before)
+    }
+
+    /// A piece sampled half-way that went on to be a hang is that hang, not a near miss of the
+    /// next one.
+    @Test func anEarlierHangIsNoNearMissOfTheNext() throws {
+        let h = Self.harness()
+        h.busy(from: 100, for: 150)
+        h.busy(from: 400, for: 400)
+        h.busy(from: 1_000, for: 150)
+        h.busy(from: 1_300, for: 400)
+        h.run()
+        h.writer.flush()
+        let reports = ReportDirectory(path: h.directory.path).reports().sorted { $0.startedAt < $1.startedAt }
+        try #require(reports.count == 2 || (reports.count == 1 && reports[0].repeats != nil), "\(reports.map(\.id))")
+        let first = try #require(reports.first?.before?.nearMisses)
+        #expect(first.map { $0.offsetMs.rounded() } == [-300], "\(first)")
+        #expect(h.statistics.nearMisses.load(ordering: .relaxed) == 4, "every piece was sampled half-way")
+        // The second hang (folded into the first as a repeat, or a report of its own) had its own
+        // recording: its lead-up is the one the watchdog built for it.
+        let second = try #require(h.hangs.last?.recording.leadUp)
+        let starts = second.nearMisses.map { h.ms($0.startMicroseconds).rounded() }
+        #expect(starts == [100, 1_000], "\(starts)")
+    }
+
     @Test func aWindowOfZeroWritesNoLeadUp() throws {
         let h = WatchdogHarness(configure: { $0.leadUpWindow = .zero })
         h.busy(from: 3_000, for: 800)

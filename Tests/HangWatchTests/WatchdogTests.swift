@@ -88,11 +88,30 @@ import Testing
         h.run()
 
         #expect(h.sink.events.isEmpty)
-        // Per stretch: one park until it began, one wait until its deadline. Asleep, the watchdog
-        // waits without a deadline: it does not poll.
-        #expect(h.clock.waits.count <= 2 * 20 + 2, "\(h.clock.waits.count) waits")
+        // Per stretch: one park until it began, one wait until half the threshold (each is a near
+        // miss, sampled once, its run loop confirmed busy), one until its deadline. Asleep, the
+        // watchdog waits without a deadline: it does not poll.
+        #expect(h.clock.waits.count <= 3 * 20 + 2, "\(h.clock.waits.count) waits")
         #expect(h.clock.waits.filter { $0.deadline == nil }.count >= 20)
+        #expect(h.source.confirmations == 20)
+        #expect(h.statistics.nearMisses.load(ordering: .relaxed) == 20)
+    }
+
+    /// Without a flight recorder (`leadUpWindow` 0) nothing is looked for at half the threshold:
+    /// one wait per stretch until its deadline, no sample, no confirmation.
+    @Test func withoutARecorderNoNearMissIsSampled() {
+        let h = WatchdogHarness(configure: { $0.leadUpWindow = .zero })
+        var time = 100.0
+        for _ in 0..<20 {
+            h.busy(from: time, for: 249.9)
+            time += 259.9
+        }
+        h.clock.at(h.t(time + 10_000)) {}
+        h.run()
+        #expect(h.sink.events.isEmpty)
+        #expect(h.clock.waits.count <= 2 * 20 + 2, "\(h.clock.waits.count) waits")
         #expect(h.source.confirmations == 0)
+        #expect(h.statistics.nearMisses.load(ordering: .relaxed) == 0)
     }
 
     @Test func aStretchLongerThanThresholdAndClockResolutionIsAHang() throws {
@@ -164,16 +183,18 @@ import Testing
 
     @Test func aStretchTheSourceDoesNotConfirmWaitsForTheLoopsNextActivity() throws {
         let h = WatchdogHarness()
-        var answers: [BusyConfirmation] = [.idle, .busy(context: "custom")]
-        h.source.confirmation = { answers.removeFirst() }
-        // The source says the loop was asleep in a mode it did not observe: the watchdog parks;
-        // the loop's next activity is a fresh stretch.
+        var answers: [BusyConfirmation] = [.idle, .busy(context: "custom"), .busy(context: "custom")]
+        h.source.confirmation = { answers.isEmpty ? .busy(context: "extra") : answers.removeFirst() }
+        // The source says the loop was asleep in a mode it did not observe (asked at the near
+        // miss, half-way): the watchdog parks; the loop's next activity is a fresh stretch, asked
+        // at its near miss and at its hang.
         h.loop(.afterWaiting, at: 100)
         h.loop(.beforeSources, at: 2_000)
         h.loop(.beforeWaiting, at: 2_500)
         h.run()
 
-        #expect(h.source.confirmations == 2)
+        #expect(h.source.confirmations == 3)
+        #expect(h.statistics.nearMisses.load(ordering: .relaxed) == 1, "the first stretch was no near miss")
         try #require(h.hangs.count == 1)
         let hang = h.hangs[0].recording
         #expect(near(h.ms(hang.startMicroseconds), 2_000))
@@ -239,7 +260,8 @@ import Testing
     @Test func aThreadThatExitsEndsTheHangAtItsLastSample() throws {
         let h = WatchdogHarness()
         h.sampler.next = { _, previous in
-            h.sampler.taken.count < 2 ? ScriptedSampler.computing() : ScriptedSampler.failed(.threadExited)
+            // The near miss's sample half-way, the hang's first; then the thread is gone.
+            h.sampler.taken.count < 3 ? ScriptedSampler.computing() : ScriptedSampler.failed(.threadExited)
         }
         h.loop(.afterWaiting, at: 100)
         h.loop(.beforeSources, at: 2_000)  // another thread takes over the loop
@@ -397,7 +419,10 @@ import Testing
     @Test func aFirstSampleTakenAsTheLoopMovedOnSaysSo() throws {
         let h = WatchdogHarness()
         h.busy(from: 100, for: 10_000)
+        let detection = h.t(100 + 250)
         h.sampler.next = { [h] now, _ in
+            // The near miss's sample, half-way, leaves the loop where it is.
+            guard now >= detection else { return ScriptedSampler.computing() }
             h.latch.record(HangMonitor.Activity.beforeWaiting.rawValue, atMicroseconds: now + 2_000)
             return ScriptedSampler.blocked([0x9010, 0x9020])
         }

@@ -53,8 +53,15 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     }
 
     private var phase = Phase.watching
+    /// The near misses sampled so far, for the lead-up of the next hang (only while the source
+    /// keeps a flight recorder: `HangDetector.looksForNearMisses`).
+    private var nearMisses = NearMissLog()
     /// The deadline of the last `.until`, to tell how late the watchdog woke for it.
     private var deadline: UInt64?
+    /// While watching a busy stretch: its threshold's deadline, which a wait for its near miss
+    /// (half-way) comes before. How late the watchdog woke is measured from it: a stop or
+    /// starvation is judged by the time past the threshold, not past the half-way look.
+    private var thresholdDeadline: UInt64?
     /// How late the watchdog woke for the last threshold deadline, and whether that looked like a
     /// stopped process rather than a starved one.
     private var oversleep: UInt64 = 0
@@ -97,14 +104,23 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     private func detector() -> HangDetector {
         HangDetector(
             thresholdMicroseconds: control.thresholdMicroseconds.load(ordering: .relaxed), busyMask: settings.busyMask,
-            clockResolutionMicroseconds: settings.clockResolutionMicroseconds)
+            clockResolutionMicroseconds: settings.clockResolutionMicroseconds, looksForNearMisses: latch.leadUp != nil)
     }
 
     /// The watchdog's wait ended at `woke` without a wake-up, `before` and `after` its own
     /// counters around it: if this lane's deadline had passed, note how late it woke for it.
     private func noteLateWake(_ timedOut: WatchdogTurn.TimedOut) {
         let (woke, before, after) = (timedOut.woke, timedOut.before, timedOut.after)
-        guard let deadline, woke >= deadline else { return }
+        guard var deadline, woke >= deadline else { return }
+        if case .watching = phase, let thresholdDeadline {
+            // Woke for a near miss: late only if past the threshold too.
+            guard woke >= thresholdDeadline else {
+                oversleep = 0
+                stopSuspected = false
+                return
+            }
+            deadline = thresholdDeadline
+        }
         let late = woke - deadline
         switch phase {
         case .watching:
@@ -143,6 +159,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// lane included: every step is safe to repeat early).
     func advance(_ turn: WatchdogTurn) -> WatchdogWait {
         if let timedOut = turn.timedOut { noteLateWake(timedOut) }
+        thresholdDeadline = nil
         let wait = decide(turn.environment)
         if case .until(let time) = wait { deadline = time } else { deadline = nil }
         return wait
@@ -180,7 +197,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             }
             let now = environment.now()
             let countFrom = control.countFromMicroseconds.load(ordering: .acquiring)
-            let verdict = detector().evaluate(snapshot, now: now, countFrom: countFrom)
+            let verdict = detector().evaluate(
+                snapshot, now: now, countFrom: countFrom, nearMissSampled: nearMisses.sampled(word: snapshot.word))
             if case .idle = verdict { tick(.idle, snapshot) } else { tick(.watching, snapshot) }
             switch verdict {
             case .idle:
@@ -188,7 +206,13 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
                 return park(snapshot, environment)
             case .waitUntil(let deadline):
                 noteBusyEdge(snapshot, environment)
+                let start = max(snapshot.microseconds, countFrom)
+                thresholdDeadline = start + control.thresholdMicroseconds.load(ordering: .relaxed) + settings.clockResolutionMicroseconds
                 return .until(deadline)
+            case .nearMiss(let start):
+                noteBusyEdge(snapshot, environment)
+                sampleNearMiss(snapshot, start: start, environment)
+                continue
             case .hang(let start):
                 guard case .busy(let context) = source.confirmBusy() else {
                     // Not busy after all (a run loop asleep in a mode it did not observe, now observed).
@@ -237,6 +261,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         // Detected after it ended (the report's detectedAt is later than its endedAt: so it was).
         recording.add(StackSample(microseconds: late.end, frames: [], method: nil, truncated: false, failure: .endedBeforeTheWatchdogRan))
         recording.endMicroseconds = late.end
+        nearMisses.forget(startMicroseconds: late.start)
         logger.debug("hang seen late", metadata: ["hangwatch.id": "\(id)", "hangwatch.oversleep_ms": "\(lateness / 1000)"])
         sink.hangStarted(recording)
         sink.hangEnded(recording, outcome: .recovered)
@@ -275,7 +300,13 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
         recording.edges = source.edges
         // First: the loop is still in the piece that hung, so the recorder holds only what led up to it.
-        recording.leadUp = latch.leadUp.map { LeadUpRecord.read($0, onset: snapshot) }
+        recording.leadUp = latch.leadUp.map { recorder in
+            var leadUp = LeadUpRecord.read(recorder, onset: snapshot)
+            leadUp.nearMisses = nearMisses.before(
+                onset: snapshot.microseconds, word: snapshot.word, windowMicroseconds: UInt64(leadUp.buckets.count) * 100_000)
+            return leadUp
+        }
+        nearMisses.forget(word: snapshot.word)
         noteContextAtDetection(&recording, snapshot: snapshot, stopSuspected: stopSuspected, environment)
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
         takeSample(&recording, thread: thread, whyNoThread: whyNoThread, hang: snapshot, environment)
@@ -345,6 +376,31 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         hang.nextSample = max(now, hang.nextSample) + hang.recording.sampleIntervalMicroseconds
         phase = .recording(hang)
         return .until(hang.nextSample)
+    }
+
+    /// A piece past half the threshold (`HangDetector`'s `nearMiss`): one sample of the thread, kept
+    /// in `nearMisses` for the lead-up of the next hang. A loop found asleep in a mode it did not
+    /// observe is marked idle, as at a hang. A sample completed after the piece ended keeps no
+    /// stack (what ran then is not the near miss's).
+    private func sampleNearMiss(_ snapshot: ActivitySnapshot, start: UInt64, _ environment: any WatchdogEnvironment) {
+        guard case .busy = source.confirmBusy() else {
+            latch.markIdle(ifUnchanged: snapshot)
+            return
+        }
+        let (thread, whyNoThread) = threadSlot.capture
+        var sample: StackSample
+        if let thread {
+            sample = sampler.sample(thread, previous: nil, signalAllowed: !environment.processSnapshot().debuggerAttached)
+        } else {
+            sample = StackSample(microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: whyNoThread)
+        }
+        if latch.snapshot() != snapshot, !sample.frames.isEmpty {
+            sample = StackSample(
+                microseconds: sample.microseconds, frames: [], method: nil, truncated: false,
+                onCPUNanoseconds: sample.onCPUNanoseconds, runQueueNanoseconds: sample.runQueueNanoseconds, failure: .endedDuringCapture)
+        }
+        nearMisses.add(NearMissLog.Entry(word: snapshot.word, startMicroseconds: start, sample: sample))
+        statistics.nearMisses.add(1, ordering: .relaxed)
     }
 
     /// The probe of the thread the lane would capture now (made for it at the first need).

@@ -15,6 +15,8 @@ struct LeadUpRecord: Sendable, Equatable {
     var stretchLongestUnits: UInt64
     /// The piece that hung began an iteration (its activity is `beforeSources`).
     var onsetBeganIteration: Bool
+    /// The near misses the watchdog sampled in the window before the onset, oldest first.
+    var nearMisses: [NearMissLog.Entry] = []
 
     /// Reads `recorder` for a hang whose piece began at `onset` (its latch word) with `activity`.
     static func read(_ recorder: UnsafeLeadUpRecorder, onset: ActivitySnapshot) -> LeadUpRecord {

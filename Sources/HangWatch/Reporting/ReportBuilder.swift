@@ -66,6 +66,7 @@ struct ReportBuilder: Sendable {
             computing: computing)
         let waitsFor = self.waitsFor(recording, table: &table, start: recording.startMicroseconds)
         let queued = recording.queuedTasks.map { queuedTasks($0, table: &table) }
+        let nearMisses = recording.leadUp.map { Self.nearMisses($0.nearMisses, onset: start, table: &table) }
 
         var report = HangReport(
             id: recording.id, service: service, host: host, pid: pid, process: process,
@@ -84,7 +85,9 @@ struct ReportBuilder: Sendable {
         report.queuedTasks = queued
         if let leadUp = recording.leadUp {
             report.before = leadUp.leadUp
+            report.before?.nearMisses = nearMisses.flatMap { $0.isEmpty ? nil : $0 }
             report.kind = leadUp.kind(thresholdMicroseconds: recording.thresholdMicroseconds)
+            report.nameNearMisses()
         }
         let labels = HangLabels.bounded(recording.labels ?? [])
         report.labels = labels.labels
@@ -93,6 +96,17 @@ struct ReportBuilder: Sendable {
         report.serviceVersion = serviceVersion
         report.resource = resource
         return report
+    }
+
+    /// The lead-up's near misses, their stacks added to `table`: each from the onset (the hang's
+    /// start), how long it had run when sampled.
+    static func nearMisses(_ entries: [NearMissLog.Entry], onset: UInt64, table: inout ReportStackTable) -> [HangReport.LeadUp.NearMiss] {
+        entries.map { entry in
+            HangReport.LeadUp.NearMiss(
+                offsetMs: milliseconds(Int64(entry.startMicroseconds) - Int64(onset)),
+                atLeastMs: milliseconds(Int64(entry.sample.microseconds) - Int64(entry.startMicroseconds)),
+                stack: table.add(entry.sample), error: entry.sample.failure?.rawValue)
+        }
     }
 
     /// What makes two frames one node of the heaviest path: the same function of the same image

@@ -96,6 +96,8 @@ final class ReportWriter: Sendable {
             // Names first: the policy folds repeats by the signature the report is grouped by
             // (by names once an enricher named it), as every reader groups it.
             origin.enricher?.enrich(&report)
+            // The reading names the near misses' function: by the enricher's names now.
+            if origin.enricher != nil { report.nameNearMisses() }
             let actions = self.state.withLock { state -> [ReportPolicy.Action] in
                 let start = state.startSignatures.removeValue(forKey: report.id) ?? nil
                 let actions = state.policy.hangEnded(report, startSignature: start, now: now)

@@ -25,8 +25,8 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// `deadlocked`, thread dumps (`source` `dump`), `nameSignature`, `labels` and `labelsOmitted`;
     /// 1.6 `resource`, the container and pod; the verdicts `throttled` and `paging` and the
     /// context's CPU limit, throttled, stopped and paging fields; 1.7 `before`, the lead-up, and
-    /// `kind`).
-    public static let currentSchema = "hangwatch.hang/1.7"
+    /// `kind`; 1.8 the lead-up's near misses, `before.nearMisses` and `before.nearMissesIn`).
+    public static let currentSchema = "hangwatch.hang/1.8"
 
     public var schema: String
     /// Unique and sortable: `<UTC start>-<service>-<pid>-<sequence>`.

@@ -36,6 +36,12 @@ func hangInTimerCallback(milliseconds: Int) -> UInt64 {
     spinInTestHang(milliseconds: milliseconds)
 }
 
+/// A piece under the threshold but past half of it: a near miss.
+@inline(never)
+func nearMissInTimerCallback(milliseconds: Int) -> UInt64 {
+    spinInTestHang(milliseconds: milliseconds)
+}
+
 @inline(never)
 func hangInPerformedBlock(milliseconds: Int) -> UInt64 {
     spinInTestHang(milliseconds: milliseconds)

@@ -41,10 +41,13 @@ public enum FlameGraphSVG {
         }
     }
 
-    public static func render(_ reports: [HangReport], title: String, width: Double = 1200) -> String {
+    /// `nearMisses`: draw each report's lead-up near misses beside its hang, under
+    /// `[near miss before the hang]` (`SampledStacks.nearMisses(of:)`).
+    public static func render(_ reports: [HangReport], title: String, width: Double = 1200, nearMisses: Bool = false) -> String {
         let root = Node(name: "all", kind: .unknown)
         for report in reports {
-            for stack in SampledStacks.of(report) where stack.weightMs > 0 {
+            let stacks = SampledStacks.of(report) + (nearMisses ? SampledStacks.nearMisses(of: report) : [])
+            for stack in stacks where stack.weightMs > 0 {
                 root.weight += stack.weightMs
                 if stack.blocked { root.blockedWeight += stack.weightMs }
                 var node = root

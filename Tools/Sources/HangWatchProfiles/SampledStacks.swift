@@ -100,6 +100,29 @@ public enum SampledStacks {
         return result
     }
 
+    /// The lead-up's near misses (`before.nearMisses`) as stacks beside the hang's: each rooted at
+    /// `[near miss before the hang]`, weighing the time it is proven to have run (`atLeastMs`). A
+    /// near miss without a stack is left out.
+    public static func nearMisses(of report: HangReport) -> [SampledStack] {
+        (report.before?.nearMisses ?? []).compactMap { miss in
+            guard let index = miss.stack, report.stacks.indices.contains(index), miss.atLeastMs > 0 else { return nil }
+            let stack = report.stacks[index]
+            let frames = stack.frames.reversed().compactMap { $0 >= 0 && $0 < report.frames.count ? report.frames[$0] : nil }
+            let stop = stack.truncated ? [Self.stopMarker(stack)] : []
+            let kinds = frames.map { frame -> FrameKind in
+                guard let image = frame.image, report.images.indices.contains(image) else { return .unknown }
+                return StackSignature.isSystemImage(report.images[image].path) ? .system : .app
+            }
+            return SampledStack(
+                frames: [nearMissMarker] + stop + frames.map { FrameNaming.displayName($0, images: report.images) },
+                weightMs: miss.atLeastMs, file: [nil] + stop.map { _ in nil } + frames.map(\.file),
+                line: [nil] + stop.map { _ in nil } + frames.map(\.line), kinds: [.marker] + stop.map { _ in .marker } + kinds)
+        }
+    }
+
+    /// The root frame of the near misses' stacks.
+    public static let nearMissMarker = "[near miss before the hang]"
+
     /// The other end of the I/O wait `report` ended in, in words: its address or path and, on this
     /// host, the process or thread holding it (`127.0.0.1:5432 (process 4121 "postgres")`); nil
     /// when the hang waited on no descriptor with an address.

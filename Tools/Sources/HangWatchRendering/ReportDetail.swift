@@ -94,6 +94,9 @@ package struct ReportDetail {
         if let before = report.before {
             field("lead-up", Self.leadUpLine(before))
             field("", before.reading + " (a block per \(Text.duration(Double(Self.leadUpGroup(before)) * before.bucketMs)))")
+            if let misses = before.nearMisses, !misses.isEmpty {
+                field("near miss", Self.nearMissLine(misses))
+            }
         }
         if let kind = report.kind { field("kind", Self.kindLine(kind)) }
         field("signature", Self.signatureLine(report))
@@ -208,6 +211,13 @@ package struct ReportDetail {
 
     /// Buckets per block: as few as fit 50 columns.
     package static func leadUpGroup(_ before: HangReport.LeadUp) -> Int { max(1, (before.buckets.count + 49) / 50) }
+
+    /// `3, the last 420ms before onset, each ran at least 104ms (flamegraph --near-misses draws their stacks)`
+    package static func nearMissLine(_ misses: [HangReport.LeadUp.NearMiss]) -> String {
+        let last = misses.map(\.offsetMs).max() ?? 0
+        let shortest = misses.map(\.atLeastMs).min() ?? 0
+        return "\(misses.count), the last \(Text.duration(-last)) before onset, each ran at least \(Text.duration(shortest)) (flamegraph --near-misses draws their stacks)"
+    }
 
     /// `5 s: ▁▁▁▂▅▇██  busy 92 %`: the report's `before`, drawn (at most 76 columns with its label).
     package static func leadUpLine(_ before: HangReport.LeadUp) -> String {

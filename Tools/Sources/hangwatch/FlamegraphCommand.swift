@@ -23,6 +23,7 @@ struct FlamegraphCommand: ParsableCommand {
             Examples:
               hangwatch flamegraph latest -o hang.svg
               hangwatch flamegraph --all --service billing --since 1d -o billing.svg
+              hangwatch flamegraph latest --near-misses -o lead-up.svg
             """)
 
     @OptionGroup var selection: SelectionOptions
@@ -36,6 +37,9 @@ struct FlamegraphCommand: ParsableCommand {
     @Option(help: "Width of the picture in pixels.")
     var width: Int = 1200
 
+    @Flag(help: "Draw the lead-up's near misses (pieces past half the threshold before the hang, one stack each) beside the hang, under [near miss before the hang].")
+    var nearMisses = false
+
     func validate() throws {
         if width < 200 || width > 20_000 { throw ValidationError("--width must be between 200 and 20000") }
     }
@@ -44,6 +48,6 @@ struct FlamegraphCommand: ParsableCommand {
         let library = ReportLibrary(directory: directory, reading: reading)
         let reports = try selection.reports(library: library, filters: filters)
         let title = reports.count == 1 ? "Hang \(reports[0].id)" : "\(reports.count) hangs in \(library.directory)"
-        try CommandOutput.write(Data(FlameGraphSVG.render(reports, title: title, width: Double(width)).utf8), to: output)
+        try CommandOutput.write(Data(FlameGraphSVG.render(reports, title: title, width: Double(width), nearMisses: nearMisses).utf8), to: output)
     }
 }

@@ -65,6 +65,30 @@ final class SVGReader: NSObject, XMLParserDelegate {
         #expect(!svg.contains("href") && !svg.contains("src=") && !svg.contains("import("))
     }
 
+    /// With `--near-misses`, each near miss of the lead-up is drawn beside the hang under its
+    /// marker, weighing the time it is proven to have run; without it, only the hang is drawn.
+    @Test func nearMissesAreDrawnBesideTheHangOnlyWhenAskedFor() throws {
+        var report = StackReports.twoStacks
+        // Stack 1 is `render` under `main`; a near miss without a stack is left out.
+        let renderStack = try #require(report.samples[2].stack)
+        report.before = HangReport.LeadUp(
+            windowMs: 5000, bucketMs: 100, buckets: [], busyRatio: 0.9, reading: "busy 90 % for 4.8 s before onset",
+            nearMisses: [
+                HangReport.LeadUp.NearMiss(offsetMs: -900, atLeastMs: 120, stack: renderStack, error: nil),
+                HangReport.LeadUp.NearMiss(offsetMs: -400, atLeastMs: 130, stack: renderStack, error: nil),
+                HangReport.LeadUp.NearMiss(offsetMs: -200, atLeastMs: 110, stack: nil, error: "endedDuringCapture"),
+            ])
+        let plain = try SVGReader.read(FlameGraphSVG.render([report], title: "t"))
+        #expect(!plain.titles.contains { $0.contains("near miss") }, "\(plain.titles)")
+        let drawn = try SVGReader.read(FlameGraphSVG.render([report], title: "t", nearMisses: true))
+        #expect(drawn.titles.contains("all (450 ms, 100.0%)"), "\(drawn.titles)")
+        #expect(drawn.titles.contains("[near miss before the hang] (250 ms, 55.6%)"), "\(drawn.titles)")
+        #expect(drawn.titles.contains("billing.render(_:) (250 ms, 55.6%)"), "\(drawn.titles)")
+        let stacks = SampledStacks.nearMisses(of: report)
+        #expect(stacks.map(\.weightMs) == [120, 130])
+        #expect(stacks.allSatisfy { $0.frames == ["[near miss before the hang]", "main", "billing.render(_:)"] }, "\(stacks.map(\.frames))")
+    }
+
     @Test func markupInNamesIsEscaped() throws {
         let hostile = "Box<T>.op&\"x\"'y </title><script>"
         let report = StackReports.report(durationMs: 100, samples: [(0, [hostile, "main"]), (50, ["bell\u{07}", "main"])])

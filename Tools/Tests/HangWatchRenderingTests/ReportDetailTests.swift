@@ -299,5 +299,20 @@ import Testing
         // Within 80 columns, as the README's sample is.
         #expect(ReportDetailTests.render(report, width: 80).contains { $0.hasPrefix("lead-up") && !$0.contains("…") })
         #expect(lines.contains("kind      unknown: one piece past the threshold from the loop's wake"), "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("near miss") }, "no near misses, no line")
+    }
+
+    @Test func showSaysHowManyNearMissesCameHowLateAndHowLong() {
+        var report = ReportFixtures.report()
+        var before = Self.before(Array(repeating: 90, count: 50), ratio: 0.9, reading: "busy 90 % for 5 s before onset, 2 near misses in `f`")
+        before.nearMisses = [
+            HangReport.LeadUp.NearMiss(offsetMs: -1_500, atLeastMs: 131, stack: nil, error: "endedDuringCapture"),
+            HangReport.LeadUp.NearMiss(offsetMs: -420, atLeastMs: 104, stack: nil, error: "endedDuringCapture"),
+        ]
+        report.before = before
+        let lines = ReportDetailTests.render(report, width: 200)
+        #expect(
+            lines.contains("near miss 2, the last 420ms before onset, each ran at least 104ms (flamegraph --near-misses draws their stacks)"),
+            "\(lines)")
     }
 }
