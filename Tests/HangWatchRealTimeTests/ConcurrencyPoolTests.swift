@@ -158,6 +158,8 @@ import Testing
     ) throws {
         #expect(report.source == "pool-job")
         #expect(report.outcome == .recovered)
+        // One job, proven by the task's id at every look.
+        #expect(report.kind?.name == "oneJob" && report.kind?.reason.contains("the same task (id ") == true, "\(String(describing: report.kind))")
         #expect(report.thread.name == threadName)
         #expect(ReportValidator().problems(report).isEmpty, "\(ReportValidator().problems(report))")
         let measured = step.endUnixMs - step.startUnixMs

@@ -132,6 +132,9 @@ import Testing
         let (recording, outcome) = try #require(h.sink.jobs.first)
         #expect(outcome == .recovered)
         #expect(recording.thread?.tid == 101 && recording.source == .poolJob)
+        // One job, by the tracker's proof: the report's kind says which proof.
+        #expect(recording.kind?.name == "oneJob", "\(String(describing: recording.kind))")
+        #expect(recording.kind?.reason.hasPrefix("the same ") == true, "\(String(describing: recording.kind))")
         // Looks every 50 ms: first seen at 300 (start half-way from 250), held once 250 ms from
         // that start were seen (at 550), last seen at 950 (end half-way to 1,000).
         #expect(h.ms(recording.startMicroseconds) == 275)

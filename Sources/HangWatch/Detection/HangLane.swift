@@ -399,6 +399,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
                 microseconds: sample.microseconds, frames: [], method: nil, truncated: false,
                 onCPUNanoseconds: sample.onCPUNanoseconds, runQueueNanoseconds: sample.runQueueNanoseconds, failure: .endedDuringCapture)
         }
+        if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
+            statistics.captureFailures.add(1, ordering: .relaxed)
+        }
         nearMisses.add(NearMissLog.Entry(word: snapshot.word, startMicroseconds: start, sample: sample))
         statistics.nearMisses.add(1, ordering: .relaxed)
     }

@@ -1,3 +1,4 @@
+import HangWatchReport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,6 +52,9 @@ struct HangRecording: Sendable {
     var queuedTasks: QueuedTaskCensus?
     /// A run loop's flight recorder, read at detection: the report's `before` and `kind`.
     var leadUp: LeadUpRecord?
+    /// The report's `kind` when the source proves it without a recorder (a pool job: one task
+    /// held the thread at every look, `HeldJobTracker`).
+    var kind: HangReport.Kind?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

@@ -89,6 +89,7 @@ struct ReportBuilder: Sendable {
             report.kind = leadUp.kind(thresholdMicroseconds: recording.thresholdMicroseconds)
             report.nameNearMisses()
         }
+        if report.kind == nil { report.kind = recording.kind }
         let labels = HangLabels.bounded(recording.labels ?? [])
         report.labels = labels.labels
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil

@@ -46,6 +46,15 @@ extension PoolWatch {
         return quiet
     }
 
+    /// A held job is one job by what the tracker proved at every look: the same task (its id, never
+    /// reused), the thread not parked in between; or, without the id, the same blocking call with
+    /// no CPU time in between (`HeldJobTracker`).
+    static func kind(of episode: HeldJobTracker.Episode) -> HangReport.Kind {
+        let proof = episode.activation.taskID.map { "the same task (id \($0)) at every look, its thread not parked in between" }
+            ?? "the same blocking call at every look, no CPU time in between"
+        return HangReport.Kind(name: .oneJob, reason: proof)
+    }
+
     func handle(_ event: HeldJobTracker.Event, outcome: HangReport.Outcome, thresholdMicroseconds: UInt64 = 0) {
         switch event {
         case .held(let episode):
@@ -66,6 +75,7 @@ extension PoolWatch {
                 watchdogOversleepMicroseconds: 0, stopSuspected: false, maxSamples: settings.maxSamples,
                 sampleIntervalMicroseconds: lookInterval(thresholdMicroseconds))
             recording.source = .poolJob
+            recording.kind = Self.kind(of: episode)
             for sample in episode.samples { recording.add(sample) }
             if let last = episode.samples.last { inspectWait(of: episode.thread.tid, last, into: &recording) }
             if !episode.labels.isEmpty { recording.labels = episode.labels }
