@@ -68,6 +68,11 @@ public struct ReportValidator: Sendable {
         if let heaviest = report.heaviestStack {
             check(heaviest.stack >= 0 && heaviest.stack < report.stacks.count, "heaviestStack.stack: \(heaviest.stack) is not an index into stacks")
         }
+        for (index, miss) in (report.before?.nearMisses ?? []).enumerated() {
+            if let stack = miss.stack {
+                check(stack >= 0 && stack < report.stacks.count, "before.nearMisses[\(index)].stack: \(stack) is not an index into stacks (\(report.stacks.count))")
+            }
+        }
         var waits = report.waitsFor.map { [("waitsFor", $0)] } ?? []
         waits += (report.threads ?? []).enumerated().compactMap { index, thread in thread.waitsFor.map { ("threads[\(index)].waitsFor", $0) } }
         for (place, wait) in waits {
