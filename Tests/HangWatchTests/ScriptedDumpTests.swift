@@ -144,7 +144,7 @@ import Testing
         #expect(report.source == "recent" && report.activity == "recent")
         #expect(report.threads == nil && report.samples.isEmpty && requests.dumpsTaken == 0)
         let sources = try #require(report.recent?.sources)
-        #expect(sources.map(\.source) == ["runloop", "runloop"])
+        try #require(sources.map(\.source) == ["runloop", "runloop"])
         #expect(sources.allSatisfy { $0.service == "scripted" && $0.thresholdMs == 250 && $0.thread?.tid == MonitoredThread.scripted.tid })
         let window = try #require(sources[0].window)
         #expect(window.buckets.count == 50 && window.windowMs == 5_000)

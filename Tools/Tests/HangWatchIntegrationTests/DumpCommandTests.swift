@@ -64,7 +64,7 @@ import Testing
         let dump = try HangReport.makeDecoder().decode(HangReport.self, from: Data(json.output.utf8))
         #expect(dump.source == "recent")
         let sources = try #require(dump.recent?.sources)
-        #expect(sources.map(\.source) == ["runloop", "dispatch-queue", "concurrency-pool"], "\(sources.map(\.source))")
+        try #require(sources.map(\.source) == ["runloop", "dispatch-queue", "concurrency-pool"], "\(sources.map(\.source))")
         let window = try #require(sources[0].window)
         #expect(window.buckets.count == 50 && window.bucketMs == 100 && window.windowMs == 5_000)
         #expect(window.busyRatio >= 0.3 && window.busyRatio <= 0.75, "\(window.busyRatio)")
