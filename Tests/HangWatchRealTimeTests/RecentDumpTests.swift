@@ -82,7 +82,6 @@ import Testing
             monitor.stop()
             loop.stop()
         }
-        usleep(1_000_000)
         let report = try recent(directory)
         let sources = try #require(report.recent?.sources)
         let loopSource = try #require(sources.first { $0.source == "runloop" && $0.thread?.tid == loop.tid }, "\(sources)")

@@ -58,6 +58,21 @@ import Testing
         #expect(recent.busy.longestUnits == 1_000)
     }
 
+    /// The reading says the ratio the answer carries: 0.50496 is written 0.505, which the CLI
+    /// draws as 51 %, and the reading says 51 % too (not the 50 % of the ratio before rounding).
+    @Test func theReadingSaysTheRatioAsWritten() {
+        let size = Self.size
+        let recent = RecentWindow(
+            buckets: [
+                .init(epoch: 10, busyUnits: size), .init(epoch: 11, busyUnits: size), .init(epoch: 12, busyUnits: 26_593), .init(epoch: 13),
+                .init(epoch: 14),
+            ], nowUnits: 14 * size + size / 2, openPieceStartUnits: nil)
+        #expect(recent.busy.ratio > 0.5049 && recent.busy.ratio < 0.505)
+        #expect(recent.window.busyRatio == 0.505)
+        #expect(recent.window.reading == "busy \(Int((recent.window.busyRatio * 100).rounded())) % in the last 0.5 s", "\(recent.window.reading)")
+        #expect(recent.window.reading == "busy 51 % in the last 0.5 s")
+    }
+
     /// A bucket never holds more busy time than its elapsed part: the ring's piece that ended (read
     /// on the coarse clock) and the piece in progress (from the same clock) may overlap by a tick.
     @Test func aBucketIsNeverBusierThanItsElapsedPart() {

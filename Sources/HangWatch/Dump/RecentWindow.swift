@@ -52,9 +52,10 @@ struct RecentWindow: Equatable, Sendable {
         }
     }
 
-    /// The answer's window: `before`'s shape, ending now.
+    /// The answer's window: `before`'s shape, ending now. The reading says the ratio the answer
+    /// carries (rounded to a thousandth), so that it and what the CLI draws from it agree.
     var window: HangReport.LeadUp {
-        let ratio = busy.ratio
+        let ratio = ReportBuilder.ratio(busy.ratio)
         return HangReport.LeadUp(
             windowMs: Double(buckets.count * 100), bucketMs: 100,
             buckets: bucketsWithOpenPiece.map {
@@ -62,7 +63,7 @@ struct RecentWindow: Equatable, Sendable {
                     busyMs: LeadUpRecord.milliseconds(units: $0.busyUnits), stretches: Int($0.stretches), iterations: Int($0.iterations),
                     longestMs: LeadUpRecord.milliseconds(units: $0.longestUnits))
             },
-            busyRatio: ReportBuilder.ratio(ratio), reading: reading(ratio: ratio),
+            busyRatio: ratio, reading: reading(ratio: ratio),
             tornBuckets: buckets.contains(where: \.torn) ? buckets.filter(\.torn).count : nil)
     }
 
