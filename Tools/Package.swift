@@ -230,7 +230,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HangWatchDumpChannelTests",
-            dependencies: ["HangWatchDumpChannel", .product(name: "HangWatchReport", package: "HangWatch")]
+            dependencies: [
+                "HangWatchDumpChannel", .product(name: "HangWatchReport", package: "HangWatch"),
+                .product(name: "HangWatchTestSupport", package: "HangWatch"),
+            ]
         ),
         .testTarget(
             name: "HangWatchAgentTests",

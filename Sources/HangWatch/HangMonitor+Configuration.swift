@@ -91,8 +91,9 @@ extension HangMonitor {
         /// How much of a run loop's recent past its flight recorder keeps, in buckets of 100 ms:
         /// busy time, iterations, stretches and the longest busy piece per bucket, written by the
         /// loop's thread from the times it reads anyway, so that a hang's report says what led up to
-        /// it (`before`, docs/report-format.md). Other sources keep none yet. 0 ... 60 s; 0 turns it
-        /// off. Default 5 s (50 buckets, 1,240 bytes per run loop).
+        /// it (`before`, docs/report-format.md), the heartbeat has the loop's busy ratio, and
+        /// `hangwatch dump --recent PID` shows the window now. Other sources keep none yet. 0 ... 60
+        /// s; 0 turns it off. Default 5 s (50 buckets, 1,240 bytes per run loop).
         public var leadUpWindow: Duration = .seconds(5)
         /// Also watch Swift's cooperative pool (the global concurrent executor): probe it once per
         /// threshold, keep a histogram of how late it starts a job (``Statistics/concurrencyPool``),

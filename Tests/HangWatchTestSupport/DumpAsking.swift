@@ -8,8 +8,8 @@ import Glibc
 
 /// Asks a monitored process for a dump as `hangwatch dump` does (the tools' CLI is not built with
 /// the library's tests): the capture signal its heartbeat names, queued to the process with the
-/// dump tag and a nonce (bit 47 set for the tasks), then the answer read from its report directory,
-/// removed, and symbolicated.
+/// dump tag and a nonce (bit 47 set for the tasks, bit 46 for the recent windows), then the answer
+/// read from its report directory, removed, and symbolicated.
 public enum DumpAsking {
     public enum Answer {
         case dump(HangReport)
@@ -17,10 +17,10 @@ public enum DumpAsking {
     }
 
     /// The answer of process `pid`, whose monitor writes to `directory`, within `timeout` seconds.
-    public static func ask(pid: Int32, directory: String, tasks: Bool, timeout: Double = 60) throws -> Answer {
+    public static func ask(pid: Int32, directory: String, tasks: Bool, recent: Bool = false, timeout: Double = 60) throws -> Answer {
         let heartbeat = try MonitorHeartbeat.read(path: directory + "/" + MonitorHeartbeat.fileName(pid: pid))
-        let random = UInt64.random(in: 1..<(1 << 47))
-        let nonce = tasks ? random | 1 << 47 : random
+        let random = UInt64.random(in: 1..<(1 << 46))
+        let nonce = tasks ? random | 1 << 47 : recent ? random | 1 << 46 : random
         let value = UInt64(0x4844) << 48 | nonce
         guard sigqueue(pid, Int32(heartbeat.captureSignal), sigval(sival_ptr: UnsafeMutableRawPointer(bitPattern: UInt(value)))) == 0 else {
             throw Failure(message: "sigqueue to \(pid) failed")
@@ -45,8 +45,8 @@ public enum DumpAsking {
     }
 
     /// The dump, or a failure saying why there is none.
-    public static func dump(pid: Int32, directory: String, tasks: Bool, timeout: Double = 60) throws -> HangReport {
-        switch try ask(pid: pid, directory: directory, tasks: tasks, timeout: timeout) {
+    public static func dump(pid: Int32, directory: String, tasks: Bool, recent: Bool = false, timeout: Double = 60) throws -> HangReport {
+        switch try ask(pid: pid, directory: directory, tasks: tasks, recent: recent, timeout: timeout) {
         case .dump(let report): return report
         case .refused(let reason): throw Failure(message: "refused: \(reason)")
         }

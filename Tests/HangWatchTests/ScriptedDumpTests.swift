@@ -120,6 +120,48 @@ import Testing
         #expect(refusals[6]?.hasPrefix("rate limit") == true, "\(refusals)")
     }
 
+    /// A recent-window dump (bit 46 of the nonce) on scripted time: a run loop busy 50 ms of every
+    /// 100 ms for 4.8 s, then busy for 150 ms when asked, reads about half busy over the window
+    /// ending now, with the piece in progress counted, drawn in its buckets, and the longest; a
+    /// second watch of the process whose recorder is off is listed, saying so. No thread is
+    /// walked, and nothing but the answer is written.
+    @Test func aRecentWindowDumpHoldsEveryWatchsWindowEndingNow() throws {
+        let requests = Requests()
+        let h = Self.harness(requests)
+        let off = WatchdogHarness(joining: h, configure: { $0.leadUpWindow = .zero })
+        for k in 0..<48 { h.busy(from: Double(k * 100), for: 50) }
+        h.loop(.afterWaiting, at: 4_850)
+        let nonce: UInt64 = 1 << 46 | 11
+        Self.request([nonce], at: 5_000, h, requests)
+        h.loop(.beforeWaiting, at: 5_050)
+        var answer: HangReport?
+        h.clock.at(h.t(5_100)) { answer = try? ReportReader().read(path: h.directory.path + "/.dump-\(nonce).json") }
+        h.stop(at: 5_200)
+        off.stop(at: 5_200)
+        WatchdogHarness.run(together: [h, off])
+
+        let report = try #require(answer, "\(Self.answers(h))")
+        #expect(report.source == "recent" && report.activity == "recent")
+        #expect(report.threads == nil && report.samples.isEmpty && requests.dumpsTaken == 0)
+        let sources = try #require(report.recent?.sources)
+        try #require(sources.map(\.source) == ["runloop", "runloop"])
+        #expect(sources.allSatisfy { $0.service == "scripted" && $0.thresholdMs == 250 && $0.thread?.tid == MonitoredThread.scripted.tid })
+        let window = try #require(sources[0].window)
+        #expect(window.buckets.count == 50 && window.windowMs == 5_000)
+        #expect(window.busyRatio > 0.49 && window.busyRatio < 0.55, "\(window.busyRatio)")
+        // Every bucket's busy time adds up to the ratio over the time the window covers (4.9 to 5 s).
+        let busy = window.buckets.reduce(0) { $0 + $1.busyMs }
+        #expect(busy / window.busyRatio > 4_880 && busy / window.busyRatio < 5_020, "\(busy) ms busy")
+        // The piece in progress, 150 ms: in the last two buckets' busy time, the longest, busy now.
+        #expect(abs((sources[0].busyNowMs ?? 0) - 150) < 1, "\(String(describing: sources[0].busyNowMs))")
+        #expect(abs((sources[0].longestMs ?? 0) - 150) < 1, "\(String(describing: sources[0].longestMs))")
+        #expect(window.buckets.suffix(2).reduce(0) { $0 + $1.busyMs } >= 99, "\(window.buckets.suffix(2))")
+        #expect(window.reading == "busy \(Int((window.busyRatio * 100).rounded())) % in the last 5 s", "\(window.reading)")
+        #expect(sources[1].window == nil && sources[1].longestMs == nil && sources[1].busyNowMs == nil)
+        #expect(sources[1].noRecorder == "its flight recorder is off (leadUpWindow 0)")
+        #expect(Self.answers(h) == [".dump-\(nonce).json"], "\(Self.answers(h))")
+    }
+
     /// One dump lane per process: the first directory that answers starts it and registers the
     /// watchdog's wake with the signal once; the directory open longest answers; when the last
     /// closes, the lane leaves and the wake is unregistered.

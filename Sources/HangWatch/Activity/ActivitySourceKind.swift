@@ -21,6 +21,9 @@ enum ActivitySourceKind: String, Sendable {
     case dump
     /// Not a hang: every Swift task of the process, with its threads (`hangwatch dump --tasks PID`).
     case tasks
+    /// Not a hang: every watch of the process with its flight recorder's window now
+    /// (`hangwatch dump --recent PID`).
+    case recent
 
     /// The report's `activity` for a stall of this source (run loops name the CF activity).
     var activityName: String? {
@@ -31,6 +34,7 @@ enum ActivitySourceKind: String, Sendable {
         case .poolJob: return "running"
         case .dump: return "dump"
         case .tasks: return "tasks"
+        case .recent: return "recent"
         }
     }
 }

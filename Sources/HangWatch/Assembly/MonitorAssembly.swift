@@ -109,6 +109,11 @@ final class MonitorAssembly: Sendable {
         // watchdog, whose turn then publishes a page that speaks for it (its threshold, its
         // loop histogram).
         directory.heartbeat?.add(hangLane.heartbeatMember(owner: owner.id))
+        // A recent-window dump lists the watch (and reads its recorder) until it ends.
+        world.runtime.dumps.add(
+            WatchedSource(
+                id: ObjectIdentifier(self), monitor: owner.id, kind: source.kind, service: configuration.serviceName, latch: latch,
+                threadSlot: threadSlot, control: owner.control))
         let lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
         self.lanes.withLock { $0 = lanes }
         for lane in lanes { watchdog.add(lane) }
@@ -126,6 +131,7 @@ final class MonitorAssembly: Sendable {
         guard !ended.exchange(true, ordering: .relaxed) else { return }
         stop.raise()
         source.stop()
+        world.runtime.dumps.removeWatch(ObjectIdentifier(self))
         world.runtime.poolWatch.withdraw(owner.id)
         watchdog.remove(lanes.withLock { $0 }) { [self] in
             directory.heartbeat?.remove(owner.id)

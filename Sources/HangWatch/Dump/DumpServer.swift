@@ -96,6 +96,36 @@ final class DumpServer: Sendable {
         }
     }
 
+    /// Reads the flight recorder of every watch in `watches` now and writes their windows (`source`
+    /// `recent`): a watch without a recorder says why it has none, and the pool watch, run by the
+    /// monitor `poolWatchOwner` when there is one, is listed last. On the watchdog's thread; the
+    /// loops are not disturbed (their recorders are only read).
+    func serveRecent(_ nonce: UInt64, watches: [WatchedSource], poolWatchOwner: ObjectIdentifier?) {
+        let now = clock.microseconds()
+        var sources = watches.map { $0.recent(nowMicroseconds: now, pid: builder.pid) }
+        if let poolWatchOwner, let runner = watches.first(where: { $0.monitor == poolWatchOwner }) {
+            sources.append(
+                HangReport.Recent.Source(
+                    source: ActivitySourceKind.concurrencyPool.rawValue, service: runner.service, thread: nil,
+                    thresholdMs: ReportBuilder.milliseconds(Int64(runner.control.thresholdMicroseconds.load(ordering: .relaxed))),
+                    noRecorder: WatchedSource.onlyRunLoops))
+        }
+        var dumpBuilder = builder
+        dumpBuilder.source = .recent
+        let report = dumpBuilder.build(recent: HangReport.Recent(sources: sources), id: "recent-\(nonce)", microseconds: now)
+        do {
+            write(try report.encoded(), name: Self.answerFileName(nonce: nonce))
+            logger.info(
+                "recent-window dump written",
+                metadata: [
+                    "hangwatch.path": "\(store.directory)/\(Self.answerFileName(nonce: nonce))", "hangwatch.sources": "\(sources.count)",
+                    "hangwatch.took_us": "\(clock.microseconds() - now)",
+                ])
+        } catch {
+            logger.warning("recent-window dump not written", metadata: ["hangwatch.error": "\(error)"])
+        }
+    }
+
     /// Says why the request with `nonce` gets no dump.
     func refuse(_ nonce: UInt64, reason: String) {
         logger.notice("thread dump refused", metadata: ["hangwatch.reason": "\(reason)"])

@@ -6,7 +6,8 @@ import Synchronization
 /// handler posts the one wake registered with it, the watchdog's; the lane takes the pending
 /// requests, each admitted or refused by `DumpAdmission` (one at a time, a few a minute: the
 /// process's bound), and answered in the directory open longest (the CLI looks in every directory
-/// that holds the process's heartbeat).
+/// that holds the process's heartbeat). It keeps every watch of the process (`WatchedSource`), whose
+/// flight recorders a recent-window dump reads.
 final class DumpService: Sendable {
     private struct State {
         /// The directories that answer, in the order they opened, and the signal each is asked with.
@@ -16,6 +17,8 @@ final class DumpService: Sendable {
         /// A task dump waiting for HangWatch's probe task to park (the process's first), and until
         /// when it waits (µs).
         var waitingForProbe: (nonce: UInt64, server: DumpServer, until: UInt64)?
+        /// Every watch of the process, in the order they began (`hangwatch dump --recent`).
+        var watches: [WatchedSource] = []
     }
 
     /// How long a task dump waits for HangWatch's probe task (it needs a free pool thread).
@@ -28,14 +31,27 @@ final class DumpService: Sendable {
     /// Lets a request's signal through on the calling thread (the watchdog's, where requests are
     /// queued: it inherited its creator's mask).
     let unblock: @Sendable (_ signal: Int32) -> Void
+    /// The monitor that runs the process's pool watch now (nil: none runs).
+    private let poolWatchOwner: @Sendable () -> ObjectIdentifier?
 
     init(
         watchdog: Watchdog, register: @escaping @Sendable (_ wake: WatchdogWake?, _ leaving: WatchdogWake?) -> Void,
-        unblock: @escaping @Sendable (_ signal: Int32) -> Void
+        unblock: @escaping @Sendable (_ signal: Int32) -> Void, poolWatchOwner: @escaping @Sendable () -> ObjectIdentifier? = { nil }
     ) {
         self.watchdog = watchdog
         self.register = register
         self.unblock = unblock
+        self.poolWatchOwner = poolWatchOwner
+    }
+
+    /// A watch began: a recent-window dump lists it until it ends.
+    func add(_ watch: WatchedSource) {
+        state.withLock { $0.watches.append(watch) }
+    }
+
+    /// The watch `id` ended.
+    func removeWatch(_ id: ObjectIdentifier) {
+        state.withLock { $0.watches.removeAll { $0.id == id } }
     }
 
     /// A directory with a heartbeat opened: `server` answers there, asked with `signal`. The first
@@ -84,6 +100,8 @@ final class DumpService: Sendable {
                 if DumpKind(nonce: nonce) == .tasks, let tasks = server.tasks, tasks.needsProbe() {
                     state.withLock { $0.waitingForProbe = (nonce, server, now + Self.probeWaitMicroseconds) }
                     tasks.startProbe { [wake = watchdog.wake] in wake.signal() }
+                } else if DumpKind(nonce: nonce) == .recent {
+                    server.serveRecent(nonce, watches: state.withLock { $0.watches }, poolWatchOwner: poolWatchOwner())
                 } else {
                     server.serve(nonce)
                 }

@@ -36,12 +36,20 @@ struct RecorderBusyWindow: Equatable, Sendable {
 
     /// Reads `recorder` and `latch` (the loop's last activity) at `nowMicroseconds` (`CLOCK_MONOTONIC`).
     static func read(_ recorder: UnsafeLeadUpRecorder, latch: ActivityLatch, nowMicroseconds: UInt64) -> RecorderBusyWindow {
-        let nowUnits = (nowMicroseconds * 1000) >> 10
+        let nowUnits = units(microseconds: nowMicroseconds)
+        return RecorderBusyWindow(buckets: recorder.read(endingAt: nowUnits), nowUnits: nowUnits, openPieceStartUnits: openPieceStart(latch))
+    }
+
+    /// When the piece in progress began (units): the loop's last activity, when it is a busy one;
+    /// nil when the loop is idle (or has recorded nothing yet).
+    static func openPieceStart(_ latch: ActivityLatch) -> UInt64? {
         let snapshot = latch.snapshot()
         let busy = snapshot.word != 0 && !ActivityLatch.isIdle(snapshot.activity, idleMask: latch.storage.pointee.idleMask)
-        return RecorderBusyWindow(
-            buckets: recorder.read(endingAt: nowUnits), nowUnits: nowUnits, openPieceStartUnits: busy ? snapshot.word >> 8 : nil)
+        return busy ? snapshot.word >> 8 : nil
     }
+
+    /// `CLOCK_MONOTONIC` microseconds in the latch's units of 1024 ns.
+    static func units(microseconds: UInt64) -> UInt64 { (microseconds * 1000) >> 10 }
 
     /// Busy time over the window, 0 to 1.
     var ratio: Double { windowUnits > 0 ? Double(busyUnits) / Double(windowUnits) : 0 }

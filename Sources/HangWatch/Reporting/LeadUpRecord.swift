@@ -36,7 +36,8 @@ struct LeadUpRecord: Sendable, Equatable {
     var leadUp: HangReport.LeadUp {
         // The window up to the onset, as the heartbeat reads one up to now (the piece that hung
         // is the onset's, not before it).
-        let ratio = RecorderBusyWindow(buckets: buckets, nowUnits: onsetUnits, openPieceStartUnits: nil).ratio
+        // Rounded as written, so that the reading says what `busyRatio` (and `show`'s line) says.
+        let ratio = ReportBuilder.ratio(RecorderBusyWindow(buckets: buckets, nowUnits: onsetUnits, openPieceStartUnits: nil).ratio)
         return HangReport.LeadUp(
             // Nominally: a bucket is 97,656 units of 1024 ns, 2.6 ppm short of 100 ms.
             windowMs: Double(buckets.count * 100), bucketMs: 100,
@@ -45,7 +46,7 @@ struct LeadUpRecord: Sendable, Equatable {
                     busyMs: Self.milliseconds(units: $0.busyUnits), stretches: Int($0.stretches), iterations: Int($0.iterations),
                     longestMs: Self.milliseconds(units: $0.longestUnits))
             },
-            busyRatio: ReportBuilder.ratio(ratio), reading: reading(ratio: ratio),
+            busyRatio: ratio, reading: reading(ratio: ratio),
             tornBuckets: buckets.contains(where: \.torn) ? buckets.filter(\.torn).count : nil)
     }
 

@@ -78,3 +78,28 @@ extension ReportBuilder {
         return report
     }
 }
+
+extension ReportBuilder {
+    /// A recent-window dump as a report (`source` `recent`): `recent`, every watch of the process
+    /// with its flight recorder's window ending at `microseconds`; no threads, no samples, no
+    /// duration. `thread` is the first watch's thread (else the main thread).
+    func build(recent: HangReport.Recent, id: String, microseconds: UInt64) -> HangReport {
+        let now = wallClock(microseconds)
+        let first = recent.sources.lazy.compactMap(\.thread).first
+        var report = HangReport(
+            id: id, service: service, host: host, pid: pid, process: process,
+            thread: first ?? HangReport.ThreadInfo(tid: pid, name: nil, isMain: true), source: ActivitySourceKind.recent.rawValue,
+            startedAt: now, detectedAt: now, endedAt: now, durationMs: 0, thresholdMs: 0, outcome: .recovered,
+            activity: ActivitySourceKind.recent.activityName ?? "recent", mode: nil, samples: [], stacks: [], heaviestStack: nil, frames: [],
+            images: [], signature: String(repeating: "0", count: 16),
+            context: HangReport.Context(
+                verdict: .unknown, onCpuRatio: nil, runQueueRatio: nil, blockedIn: nil, threadStates: [:], rssBytes: nil, loadAverage: nil,
+                cpuCount: ProcessSnapshot.read().cpuCount, watchdogOversleepMs: 0, debuggerAttached: false, processStopped: false),
+            capture: HangReport.CaptureSummary(
+                signal: signal, sampleIntervalMs: 0, samplesTaken: 0, samplesDropped: 0, maxFrames: maxFrames, pauseMedianUs: nil,
+                pauseMaxUs: nil, errors: [], reportsSuppressed: 0))
+        report.recent = recent
+        report.resource = resource
+        return report
+    }
+}

@@ -58,7 +58,9 @@ final class ProcessRuntime: Sendable {
         self.environment = environment
         watchdog = Watchdog(environment: environment, startsThread: startsThreads)
         directories = ReportDirectories()
-        dumps = DumpService(watchdog: watchdog, register: registerDumpWake, unblock: unblockDumpSignal)
+        dumps = DumpService(
+            watchdog: watchdog, register: registerDumpWake, unblock: unblockDumpSignal,
+            poolWatchOwner: { [poolWatch] in poolWatch.activeOwner() })
     }
 
     /// The thread that waits for idle event loops to wake: one per way of polling (through an

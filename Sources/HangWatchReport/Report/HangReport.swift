@@ -123,6 +123,10 @@ public struct HangReport: Codable, Sendable, Equatable {
     /// Schema 1.7: one job, a backlog, both, or unknown, as far as the source proves it (`Kind`);
     /// absent where `before` is.
     public var kind: Kind?
+    /// A recent-window dump's windows (`source` `recent`, `hangwatch dump --recent`): every watch
+    /// of the process with its flight recorder's window ending now, or why it keeps none. Optional
+    /// since schema 1.8; absent in every other report.
+    public var recent: Recent?
 
     public init(
         schema: String = HangReport.currentSchema, id: String, service: String, host: String, pid: Int32,

@@ -172,19 +172,45 @@ package enum DumpRequest {
             exitCode: Exit.nothingMatched)
     }
 
-    /// What a request asks for: every thread, or every Swift task (the nonce's bit 47: a monitor
-    /// that predates task dumps answers such a request with a thread dump, which the caller tells).
+    /// What a request asks for: every thread, every Swift task (the nonce's bit 47), or the current
+    /// window of every flight recorder (bit 46). A monitor that predates task dumps, or recent-window
+    /// dumps, answers such a request with a thread dump, which the caller tells.
     package enum Kind: Sendable {
         case threads
         case tasks
+        case recent
 
-        /// The nonce's bit that asks for the tasks.
+        /// The nonce's bits that ask for the tasks and for the recent windows.
         static let tasksBit: UInt64 = 1 << 47
+        static let recentBit: UInt64 = 1 << 46
 
-        /// A fresh nonce for this kind of request (48 bits, never 0).
+        /// A fresh nonce for this kind of request (48 bits, never 0): 46 random bits (never all
+        /// zero), and the kind's bit.
         package func nonce() -> UInt64 {
-            let random = UInt64.random(in: 1..<Self.tasksBit)
-            return self == .tasks ? random | Self.tasksBit : random
+            let random = UInt64.random(in: 1..<Self.recentBit)
+            switch self {
+            case .threads: return random
+            case .tasks: return random | Self.tasksBit
+            case .recent: return random | Self.recentBit
+            }
+        }
+    }
+
+    /// Why `answer`, process `pid`'s answer to a request of `kind`, is not what was asked for, or
+    /// nil: a monitor that predates task dumps, or recent-window dumps, answers those with a thread
+    /// dump (exit 1, naming the command that shows what it did answer).
+    package static func mismatch(_ answer: HangReport, asked kind: Kind, pid: Int32) -> CommandFailure? {
+        switch kind {
+        case .tasks where answer.tasks == nil:
+            return CommandFailure(
+                message: "process \(pid) answered with a thread dump, not its tasks: its HangWatch predates task dumps (hangwatch dump \(pid) shows its threads)",
+                exitCode: Exit.nothingMatched)
+        case .recent where answer.recent == nil:
+            return CommandFailure(
+                message: "process \(pid) answered with a thread dump, not its recent windows: its HangWatch predates recent-window dumps (hangwatch dump \(pid) shows its threads)",
+                exitCode: Exit.nothingMatched)
+        default:
+            return nil
         }
     }
 

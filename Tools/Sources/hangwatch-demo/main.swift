@@ -15,11 +15,16 @@ import HangWatchSymbolication
 //   hangwatch-demo --reports DIR --main-queue
 //       the same service shape without a run loop: dispatchMain(), the main queue watched by
 //       pinging it (as an `async` @main service would be); one 800 ms hang, then exits.
+//   hangwatch-demo --reports DIR --busy
+//       keeps RunLoop.main about half busy with short jobs (20 ms of work, then 20 ms asleep: never
+//       a hang) and watches a serial queue too, until killed: what `hangwatch dump --recent PID`
+//       shows (BusyMode.swift).
 
-func parseArguments() -> (reportDirectory: String, hangForever: Bool, mainQueue: Bool) {
+func parseArguments() -> (reportDirectory: String, hangForever: Bool, mainQueue: Bool, busy: Bool) {
     var directory = "./hangwatch-reports"
     var hangForever = false
     var mainQueue = false
+    var busy = false
     var arguments = CommandLine.arguments.dropFirst()
     while let argument = arguments.popFirst() {
         switch argument {
@@ -27,6 +32,8 @@ func parseArguments() -> (reportDirectory: String, hangForever: Bool, mainQueue:
             hangForever = true
         case "--main-queue":
             mainQueue = true
+        case "--busy":
+            busy = true
         case "--reports":
             guard let value = arguments.popFirst() else {
                 FileHandle.standardError.write(Data("hangwatch-demo: --reports needs a directory\n".utf8))
@@ -34,16 +41,20 @@ func parseArguments() -> (reportDirectory: String, hangForever: Bool, mainQueue:
             }
             directory = value
         case "-h", "--help":
-            print("usage: hangwatch-demo [--reports DIR] [--hang-forever | --main-queue]")
+            print("usage: hangwatch-demo [--reports DIR] [--hang-forever | --main-queue | --busy]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("hangwatch-demo: unknown argument \(argument)\n".utf8))
             exit(2)
         }
     }
-    return (directory, hangForever, mainQueue)
+    if [hangForever, mainQueue, busy].filter({ $0 }).count > 1 {
+        FileHandle.standardError.write(Data("hangwatch-demo: --hang-forever, --main-queue and --busy are different runs: give one\n".utf8))
+        exit(2)
+    }
+    return (directory, hangForever, mainQueue, busy)
 }
-let (reportDirectory, hangForever, mainQueue) = parseArguments()
+let (reportDirectory, hangForever, mainQueue, busy) = parseArguments()
 
 /// The scenarios, in order, each with the delay before it starts.
 struct Scenario {
@@ -91,7 +102,7 @@ let scenarios: [Scenario] = [
     },
 ]
 
-if !hangForever { DemoDirectory.prepare(reportDirectory) }
+if !hangForever && !busy { DemoDirectory.prepare(reportDirectory) }
 let configuration = HangMonitor.Configuration(
     serviceName: "demo", threshold: .milliseconds(250), reportDirectory: reportDirectory)
 let monitor: HangMonitor
@@ -114,6 +125,8 @@ if hangForever {
     }
     RunLoop.main.run()
 }
+
+if busy { runBusy(configuration: configuration, reportDirectory: reportDirectory) }
 
 if mainQueue {
     print("HangWatch demo: watching the main queue under dispatchMain(), threshold 250 ms, reports in \(reportDirectory)")

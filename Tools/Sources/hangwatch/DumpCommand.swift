@@ -13,11 +13,12 @@ import HangWatchRendering
 @_spi(Internal) import HangWatchReport
 
 /// `hangwatch dump PID`: the threads of a running monitored process now, like jstack; with
-/// `--tasks`, every Swift task, like Go's goroutine dump.
+/// `--tasks`, every Swift task, like Go's goroutine dump; with `--recent`, the current window of
+/// every flight recorder, without a hang (Go's flight recorder, on demand).
 struct DumpCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dump",
-        abstract: "Show what every thread (or, with --tasks, every Swift task) of a running monitored process is doing now, and what it waits for.",
+        abstract: "Show what every thread (or, with --tasks, every Swift task) of a running monitored process is doing now, and what it waits for; with --recent, how busy its loops were in the last seconds.",
         usage: "hangwatch dump <pid> [<options>]",
         discussion: """
             The process's monitor is found by its heartbeat file (.heartbeat-PID) in the report \
@@ -49,12 +50,22 @@ struct DumpCommand: ParsableCommand {
             and the actors. Swift keeps no time of a suspension: how long a task waited is how \
             long this monitor's task dumps saw it waiting the same way, so ask twice.
 
+            --recent asks for the current window of every flight recorder instead, no hang \
+            needed: for each watch of the process, its run loop's last seconds (5 s by default) \
+            in 100 ms blocks, ▁ idle to █ busy, as `hangwatch show` draws a hang's lead-up, with \
+            the busy ratio up to now (the piece in progress counted), the longest piece and \
+            whether it is busy now; a watch without a recorder (only run loops keep one) says so. \
+            --json keeps every bucket. A monitor that predates it answers with a thread dump: the \
+            command says so and exits 1.
+
             Examples:
               hangwatch dump 4242
               hangwatch dump 4242 --service billing
               hangwatch dump 4242 --json | jq '.threads[] | select(.waitsFor != null)'
               hangwatch dump --tasks 4242 --suspended-over 30s
               hangwatch dump --tasks 4242 --json | jq '.tasks.folds[0]'
+              hangwatch dump --recent 4242
+              hangwatch dump --recent 4242 --json | jq '.recent.sources[0].window.busyRatio'
             """)
 
     @Argument(help: "The process id of a service that embeds HangWatch.")
@@ -72,6 +83,9 @@ struct DumpCommand: ParsableCommand {
     @Flag(help: "Every Swift task instead of every thread.")
     var tasks = false
 
+    @Flag(help: "The last seconds of every watched loop (its flight recorder's window now) instead of every thread.")
+    var recent = false
+
     @Option(help: DurationArgument.help("With --tasks: a finding for tasks on continuations seen waiting at least this long: 1m, 30s (default 1m)"))
     var suspendedOver: DurationArgument?
 
@@ -84,7 +98,7 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "Frames of each stack to show.")
     var frames: Int = 24
 
-    @Flag(help: "Print the dump as JSON (a report whose source is `dump`, symbolicated unless --no-symbolicate).")
+    @Flag(help: "Print the dump as JSON (a report whose source is `dump`, `tasks` or `recent`, symbolicated unless --no-symbolicate).")
     var json = false
 
     func validate() throws {
@@ -94,6 +108,7 @@ struct DumpCommand: ParsableCommand {
                 "--service takes a service's name, never a path: \(service.debugDescription) \(problem) (give the name of a subdirectory of the report directory, like --service billing)")
         }
         if waitSeconds <= 0 || waitSeconds > 600 { throw ValidationError("--timeout must be between 1ms and 10m") }
+        if tasks && recent { throw ValidationError("--tasks and --recent ask for different dumps: give one") }
         if !tasks, ids || suspendedOver != nil { throw ValidationError("--ids and --suspended-over go with --tasks") }
         if frames < 1 { throw ValidationError("--frames must be at least 1") }
     }
@@ -102,7 +117,8 @@ struct DumpCommand: ParsableCommand {
         let library = ReportLibrary(directory: directory, reading: reading)
         try library.checkDirectory()
         let found = try DumpRequest.findMonitor(pid: pid, in: library.directory, service: service)
-        let nonce = try DumpRequest.ask(pid: pid, watchdog: found.watchdog, signal: found.signal, kind: tasks ? .tasks : .threads)
+        let kind: DumpRequest.Kind = tasks ? .tasks : recent ? .recent : .threads
+        let nonce = try DumpRequest.ask(pid: pid, watchdog: found.watchdog, signal: found.signal, kind: kind)
         let dump: HangReport
         switch try DumpRequest.awaitAnswer(nonce: nonce, from: found, timeout: waitSeconds) {
         case .refused(let reason):
@@ -110,11 +126,7 @@ struct DumpCommand: ParsableCommand {
         case .dump(let data, let path):
             dump = try Self.decode(data, path: path, library: library)
         }
-        if tasks, dump.tasks == nil {
-            throw CommandFailure(
-                message: "process \(pid) answered with a thread dump, not its tasks: its HangWatch predates task dumps (hangwatch dump \(pid) shows its threads)",
-                exitCode: Exit.nothingMatched)
-        }
+        if let mismatch = DumpRequest.mismatch(dump, asked: kind, pid: pid) { throw mismatch }
         if json {
             print(String(decoding: try dump.encoded(), as: UTF8.self))
             return
@@ -122,6 +134,10 @@ struct DumpCommand: ParsableCommand {
         if tasks {
             let text = TaskDumpText(terminal: library.terminal, maxFrames: frames, suspendedOverMs: suspendedOver?.milliseconds ?? 60_000, showIDs: ids)
             print(text.render(dump))
+            return
+        }
+        if recent {
+            print(ReportDetail(terminal: library.terminal, maxFrames: frames).renderRecent(dump))
             return
         }
         print(ReportDetail(terminal: library.terminal, maxFrames: frames).renderDump(dump))

@@ -4,11 +4,79 @@ import HangWatchTestSupport
 import Testing
 
 /// `hangwatch dump PID` against a live process: the library's `hangwatch-waits` service (release
-/// build, made by `make test` in the library's package) deadlocked, and processes without HangWatch.
+/// build, made by `make test` in the library's package) deadlocked, the demo kept half busy
+/// (`--recent`), and processes without HangWatch.
 @Suite(.serialized) struct DumpCommandTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../..").standardized.path
     static var waits: String { BuiltExecutable.releasePath("hangwatch-waits") }
     static var cli: String { BuiltExecutable.path("hangwatch") }
+    static var demo: String { BuiltExecutable.path("hangwatch-demo") }
+
+    /// `dump --recent` of the demo kept about half busy by 20 ms jobs (`hangwatch-demo --busy`),
+    /// once its loop ran for more than the window: its run loop's 5 s in 50 blocks, about half busy
+    /// by the blocks and by the ratio, its longest piece far under the threshold; the queue and the
+    /// pool it also watches, each saying it has no recorder; exit 0. `--json` keeps every bucket,
+    /// and the answers leave nothing behind. No hang is reported. `--recent` with `--tasks` is a
+    /// usage error, and nothing is asked.
+    @Test func theRecentWindowsOfAHalfBusyDemoShowItsLoopAboutHalfBusyAndTheWatchesWithoutARecorder() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.demo), "build the tools: \(Self.demo)")
+        let directory = ReportDirectory("dump-recent")
+        let service = try RunningExecutable(Self.demo, ["--reports", directory.path, "--busy"])
+        defer {
+            service.signal(SIGKILL)
+            _ = service.finish(within: 10)
+        }
+        let announced = Eventually.value(timeout: 20, { service.output }, until: { $0.contains("watched until killed") })
+        try #require(announced.contains("watched until killed"), "\(announced)")
+        let since = DispatchTime.now().uptimeNanoseconds
+        let pid = service.pid
+        let heartbeat = directory.path + "/" + MonitorHeartbeat.fileName(pid: pid)
+        #expect(Eventually.holds(timeout: 10) { FileManager.default.fileExists(atPath: heartbeat) }, "\(directory.listing())")
+        // The window (5 s) all of the busy loop's.
+        while DispatchTime.now().uptimeNanoseconds - since < 5_500_000_000 { usleep(100_000) }
+
+        let text = try ExecutableRun.run(Self.cli, ["dump", "--recent", String(pid), "--dir", directory.path, "--color", "never"], timeout: 30)
+        #expect(text.status == 0, "\(text.errors)")
+        let lines = text.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.first?.hasPrefix("recent windows of demo (pid \(pid), host ") == true, "\(text.output)")
+        #expect(lines.dropFirst().first == "3 watches, 1 with a flight recorder", "\(text.output)")
+        let loop = try #require(lines.firstIndex(of: "runloop \"hangwatch-demo\" tid \(pid) (main), threshold 250ms"), "\(text.output)")
+        // `  5 s: ▅▅▄…  busy 52 %`: 50 blocks, then the ratio.
+        let drawn = lines[loop + 1]
+        let blocks = drawn.dropFirst("  5 s: ".count).prefix { "▁▂▃▄▅▆▇█".contains($0) }
+        #expect(drawn.hasPrefix("  5 s: ") && blocks.count == 50, "\(drawn)")
+        let percent = try #require(Int(drawn.split(separator: " ").dropLast().last ?? ""), "\(drawn)")
+        print("dump --recent of the half-busy demo measured: \(drawn)")
+        #expect(percent >= 30 && percent <= 75, "\(drawn)")
+        // Most blocks are neither idle nor full: the load is spread over the window.
+        #expect(blocks.filter { $0 != "▁" && $0 != "█" }.count >= 35, "\(drawn)")
+        let reading = lines[loop + 2]
+        #expect(reading.hasPrefix("  busy \(percent) % in the last 5 s (a block per 100ms); longest piece "), "\(reading)")
+        let longest = reading.components(separatedBy: "longest piece ").last?.prefix { $0.isNumber }
+        #expect(Int(longest ?? "").map { $0 >= 15 && $0 < 250 } == true, "\(reading)")
+        for watch in ["dispatch-queue ", "concurrency-pool, threshold 250ms"] {
+            let header = try #require(lines.firstIndex { $0.hasPrefix(watch) }, "\(watch) missing: \(text.output)")
+            #expect(lines[header + 1] == "  no window: only run loops keep a flight recorder", "\(lines[header + 1])")
+        }
+
+        let json = try ExecutableRun.run(Self.cli, ["dump", "--recent", String(pid), "--dir", directory.path, "--json"], timeout: 30)
+        #expect(json.status == 0, "\(json.errors)")
+        let dump = try HangReport.makeDecoder().decode(HangReport.self, from: Data(json.output.utf8))
+        #expect(dump.source == "recent")
+        let sources = try #require(dump.recent?.sources)
+        try #require(sources.map(\.source) == ["runloop", "dispatch-queue", "concurrency-pool"], "\(sources.map(\.source))")
+        let window = try #require(sources[0].window)
+        #expect(window.buckets.count == 50 && window.bucketMs == 100 && window.windowMs == 5_000)
+        #expect(window.busyRatio >= 0.3 && window.busyRatio <= 0.75, "\(window.busyRatio)")
+        #expect(window.buckets.reduce(0) { $0 + $1.iterations } >= 60, "\(window.buckets)")
+        #expect(sources[0].thread?.tid == pid && sources[0].thread?.isMain == true)
+
+        let usage = try ExecutableRun.run(Self.cli, ["dump", "--recent", "--tasks", String(pid), "--dir", directory.path], timeout: 30)
+        #expect(usage.status == 2 && usage.errors.contains("--tasks and --recent ask for different dumps: give one"), "\(usage.errors)")
+        #expect(service.process.isRunning)
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(left.allSatisfy { $0.hasPrefix(".heartbeat-") }, "no hang, no answer left: \(left)")
+    }
 
     /// A deadlocked service, asked twice (the request and its answer leave nothing behind): both
     /// threads of the cycle, their stacks at the lock each waits for, the cycle first, exit 0. The

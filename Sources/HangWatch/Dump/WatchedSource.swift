@@ -1,0 +1,40 @@
+import HangWatchReport
+
+/// One watch of the process as `hangwatch dump --recent` lists it: `DumpService` keeps one from the
+/// watch's `begin` to its `end`. What it watches, for which service and which monitor, its latch
+/// (whose flight recorder, when it keeps one, is read), the thread it watches and its threshold.
+/// Read on the watchdog's thread when a recent-window dump is asked for; the loop's thread only
+/// ever writes the latch, as it always does.
+struct WatchedSource: Sendable {
+    /// The watch (its `MonitorAssembly`): removed by it.
+    var id: ObjectIdentifier
+    /// The monitor that started it (the pool watch names its runner by this).
+    var monitor: ObjectIdentifier
+    var kind: ActivitySourceKind
+    var service: String
+    var latch: ActivityLatch
+    var threadSlot: ThreadSlot
+    var control: WatchdogControl
+
+    /// Why a watch keeps no recorder.
+    static let onlyRunLoops = "only run loops keep a flight recorder"
+    static let recorderOff = "its flight recorder is off (leadUpWindow 0)"
+
+    /// Its line of the answer at `nowMicroseconds` (`CLOCK_MONOTONIC`), `pid` the process's (the
+    /// main thread's tid).
+    func recent(nowMicroseconds: UInt64, pid: Int32) -> HangReport.Recent.Source {
+        let thread = threadSlot.thread.map { HangReport.ThreadInfo(tid: $0.tid, name: $0.name, isMain: $0.tid == pid) }
+        var line = HangReport.Recent.Source(
+            source: kind.rawValue, service: service, thread: thread,
+            thresholdMs: ReportBuilder.milliseconds(Int64(control.thresholdMicroseconds.load(ordering: .relaxed))))
+        guard let recorder = latch.leadUp else {
+            line.noRecorder = kind == .runLoop ? Self.recorderOff : Self.onlyRunLoops
+            return line
+        }
+        let read = RecentWindow.read(recorder, latch: latch, nowMicroseconds: nowMicroseconds)
+        line.window = read.window
+        line.longestMs = LeadUpRecord.milliseconds(units: read.busy.longestUnits)
+        line.busyNowMs = read.busyNowUnits.map { LeadUpRecord.milliseconds(units: $0) }
+        return line
+    }
+}

@@ -1,0 +1,56 @@
+extension HangReport {
+    /// `hangwatch dump --recent`'s answer (`source` `recent`; optional and additive within schema
+    /// 1.7): every watch of the process when it was asked, each with the current window of its
+    /// flight recorder (what a hang's `before` holds, ending now instead of at an onset), or why it
+    /// keeps none. No hang needs to have happened.
+    public struct Recent: Codable, Sendable, Equatable {
+        /// Every watch of the process, in the order they started; the cooperative pool's watch
+        /// last, while one runs.
+        public var sources: [Source]
+
+        public init(sources: [Source]) {
+            self.sources = sources
+        }
+
+        /// One watch, now.
+        public struct Source: Codable, Sendable, Equatable {
+            /// What it watches, as a report names its `source`: `runloop`, `dispatch-main`,
+            /// `dispatch-queue`, `nio-eventloop`, `scope`, `concurrency-pool`.
+            public var source: String
+            /// The service it reports for (its configuration's `serviceName`).
+            public var service: String
+            /// The thread it watches, as it last attached; absent before one did (and for the pool).
+            public var thread: ThreadInfo?
+            /// Its threshold now.
+            public var thresholdMs: Double
+            /// The recorder's window ending now: the buckets oldest first, the last counted up to
+            /// now, the piece in progress counted in the buckets it covers; `busyRatio` is busy time
+            /// over the time the window covers; `reading` says it in one line (`busy 52 % in the
+            /// last 5 s`). Absent for a watch without a recorder (`noRecorder` says why).
+            public var window: LeadUp?
+            /// The longest piece in the window: the longest that ended in it, or the one in
+            /// progress if longer. Absent without a recorder.
+            public var longestMs: Double?
+            /// How long the loop has been in the piece in progress: busy now. Absent when it is
+            /// idle, and without a recorder.
+            public var busyNowMs: Double?
+            /// Why there is no window: `only run loops keep a flight recorder`, `its flight
+            /// recorder is off (leadUpWindow 0)`. Absent when there is one.
+            public var noRecorder: String?
+
+            public init(
+                source: String, service: String, thread: ThreadInfo?, thresholdMs: Double, window: LeadUp? = nil,
+                longestMs: Double? = nil, busyNowMs: Double? = nil, noRecorder: String? = nil
+            ) {
+                self.source = source
+                self.service = service
+                self.thread = thread
+                self.thresholdMs = thresholdMs
+                self.window = window
+                self.longestMs = longestMs
+                self.busyNowMs = busyNowMs
+                self.noRecorder = noRecorder
+            }
+        }
+    }
+}
