@@ -34,6 +34,10 @@ import HangWatchReport
 //       one hang computing N ms (of wall time, or of its own CPU time) for a test that put the
 //       process in a cgroup (a CPU quota, a freezer), or faulting a file's evicted pages in;
 //       prints what the thread's and the cgroup's own counters measured (ContainerScenario.swift).
+//   hangwatch-faults saturate --reports DIR --seconds S [--ms N] [--file PATH]
+//       a run loop busy N ms of every 20 (default 19) for S seconds, in pieces of 1 to 50 ms under
+//       the 200 ms threshold, its heartbeat every second; 2 ms of 20 until PATH exists
+//       (SaturationScenario.swift).
 //
 // Exit codes: 0 done, 2 bad arguments, 3 the monitor could not start.
 
@@ -55,7 +59,7 @@ struct Options {
     /// `limits`: how long to compute; the cgroup file whose throttled time to read around it.
     var milliseconds = 0
     var counter: String?
-    /// `pageout`: the file to map.
+    /// `pageout`: the file to map; `saturate`: the file whose appearance saturates the loop.
     var file = ""
 }
 
@@ -67,7 +71,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 func parseOptions() -> Options {
     var options = Options()
     var arguments = CommandLine.arguments.dropFirst()
-    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|queued|labels|idle|lifecycle|limits|pageout --reports DIR ...") }
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|queued|labels|idle|lifecycle|limits|pageout|saturate --reports DIR ...") }
     options.scenario = scenario
     while let name = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
@@ -225,5 +229,6 @@ case "labels": runLabels(options)
 case "idle": runIdle(options)
 case "limits": runLimits(options)
 case "pageout": runPageout(options)
+case "saturate": runSaturate(options)
 default: fail("unknown scenario \(options.scenario)")
 }

@@ -76,6 +76,36 @@ import FoundationNetworking
         return (promtool.terminationStatus, said)
     }
 
+    /// A file of this repository, by its path from the top.
+    static func repositoryFile(_ path: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../" + path).standardized.path
+    }
+
+    /// The shipped rules (config/prometheus/hangwatch.rules.yml) through `sed` with `sed`'s
+    /// arguments, written beside `root` (the caller removes the file): its path.
+    static func shippedRules(beside root: String, sed arguments: [String]) throws -> String {
+        let rules = root + ".rules.yml"
+        let sed = try ExecutableRun.run("/bin/sed", arguments + [repositoryFile("config/prometheus/hangwatch.rules.yml")], timeout: 10)
+        try #require(sed.status == 0, "sed: \(sed.errors)")
+        try sed.output.write(toFile: rules, atomically: true, encoding: .utf8)
+        return rules
+    }
+
+    /// The `-e` expressions of the sed docs/fleet.md gives for short windows ("Windows, for a
+    /// test"), as written there: `sed -e '…' -e '…' hangwatch.rules.yml`.
+    static func documentedSed() throws -> [String] {
+        let text = try String(contentsOfFile: repositoryFile("docs/fleet.md"), encoding: .utf8)
+        let marker = try #require(text.range(of: "**Windows, for a test.**"), "docs/fleet.md has no \"Windows, for a test\"")
+        let line = try #require(text[marker.upperBound...].split(separator: "\n").first { $0.hasPrefix("sed ") }, "no sed line")
+        // Quoted and unquoted parts alternate: `sed -e `, an expression, ` -e `, …, ` hangwatch.rules.yml`.
+        let parts = line.split(separator: "'", omittingEmptySubsequences: false).map(String.init)
+        let unquoted = stride(from: 0, to: parts.count, by: 2).map { parts[$0] }
+        try #require(
+            parts.count >= 3 && unquoted.first == "sed -e " && unquoted.last == " hangwatch.rules.yml" && unquoted.dropFirst().dropLast().allSatisfy { $0 == " -e " },
+            "not the shape this test reads: \(line)")
+        return stride(from: 1, to: parts.count, by: 2).flatMap { ["-e", parts[$0]] }
+    }
+
     @Test func metricsCountOnlyHangsThatAppearAfterStartAndPassPromtool() throws {
         let root = try SpoolRoot()
         try DemoReports.copy(into: root.path, service: "old")
@@ -163,12 +193,25 @@ import FoundationNetworking
             return body["data"] as? [String: Any]
         }
 
+        /// An instant query's series (each with its `metric` and `value` or `values`), nil until it answers.
+        func result(_ expression: String) -> [[String: Any]]? {
+            data("/api/v1/query", query: expression)?["result"] as? [[String: Any]]
+        }
+
         /// The first sample's value of an instant query.
         func query(_ expression: String) -> Double? {
-            guard let result = data("/api/v1/query", query: expression)?["result"] as? [[String: Any]], let first = result.first,
-                let sample = first["value"] as? [Any], let text = sample.last as? String
-            else { return nil }
+            guard let first = result(expression)?.first, let sample = first["value"] as? [Any], let text = sample.last as? String else { return nil }
             return Double(text)
+        }
+
+        /// The samples of a range query's first series (`name{…}[5m]`): Unix time and value, oldest first.
+        func samples(_ expression: String) -> [(time: Double, value: Double)] {
+            guard let values = result(expression)?.first?["values"] as? [[Any]] else { return [] }
+            return values.compactMap { pair in
+                guard pair.count == 2, let time = (pair[0] as? NSNumber)?.doubleValue, let text = pair[1] as? String, let value = Double(text)
+                else { return nil }
+                return (time, value)
+            }
         }
 
         /// The alerts pending or firing.
@@ -410,12 +453,9 @@ import FoundationNetworking
         }
 
         // The shipped rules, as the file says to shorten them.
-        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../config/prometheus/hangwatch.rules.yml").path
-        let rules = root.path + ".rules.yml"
-        let sed = try ExecutableRun.run(
-            "/bin/sed", ["-e", #"s/6h\b/48s/g; s/1h\b/24s/g; s/30m\b/12s/g; s/5m\b/6s/g"#, "-e", "s/vector(1)/vector(360)/", shipped], timeout: 10)
-        try #require(sed.status == 0 && sed.output.contains("vector(360)"), "\(sed.errors)")
-        try sed.output.write(toFile: rules, atomically: true, encoding: .utf8)
+        let rules = try Self.shippedRules(
+            beside: root.path, sed: ["-e", #"s/6h\b/48s/g; s/1h\b/24s/g; s/30m\b/12s/g; s/5m\b/6s/g"#, "-e", "s/vector(1)/vector(360)/"])
+        try #require(try String(contentsOfFile: rules, encoding: .utf8).contains("vector(360)"))
         let prometheus = try LivePrometheus(root: root.path, agentPort: agentPort, rules: rules)
         defer { try? FileManager.default.removeItem(atPath: rules) }
         /// The page alert's state for the canary ("pending", "firing"), nil while it is inactive.
@@ -461,10 +501,111 @@ import FoundationNetworking
         print("[alert] the page fired \(Int(Date().timeIntervalSince(doubled))) s after the canary's hang rate doubled (\(written) hangs)")
     }
 
+    /// A real monitor's run loop saturated below its hang threshold, end to end: the fault host's
+    /// `saturate` (a timer keeps the loop busy 19 ms of every 20, in pieces of at most 50 ms under
+    /// a 200 ms threshold; a heartbeat every second), a live agent reading its page, and a live
+    /// Prometheus scraping the agent with the shipped rules shortened by the sed docs/fleet.md
+    /// gives ("Windows, for a test": the saturation window 10m becomes 20s). Calm first (2 ms of
+    /// every 20) for more of Prometheus's samples than the window holds: every sample, the agent's
+    /// gauge and Prometheus's average of it under 0.5, no alert. Then saturated: the gauge over
+    /// 0.8, and HangWatchLoopSaturated fires for the service within 90 s, held back by the average
+    /// (by Prometheus's own timestamps, active after the loop saturated and over 5 s after the
+    /// gauge first read over 0.9); no other alert is ever pending or firing, the hang rate
+    /// Prometheus computes for the service reads 0 over the page's two windows, and the monitor
+    /// detected no hang, wrote no report, and its longest piece stayed under the threshold.
+    @Test func theSaturationAlertFiresForARealLoopBusyBelowItsThreshold() throws {
+        let faults = BuiltExecutable.path("hangwatch-faults")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: faults),
+            "build the fault host first: swift build --scratch-path .build --product hangwatch-faults (make test's library build makes it): \(faults)")
+        let root = try SpoolRoot()
+        let service = "saturated"
+        let agent = try AgentProcess(root: root.path, arguments: ["--set", "HANGWATCHD_ENRICH=no"])
+        try agent.waitUntilReady()
+        let agentPort = try #require(agent.metricsPort, "\(agent.log)")
+        // The loop saturates once this file exists.
+        let go = root.path + ".saturate"
+        defer { try? FileManager.default.removeItem(atPath: go) }
+        let host = try RunningExecutable(faults, ["saturate", "--reports", root.path + "/" + service, "--seconds", "600", "--file", go])
+        let rules = try Self.shippedRules(beside: root.path, sed: try Self.documentedSed())
+        defer { try? FileManager.default.removeItem(atPath: rules) }
+        let prometheus = try LivePrometheus(root: root.path, agentPort: agentPort, rules: rules)
+
+        let selector = "service=\"\(service)\",source=\"runloop\""
+        func gauge() -> Double? { Self.value(Self.scrape(agentPort), "hangwatch_loop_busy_ratio", selector) }
+        // The recorded average, by the name the sed gave it (avg20s: its window).
+        let record = "service_source:hangwatch_loop_busy_ratio:"
+        let recorded = try String(contentsOfFile: rules, encoding: .utf8).split(separator: "\n").compactMap { line in
+            line.range(of: "record: " + record).map { String(line[$0.upperBound...]) }
+        }
+        let average = record + (try #require(recorded.first, "no \(record)… in the rules")) + "{\(selector)}"
+        /// The saturation alert of the service, while it is active.
+        func alert() -> [String: Any]? {
+            prometheus.alerts()?.first { alert in
+                let labels = alert["labels"] as? [String: String] ?? [:]
+                return labels["alertname"] == "HangWatchLoopSaturated" && labels["service"] == service
+            }
+        }
+        func state() -> String { "gauge \(gauge() ?? -1), average \(prometheus.query(average) ?? -1); \(host.errors)" }
+
+        // Calm for 25 of Prometheus's samples, more than the shortened window holds: the calm fills
+        // it. (Left at 10 minutes, the window would keep them, and minutes of saturation would be
+        // needed to outweigh them, not tens of seconds.) Every one low, the agent's gauge and the
+        // recorded average too; no alert.
+        let calmSamples = "hangwatch_loop_busy_ratio{\(selector)}[5m]"
+        var calm: (gauge: Double?, average: Double?, count: Double?) = (nil, nil, nil)
+        let seen = Eventually.holds(timeout: 90, interval: 0.1) {
+            calm = (gauge(), prometheus.query(average), prometheus.query("count_over_time(\(calmSamples))"))
+            return calm.gauge != nil && calm.average != nil && (calm.count ?? 0) >= 25
+        }
+        try #require(seen, "the calm loop's ratio never reached Prometheus 25 times: \(calm); \(state()); \(agent.log)")
+        let calmest = prometheus.query("max_over_time(\(calmSamples))")
+        #expect(calm.gauge! < 0.5 && calm.average! < 0.5 && (calmest ?? 1) < 0.5, "calm: \(calm), highest sample \(calmest ?? -1)")
+        #expect(prometheus.alerts() != nil && alert() == nil, "\(prometheus.alerts() ?? [])")
+
+        // Saturated: the gauge rises, then the alert fires.
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        let saturated = Date()
+        #expect(Eventually.holds(timeout: 30, interval: 0.1) { (gauge() ?? 0) > 0.8 }, "the gauge: \(state())")
+        let fired = Eventually.value(timeout: 90, interval: 0.25, alert) { $0?["state"] as? String == "firing" }
+        let firedAfter = Date().timeIntervalSince(saturated)
+        let atFiring = (gauge: gauge() ?? -1, average: prometheus.query(average) ?? -1)
+        let labels = try #require(fired?["labels"] as? [String: String], "the alert never fired: \(state()); \(agent.log)")
+        #expect(fired?["state"] as? String == "firing")
+        #expect(labels["source"] == "runloop" && labels["severity"] == "ticket", "\(labels)")
+
+        // Held back by the average, by Prometheus's timestamps: its first ALERTS sample is after the
+        // loop saturated, and well after the gauge's first sample over 0.9.
+        let crossed = try #require(prometheus.samples("hangwatch_loop_busy_ratio{\(selector)}[5m]").first { $0.value > 0.9 }?.time)
+        let active = try #require(prometheus.samples("ALERTS{alertname=\"HangWatchLoopSaturated\",service=\"\(service)\"}[5m]").first?.time)
+        #expect(active > saturated.timeIntervalSince1970, "active at \(active), saturated at \(saturated.timeIntervalSince1970)")
+        #expect(active - crossed >= 5, "active \(active - crossed) s after the gauge crossed 0.9")
+        print(
+            "[alert] HangWatchLoopSaturated fired \(Int(firedAfter.rounded())) s after the loop saturated, "
+                + "\(Int((active - crossed).rounded())) s after the gauge first read over 0.9 (calm: gauge \(calm.gauge!); "
+                + "firing: gauge \(atFiring.gauge), average \(atFiring.average))")
+
+        // No hang: no other alert was ever pending or firing; the service was monitored (the hang
+        // rules had their denominator) and its hang rate reads 0; the monitor saw none.
+        let others = "count_over_time(ALERTS{alertname!=\"HangWatchLoopSaturated\"}[5m]) or count_over_time(ALERTS{service!=\"\(service)\"}[5m])"
+        let otherAlerts = prometheus.result(others)
+        #expect(otherAlerts != nil && otherAlerts?.isEmpty == true, "\(otherAlerts ?? [])")
+        for window in ["5s", "20s"] {
+            let rate = "service_version:hangwatch_hangs_per_monitored_hour:rate\(window){service=\"\(service)\"}"
+            let value = Eventually.value(timeout: 20, interval: 0.1, { prometheus.query(rate) }) { $0 != nil }
+            #expect(value == 0, "\(rate): \(value ?? -1)")
+        }
+        #expect((Self.value(Self.scrape(agentPort), "hangwatch_hangs_total", "service=\"\(service)\"") ?? 0) == 0)
+        #expect(!root.names(service).contains { $0.hasPrefix("hang-") }, "\(root.names(service))")
+        let page = try MonitorHeartbeat.read(path: root.path + "/" + service + "/" + MonitorHeartbeat.fileName(pid: host.pid))
+        #expect(page.hangsDetected == 0)
+        #expect((page.loopBusyWindow?.longestNanoseconds ?? .max) < 200_000_000, "\(String(describing: page.loopBusyWindow))")
+        #expect(host.process.isRunning, "\(host.errors)")
+    }
+
     /// docs/fleet.md's scrape config and alert rules, as written, pass promtool.
     @Test func theDocumentedScrapeConfigAndAlertRulesAreValid() throws {
-        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../docs/fleet.md").path
-        let text = try String(contentsOfFile: docs, encoding: .utf8)
+        let text = try String(contentsOfFile: Self.repositoryFile("docs/fleet.md"), encoding: .utf8)
         func block(after marker: String) throws -> String {
             let start = try #require(text.range(of: marker), "\(marker) not in docs/fleet.md")
             let open = try #require(text.range(of: "```yaml\n", range: start.upperBound..<text.endIndex))
