@@ -54,16 +54,22 @@ final class DumpServer: Sendable {
         var dumpBuilder = builder
         dumpBuilder.source = .dump
         let report = dumpBuilder.build(dump: dump, id: "dump-\(nonce)", images: images.current)
+        answer(nonce, with: { try report.encoded() }, what: "thread dump", count: ("hangwatch.threads", dump.threads.count), took: clock.microseconds() - started)
+    }
+
+    /// Writes the answer to the request with `nonce` (`encoded`'s bytes) and logs it: `what` was
+    /// written, with `count` and how long the dump `took`; or that it was not, and why.
+    private func answer(_ nonce: UInt64, with encoded: () throws -> Data, what: String, count: (key: String, value: Int), took: UInt64) {
         do {
-            write(try report.encoded(), name: Self.answerFileName(nonce: nonce))
+            write(try encoded(), name: Self.answerFileName(nonce: nonce))
             logger.info(
-                "thread dump written",
+                "\(what) written",
                 metadata: [
-                    "hangwatch.path": "\(store.directory)/\(Self.answerFileName(nonce: nonce))", "hangwatch.threads": "\(dump.threads.count)",
-                    "hangwatch.took_us": "\(clock.microseconds() - started)",
+                    "hangwatch.path": "\(store.directory)/\(Self.answerFileName(nonce: nonce))", "\(count.key)": "\(count.value)",
+                    "hangwatch.took_us": "\(took)",
                 ])
         } catch {
-            logger.warning("thread dump not written", metadata: ["hangwatch.error": "\(error)"])
+            logger.warning("\(what) not written", metadata: ["hangwatch.error": "\(error)"])
         }
     }
 
@@ -83,17 +89,7 @@ final class DumpServer: Sendable {
         if let problem = report.tasks?.unavailable, !saidUnavailable.exchange(true, ordering: .relaxed) {
             logger.warning("task dump lists no task", metadata: ["hangwatch.reason": "\(problem)"])
         }
-        do {
-            write(try report.encodedCompactly(), name: Self.answerFileName(nonce: nonce))
-            logger.info(
-                "task dump written",
-                metadata: [
-                    "hangwatch.path": "\(store.directory)/\(Self.answerFileName(nonce: nonce))", "hangwatch.tasks": "\(report.tasks?.tasks.count ?? 0)",
-                    "hangwatch.took_us": "\(took)",
-                ])
-        } catch {
-            logger.warning("task dump not written", metadata: ["hangwatch.error": "\(error)"])
-        }
+        answer(nonce, with: { [report] in try report.encodedCompactly() }, what: "task dump", count: ("hangwatch.tasks", report.tasks?.tasks.count ?? 0), took: took)
     }
 
     /// Reads the flight recorder of every watch in `watches` now and writes their windows (`source`
@@ -113,17 +109,7 @@ final class DumpServer: Sendable {
         var dumpBuilder = builder
         dumpBuilder.source = .recent
         let report = dumpBuilder.build(recent: HangReport.Recent(sources: sources), id: "recent-\(nonce)", microseconds: now)
-        do {
-            write(try report.encoded(), name: Self.answerFileName(nonce: nonce))
-            logger.info(
-                "recent-window dump written",
-                metadata: [
-                    "hangwatch.path": "\(store.directory)/\(Self.answerFileName(nonce: nonce))", "hangwatch.sources": "\(sources.count)",
-                    "hangwatch.took_us": "\(clock.microseconds() - now)",
-                ])
-        } catch {
-            logger.warning("recent-window dump not written", metadata: ["hangwatch.error": "\(error)"])
-        }
+        answer(nonce, with: { try report.encoded() }, what: "recent-window dump", count: ("hangwatch.sources", sources.count), took: clock.microseconds() - now)
     }
 
     /// Says why the request with `nonce` gets no dump.

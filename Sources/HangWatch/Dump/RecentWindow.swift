@@ -56,15 +56,7 @@ struct RecentWindow: Equatable, Sendable {
     /// carries (rounded to a thousandth), so that it and what the CLI draws from it agree.
     var window: HangReport.LeadUp {
         let ratio = ReportBuilder.ratio(busy.ratio)
-        return HangReport.LeadUp(
-            windowMs: Double(buckets.count * 100), bucketMs: 100,
-            buckets: bucketsWithOpenPiece.map {
-                HangReport.LeadUp.Bucket(
-                    busyMs: LeadUpRecord.milliseconds(units: $0.busyUnits), stretches: Int($0.stretches), iterations: Int($0.iterations),
-                    longestMs: LeadUpRecord.milliseconds(units: $0.longestUnits))
-            },
-            busyRatio: ratio, reading: reading(ratio: ratio),
-            tornBuckets: buckets.contains(where: \.torn) ? buckets.filter(\.torn).count : nil)
+        return LeadUpRecord.window(buckets, drawn: bucketsWithOpenPiece, ratio: ratio, reading: reading(ratio: ratio))
     }
 
     /// `busy 52 % in the last 5 s`, or `idle in the last 5 s (busy 3 %)` under 10 %.

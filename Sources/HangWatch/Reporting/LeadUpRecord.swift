@@ -38,15 +38,23 @@ struct LeadUpRecord: Sendable, Equatable {
         // is the onset's, not before it).
         // Rounded as written, so that the reading says what `busyRatio` (and `show`'s line) says.
         let ratio = ReportBuilder.ratio(RecorderBusyWindow(buckets: buckets, nowUnits: onsetUnits, openPieceStartUnits: nil).ratio)
-        return HangReport.LeadUp(
+        return Self.window(buckets, drawn: buckets, ratio: ratio, reading: reading(ratio: ratio))
+    }
+
+    /// A window in `before`'s shape: `buckets` as read (their torn count), drawn as `drawn` (the
+    /// same, or with a piece in progress added: `RecentWindow`), with its ratio and reading.
+    static func window(
+        _ buckets: [UnsafeLeadUpRecorder.Bucket], drawn: [UnsafeLeadUpRecorder.Bucket], ratio: Double, reading: String
+    ) -> HangReport.LeadUp {
+        HangReport.LeadUp(
             // Nominally: a bucket is 97,656 units of 1024 ns, 2.6 ppm short of 100 ms.
             windowMs: Double(buckets.count * 100), bucketMs: 100,
-            buckets: buckets.map {
+            buckets: drawn.map {
                 HangReport.LeadUp.Bucket(
-                    busyMs: Self.milliseconds(units: $0.busyUnits), stretches: Int($0.stretches), iterations: Int($0.iterations),
-                    longestMs: Self.milliseconds(units: $0.longestUnits))
+                    busyMs: milliseconds(units: $0.busyUnits), stretches: Int($0.stretches), iterations: Int($0.iterations),
+                    longestMs: milliseconds(units: $0.longestUnits))
             },
-            busyRatio: ratio, reading: reading(ratio: ratio),
+            busyRatio: ratio, reading: reading,
             tornBuckets: buckets.contains(where: \.torn) ? buckets.filter(\.torn).count : nil)
     }
 
