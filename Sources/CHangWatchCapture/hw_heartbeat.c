@@ -18,6 +18,8 @@ _Static_assert(offsetof(struct hw_heartbeat, pool_starvations) == 392, "heartbea
 _Static_assert(offsetof(struct hw_heartbeat, flags) == 416, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, lead_up_window_ns) == 424, "heartbeat layout is part of the file format");
 _Static_assert(offsetof(struct hw_heartbeat, service_version) == 448, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, lag_buckets) == 512, "heartbeat layout is part of the file format");
+_Static_assert(offsetof(struct hw_heartbeat, lag_counts) == 528, "heartbeat layout is part of the file format");
 
 static uint64_t clock_ns(clockid_t clock) {
     struct timespec now;
@@ -67,6 +69,7 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
     store(&page->lead_up_window_ns, 0); /* published by hw_heartbeat_lead_up */
     store(&page->lead_up_busy_ns, 0);
     store(&page->lead_up_longest_ns, 0);
+    store(&page->lag_buckets, 0); /* published by hw_heartbeat_lag */
     store(&page->capture_signal, 0);
     store(&page->watchdog_tid, 0);
     store(&page->magic, HW_HEARTBEAT_MAGIC);
@@ -112,6 +115,16 @@ void hw_heartbeat_lead_up(struct hw_heartbeat *page, uint64_t window_ns, uint64_
     store(&page->lead_up_window_ns, window_ns);
     store(&page->lead_up_busy_ns, window_ns != 0 ? busy_ns : 0);
     store(&page->lead_up_longest_ns, window_ns != 0 ? longest_ns : 0);
+    end(page);
+}
+
+void hw_heartbeat_lag(struct hw_heartbeat *page, const struct hw_loop_histogram *lag) {
+    begin(page);
+    store(&page->lag_buckets, lag != NULL ? HW_LOOP_BUCKETS : 0);
+    store(&page->lag_total_ns, lag != NULL ? lag->total_ns : 0);
+    for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
+        store(&page->lag_counts[bucket], lag != NULL ? lag->counts[bucket] : 0);
+    }
     end(page);
 }
 

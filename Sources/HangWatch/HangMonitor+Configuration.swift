@@ -93,7 +93,7 @@ extension HangMonitor {
         /// loop's thread from the times it reads anyway, so that a hang's report says what led up to
         /// it (`before`, docs/report-format.md), the heartbeat has the loop's busy ratio, and
         /// `hangwatch dump --recent PID` shows the window now. Other sources keep none yet. 0 ... 60
-        /// s; 0 turns it off. Default 5 s (50 buckets, 1,240 bytes per run loop).
+        /// s; 0 turns it off. Default 5 s (50 buckets, 1,368 bytes per run loop with its lag histogram).
         public var leadUpWindow: Duration = .seconds(5)
         /// Also watch Swift's cooperative pool (the global concurrent executor): probe it once per
         /// threshold, keep a histogram of how late it starts a job (``Statistics/concurrencyPool``),

@@ -1,4 +1,5 @@
 @testable import HangWatch
+import HangWatchReport
 import Testing
 
 /// The run loop's flight recorder, written through the latch on scripted time
@@ -54,6 +55,29 @@ import Testing
         #expect(abs(milliseconds(bucket.busyUnits) - 60) < 0.1)
         #expect(abs(milliseconds(bucket.longestUnits) - 30) < 0.1)
         #expect(!bucket.torn)
+    }
+
+    /// Lag below the threshold: every piece that ends (at a busy activity, or at the idle one that
+    /// ends its stretch) is counted in the recorder's lag histogram by its length; the activity
+    /// that begins a stretch ends none, and idle to idle counts nothing.
+    @Test func everyPieceIsCountedInTheLagHistogramByItsLength() throws {
+        let latch = makeLatch()
+        latch.record(afterWaiting, atMicroseconds: 4_000_000)
+        latch.record(beforeSources, atMicroseconds: 4_007_000)
+        latch.record(beforeSources, atMicroseconds: 4_037_000)
+        latch.record(beforeSources, atMicroseconds: 4_037_000)
+        latch.record(beforeWaiting, atMicroseconds: 4_187_000)
+        latch.record(beforeWaiting, atMicroseconds: 4_500_000)
+        latch.record(afterWaiting, atMicroseconds: 4_600_000)
+        let lag = try #require(latch.leadUp).lag.read()
+        // Bounds 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250 ms ...: 0, 7, 30 and 150 ms.
+        var expected = [UInt64](repeating: 0, count: LoopBusyHistogram.bucketCount)
+        expected[0] = 1
+        expected[6] = 1
+        expected[8] = 1
+        expected[10] = 1
+        #expect(lag.buckets == expected)
+        #expect(abs(Double(lag.totalNanoseconds) / 1e6 - 187) < 0.01, "\(lag.totalNanoseconds)")
     }
 
     @Test func theCurrentStretchKeepsItsStartIterationsAndLongestPiece() throws {

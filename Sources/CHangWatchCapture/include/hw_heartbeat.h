@@ -22,7 +22,7 @@ extern "C" {
  * other processes retry when the sequence is odd or changed. No system call but clock_gettime.
  */
 #define HW_HEARTBEAT_MAGIC 0x3130303042485748ULL /* "HWHB0001" in file order (little-endian) */
-#define HW_HEARTBEAT_SIZE 512
+#define HW_HEARTBEAT_SIZE 1024
 #define HW_LOOP_BUCKETS 15
 
 /*
@@ -102,6 +102,11 @@ struct hw_heartbeat {
     uint64_t lead_up_busy_ns;     /* 432: busy time in it */
     uint64_t lead_up_longest_ns;  /* 440: the longest busy piece in it */
     uint64_t service_version[8];  /* 448: the service's version, UTF-8, NUL-padded (64 bytes) */
+    /* 512: the run loops' flight recorders' busy pieces (issue 62: lag below the threshold) */
+    uint64_t lag_buckets;         /* 512: buckets in the lag histogram; 0: not published */
+    uint64_t lag_total_ns;        /* 520 */
+    uint64_t lag_counts[HW_LOOP_BUCKETS]; /* 528: busy pieces per bucket of length (the loop histogram's bounds) */
+    uint64_t reserved[47];        /* 648: zero; room for later sections */
 };
 
 /** The heartbeat's flags: the Swift runtime's task layout is not one the monitor reads (async
@@ -128,6 +133,10 @@ void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram
 /** Publishes a run loop's busy time and longest piece over `window_ns` ending now (`window_ns`
  * 0: not published). The watchdog thread only, like hw_heartbeat_tick. */
 void hw_heartbeat_lead_up(struct hw_heartbeat *page, uint64_t window_ns, uint64_t busy_ns, uint64_t longest_ns);
+
+/** Publishes the run loops' lag histogram (`lag`, NULL: not published): their flight recorders'
+ * busy pieces by length. The watchdog thread only, like hw_heartbeat_tick. */
+void hw_heartbeat_lag(struct hw_heartbeat *page, const struct hw_loop_histogram *lag);
 
 /** Publishes the signal `hangwatch dump` queues to ask this process for a thread dump (0: none). */
 void hw_heartbeat_capture_signal(struct hw_heartbeat *page, uint64_t signo);

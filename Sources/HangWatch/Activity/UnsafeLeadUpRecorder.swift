@@ -19,7 +19,10 @@ import Synchronization
 /// most one event behind), and otherwise reads it as idle.
 ///
 /// Beside the ring, the current busy stretch (its start, iterations begun and longest piece so
-/// far): what the watchdog needs to say what led into a hang within the same stretch.
+/// far): what the watchdog needs to say what led into a hang within the same stretch; and the lag
+/// histogram, every piece counted by its length since the recorder began (the heartbeat publishes
+/// it: `hangwatch_loop_lag_seconds`). Its lengths are the coarse clock's: a piece reads as a
+/// whole number of its ticks (4 ms), so one shorter than a tick reads 0 or one tick.
 struct UnsafeLeadUpRecorder: @unchecked Sendable {
     /// 100 ms in the latch's units of 1024 ns (99.99974 ms).
     static let bucketUnits: UInt64 = 97_656
@@ -31,6 +34,8 @@ struct UnsafeLeadUpRecorder: @unchecked Sendable {
     /// pieces fall in it, so no division is needed to find their bucket).
     let words: UnsafeMutablePointer<Atomic<UInt64>>
     let buckets: Int
+    /// Every busy piece by its length (the loop's thread writes it; the heartbeat copies it).
+    let lag: UnsafeLoopHistogram
 
     /// A recorder of `buckets` buckets (at least 1), every bucket idle.
     static func allocate(buckets: Int) -> UnsafeLeadUpRecorder {
@@ -41,16 +46,17 @@ struct UnsafeLeadUpRecorder: @unchecked Sendable {
             let epoch = (index < 3 * buckets && index % 3 == 0) || index == 3 * buckets + 3
             (words + index).initialize(to: Atomic(epoch ? invalidEpoch : 0))
         }
-        return UnsafeLeadUpRecorder(words: words, buckets: buckets)
+        return UnsafeLeadUpRecorder(words: words, buckets: buckets, lag: UnsafeLoopHistogram.allocate())
     }
 
     func deallocate() {
         words.deinitialize(count: 3 * buckets + 5)
         words.deallocate()
+        lag.deallocate()
     }
 
-    /// Bytes of memory a recorder of `buckets` buckets holds.
-    static func bytes(buckets: Int) -> Int { (3 * buckets + 5) * MemoryLayout<UInt64>.stride }
+    /// Bytes of memory a recorder of `buckets` buckets holds (its ring and its lag histogram).
+    static func bytes(buckets: Int) -> Int { (3 * buckets + 5) * MemoryLayout<UInt64>.stride + UnsafeLoopHistogram.bytes }
 
     private var stretchStart: UnsafeMutablePointer<Atomic<UInt64>> { words + 3 * buckets }
     private var stretchIterations: UnsafeMutablePointer<Atomic<UInt64>> { words + 3 * buckets + 1 }
@@ -76,6 +82,7 @@ struct UnsafeLeadUpRecorder: @unchecked Sendable {
     func endPiece(from start: UInt64, to end: UInt64, endsStretch: Bool, iteration: Bool) {
         guard end >= start else { return }
         let length = end - start
+        lag.add(busyNanoseconds: length << 10)
         if length > stretchLongest.pointee.load(ordering: .relaxed) { stretchLongest.pointee.store(length, ordering: .relaxed) }
         if iteration { stretchIterations.pointee.store(stretchIterations.pointee.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
         let bucketStart = cachedEpoch.pointee.load(ordering: .relaxed) &* Self.bucketUnits

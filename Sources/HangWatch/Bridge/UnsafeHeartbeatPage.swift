@@ -30,11 +30,22 @@ struct UnsafeLoopHistogram: @unchecked Sendable {
         hw_loop_histogram_accumulate(storage, other.storage)
     }
 
+    /// The counts as they are now (relaxed loads, as the heartbeat's copy reads them).
+    func read() -> LoopBusyHistogram.Counts {
+        var copy = hw_loop_histogram()
+        hw_loop_histogram_accumulate(&copy, storage)
+        let buckets = withUnsafeBytes(of: copy.counts) { Array($0.bindMemory(to: UInt64.self)) }
+        return LoopBusyHistogram.Counts(buckets: buckets, totalNanoseconds: copy.total_ns)
+    }
+
     /// One iteration that was busy for `nanoseconds`. The loop's thread only.
     @inline(__always)
     func add(busyNanoseconds nanoseconds: UInt64) {
         hw_loop_histogram_add(storage, nanoseconds)
     }
+
+    /// Bytes of memory one holds.
+    static var bytes: Int { MemoryLayout<hw_loop_histogram>.stride }
 
     /// Upper bounds of the buckets but the last, in nanoseconds (the C header's table).
     static var bucketBounds: [UInt64] {
@@ -75,6 +86,12 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
     /// no monitor of the page keeps a flight recorder).
     func leadUp(windowNanoseconds: UInt64, busyNanoseconds: UInt64, longestNanoseconds: UInt64) {
         hw_heartbeat_lead_up(page, windowNanoseconds, busyNanoseconds, longestNanoseconds)
+    }
+
+    /// Publishes the run loops' lag histogram, their flight recorders' busy pieces by length (nil:
+    /// no monitor of the page keeps a recorder).
+    func lag(_ histogram: UnsafeLoopHistogram?) {
+        hw_heartbeat_lag(page, histogram.map { UnsafePointer($0.storage) })
     }
 
     /// Publishes the signal a thread dump is asked for with (`hangwatch dump`; 0: none).
@@ -144,6 +161,9 @@ final class UnsafeHeartbeatPage: @unchecked Sendable {
             "leadUpBusyNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.lead_up_busy_ns)!,
             "leadUpLongestNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.lead_up_longest_ns)!,
             "serviceVersion": MemoryLayout<hw_heartbeat>.offset(of: \.service_version)!,
+            "lagBuckets": MemoryLayout<hw_heartbeat>.offset(of: \.lag_buckets)!,
+            "lagTotalNanoseconds": MemoryLayout<hw_heartbeat>.offset(of: \.lag_total_ns)!,
+            "lagCounts": MemoryLayout<hw_heartbeat>.offset(of: \.lag_counts)!,
         ]
     }
 

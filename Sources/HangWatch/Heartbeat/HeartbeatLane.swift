@@ -8,8 +8,8 @@ import Synchronization
 /// directory (its members, each a hang lane): the most engaged state among them (recording, then
 /// watching, idle, paused) with that monitor's activity word, the smallest threshold (with no
 /// member, the one the page already says: never 0), and the sums
-/// of their hangs, suppressions and loop-busy histograms, monitors that stopped included (the
-/// counts a reader differences never go back). The pool watch's delays are in it while a member
+/// of their hangs, suppressions, loop-busy histograms and flight recorders' lag histograms,
+/// monitors that stopped included (the counts a reader differences never go back). The pool watch's delays are in it while a member
 /// runs the pool watch. Of the members whose run loop keeps a flight recorder, the busiest one's
 /// busy time over the recorder's window ending at the tick (`RecorderBusyWindow`): read here, on
 /// the wake-up the page is published on anyway.
@@ -54,6 +54,8 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
         var departedHangs: UInt64 = 0
         var departedSuppressed: UInt64 = 0
         var anyHistogram = false
+        /// A member kept a flight recorder: the lag histogram is published from then on.
+        var anyRecorder = false
     }
 
     private let publisher: HeartbeatPublisher
@@ -67,6 +69,9 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
     /// The histograms of the members that stopped, and the sum published (the watchdog's own).
     private let departed = UnsafeLoopHistogram.allocate()
     private let sum = UnsafeLoopHistogram.allocate()
+    /// The same for the flight recorders' lag histograms.
+    private let departedLag = UnsafeLoopHistogram.allocate()
+    private let lagSum = UnsafeLoopHistogram.allocate()
     let finished = DispatchSemaphore(value: 0)
 
     init(
@@ -83,6 +88,8 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
     deinit {
         departed.deallocate()
         sum.deallocate()
+        departedLag.deallocate()
+        lagSum.deallocate()
     }
 
     /// A monitor began writing to the directory.
@@ -90,6 +97,7 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
         members.withLock { members in
             members.current.append(member)
             if member.latch.loopHistogram != nil { members.anyHistogram = true }
+            if member.latch.leadUp != nil { members.anyRecorder = true }
         }
         member.seen.publish(to: self)
     }
@@ -103,6 +111,7 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
             members.departedHangs += UInt64(member.statistics.hangsDetected.load(ordering: .relaxed))
             members.departedSuppressed += UInt64(member.statistics.hangsSuppressed.load(ordering: .relaxed))
             if let histogram = member.latch.loopHistogram { departed.accumulate(histogram) }
+            if let recorder = member.latch.leadUp { departedLag.accumulate(recorder.lag) }
         }
     }
 
@@ -115,9 +124,10 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
     /// Publishes the page for the members as they are now.
     func publish() {
         let now = clock.microseconds()
-        let (state, word, hangs, suppressed, threshold, histogram, owners, busiest) = members.withLock {
+        let (state, word, hangs, suppressed, threshold, histogram, lag, owners, busiest) = members.withLock {
             members -> (
-                HeartbeatPublisher.State, UInt64, UInt64, UInt64, UInt64?, UnsafeLoopHistogram?, [ObjectIdentifier], RecorderBusyWindow?
+                HeartbeatPublisher.State, UInt64, UInt64, UInt64, UInt64?, UnsafeLoopHistogram?, UnsafeLoopHistogram?, [ObjectIdentifier],
+                RecorderBusyWindow?
             ) in
             var best: (state: HeartbeatPublisher.State, word: UInt64)?
             var hangs = members.departedHangs
@@ -128,6 +138,10 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
                 sum.reset()
                 sum.accumulate(departed)
             }
+            if members.anyRecorder {
+                lagSum.reset()
+                lagSum.accumulate(departedLag)
+            }
             for member in members.current {
                 let seen = member.seen.current
                 if best.map({ Self.rank(seen.state) > Self.rank($0.state) }) ?? true { best = seen }
@@ -136,18 +150,19 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
                 threshold = min(threshold, member.control.thresholdMicroseconds.load(ordering: .relaxed))
                 if let histogram = member.latch.loopHistogram { sum.accumulate(histogram) }
                 if let recorder = member.latch.leadUp {
+                    lagSum.accumulate(recorder.lag)
                     let window = RecorderBusyWindow.read(recorder, latch: member.latch, nowMicroseconds: now)
                     if busiest.map({ window.ratio > $0.ratio }) ?? true { busiest = window }
                 }
             }
             return (
                 best?.state ?? .idle, best?.word ?? 0, hangs, suppressed, threshold == .max ? nil : threshold, members.anyHistogram ? sum : nil,
-                members.current.map(\.owner), busiest
+                members.anyRecorder ? lagSum : nil, members.current.map(\.owner), busiest
             )
         }
         publisher.tick(
             state, activityWord: word, hangsDetected: hangs, hangsSuppressed: suppressed, thresholdMicroseconds: threshold,
-            loopHistogram: histogram, pool: poolDelays(owners), busyWindow: busiest)
+            loopHistogram: histogram, pool: poolDelays(owners), busyWindow: busiest, lag: lag)
     }
 
     /// The directory closed and the lane finished: the page says so, and the file is removed.

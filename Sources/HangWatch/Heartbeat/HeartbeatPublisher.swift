@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The process's heartbeat file in one report directory, `.heartbeat-<pid>`: a 512-byte shared
+/// The process's heartbeat file in one report directory, `.heartbeat-<pid>`: a 1024-byte shared
 /// mapping the watchdog thread updates on every wake-up (plain stores and `clock_gettime`, no
 /// other system call), so the host agent can see that the watchdog is alive, what it last saw the
 /// directory's loops do, and how many hangs they had. The layout is `MonitorHeartbeat` in
@@ -22,6 +22,8 @@ final class HeartbeatPublisher: @unchecked Sendable {
     private var publishesPool = false
     /// Whether the page holds the lead-up section (the watchdog thread only).
     private var publishesBusyWindow = false
+    /// Whether the page holds the lag histogram (the watchdog thread only).
+    private var publishesLag = false
     /// The threshold the page says: the one it was made with until a tick names another.
     private var thresholdMicroseconds: UInt64
 
@@ -112,10 +114,12 @@ final class HeartbeatPublisher: @unchecked Sendable {
     /// monitor of the directory is running to name one: the directory opens before its first
     /// monitor begins); `pool`, the pool watch's delays while one of the directory's monitors runs
     /// it (nil: none does; the section is cleared once); `busyWindow`, the busiest recorder's
-    /// window (nil: no monitor keeps one; the section is cleared once).
+    /// window (nil: no monitor keeps one; the section is cleared once); `lag`, the recorders' lag
+    /// histogram, summed (nil: no monitor keeps a recorder; cleared once).
     func tick(
         _ state: State, activityWord: UInt64, hangsDetected: UInt64, hangsSuppressed: UInt64 = 0, thresholdMicroseconds: UInt64?,
-        loopHistogram: UnsafeLoopHistogram? = nil, pool: HangMonitor.PoolProbeDelays? = nil, busyWindow: RecorderBusyWindow? = nil
+        loopHistogram: UnsafeLoopHistogram? = nil, pool: HangMonitor.PoolProbeDelays? = nil, busyWindow: RecorderBusyWindow? = nil,
+        lag: UnsafeLoopHistogram? = nil
     ) {
         if let thresholdMicroseconds { self.thresholdMicroseconds = thresholdMicroseconds }
         // The process's count (every monitor's captures and the pool watch's looks): the agent
@@ -139,6 +143,8 @@ final class HeartbeatPublisher: @unchecked Sendable {
             page.leadUp(windowNanoseconds: 0, busyNanoseconds: 0, longestNanoseconds: 0)
             publishesBusyWindow = false
         }
+        if lag != nil || publishesLag { page.lag(lag) }
+        publishesLag = lag != nil
     }
 
     /// The last monitor of the directory stopped: say so, and remove the file.

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// What a running monitor publishes about itself in `.heartbeat-<pid>` in its report directory:
-/// 512 bytes (256 before the pool probe's section, 128 before the loop histogram; all are read), little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
+/// 1024 bytes (512 before the lag histogram, 256 before the pool probe's section, 128 before the loop histogram; all are read), little-endian 64-bit fields, updated by the monitor's watchdog thread in place (a
 /// seqlock: `sequence` is odd while an update is in progress). Read by the host agent.
 ///
 /// | offset | field |
@@ -42,8 +42,12 @@ import Glibc
 /// | 432 | busy time in that window, ns |
 /// | 440 | the longest busy piece in that window, ns |
 /// | 448 | the service's version (`ServiceVersion`), UTF-8, NUL-padded, 64 bytes (all NUL: none, or a monitor that predates it) |
+/// | 512 | lag histogram buckets (15), or 0 when no monitor of the page keeps a flight recorder (or the page predates it) |
+/// | 520 | the run loops' busy pieces in all, ns |
+/// | 528 | busy pieces per bucket of length (`LoopBusyHistogram.bounds`), 15 fields: every piece the run loops' flight recorders counted |
+/// | 648 | zero (reserved), to 1024 |
 public struct MonitorHeartbeat: Sendable, Equatable {
-    public static let size = 512
+    public static let size = 1024
     /// The size of a page written before the loop histogram existed.
     public static let minimumSize = 128
     public static let fileNamePrefix = ".heartbeat-"
@@ -59,6 +63,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         case poolBuckets = 256, poolDelayTotalNanoseconds = 264, poolCounts = 272, poolStarvations = 392, captureSignal = 400, watchdogTID = 408, flags = 416
         case leadUpWindowNanoseconds = 424, leadUpBusyNanoseconds = 432, leadUpLongestNanoseconds = 440
         case serviceVersion = 448
+        case lagBuckets = 512, lagTotalNanoseconds = 520, lagCounts = 528
     }
 
     /// Bit 0 of `flags`.
@@ -129,6 +134,10 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     /// The busiest run loop's busy ratio over its flight recorder's window, when a monitor of the
     /// page keeps a recorder (`leadUpWindow` above 0); nil from the others and older monitors.
     public var loopBusyWindow: BusyWindow?
+    /// The run loops' busy pieces by length (the spans the threshold is compared with, read on the
+    /// coarse clock), summed over the page's monitors that keep a flight recorder, since they
+    /// began; nil from the others and older monitors.
+    public var loopLag: LoopBusyHistogram.Counts?
 
     public init(
         pid: Int32, startTimeTicks: UInt64, startedUnixMilliseconds: UInt64, tickMonotonicNanoseconds: UInt64,
@@ -136,8 +145,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         hangsDetected: UInt64, thresholdMicroseconds: UInt64, loopBusy: LoopBusyHistogram.Counts? = nil, hangsSuppressed: UInt64 = 0,
         poolStartDelay: LoopBusyHistogram.Counts? = nil, poolStarvations: UInt64 = 0, callsCutShort: UInt64 = 0,
         captureSignal: Int32 = 0, watchdogTID: Int32 = 0, taskLayoutUnrecognised: Bool = false, serviceVersion: String? = nil,
-        pidNamespace: UInt64 = 0, loopBusyWindow: BusyWindow? = nil
+        pidNamespace: UInt64 = 0, loopBusyWindow: BusyWindow? = nil, loopLag: LoopBusyHistogram.Counts? = nil
     ) {
+        self.loopLag = loopLag
         self.loopBusyWindow = loopBusyWindow
         self.pidNamespace = pidNamespace
         self.serviceVersion = serviceVersion
@@ -266,7 +276,7 @@ public struct MonitorHeartbeat: Sendable, Equatable {
                 && field(bytes, Offset.flags.rawValue) & taskLayoutUnrecognisedFlag != 0,
             serviceVersion: serviceVersion(bytes),
             pidNamespace: bytes.count >= Offset.pidNamespace.rawValue + 8 ? field(bytes, Offset.pidNamespace.rawValue) : 0,
-            loopBusyWindow: loopBusyWindow(bytes))
+            loopBusyWindow: loopBusyWindow(bytes), loopLag: histogram(bytes, buckets: .lagBuckets, total: .lagTotalNanoseconds, counts: .lagCounts))
     }
 
     /// The lead-up section; nil when the window is 0 (not published: the words were reserved and
@@ -298,9 +308,16 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     }
 
     static func loopBusy(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
-        let buckets = LoopBusyHistogram.bucketCount
-        guard bytes.count >= Offset.loopCounts.rawValue + 8 * buckets, field(bytes, Offset.loopBuckets.rawValue) == UInt64(buckets) else { return nil }
-        return LoopBusyHistogram.Counts(buckets: (0..<buckets).map { field(bytes, Offset.loopCounts.rawValue + 8 * $0) }, totalNanoseconds: field(bytes, Offset.loopBusyTotalNanoseconds.rawValue))
+        histogram(bytes, buckets: .loopBuckets, total: .loopBusyTotalNanoseconds, counts: .loopCounts)
+    }
+
+    /// A histogram section: nil when its bucket count is not `LoopBusyHistogram.bucketCount` (0:
+    /// not published) or the page is too short to hold it.
+    static func histogram(_ bytes: [UInt8], buckets: Offset, total: Offset, counts: Offset) -> LoopBusyHistogram.Counts? {
+        let count = LoopBusyHistogram.bucketCount
+        guard bytes.count >= counts.rawValue + 8 * count, field(bytes, buckets.rawValue) == UInt64(count) else { return nil }
+        return LoopBusyHistogram.Counts(
+            buckets: (0..<count).map { field(bytes, counts.rawValue + 8 * $0) }, totalNanoseconds: field(bytes, total.rawValue))
     }
 
     /// The page for these values (sequence 2): what a monitor's file holds.
@@ -320,6 +337,10 @@ public struct MonitorHeartbeat: Sendable, Equatable {
         if let loopBusy {
             values += [(Offset.loopBuckets.rawValue, UInt64(loopBusy.buckets.count)), (Offset.loopBusyTotalNanoseconds.rawValue, loopBusy.totalNanoseconds)]
             values += loopBusy.buckets.enumerated().map { (Offset.loopCounts.rawValue + 8 * $0.offset, $0.element) }
+        }
+        if let loopLag {
+            values += [(Offset.lagBuckets.rawValue, UInt64(loopLag.buckets.count)), (Offset.lagTotalNanoseconds.rawValue, loopLag.totalNanoseconds)]
+            values += loopLag.buckets.enumerated().map { (Offset.lagCounts.rawValue + 8 * $0.offset, $0.element) }
         }
         if let loopBusyWindow, loopBusyWindow.windowNanoseconds > 0 {
             values += [

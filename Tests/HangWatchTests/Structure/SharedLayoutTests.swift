@@ -110,6 +110,33 @@ import Testing
         #expect(try #require(MonitorHeartbeat.decode(Array(heartbeat.encoded().prefix(256)))).loopBusyWindow == nil)
     }
 
+    /// The recorders' lag histogram, summed by the C writer's page, read back; cleared once no
+    /// monitor keeps a recorder; a page of 512 bytes (a monitor that predates the section) reads
+    /// without it.
+    @Test func theLagHistogramReadsBackThroughTheAgentsReader() throws {
+        let directory = ReportDirectory()
+        try ReportStore(directory: directory.path).prepare()
+        let publisher = try HeartbeatPublisher(
+            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
+        defer { publisher.retire() }
+        let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let lag = UnsafeLoopHistogram.allocate()
+        defer { lag.deallocate() }
+        for milliseconds: UInt64 in [0, 0, 7, 30, 150, 3_000] { lag.add(busyNanoseconds: milliseconds * 1_000_000) }
+        publisher.tick(.watching, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000, lag: lag)
+        let heartbeat = try MonitorHeartbeat.read(path: path)
+        let counts = try #require(heartbeat.loopLag)
+        #expect(counts == lag.read())
+        #expect(counts.buckets[0] == 2 && counts.buckets[6] == 1 && counts.buckets[14] == 1, "\(counts)")
+        #expect(counts.totalNanoseconds == 3_187_000_000)
+        #expect(heartbeat.loopBusy == nil, "the loop-busy histogram is a section of its own")
+        #expect(MonitorHeartbeat.decode(heartbeat.encoded())?.loopLag == counts)
+
+        publisher.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000)
+        #expect(try MonitorHeartbeat.read(path: path).loopLag == nil)
+        #expect(try #require(MonitorHeartbeat.decode(Array(heartbeat.encoded().prefix(512)))).loopLag == nil)
+    }
+
     @Test func theHistogramReaderUsesTheWritersBuckets() {
         #expect(UnsafeLoopHistogram.bucketBounds == LoopBusyHistogram.bounds)
     }

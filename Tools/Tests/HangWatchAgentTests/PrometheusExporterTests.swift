@@ -182,6 +182,24 @@ import Testing
         #expect(!text.contains(#"hangwatch_loop_busy_ratio{service="service-0""#))
     }
 
+    /// The run loops' busy pieces: a histogram by service and source (`runloop`), running totals,
+    /// none at all while no monitor publishes one.
+    @Test func theLoopLagIsAHistogramByServiceAndSource() throws {
+        let exporter = try Self.exporter()
+        #expect(!Self.text(exporter).contains(AgentMetrics.loopLag))
+        exporter.publish(SpoolGauges(loopLag: ["s": Self.loop([90, 0, 0, 0, 0, 0, 0, 40, 6], nanoseconds: 1_100_000_000)]))
+        exporter.publish(SpoolGauges(loopLag: ["s": Self.loop([100, 0, 0, 0, 0, 0, 0, 50, 6], nanoseconds: 1_300_000_000)]))
+        let text = Self.text(exporter)
+        #expect(text.contains("# HELP \(AgentMetrics.loopLag) ") && text.contains("# TYPE \(AgentMetrics.loopLag) histogram"))
+        #expect(text.contains(#"hangwatch_loop_lag_seconds_bucket{service="s",source="runloop",le="0.0001"} 100"#), "\(text)")
+        #expect(text.contains(#"hangwatch_loop_lag_seconds_bucket{service="s",source="runloop",le="0.025"} 150"#))
+        #expect(text.contains(#"hangwatch_loop_lag_seconds_bucket{service="s",source="runloop",le="0.05"} 156"#))
+        #expect(text.contains(#"hangwatch_loop_lag_seconds_bucket{service="s",source="runloop",le="+Inf"} 156"#))
+        #expect(text.contains(#"hangwatch_loop_lag_seconds_sum{service="s",source="runloop"} 1.3"#))
+        #expect(text.contains(#"hangwatch_loop_lag_seconds_count{service="s",source="runloop"} 156"#))
+        #expect(!text.contains(#"hangwatch_loop_busy_seconds_count{service="s""#), "a section of its own")
+    }
+
     @Test func labelsAreEscaped() {
         #expect(LoopBusyExposition.escapeLabel("a\"b\\c\nd") == #"a\"b\\c\nd"#)
         #expect(LoopBusyExposition.seconds(2_500_000_000) == "2.5" && LoopBusyExposition.seconds(1_000_000_000) == "1.0")

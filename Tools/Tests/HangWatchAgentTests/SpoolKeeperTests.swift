@@ -396,6 +396,43 @@ import Testing
     }
 }
 
+/// The lag histogram a run loop's flight recorder publishes in its heartbeat reaches the gauges
+/// by service, each piece once: a monitor's running totals are differenced per heartbeat file,
+/// and a new monitor under the same name counts from its own zero.
+@Suite struct SpoolKeeperLoopLagTests {
+    @Test func eachPieceIsCountedOnceFromTheHeartbeat() throws {
+        let harness = try KeeperHarness()
+        let pid: Int32 = 4545
+        harness.processes[pid] = ProcStat(state: "S", startTimeTicks: 9)
+        try FileManager.default.createDirectory(atPath: harness.fixture.path("billing"), withIntermediateDirectories: true)
+        func beat(zero: UInt64, twentyMilliseconds: UInt64) throws {
+            var buckets = [UInt64](repeating: 0, count: LoopBusyHistogram.bucketCount)
+            buckets[0] = zero
+            buckets[7] = twentyMilliseconds
+            let heartbeat = MonitorHeartbeat(
+                pid: pid, startTimeTicks: 9, startedUnixMilliseconds: 0, tickMonotonicNanoseconds: harness.clock.monotonicNanoseconds,
+                tickUnixMilliseconds: 0, intervalMilliseconds: 10_000, state: .watching, activityWord: 0, hangsDetected: 0,
+                thresholdMicroseconds: 250_000,
+                loopLag: LoopBusyHistogram.Counts(buckets: buckets, totalNanoseconds: twentyMilliseconds * 20_000_000))
+            try Data(heartbeat.encoded()).write(to: URL(fileURLWithPath: harness.fixture.path("billing/" + MonitorHeartbeat.fileName(pid: pid))))
+        }
+        var lag: LoopBusyHistogram.Counts? { harness.counter.lastGauges?.loopLag["billing"] }
+        try beat(zero: 10, twentyMilliseconds: 4)
+        harness.run(.full)
+        #expect(lag?.buckets[0] == 10 && lag?.buckets[7] == 4, "\(String(describing: lag))")
+        harness.run(.liveness)
+        #expect(lag?.iterations == 14, "nothing new: nothing counted")
+        try beat(zero: 15, twentyMilliseconds: 9)
+        harness.run(.liveness)
+        #expect(lag?.buckets[0] == 15 && lag?.buckets[7] == 9 && lag?.totalNanoseconds == 180_000_000, "\(String(describing: lag))")
+        // A new monitor under the same name starts from zero again.
+        try beat(zero: 1, twentyMilliseconds: 2)
+        harness.run(.liveness)
+        #expect(lag?.iterations == 27, "\(String(describing: lag))")
+        #expect(harness.counter.lastGauges?.loopBusy["billing"] == nil, "a section of its own")
+    }
+}
+
 /// The busy ratio a run loop's flight recorder publishes in its heartbeat reaches the gauges by
 /// service: the busiest healthy monitor's, none from a page without it or a silent watchdog.
 @Suite struct SpoolKeeperLoopBusyRatioTests {

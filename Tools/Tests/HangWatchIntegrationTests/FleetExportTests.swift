@@ -512,7 +512,10 @@ import FoundationNetworking
     /// (by Prometheus's own timestamps, active after the loop saturated and over 5 s after the
     /// gauge first read over 0.9); no other alert is ever pending or firing, the hang rate
     /// Prometheus computes for the service reads 0 over the page's two windows, and the monitor
-    /// detected no hang, wrote no report, and its longest piece stayed under the threshold.
+    /// detected no hang, wrote no report, and its longest piece stayed under the threshold. Lag
+    /// below the line is exported too: the agent's `hangwatch_loop_lag_seconds` counts the loop's
+    /// pieces, none over 250 ms, and the recorded 99th percentile Prometheus computes from it
+    /// reads over 5 ms and at most 250 ms.
     @Test func theSaturationAlertFiresForARealLoopBusyBelowItsThreshold() throws {
         let faults = BuiltExecutable.path("hangwatch-faults")
         try #require(
@@ -600,6 +603,21 @@ import FoundationNetworking
         let page = try MonitorHeartbeat.read(path: root.path + "/" + service + "/" + MonitorHeartbeat.fileName(pid: host.pid))
         #expect(page.hangsDetected == 0)
         #expect((page.loopBusyWindow?.longestNanoseconds ?? .max) < 200_000_000, "\(String(describing: page.loopBusyWindow))")
+
+        // Lag below the line: every piece counted, none past the threshold's bucket, and the
+        // recorded percentile, by the name the sed gave it.
+        let scraped = Self.scrape(agentPort)
+        let pieces = Self.value(scraped, "hangwatch_loop_lag_seconds_count", selector) ?? 0
+        let underThreshold = Self.value(scraped, "hangwatch_loop_lag_seconds_bucket", selector + ",le=\"0.25\"") ?? -1
+        #expect(pieces > 100 && underThreshold == pieces, "\(pieces) pieces, \(underThreshold) of them under 250 ms")
+        let lagRecord = "service_source:hangwatch_loop_lag_seconds:"
+        let lagRecorded = try String(contentsOfFile: rules, encoding: .utf8).split(separator: "\n").compactMap { line in
+            line.range(of: "record: " + lagRecord).map { String(line[$0.upperBound...]) }
+        }
+        let p99Name = lagRecord + (try #require(lagRecorded.first, "no \(lagRecord)… in the rules")) + "{\(selector)}"
+        let p99 = Eventually.value(timeout: 20, interval: 0.25, { prometheus.query(p99Name) }) { $0.map { $0.isFinite } ?? false }
+        #expect((p99 ?? 0) > 0.005 && (p99 ?? 1) <= 0.25, "\(p99Name): \(p99 ?? -1)")
+        print("[lag] \(Int(pieces)) pieces counted, 99th percentile \((p99 ?? -1) * 1000) ms")
         #expect(host.process.isRunning, "\(host.errors)")
     }
 

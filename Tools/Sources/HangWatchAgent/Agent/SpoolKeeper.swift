@@ -86,7 +86,7 @@ final class SpoolKeeper: @unchecked Sendable {
     var gauges: SpoolGauges {
         SpoolGauges(
             reports: state.reports.count, bytes: state.totalBytes, monitors: state.monitorStates, services: state.services,
-            loopBusy: state.loopBusy, poolStartDelay: state.poolStartDelay, poolStarvations: state.poolStarvations,
+            loopBusy: state.loopBusy, loopLag: state.loopLag, poolStartDelay: state.poolStartDelay, poolStarvations: state.poolStarvations,
             callsCutShort: state.callsCutShort, monitoredSeconds: state.monitoredSeconds, loopBusyRatio: state.loopBusyRatios)
     }
 

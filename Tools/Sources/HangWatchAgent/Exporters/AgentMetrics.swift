@@ -22,6 +22,7 @@ final class AgentMetrics: Sendable {
     static let spoolReports = "hangwatch_spool_reports"
     static let loopBusy = "hangwatch_loop_busy_seconds"
     static let loopBusyRatio = "hangwatch_loop_busy_ratio"
+    static let loopLag = "hangwatch_loop_lag_seconds"
     static let poolStartDelay = "hangwatch_pool_start_delay_seconds"
     static let poolStarvations = "hangwatch_pool_starvations_total"
     static let callsCutShort = "hangwatch_capture_calls_cut_short_total"

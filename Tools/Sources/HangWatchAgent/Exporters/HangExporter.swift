@@ -58,6 +58,9 @@ struct SpoolGauges: Sendable, Equatable {
     var services: [String] = []
     /// Loop iterations the monitors of each service directory counted since the agent started.
     var loopBusy: [String: LoopBusyHistogram.Counts] = [:]
+    /// The busy pieces the run loops' flight recorders of each service directory counted since the
+    /// agent started (`MonitorHeartbeat.loopLag`).
+    var loopLag: [String: LoopBusyHistogram.Counts] = [:]
     /// The pool probes' start delays of each service directory since the agent started.
     var poolStartDelay: [String: LoopBusyHistogram.Counts] = [:]
     /// Probes that found the pool starved, by service directory, since the agent started.

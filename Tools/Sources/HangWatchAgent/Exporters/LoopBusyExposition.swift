@@ -1,7 +1,7 @@
 import Foundation
 import HangWatchReport
 
-/// `hangwatch_loop_busy_seconds` and `hangwatch_pool_start_delay_seconds`, written as Prometheus
+/// `hangwatch_loop_busy_seconds`, `hangwatch_loop_lag_seconds` and `hangwatch_pool_start_delay_seconds`, written as Prometheus
 /// text rather than through swift-metrics: monitors count per bucket themselves (millions of
 /// iterations per minute), and swift-metrics can only record values one at a time. Beside them the
 /// gauge `hangwatch_loop_busy_ratio`, as text too so that a service whose monitors went away has
@@ -12,9 +12,10 @@ enum LoopBusyExposition {
         var loop: [String: LoopBusyHistogram.Counts] = [:]
         var pool: [String: LoopBusyHistogram.Counts] = [:]
         var ratio: [String: Double] = [:]
+        var lag: [String: LoopBusyHistogram.Counts] = [:]
     }
 
-    /// The `source` label of `hangwatch_loop_busy_ratio`: the kinds of source that publish it (only
+    /// The `source` label of `hangwatch_loop_busy_ratio` and `hangwatch_loop_lag_seconds`: the kinds of source that publish them (only
     /// run loops keep a flight recorder yet).
     enum Source: String, CaseIterable {
         case runLoop = "runloop"
@@ -62,17 +63,21 @@ enum LoopBusyExposition {
     }
 
     static let loopBusyHelp = "Busy time of each loop iteration, from monitors that publish it (HANGWATCH_LOOP_HISTOGRAM)."
+    static let loopLagHelp =
+        "Busy pieces of the monitored run loops (the spans the hang threshold is compared with, on the 4 ms coarse clock), from their flight recorders (leadUpWindow above 0), by service and source."
     static let poolStartDelayHelp =
         "How late Swift's cooperative pool started the monitor's probe job, once per threshold (a starved pool: the probe waits)."
 
+    /// A histogram's text: one per service label, with `source` when given.
     static func text(
-        _ histograms: [String: LoopBusyHistogram.Counts], name: String = AgentMetrics.loopBusy, help: String = loopBusyHelp
+        _ histograms: [String: LoopBusyHistogram.Counts], name: String = AgentMetrics.loopBusy, help: String = loopBusyHelp,
+        source: Source? = nil
     ) -> String {
         guard !histograms.isEmpty else { return "" }
         var text = "# HELP \(name) \(help)\n"
         text += "# TYPE \(name) histogram\n"
         for (service, counts) in histograms.sorted(by: { $0.key < $1.key }) {
-            let label = "service=\"\(escapeLabel(service))\""
+            let label = "service=\"\(escapeLabel(service))\"" + (source.map { ",source=\"\($0.rawValue)\"" } ?? "")
             var cumulative: UInt64 = 0
             for (index, bound) in LoopBusyHistogram.bounds.enumerated() {
                 cumulative &+= index < counts.buckets.count ? counts.buckets[index] : 0

@@ -74,7 +74,8 @@ final class PrometheusExporter: HangExporter {
         let loop = LoopBusyExposition.byLabel(gauges.loopBusy, label: metrics.serviceLabel)
         let pool = LoopBusyExposition.byLabel(gauges.poolStartDelay, label: metrics.serviceLabel)
         let ratio = LoopBusyExposition.byLabel(gauges.loopBusyRatio, label: metrics.serviceLabel)
-        loopBusy.byLabel.withLock { $0 = LoopBusyExposition.ByLabel(loop: loop, pool: pool, ratio: ratio) }
+        let lag = LoopBusyExposition.byLabel(gauges.loopLag, label: metrics.serviceLabel)
+        loopBusy.byLabel.withLock { $0 = LoopBusyExposition.ByLabel(loop: loop, pool: pool, ratio: ratio, lag: lag) }
     }
 
     /// The Prometheus text exposition of everything recorded.
@@ -95,6 +96,10 @@ final class PrometheusExporter: HangExporter {
                 histograms.pool, name: AgentMetrics.poolStartDelay, help: LoopBusyExposition.poolStartDelayHelp
             ).utf8)
         buffer.append(contentsOf: LoopBusyExposition.ratioText(histograms.ratio).utf8)
+        buffer.append(
+            contentsOf: LoopBusyExposition.text(
+                histograms.lag, name: AgentMetrics.loopLag, help: LoopBusyExposition.loopLagHelp, source: .runLoop
+            ).utf8)
         return buffer
     }
 

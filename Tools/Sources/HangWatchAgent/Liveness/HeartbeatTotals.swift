@@ -4,7 +4,8 @@ import HangWatchReport
 /// agent last counted, so that each event is counted once.
 ///
 /// Two kinds of totals:
-/// - **A monitor's own** (its loop histogram, the hangs its rate limit kept back): counted per
+/// - **A monitor's own** (its loop histogram, its recorders' lag histogram, the hangs its rate
+///   limit kept back): counted per
 ///   heartbeat file, from what that file said when last counted.
 /// - **The process's** (the pool probe's delays and starvations, kept by whichever monitor runs
 ///   the process's pool watch, which may hand it to another; the system calls its captures cut
@@ -24,6 +25,7 @@ struct HeartbeatTotals {
     /// What one heartbeat added since it (or its process) was last counted.
     struct Added: Equatable {
         var loopBusy: LoopBusyHistogram.Counts?
+        var loopLag: LoopBusyHistogram.Counts?
         var hangsSuppressed: UInt64 = 0
         var poolStartDelay: LoopBusyHistogram.Counts?
         var poolStarvations: UInt64 = 0
@@ -32,6 +34,7 @@ struct HeartbeatTotals {
 
     private struct MonitorCounted {
         var loopBusy: LoopBusyHistogram.Counts?
+        var loopLag: LoopBusyHistogram.Counts?
         var hangsSuppressed: UInt64 = 0
     }
 
@@ -49,8 +52,11 @@ struct HeartbeatTotals {
         var added = Added()
         let monitor = monitors[key]
         if let loop = heartbeat.loopBusy { added.loopBusy = loop.since(monitor?.loopBusy) }
+        if let lag = heartbeat.loopLag { added.loopLag = lag.since(monitor?.loopLag) }
         added.hangsSuppressed = Self.since(heartbeat.hangsSuppressed, monitor?.hangsSuppressed)
-        monitors[key] = MonitorCounted(loopBusy: heartbeat.loopBusy ?? monitor?.loopBusy, hangsSuppressed: heartbeat.hangsSuppressed)
+        monitors[key] = MonitorCounted(
+            loopBusy: heartbeat.loopBusy ?? monitor?.loopBusy, loopLag: heartbeat.loopLag ?? monitor?.loopLag,
+            hangsSuppressed: heartbeat.hangsSuppressed)
 
         let process = Process(pid: heartbeat.pid, startTimeTicks: heartbeat.startTimeTicks)
         var counted = processes[process] ?? ProcessCounted()

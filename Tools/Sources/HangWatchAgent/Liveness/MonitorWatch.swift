@@ -68,6 +68,7 @@ struct MonitorWatch {
             }
             let added = state.heartbeatTotals.count(heartbeat, key: key)
             if let loop = added.loopBusy { state.loopBusy[key.service, default: .zero].add(loop) }
+            if let lag = added.loopLag { state.loopLag[key.service, default: .zero].add(lag) }
             if let pool = added.poolStartDelay { state.poolStartDelay[key.service, default: .zero].add(pool) }
             // Only the monitor running the process's pool watch publishes its section.
             if heartbeat.poolStartDelay != nil { state.poolStarvations[key.service, default: 0] += added.poolStarvations }

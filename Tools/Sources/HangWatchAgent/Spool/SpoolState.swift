@@ -47,6 +47,8 @@ final class SpoolState {
     var baselineTaken = false
     /// Loop iterations the monitors of each service counted since the agent started.
     var loopBusy: [String: LoopBusyHistogram.Counts] = [:]
+    /// The busy pieces the run loops' flight recorders of each service counted since the agent started.
+    var loopLag: [String: LoopBusyHistogram.Counts] = [:]
     /// How late the cooperative pool started the probes of each service's monitors, since the agent started.
     var poolStartDelay: [String: LoopBusyHistogram.Counts] = [:]
     /// Probes that found the pool starved, by service, since the agent started.
