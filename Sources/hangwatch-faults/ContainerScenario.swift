@@ -61,15 +61,10 @@ private func startContainerMonitor(_ options: Options) -> HangMonitor {
     var configuration = HangMonitor.Configuration(serviceName: "faults", threshold: .milliseconds(200), reportDirectory: options.reports)
     configuration.watchesConcurrencyPool = false
     configuration.repeatWindow = .zero
-    do {
-        let monitor = try HangMonitor(configuration: configuration)
-        try monitor.start()
-        RunLoop.main.run(until: Date().addingTimeInterval(0.3))
-        FileHandle.standardOutput.write(Data("started\n".utf8))
-        return monitor
-    } catch {
-        fail("the monitor did not start: \(error)", code: 3)
-    }
+    let monitor = startedMonitor(configuration)
+    RunLoop.main.run(until: Date().addingTimeInterval(0.3))
+    FileHandle.standardOutput.write(Data("started\n".utf8))
+    return monitor
 }
 
 private func finishContainerScenario(_ monitor: HangMonitor, fields: [String: String]) -> Never {

@@ -10,15 +10,7 @@ func runIdle(_ options: Options) -> Never {
     var configuration = HangMonitor.Configuration(serviceName: "idle", reportDirectory: options.reports)
     // `--mode no-pool`: the same without the pool watch (where the process's libdispatch wake-ups come from).
     if options.mode == "no-pool" { configuration.watchesConcurrencyPool = false }
-    var monitor: HangMonitor?
-    if options.mode != "unmonitored" {
-        do {
-            monitor = try HangMonitor(configuration: configuration)
-            try monitor?.start()
-        } catch {
-            fail("the monitor did not start: \(error)", code: 3)
-        }
-    }
+    let monitor = options.mode != "unmonitored" ? startedMonitor(configuration) : nil
     // Told on stdout, so the counter knows the monitor runs.
     FileHandle.standardOutput.write(Data("started\n".utf8))
     RunLoop.main.run(until: Date().addingTimeInterval(options.seconds))

@@ -44,13 +44,7 @@ func runLabels(_ options: Options) -> Never {
     configuration.repeatWindow = .zero
     configuration.reportsPerMinute = 1000
     configuration.reportBurst = 1000
-    let monitor: HangMonitor
-    do {
-        monitor = try HangMonitor(configuration: configuration)
-        try monitor.start()
-    } catch {
-        fail("the monitor did not start: \(error)", code: 3)
-    }
+    let monitor = startedMonitor(configuration)
     nonisolated(unsafe) var sink: UInt64 = 0
     /// Runs the loop until `count` reports are written in all (or 20 s passed).
     func waitFor(_ count: Int) {

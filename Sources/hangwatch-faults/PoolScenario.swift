@@ -148,19 +148,15 @@ func runPool(_ options: Options, mode: String) -> Never {
     configuration.repeatWindow = .zero
     configuration.reportsPerMinute = 1000
     configuration.reportBurst = 1000
-    let monitor: HangMonitor
-    do {
-        // HANGWATCH_CONCURRENCY_POOL=false turns the pool watch off (the idle mode's baseline).
-        configuration = try configuration.applying(environment: ProcessInfo.processInfo.environment)
-        // FAULTS_LOG_LEVEL=debug: the monitor's debug log on standard error (why a job
-        // got no report), for a failure to be explained.
-        var logger = Logger(label: "hangwatch") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = ProcessInfo.processInfo.environment["FAULTS_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        monitor = try HangMonitor(configuration: configuration, logger: logger)
-        try monitor.startWatchingScopes()
-    } catch {
+    // HANGWATCH_CONCURRENCY_POOL=false turns the pool watch off (the idle mode's baseline).
+    do { configuration = try configuration.applying(environment: ProcessInfo.processInfo.environment) } catch {
         fail("the monitor did not start: \(error)", code: 3)
     }
+    // FAULTS_LOG_LEVEL=debug: the monitor's debug log on standard error (why a job got no
+    // report), for a failure to be explained.
+    var logger = Logger(label: "hangwatch") { StreamLogHandler.standardError(label: $0) }
+    logger.logLevel = ProcessInfo.processInfo.environment["FAULTS_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+    let monitor = startedMonitor(configuration, logger: logger) { try $0.startWatchingScopes() }
     // Let a few probes run first (they prepare the pool threads they run on). A pool of another
     // priority gets a first task (its first worker appears; the watch's attach jobs prepare it),
     // as in a service that ran such tasks before.

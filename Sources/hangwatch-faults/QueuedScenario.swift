@@ -58,12 +58,8 @@ func spawnMainActorOrders(count: Int) {
 func runQueued(_ options: Options) -> Never {
     var configuration = HangMonitor.Configuration(serviceName: "queued", threshold: .milliseconds(200), reportDirectory: options.reports)
     configuration.repeatWindow = .zero
-    let monitor: HangMonitor
-    do {
-        monitor = try HangMonitor(configuration: configuration)
+    let monitor = startedMonitor(configuration) { monitor in
         if options.mode == "main" { try monitor.startWatchingMainQueue() } else { try monitor.startWatchingScopes() }
-    } catch {
-        fail("the monitor did not start: \(error)", code: 3)
     }
     let count = max(1, options.count)
     let microseconds = UInt32(options.seconds * 1e6)

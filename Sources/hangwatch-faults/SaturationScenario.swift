@@ -18,13 +18,7 @@ func runSaturate(_ options: Options) -> Never {
     var configuration = HangMonitor.Configuration(
         serviceName: "saturate", threshold: .milliseconds(200), reportDirectory: options.reports)
     configuration.heartbeatInterval = .seconds(1)
-    let monitor: HangMonitor
-    do {
-        monitor = try HangMonitor(configuration: configuration)
-        try monitor.start()
-    } catch {
-        fail("the monitor did not start: \(error)", code: 3)
-    }
+    let monitor = startedMonitor(configuration)
     let saturatedShare = Double(busyMilliseconds) / 20
     let file = options.file
     // Touched only on the loop's thread: the share in force, since when, and the time computed since.

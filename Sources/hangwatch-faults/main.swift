@@ -1,6 +1,7 @@
 import Foundation
 import HangWatch
 import HangWatchReport
+import Logging
 
 // hangwatch-faults: a service that misbehaves on request, for the fault-injection tests. Each
 // scenario runs in a child process the test can kill, stop, starve, run out of disk, or run with
@@ -121,9 +122,19 @@ func startMonitor(_ options: Options, sampleInterval: Duration) -> HangMonitor {
         configuration.reportsPerMinute = 1000
         configuration.reportBurst = 1000
     }
+    return startedMonitor(configuration)
+}
+
+/// A monitor of `configuration`, made and started by `start` (by default on the main run loop);
+/// a monitor that cannot be made or started fails the host with code 3 (every scenario's
+/// "the monitor did not start").
+func startedMonitor(
+    _ configuration: HangMonitor.Configuration, logger: Logger = Logger(label: "hangwatch"),
+    start: (HangMonitor) throws -> Void = { try $0.start() }
+) -> HangMonitor {
     do {
-        let monitor = try HangMonitor(configuration: configuration)
-        try monitor.start()
+        let monitor = try HangMonitor(configuration: configuration, logger: logger)
+        try start(monitor)
         return monitor
     } catch {
         fail("the monitor did not start: \(error)", code: 3)
