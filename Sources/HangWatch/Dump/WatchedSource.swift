@@ -35,6 +35,7 @@ struct WatchedSource: Sendable {
         line.window = read.window
         line.longestMs = LeadUpRecord.milliseconds(units: read.busy.longestUnits)
         line.busyNowMs = read.busyNowUnits.map { LeadUpRecord.milliseconds(units: $0) }
+        line.lag = HangReport.Recent.Lag(recorder.lag.read())
         return line
     }
 }

@@ -37,6 +37,9 @@ extension HangReport {
             /// Why there is no window: `only run loops keep a flight recorder`, `its flight
             /// recorder is off (leadUpWindow 0)`. Absent when there is one.
             public var noRecorder: String?
+            /// Every busy piece the recorder counted since it began, by length: what the heartbeat
+            /// publishes for `hangwatch_loop_lag_seconds`. Absent without a recorder.
+            public var lag: Lag?
 
             public init(
                 source: String, service: String, thread: ThreadInfo?, thresholdMs: Double, window: LeadUp? = nil,
@@ -50,6 +53,52 @@ extension HangReport {
                 self.longestMs = longestMs
                 self.busyNowMs = busyNowMs
                 self.noRecorder = noRecorder
+            }
+        }
+
+        /// A recorder's lag histogram: busy pieces per bucket of length, on the coarse clock (4 ms
+        /// ticks: most pieces read 0).
+        public struct Lag: Codable, Sendable, Equatable {
+            /// The buckets' upper bounds (inclusive), ms; the last bucket, past the last bound, has none.
+            public var boundsMs: [Double]
+            /// Pieces per bucket: one more than `boundsMs`.
+            public var counts: [UInt64]
+            /// Their lengths in all, ms.
+            public var totalMs: Double
+
+            public init(boundsMs: [Double], counts: [UInt64], totalMs: Double) {
+                self.boundsMs = boundsMs
+                self.counts = counts
+                self.totalMs = totalMs
+            }
+
+            /// The counts of a heartbeat-shaped histogram (`LoopBusyHistogram`).
+            public init(_ counts: LoopBusyHistogram.Counts) {
+                self.init(
+                    boundsMs: LoopBusyHistogram.bounds.map { Double($0) / 1e6 }, counts: counts.buckets,
+                    totalMs: Double(counts.totalNanoseconds) / 1e6)
+            }
+
+            public var pieces: UInt64 { counts.reduce(0, &+) }
+
+            /// The upper bound (ms) of the bucket the `quantile`th piece falls in (0 < quantile
+            /// ≤ 1): at least that share of the pieces were at most this long. Nil when there is no
+            /// piece, or it falls in the last bucket (longer than every bound).
+            public func atMostMs(_ quantile: Double) -> Double? {
+                let total = pieces
+                guard total > 0 else { return nil }
+                let rank = UInt64((Double(total) * quantile).rounded(.up))
+                var seen: UInt64 = 0
+                for (index, count) in counts.enumerated() {
+                    seen &+= count
+                    if seen >= rank { return index < boundsMs.count ? boundsMs[index] : nil }
+                }
+                return nil
+            }
+
+            /// The bucket of the longest piece: its index, and its count.
+            public var longest: (index: Int, count: UInt64)? {
+                counts.indices.last { counts[$0] > 0 }.map { ($0, counts[$0]) }
             }
         }
     }

@@ -68,6 +68,11 @@ public struct ReportValidator: Sendable {
         if let heaviest = report.heaviestStack {
             check(heaviest.stack >= 0 && heaviest.stack < report.stacks.count, "heaviestStack.stack: \(heaviest.stack) is not an index into stacks")
         }
+        for (index, source) in (report.recent?.sources ?? []).enumerated() {
+            if let lag = source.lag {
+                check(lag.counts.count == lag.boundsMs.count + 1, "recent.sources[\(index)].lag: \(lag.counts.count) counts for \(lag.boundsMs.count) bounds")
+            }
+        }
         for (index, miss) in (report.before?.nearMisses ?? []).enumerated() {
             if let stack = miss.stack {
                 check(stack >= 0 && stack < report.stacks.count, "before.nearMisses[\(index)].stack: \(stack) is not an index into stacks (\(report.stacks.count))")

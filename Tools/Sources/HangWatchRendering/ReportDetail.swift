@@ -239,15 +239,15 @@ package struct ReportDetail {
         if let unavailable = queued.unavailable { return "tasks not counted: \(unavailable)" }
         let names = TaskDumpText.Names(report: report)
         let plural = queued.count == 1 ? "task" : "tasks"
-        var line = "\(TaskDumpText.count(queued.count))\(queued.stoppedEarly == nil ? "" : " or more") \(plural) "
+        var line = "\(Text.count(queued.count))\(queued.stoppedEarly == nil ? "" : " or more") \(plural) "
         line += report.source == "concurrency-pool" ? "waiting for a pool thread" : "queued behind it on the main actor"
         let folds = queued.folds.prefix(3).map { fold in
             let place = fold.chain.isEmpty ? fold.entry.map(names.frame) ?? "?" : names.chain(fold.chain, limit: 3)
-            return "\(TaskDumpText.count(fold.count)) in \(place)"
+            return "\(Text.count(fold.count)) in \(place)"
         }
         if !folds.isEmpty { line += ": " + folds.joined(separator: ", ") }
         let more = queued.folds.dropFirst(3).reduce(0) { $0 + $1.count } + (queued.foldsOmitted ?? 0)
-        if more > 0 { line += ", \(TaskDumpText.count(more)) elsewhere" }
+        if more > 0 { line += ", \(Text.count(more)) elsewhere" }
         return line + " (read in \(Text.duration(queued.tookMs)))"
     }
 

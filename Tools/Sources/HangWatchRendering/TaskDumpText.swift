@@ -62,9 +62,9 @@ package struct TaskDumpText {
     private func header(_ dump: HangReport.TaskDump, threads: Int) -> [String] {
         var states: [String: Int] = [:]
         for task in dump.tasks { states[task.state, default: 0] += 1 }
-        let counts = ["running", "enqueued", "suspended", "not started"].compactMap { state in states[state].map { "\(Self.count($0)) \(state)" } }
+        let counts = ["running", "enqueued", "suspended", "not started"].compactMap { state in states[state].map { "\(Text.count($0)) \(state)" } }
         var lines = [
-            "\(Self.count(dump.tasks.count)) tasks" + (counts.isEmpty ? "" : " (\(counts.joined(separator: ", ")))") + ", \(Self.count(threads)) thread\(threads == 1 ? "" : "s"); "
+            "\(Text.count(dump.tasks.count)) tasks" + (counts.isEmpty ? "" : " (\(counts.joined(separator: ", ")))") + ", \(Text.count(threads)) thread\(threads == 1 ? "" : "s"); "
                 + "scan \(Text.duration(dump.scan.scanMs)) of \(Self.megabytes(dump.scan.bytes)), read \(Text.duration(dump.scan.readMs)), "
                 + "took \(Text.duration(dump.scan.tookMs))"
         ]
@@ -104,13 +104,13 @@ package struct TaskDumpText {
                 let fold = dump.folds[index]
                 let madeIn = names.chain(fold.chain, limit: 3)
                 lines.append(
-                    terminal.paint("WAITING", .yellow) + " \(Self.count(fold.count)) task\(fold.count == 1 ? " waits" : "s wait") on a continuation made in "
+                    terminal.paint("WAITING", .yellow) + " \(Text.count(fold.count)) task\(fold.count == 1 ? " waits" : "s wait") on a continuation made in "
                         + (madeIn.isEmpty ? "an unknown function" : madeIn) + ", unchanged for \(Text.duration(unchanged)) (over \(Text.duration(suspendedOverMs)): "
                         + "a continuation nobody resumes?)")
             case "pool starved":
                 let threads = (finding.threads ?? []).prefix(8).map { threadWords($0, report: report) }
                 lines.append(
-                    terminal.paint("STARVED", .red) + " \(Self.count(finding.count ?? 0)) tasks wait for a pool thread while pool threads are blocked: "
+                    terminal.paint("STARVED", .red) + " \(Text.count(finding.count ?? 0)) tasks wait for a pool thread while pool threads are blocked: "
                         + threads.joined(separator: "; "))
             default:
                 continue
@@ -121,7 +121,7 @@ package struct TaskDumpText {
 
     private func fold(_ fold: HangReport.TaskFold, dump: HangReport.TaskDump, names: Names) -> [String] {
         let members = fold.ids
-        var head = "  \(Self.count(fold.count)) task\(fold.count == 1 ? "" : "s") \(fold.state)"
+        var head = "  \(Text.count(fold.count)) task\(fold.count == 1 ? "" : "s") \(fold.state)"
         if let awaits = fold.awaits { head += ", " + Self.awaitWords(awaits, names: names, dump: dump) }
         if let left = fold.leftMs, left.count == 2 {
             head += left[0] == left[1] ? ", \(Text.duration(left[0])) left" : ", \(Text.duration(left[0]))–\(Text.duration(left[1])) left"
@@ -167,13 +167,13 @@ package struct TaskDumpText {
             let members = groups[group] ?? []
             var inner = indent + "    "
             if !group.isEmpty {
-                lines.append(indent + "    task group \(group): \(Self.count(members.count)) child\(members.count == 1 ? "" : "ren")")
+                lines.append(indent + "    task group \(group): \(Text.count(members.count)) child\(members.count == 1 ? "" : "ren")")
                 inner += "    "
             }
             for child in members.prefix(Self.childLimit) {
                 lines += tree(child, byID: byID, report: report, dump: dump, names: names, indent: inner, drawn: &drawn)
             }
-            if members.count > Self.childLimit { lines.append(inner + "… \(Self.count(members.count - Self.childLimit)) more (--json lists them)") }
+            if members.count > Self.childLimit { lines.append(inner + "… \(Text.count(members.count - Self.childLimit)) more (--json lists them)") }
         }
         return lines
     }
@@ -199,7 +199,7 @@ package struct TaskDumpText {
             line += ", holder unknown: \(why)"
         }
         let waiting = actor.queue.count + (actor.otherJobs ?? 0)
-        line += "; \(Self.count(waiting)) waiting" + (actor.queue.isEmpty ? "" : ": tasks " + Self.ids(actor.queue, all: showIDs))
+        line += "; \(Text.count(waiting)) waiting" + (actor.queue.isEmpty ? "" : ": tasks " + Self.ids(actor.queue, all: showIDs))
         if let end = actor.queueEnd { line += " (queue read to its \(end))" }
         return line
     }
@@ -254,8 +254,8 @@ package struct TaskDumpText {
         for set in sets { for (key, value) in set { values[key, default: [:]][value, default: 0] += 1 } }
         return values.keys.sorted().map { key in
             let counts = values[key] ?? [:]
-            if counts.count > 3 { return "\(key): \(Self.count(counts.count)) values" }
-            return counts.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\(key)=\($0.key)" + (sets.count > 1 ? " ×\(Self.count($0.value))" : "") }
+            if counts.count > 3 { return "\(key): \(Text.count(counts.count)) values" }
+            return counts.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\(key)=\($0.key)" + (sets.count > 1 ? " ×\(Text.count($0.value))" : "") }
                 .joined(separator: ", ")
         }.joined(separator: "; ")
     }
@@ -265,18 +265,9 @@ package struct TaskDumpText {
         let sorted = ids.sorted()
         guard let first = sorted.first, let last = sorted.last else { return "none" }
         if all || sorted.count <= 8 { return sorted.map(String.init).joined(separator: ", ") }
-        return "\(first)…\(last) (\(count(sorted.count)))"
+        return "\(first)…\(last) (\(Text.count(sorted.count)))"
     }
 
-    static func count(_ value: Int) -> String {
-        let digits = String(value.magnitude)
-        var grouped = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0, (digits.count - index) % 3 == 0 { grouped += "," }
-            grouped.append(digit)
-        }
-        return (value < 0 ? "-" : "") + grouped
-    }
 
     static func megabytes(_ bytes: Int) -> String {
         bytes >= 10 << 20 ? "\(bytes >> 20) MiB" : String(printf: "%.1f MiB", Double(bytes) / Double(1 << 20))

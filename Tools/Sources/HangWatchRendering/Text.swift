@@ -18,6 +18,17 @@ package enum Text {
         return right ? padding + text : text + padding
     }
 
+    /// `59241` as `59,241`.
+    package static func count(_ value: Int) -> String {
+        let digits = String(value.magnitude)
+        var grouped = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0, (digits.count - index) % 3 == 0 { grouped += "," }
+            grouped.append(digit)
+        }
+        return (value < 0 ? "-" : "") + grouped
+    }
+
     package static func duration(_ milliseconds: Double) -> String {
         if milliseconds >= 60_000 { return String(printf: "%.1fm", milliseconds / 60_000) }
         if milliseconds >= 10_000 { return String(printf: "%.0fs", milliseconds / 1000) }

@@ -54,6 +54,10 @@ import Testing
         #expect(reading.hasPrefix("  busy \(percent) % in the last 5 s (a block per 100ms); longest piece "), "\(reading)")
         let longest = reading.components(separatedBy: "longest piece ").last?.prefix { $0.isNumber }
         #expect(Int(longest ?? "").map { $0 >= 15 && $0 < 250 } == true, "\(reading)")
+        // The lag since the recorder began: the 20 ms jobs (16 to 24 ms on the coarse clock) put
+        // 99 % of the pieces at most 25 ms.
+        print("dump --recent lag line measured: \(lines[loop + 3])")
+        #expect(lines[loop + 3].hasPrefix("  lag since the recorder began: ") && lines[loop + 3].contains("; 99 % at most 25ms,"), "\(lines[loop + 3])")
         for watch in ["dispatch-queue ", "concurrency-pool, threshold 250ms"] {
             let header = try #require(lines.firstIndex { $0.hasPrefix(watch) }, "\(watch) missing: \(text.output)")
             #expect(lines[header + 1] == "  no window: only run loops keep a flight recorder", "\(lines[header + 1])")
@@ -70,6 +74,10 @@ import Testing
         #expect(window.busyRatio >= 0.3 && window.busyRatio <= 0.75, "\(window.busyRatio)")
         #expect(window.buckets.reduce(0) { $0 + $1.iterations } >= 60, "\(window.buckets)")
         #expect(sources[0].thread?.tid == pid && sources[0].thread?.isMain == true)
+        let lag = try #require(sources[0].lag, "the run loop's lag histogram")
+        #expect(lag.counts.count == LoopBusyHistogram.bucketCount && lag.boundsMs.last == 2_500)
+        #expect(lag.counts[7] >= 60 && lag.counts[11...].allSatisfy { $0 == 0 }, "\(lag.counts)")
+        #expect(sources[1].lag == nil && sources[2].lag == nil)
 
         let usage = try ExecutableRun.run(Self.cli, ["dump", "--recent", "--tasks", String(pid), "--dir", directory.path], timeout: 30)
         #expect(usage.status == 2 && usage.errors.contains("--tasks and --recent ask for different dumps: give one"), "\(usage.errors)")

@@ -71,4 +71,32 @@ import Testing
             lines[5] == "  idle in the last 5 s (busy 0 %) (a block per 100ms); longest piece 5ms; idle now; 2 buckets rewritten while read (counted idle)",
             "\(lines[5])")
     }
+
+    /// The recorder's lag since it began, by its histogram's bounds: how many pieces, the bounds
+    /// 99 % and 99.9 % of them were under, and the bucket of the longest with its count; a
+    /// quantile in the last, open bucket says "over" its bound.
+    @Test func theLagLineSaysItsPiecesQuantilesAndLongest() {
+        var counts = [UInt64](repeating: 0, count: 15)
+        counts[0] = 58_000
+        counts[7] = 1_100
+        counts[8] = 139
+        counts[9] = 2
+        let lag = HangReport.Recent.Lag(boundsMs: LoopBusyHistogram.bounds.map { Double($0) / 1e6 }, counts: counts, totalMs: 29_000)
+        #expect(lag.pieces == 59_241)
+        #expect(lag.atMostMs(0.99) == 25 && lag.atMostMs(0.999) == 50 && lag.atMostMs(0.5) == 0.1)
+        var loop = HangReport.Recent.Source(
+            source: "runloop", service: "billing", thread: HangReport.ThreadInfo(tid: 42, name: "billing", isMain: true), thresholdMs: 250,
+            window: Self.window([50, 50], ratio: 0.5, reading: "busy 50 % in the last 0.2 s"), longestMs: 24)
+        loop.lag = lag
+        #expect(
+            Self.render(Self.answer([loop]))[6]
+                == "  lag since the recorder began: 59,241 pieces; 99 % at most 25ms, 99.9 % at most 50ms; the longest at most 100ms (2)")
+        var over = counts
+        over[14] = 1_000
+        loop.lag = HangReport.Recent.Lag(boundsMs: lag.boundsMs, counts: over, totalMs: 3_000_000)
+        #expect(loop.lag?.atMostMs(0.99) == nil)
+        #expect(Self.render(Self.answer([loop]))[6].hasSuffix("60,241 pieces; 99 % over 2.5s, 99.9 % over 2.5s; the longest over 2.5s (1,000)"))
+        loop.lag = HangReport.Recent.Lag(boundsMs: lag.boundsMs, counts: Array(repeating: 0, count: 15), totalMs: 0)
+        #expect(Self.render(Self.answer([loop]))[6] == "  lag since the recorder began: no piece yet")
+    }
 }
