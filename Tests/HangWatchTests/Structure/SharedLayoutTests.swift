@@ -8,6 +8,19 @@ import Testing
 /// (CHangWatchCapture) and read by HangWatchReport (the agent): each layout is defined in C and
 /// checked here against its reader, field by field.
 @Suite struct SharedLayoutTests {
+    /// A prepared report directory of its own, and the path of this process's page in it.
+    struct PageDirectory {
+        let directory = ReportDirectory()
+        var path: String { directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid()) }
+
+        init() throws { try ReportStore(directory: directory.path).prepare() }
+
+        /// A publisher of the page, its threshold 250 ms.
+        func publisher() throws -> HeartbeatPublisher {
+            try HeartbeatPublisher(directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
+        }
+    }
+
     @Test func theHeartbeatReaderUsesTheWritersLayout() {
         let reader = Dictionary(uniqueKeysWithValues: MonitorHeartbeat.Offset.allCases.map { ("\($0)", $0.rawValue) })
         #expect(UnsafeHeartbeatPage.layout == reader)
@@ -18,17 +31,16 @@ import Testing
     /// What the C writer stores is what the agent's reader returns, the rate-limit count and the
     /// process's count of calls its captures cut short too.
     @Test func aTickReadsBackThroughTheAgentsReader() throws {
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
+        let page = try PageDirectory()
         // A thread inspection of its own: the count is exactly the three added.
         let threads = ThreadInspection()
         let publisher = try HeartbeatPublisher(
-            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000,
+            directory: page.directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000,
             callsCutShort: { threads.callsCutShort.load(ordering: .relaxed) })
         defer { publisher.retire() }
         threads.callsCutShort.add(3, ordering: .relaxed)
         publisher.tick(.watching, activityWord: 0x1234_40, hangsDetected: 12, hangsSuppressed: 5, thresholdMicroseconds: 300_000)
-        let heartbeat = try MonitorHeartbeat.read(path: directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid()))
+        let heartbeat = try MonitorHeartbeat.read(path: page.path)
         #expect(heartbeat.pid == getpid())
         #expect(heartbeat.state == .watching && heartbeat.activityWord == 0x1234_40)
         #expect(heartbeat.hangsDetected == 12 && heartbeat.hangsSuppressed == 5 && heartbeat.thresholdMicroseconds == 300_000)
@@ -37,17 +49,16 @@ import Testing
 
     /// The service's version, written once by the C writer, read back whole; none reads as nil.
     @Test func theServiceVersionReadsBackThroughTheAgentsReader() throws {
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
-        let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let page = try PageDirectory()
+        let path = page.path
         let version = ServiceVersion(version: "2.4.0-rc.1+" + String(repeating: "é", count: 40), source: .configuration)
         let publisher = try HeartbeatPublisher(
-            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1, serviceVersion: version)
+            directory: page.directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1, serviceVersion: version)
         publisher.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1)
         #expect(try MonitorHeartbeat.read(path: path).serviceVersion == version.version)
         #expect(version.version.utf8.count == 63)  // the whole field but one byte: no character cut
         publisher.retire()
-        let unversioned = try HeartbeatPublisher(directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1)
+        let unversioned = try HeartbeatPublisher(directory: page.directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1)
         unversioned.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1)
         #expect(try MonitorHeartbeat.read(path: path).serviceVersion == nil)
         unversioned.retire()
@@ -55,25 +66,23 @@ import Testing
 
     /// The pool probe's delays, published while a monitor of the directory runs the pool watch, read back.
     @Test func thePoolSectionReadsBackThroughTheAgentsReader() throws {
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
+        let page = try PageDirectory()
         var delays = HangMonitor.PoolProbeDelays()
         delays.counts = (0..<15).map { UInt64($0 * 3) }
         delays.totalNanoseconds = 123_456
         delays.starvations = 4
         let published = delays
-        let publisher = try HeartbeatPublisher(
-            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
+        let publisher = try page.publisher()
         defer { publisher.retire() }
         publisher.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000, pool: published)
-        let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let path = page.path
         let heartbeat = try MonitorHeartbeat.read(path: path)
         #expect(heartbeat.poolStartDelay?.buckets == delays.counts)
         #expect(heartbeat.poolStartDelay?.totalNanoseconds == 123_456 && heartbeat.poolStarvations == 4)
 
         // A directory none of whose monitors runs the pool watch publishes none; a 256-byte page
         // (older monitors) reads without it.
-        let other = try HeartbeatPublisher(directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1)
+        let other = try HeartbeatPublisher(directory: page.directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 1)
         other.tick(.idle, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 1)
         #expect(try MonitorHeartbeat.read(path: path).poolStartDelay == nil)
         other.retire()
@@ -87,12 +96,10 @@ import Testing
     /// keeps a recorder; a page whose words are zero (a monitor that predates the section, where
     /// they were reserved) or too short to hold them reads without it.
     @Test func theBusyWindowReadsBackThroughTheAgentsReader() throws {
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
-        let publisher = try HeartbeatPublisher(
-            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
+        let page = try PageDirectory()
+        let publisher = try page.publisher()
         defer { publisher.retire() }
-        let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let path = page.path
         publisher.tick(
             .watching, activityWord: 0, hangsDetected: 0, thresholdMicroseconds: 250_000,
             busyWindow: RecorderBusyWindow(windowUnits: 4_800_000, busyUnits: 4_500_000, longestUnits: 146_000))
@@ -114,12 +121,10 @@ import Testing
     /// monitor keeps a recorder; a page of 512 bytes (a monitor that predates the section) reads
     /// without it.
     @Test func theLagHistogramReadsBackThroughTheAgentsReader() throws {
-        let directory = ReportDirectory()
-        try ReportStore(directory: directory.path).prepare()
-        let publisher = try HeartbeatPublisher(
-            directory: directory.path, access: .private, interval: .seconds(10), thresholdMicroseconds: 250_000)
+        let page = try PageDirectory()
+        let publisher = try page.publisher()
         defer { publisher.retire() }
-        let path = directory.path + "/" + MonitorHeartbeat.fileName(pid: getpid())
+        let path = page.path
         let lag = UnsafeLoopHistogram.allocate()
         defer { lag.deallocate() }
         for milliseconds: UInt64 in [0, 0, 7, 30, 150, 3_000] { lag.add(busyNanoseconds: milliseconds * 1_000_000) }
