@@ -1,6 +1,6 @@
 extension HangReport {
-    /// `hangwatch dump --recent`'s answer (`source` `recent`; optional and additive within schema
-    /// 1.7): every watch of the process when it was asked, each with the current window of its
+    /// `hangwatch dump --recent`'s answer (`source` `recent`; optional, since schema 1.8): every
+    /// watch of the process when it was asked, each with the current window of its
     /// flight recorder (what a hang's `before` holds, ending now instead of at an onset), or why it
     /// keeps none. No hang needs to have happened.
     public struct Recent: Codable, Sendable, Equatable {
