@@ -33,6 +33,17 @@ static void store(uint64_t *field, uint64_t value) {
     __atomic_store_n(field, value, __ATOMIC_RELAXED);
 }
 
+/* Stores `histogram` into one of the page's histogram sections (its bucket count, total and
+ * counts); NULL: not published (all zero). Relaxed loads: a loop's own histogram may be written
+ * by its thread meanwhile. */
+static void store_histogram(uint64_t *buckets, uint64_t *total, uint64_t *counts, const struct hw_loop_histogram *histogram) {
+    store(buckets, histogram != NULL ? HW_LOOP_BUCKETS : 0);
+    store(total, histogram != NULL ? __atomic_load_n(&histogram->total_ns, __ATOMIC_RELAXED) : 0);
+    for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
+        store(&counts[bucket], histogram != NULL ? __atomic_load_n(&histogram->counts[bucket], __ATOMIC_RELAXED) : 0);
+    }
+}
+
 static void begin(struct hw_heartbeat *page) {
     uint64_t sequence = __atomic_load_n(&page->sequence, __ATOMIC_RELAXED);
     __atomic_store_n(&page->sequence, sequence | 1, __ATOMIC_RELAXED);
@@ -59,11 +70,7 @@ void hw_heartbeat_init(struct hw_heartbeat *page, uint64_t pid, uint64_t start_t
     store(&page->hangs_suppressed, 0);
     store(&page->calls_cut_short, 0);
     store(&page->threshold_us, threshold_us);
-    store(&page->loop_buckets, loop != NULL ? HW_LOOP_BUCKETS : 0);
-    store(&page->loop_busy_total_ns, loop != NULL ? __atomic_load_n(&loop->total_ns, __ATOMIC_RELAXED) : 0);
-    for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
-        store(&page->loop_counts[bucket], loop != NULL ? __atomic_load_n(&loop->counts[bucket], __ATOMIC_RELAXED) : 0);
-    }
+    store_histogram(&page->loop_buckets, &page->loop_busy_total_ns, page->loop_counts, loop);
     store(&page->pool_buckets, 0); /* published by hw_heartbeat_pool, from the monitor that runs the pool watch */
     store(&page->pool_starvations, 0);
     store(&page->lead_up_window_ns, 0); /* published by hw_heartbeat_lead_up */
@@ -90,22 +97,14 @@ void hw_heartbeat_tick(struct hw_heartbeat *page, uint64_t state, uint64_t activ
     store(&page->calls_cut_short, calls_cut_short);
     store(&page->threshold_us, threshold_us);
     if (loop != NULL) {
-        store(&page->loop_buckets, HW_LOOP_BUCKETS);
-        store(&page->loop_busy_total_ns, __atomic_load_n(&loop->total_ns, __ATOMIC_RELAXED));
-        for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
-            store(&page->loop_counts[bucket], __atomic_load_n(&loop->counts[bucket], __ATOMIC_RELAXED));
-        }
+        store_histogram(&page->loop_buckets, &page->loop_busy_total_ns, page->loop_counts, loop);
     }
     end(page);
 }
 
 void hw_heartbeat_pool(struct hw_heartbeat *page, const struct hw_loop_histogram *pool, uint64_t starvations) {
     begin(page);
-    store(&page->pool_buckets, pool != NULL ? HW_LOOP_BUCKETS : 0);
-    store(&page->pool_delay_total_ns, pool != NULL ? pool->total_ns : 0);
-    for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
-        store(&page->pool_counts[bucket], pool != NULL ? pool->counts[bucket] : 0);
-    }
+    store_histogram(&page->pool_buckets, &page->pool_delay_total_ns, page->pool_counts, pool);
     store(&page->pool_starvations, pool != NULL ? starvations : 0);
     end(page);
 }
@@ -120,11 +119,7 @@ void hw_heartbeat_lead_up(struct hw_heartbeat *page, uint64_t window_ns, uint64_
 
 void hw_heartbeat_lag(struct hw_heartbeat *page, const struct hw_loop_histogram *lag) {
     begin(page);
-    store(&page->lag_buckets, lag != NULL ? HW_LOOP_BUCKETS : 0);
-    store(&page->lag_total_ns, lag != NULL ? lag->total_ns : 0);
-    for (int bucket = 0; bucket < HW_LOOP_BUCKETS; bucket++) {
-        store(&page->lag_counts[bucket], lag != NULL ? lag->counts[bucket] : 0);
-    }
+    store_histogram(&page->lag_buckets, &page->lag_total_ns, page->lag_counts, lag);
     end(page);
 }
 

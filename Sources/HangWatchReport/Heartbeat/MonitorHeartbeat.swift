@@ -300,11 +300,9 @@ public struct MonitorHeartbeat: Sendable, Equatable {
     }
 
     static func poolStartDelay(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
-        let buckets = LoopBusyHistogram.bucketCount
-        guard bytes.count >= Offset.poolStarvations.rawValue + 8, field(bytes, Offset.poolBuckets.rawValue) == UInt64(buckets) else { return nil }
-        return LoopBusyHistogram.Counts(
-            buckets: (0..<buckets).map { field(bytes, Offset.poolCounts.rawValue + 8 * $0) },
-            totalNanoseconds: field(bytes, Offset.poolDelayTotalNanoseconds.rawValue))
+        // The starvations after the counts are part of the section.
+        guard bytes.count >= Offset.poolStarvations.rawValue + 8 else { return nil }
+        return histogram(bytes, buckets: .poolBuckets, total: .poolDelayTotalNanoseconds, counts: .poolCounts)
     }
 
     static func loopBusy(_ bytes: [UInt8]) -> LoopBusyHistogram.Counts? {
