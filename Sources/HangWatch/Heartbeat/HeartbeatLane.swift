@@ -50,12 +50,50 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
 
     private struct Members {
         var current: [Member] = []
-        /// What the members that stopped had counted (their loop histograms are in `departed`).
+        /// What the members that stopped had counted (their histograms are in the sums).
         var departedHangs: UInt64 = 0
         var departedSuppressed: UInt64 = 0
-        var anyHistogram = false
-        /// A member kept a flight recorder: the lag histogram is published from then on.
-        var anyRecorder = false
+        /// The loop-busy histograms, and the flight recorders' lag histograms.
+        let loop = SummedHistogram()
+        let lag = SummedHistogram()
+    }
+
+    /// One of the page's histograms summed over the directory's members: those that stopped kept
+    /// apart, the sum made anew at each publish (both the watchdog's own, under `members`' lock).
+    /// Published from the first member that keeps one on, so the counts never go back.
+    private final class SummedHistogram: @unchecked Sendable {
+        private let departed = UnsafeLoopHistogram.allocate()
+        private let sum = UnsafeLoopHistogram.allocate()
+        private var kept = false
+
+        deinit {
+            departed.deallocate()
+            sum.deallocate()
+        }
+
+        /// A member joined, keeping `histogram` (nil: none).
+        func joined(_ histogram: UnsafeLoopHistogram?) {
+            if histogram != nil { kept = true }
+        }
+
+        /// A member stopped: what it counted stays.
+        func left(_ histogram: UnsafeLoopHistogram?) {
+            if let histogram { departed.accumulate(histogram) }
+        }
+
+        /// Starts a sum with what the members that stopped counted.
+        func begin() {
+            guard kept else { return }
+            sum.reset()
+            sum.accumulate(departed)
+        }
+
+        func add(_ histogram: UnsafeLoopHistogram?) {
+            if let histogram { sum.accumulate(histogram) }
+        }
+
+        /// The sum to publish; nil while no member ever kept one.
+        var published: UnsafeLoopHistogram? { kept ? sum : nil }
     }
 
     private let publisher: HeartbeatPublisher
@@ -66,12 +104,6 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
     /// The watchdog's clock (`CLOCK_MONOTONIC`), the end of the recorders' windows.
     private let clock: any MonotonicClock
     private let members = Mutex(Members())
-    /// The histograms of the members that stopped, and the sum published (the watchdog's own).
-    private let departed = UnsafeLoopHistogram.allocate()
-    private let sum = UnsafeLoopHistogram.allocate()
-    /// The same for the flight recorders' lag histograms.
-    private let departedLag = UnsafeLoopHistogram.allocate()
-    private let lagSum = UnsafeLoopHistogram.allocate()
     let finished = DispatchSemaphore(value: 0)
 
     init(
@@ -85,19 +117,12 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
         self.poolDelays = poolDelays
     }
 
-    deinit {
-        departed.deallocate()
-        sum.deallocate()
-        departedLag.deallocate()
-        lagSum.deallocate()
-    }
-
     /// A monitor began writing to the directory.
     func add(_ member: Member) {
         members.withLock { members in
             members.current.append(member)
-            if member.latch.loopHistogram != nil { members.anyHistogram = true }
-            if member.latch.leadUp != nil { members.anyRecorder = true }
+            members.loop.joined(member.latch.loopHistogram)
+            members.lag.joined(member.latch.leadUp?.lag)
         }
         member.seen.publish(to: self)
     }
@@ -110,8 +135,8 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
             member.seen.publish(to: nil)
             members.departedHangs += UInt64(member.statistics.hangsDetected.load(ordering: .relaxed))
             members.departedSuppressed += UInt64(member.statistics.hangsSuppressed.load(ordering: .relaxed))
-            if let histogram = member.latch.loopHistogram { departed.accumulate(histogram) }
-            if let recorder = member.latch.leadUp { departedLag.accumulate(recorder.lag) }
+            members.loop.left(member.latch.loopHistogram)
+            members.lag.left(member.latch.leadUp?.lag)
         }
     }
 
@@ -134,30 +159,24 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
             var suppressed = members.departedSuppressed
             var threshold = UInt64.max
             var busiest: RecorderBusyWindow?
-            if members.anyHistogram {
-                sum.reset()
-                sum.accumulate(departed)
-            }
-            if members.anyRecorder {
-                lagSum.reset()
-                lagSum.accumulate(departedLag)
-            }
+            members.loop.begin()
+            members.lag.begin()
             for member in members.current {
                 let seen = member.seen.current
                 if best.map({ Self.rank(seen.state) > Self.rank($0.state) }) ?? true { best = seen }
                 hangs += UInt64(member.statistics.hangsDetected.load(ordering: .relaxed))
                 suppressed += UInt64(member.statistics.hangsSuppressed.load(ordering: .relaxed))
                 threshold = min(threshold, member.control.thresholdMicroseconds.load(ordering: .relaxed))
-                if let histogram = member.latch.loopHistogram { sum.accumulate(histogram) }
+                members.loop.add(member.latch.loopHistogram)
                 if let recorder = member.latch.leadUp {
-                    lagSum.accumulate(recorder.lag)
+                    members.lag.add(recorder.lag)
                     let window = RecorderBusyWindow.read(recorder, latch: member.latch, nowMicroseconds: now)
                     if busiest.map({ window.ratio > $0.ratio }) ?? true { busiest = window }
                 }
             }
             return (
-                best?.state ?? .idle, best?.word ?? 0, hangs, suppressed, threshold == .max ? nil : threshold, members.anyHistogram ? sum : nil,
-                members.anyRecorder ? lagSum : nil, members.current.map(\.owner), busiest
+                best?.state ?? .idle, best?.word ?? 0, hangs, suppressed, threshold == .max ? nil : threshold, members.loop.published,
+                members.lag.published, members.current.map(\.owner), busiest
             )
         }
         publisher.tick(
