@@ -50,7 +50,12 @@ import Testing
         #expect(before.buckets.allSatisfy { $0.longestMs < 100 }, "\(before.buckets)")
         let kind = try #require(report.kind)
         #expect(kind.name == "unknown" || kind.name == "mixed", "\(kind)")
-        print("lead-up measured: busyRatio \(before.busyRatio), \(before.reading), \(iterations) iterations, kind \(kind.name)")
+        // No limit on the test's cgroup: nothing throttled it, and it spun on a CPU (the
+        // machine's other load may keep it waiting for some of it).
+        let cpu = try #require(before.cpu, "the watchdog read the thread while the loop was busy")
+        #expect(cpu.coveredMs >= 1_500 && cpu.onCpuMs >= 0.3 * cpu.coveredMs, "\(cpu)")
+        #expect(cpu.throttledMs == nil && !before.reading.contains("throttled"), "\(before.reading)")
+        print("lead-up measured: busyRatio \(before.busyRatio), \(before.reading), \(iterations) iterations, kind \(kind.name), \(cpu)")
     }
 
     /// A loop kept about 90 % busy by 150 ms pieces under a 200 ms threshold for 3 s, then one
@@ -85,14 +90,48 @@ import Testing
         print("near misses measured: \(misses.count) in the window, \(before.reading)")
     }
 
+    /// The loop's thread alone in a v1 cpu cgroup limited to 0.3 CPU, kept busy by 20 ms pieces
+    /// (of wall time, 2 ms apart) for 2.5 s, then one 400 ms job: its lead-up says the thread
+    /// waited for a CPU for much of its busy time and its cgroup was throttled, within the cgroup's
+    /// own count over the run; on a CPU no more than the quota allows. (The watchdog is outside
+    /// the cgroup: the throttled time is the loop's own, and part of its wait.)
+    @Test func aLoopUnderACPUQuotaSaysItsLeadUpWaitedAndWasThrottled() throws {
+        let cgroup = try TestCgroup.make(in: ContainerFaultTests.cpuHierarchy, needing: ["cpu.cfs_quota_us", "cpu.stat", "tasks"])
+        defer { cgroup.remove() }
+        try cgroup.write("cpu.cfs_period_us", "100000")
+        try cgroup.write("cpu.cfs_quota_us", "30000")
+        let counterBefore = cgroup.value("throttled_time", in: "cpu.stat") ?? 0
+        let (_, _, report) = try Self.hangAfterRepeatedWork(
+            window: .seconds(2), interval: 0.002, for: 2_500, prepare: { try cgroup.write("tasks", String($0.tid)) }
+        ) {
+            _ = spinInTestHang(milliseconds: 20)
+        }
+        let counter = Double((cgroup.value("throttled_time", in: "cpu.stat") ?? 0) - counterBefore) / 1e6
+        guard counter > 500 else { try ControlCheck.cannotRun("the quota throttled the cgroup only \(counter) ms (CFS bandwidth control off?)") }
+        let before = try #require(report.before)
+        let cpu = try #require(before.cpu, "the watchdog read the thread while the loop was busy: \(before.reading)")
+        #expect(cpu.coveredMs >= 1_500, "\(cpu)")
+        #expect(cpu.onCpuMs <= 0.45 * cpu.coveredMs, "on a CPU at most the quota's 30 % (and slack): \(cpu)")
+        #expect(cpu.runQueueMs >= 0.3 * cpu.coveredMs, "\(cpu)")
+        let throttled = try #require(cpu.throttledMs, "the thread's cgroup has a limit: its throttled time is read")
+        #expect(throttled >= 0.3 * cpu.coveredMs && throttled <= counter * 1.05, "\(cpu), the cgroup's counter over the run \(counter) ms")
+        #expect(throttled <= 1.2 * cpu.runQueueMs + 20, "the throttled time is part of the wait: \(cpu)")
+        #expect(before.reading.contains("% of it waiting for a CPU (its cgroup throttled "), "\(before.reading)")
+        let covered = before.buckets.compactMap(\.cpu)
+        #expect(covered.count >= 15 && covered.allSatisfy { $0.coveredMs <= 100.01 && $0.onCpuMs <= $0.coveredMs + 5 }, "\(covered)")
+        print("lead-up under a 0.3-CPU quota: \(before.reading); \(cpu); the cgroup's counter over the run \(counter) ms")
+    }
+
     /// A monitored loop (threshold 200 ms, a lead-up of `window`) whose repeating timer (`interval`
     /// after each callback returns) does `work` for `milliseconds`, then hangs 400 ms in
     /// `hangInTimerCallback`: the firings that did `work`, the near misses the monitor sampled, and
     /// the hang's report.
     static func hangAfterRepeatedWork(
-        window: Duration, interval: TimeInterval, for milliseconds: UInt64, _ work: @escaping @Sendable () -> Void
+        window: Duration, interval: TimeInterval, for milliseconds: UInt64, prepare: (LoopThread) throws -> Void = { _ in },
+        _ work: @escaping @Sendable () -> Void
     ) throws -> (firings: Int, nearMisses: Int, report: HangReport) {
-        let (directory, loop, monitor) = try startMonitoredLoop(threshold: .milliseconds(200)) { $0.leadUpWindow = window }
+        let (directory, loop, monitor) = try startMonitoredLoop(
+            threshold: .milliseconds(200), configure: { $0.leadUpWindow = window }, prepare: prepare)
         defer { loop.stop() }
         let start = DispatchTime.now().uptimeNanoseconds
         let firings = Atomic<Int>(0)

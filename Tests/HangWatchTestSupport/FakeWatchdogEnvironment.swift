@@ -62,6 +62,14 @@ package final class ScriptedContextProbe: HangContextProbing, @unchecked Sendabl
         let all = counters(microseconds)
         return HangContextCounters(microseconds: microseconds, throttling: all.throttling.map { CgroupCPU.Throttling(throttledNanoseconds: $0.throttledNanoseconds) }, freezing: all.freezing)
     }
+
+    package func pace(at microseconds: UInt64) -> HangContextCounters {
+        reads.append(("pace", microseconds))
+        let all = counters(microseconds)
+        return HangContextCounters(
+            microseconds: microseconds, schedule: all.schedule,
+            throttling: all.throttling.map { CgroupCPU.Throttling(throttledNanoseconds: $0.throttledNanoseconds) })
+    }
 }
 
 /// A `StackSampling` that returns what the test scripts, stamped with the scripted clock's time.

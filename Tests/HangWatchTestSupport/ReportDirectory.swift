@@ -84,15 +84,20 @@ extension HangReport {
 }
 
 /// A test thread's run loop, watched by a started and attached monitor that writes into its own
-/// directory. Stop the loop when done (`defer { loop.stop() }`).
+/// directory (`prepare`: done to the loop's thread before the monitor starts). Stop the loop when
+/// done (`defer { loop.stop() }`).
 package func startMonitoredLoop(
     _ name: String = #function, threshold: Duration = .milliseconds(250),
-    configure: (inout HangMonitor.Configuration) -> Void = { _ in }
+    configure: (inout HangMonitor.Configuration) -> Void = { _ in }, prepare: (LoopThread) throws -> Void = { _ in }
 ) throws -> (directory: ReportDirectory, loop: LoopThread, monitor: HangMonitor) {
     let directory = ReportDirectory(name)
     var configuration = directory.configuration(threshold: threshold)
     configure(&configuration)
     let loop = LoopThread()
+    do { try prepare(loop) } catch {
+        loop.stop()
+        throw error
+    }
     let monitor = try HangMonitor(configuration: configuration)
     try monitor.start(runLoop: loop.runLoop)
     guard Eventually.holds(timeout: 5, { monitor.isAttached }) else {

@@ -482,6 +482,53 @@ import Testing
         #expect(!probe.reads.contains { h.ms($0.microseconds) > 1104 })
     }
 
+    /// The lead-up's CPU figures: the thread's `schedstat` and the cgroup's throttled time read at
+    /// the wakes the watchdog makes anyway while the loop is busy (each piece's half-way look and
+    /// its deadline, the look that finds the stretch ended), none while it sleeps. Scripted as
+    /// shares of the time (on a CPU half of it, waiting a quarter, throttled a tenth), the figures
+    /// spread between readings come back as those shares of the time they cover.
+    @Test func theLeadUpsCPUFiguresComeFromTheWakesWhileTheLoopWasBusy() throws {
+        let h = WatchdogHarness()
+        let probe = ScriptedContextProbe()
+        probe.counters = {
+            HangContextCounters(
+                microseconds: $0, schedule: .init(onCPUNanoseconds: $0 * 500, runQueueNanoseconds: $0 * 250),
+                throttling: CgroupCPU.Throttling(throttledNanoseconds: $0 * 100))
+        }
+        h.environment.probe = probe
+        // Ten pieces of 200 ms (past half the threshold), 20 ms asleep between them; idle a second;
+        // then a hang.
+        var time = 100.0
+        for _ in 0..<10 {
+            h.busy(from: time, for: 200)
+            time += 220
+        }
+        h.busy(from: 3_600, for: 700)
+        h.clock.at(h.t(6_000)) {}
+        h.run()
+        let hang = try #require(h.hangs.first?.recording)
+        let record = try #require(hang.leadUp)
+        let before = record.leadUp
+        let cpu = try #require(before.cpu, "\(probe.reads.map(\.kind))")
+        // Covered: the busy second, not the idle one before it nor the second after it.
+        #expect(cpu.coveredMs > 1_800 && cpu.coveredMs < 2_400, "\(cpu)")
+        #expect(abs(cpu.onCpuMs - cpu.coveredMs / 2) <= 1 && abs(cpu.runQueueMs - cpu.coveredMs / 4) <= 1, "\(cpu)")
+        #expect(abs((cpu.throttledMs ?? 0) - cpu.coveredMs / 10) <= 1, "\(cpu)")
+        // The busy 2.2 s, each bucket of it covered whole but the first and last; not the idle
+        // 1.3 s before the onset.
+        let coverage = before.buckets.map { $0.cpu?.coveredMs ?? -1 }
+        let covered = coverage.indices.filter { coverage[$0] >= 0 }
+        #expect(covered.count >= 22 && covered.count <= 24, "\(coverage)")
+        #expect(covered.dropFirst().dropLast().allSatisfy { coverage[$0] >= 99 }, "\(coverage)")
+        #expect(coverage.suffix(12).allSatisfy { $0 < 0 }, "\(coverage)")
+        #expect(before.reading.hasSuffix("(its cgroup throttled \(Int(((cpu.throttledMs ?? 0)).rounded())) ms)"), "\(before.reading)")
+        // Read at the wakes while busy: each piece's half-way look (its first look reads the
+        // edge's counters, used too), the deadline that found the stretch ended; none asleep.
+        let paces = probe.reads.filter { $0.kind == "pace" }.map { h.ms($0.microseconds) }
+        #expect(paces.count >= 11 && paces.count <= 15, "\(paces)")
+        #expect(!paces.contains { ($0 > 2_340 && $0 < 3_600) || $0 > 4_310 }, "\(paces)")
+    }
+
     /// A stretch whose first look the watchdog missed (it woke only at a deadline of the stretch
     /// before): its counters start at detection, and a stop before detection is added to them as
     /// the part before their start.

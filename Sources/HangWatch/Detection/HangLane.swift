@@ -56,6 +56,11 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// The near misses sampled so far, for the lead-up of the next hang (only while the source
     /// keeps a flight recorder: `HangDetector.looksForNearMisses`).
     private var nearMisses = NearMissLog()
+    /// The loop thread's CPU readings while it was busy, for the lead-up of the next hang (only
+    /// while the source keeps a flight recorder).
+    private var cpuLog: LeadUpCPULog?
+    /// The last step found the loop busy: the next that finds it idle reads the stretch's end.
+    private var sawBusy = false
     /// The deadline of the last `.until`, to tell how late the watchdog woke for it.
     private var deadline: UInt64?
     /// While watching a busy stretch: its threshold's deadline, which a wait for its near miss
@@ -99,6 +104,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         self.images = images
         self.statistics = statistics
         self.logger = logger
+        cpuLog = latch.leadUp.map { LeadUpCPULog(buckets: $0.buckets) }
     }
 
     private func detector() -> HangDetector {
@@ -202,10 +208,13 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             if case .idle = verdict { tick(.idle, snapshot) } else { tick(.watching, snapshot) }
             switch verdict {
             case .idle:
+                if sawBusy { notePace(environment) }
+                sawBusy = false
                 oversleep = 0
                 return park(snapshot, environment)
             case .waitUntil(let deadline):
-                noteBusyEdge(snapshot, environment)
+                notePace(environment, edge: noteBusyEdge(snapshot, environment))
+                sawBusy = true
                 let start = max(snapshot.microseconds, countFrom)
                 thresholdDeadline = start + control.thresholdMicroseconds.load(ordering: .relaxed) + settings.clockResolutionMicroseconds
                 return .until(deadline)
@@ -304,6 +313,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             var leadUp = LeadUpRecord.read(recorder, onset: snapshot)
             leadUp.nearMisses = nearMisses.before(
                 onset: snapshot.microseconds, word: snapshot.word, windowMicroseconds: UInt64(leadUp.buckets.count) * 100_000)
+            notePace(environment)
+            if let cpuLog { leadUp.cpu = cpuLog.figures(of: LeadUpRecord.spans(of: leadUp.buckets, endingAt: leadUp.onsetUnits)) }
             return leadUp
         }
         nearMisses.forget(word: snapshot.word)
@@ -417,9 +428,20 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
 
     /// The first look at a busy stretch (its latch word new): its context counters, so that a hang
     /// it becomes counts throttling, a freeze or a stop from here. Once per stretch.
-    private func noteBusyEdge(_ snapshot: ActivitySnapshot, _ environment: any WatchdogEnvironment) {
-        guard edge?.word != snapshot.word, let probe = contextProbe(environment), let thread = self.probe?.thread else { return }
-        edge = (snapshot.word, thread.tid, probe.edge(at: environment.now()))
+    /// Returns the counters when it read them.
+    @discardableResult
+    private func noteBusyEdge(_ snapshot: ActivitySnapshot, _ environment: any WatchdogEnvironment) -> HangContextCounters? {
+        guard edge?.word != snapshot.word, let probe = contextProbe(environment), let thread = self.probe?.thread else { return nil }
+        let counters = probe.edge(at: environment.now())
+        edge = (snapshot.word, thread.tid, counters)
+        return counters
+    }
+
+    /// A wake while the loop is busy, or the look that found a stretch ended: the thread's CPU
+    /// readings for the lead-up (`edge`: the busy edge's counters, just read).
+    private func notePace(_ environment: any WatchdogEnvironment, edge: HangContextCounters? = nil) {
+        guard cpuLog != nil, let probe = contextProbe(environment), let tid = self.probe?.thread.tid else { return }
+        cpuLog?.note(edge ?? probe.pace(at: environment.now()), tid: tid)
     }
 
     /// At detection: the facts (the limit, the freezer's cgroup, the pressure's source) and the

@@ -9,8 +9,9 @@
 ///
 /// When each is read: `edge` at the first look at a busy stretch (so a hang's figures start with
 /// it, not a threshold later), `counters` at detection and at the hang's end, `look` with each
-/// sample (the throttling so far and the freezer's state, which only a live read can see), `facts`
-/// once per hang, at detection (the limit may change; the files are walked then).
+/// sample (the throttling so far and the freezer's state, which only a live read can see), `pace`
+/// at the watchdog's other wakes while the loop is busy (the lead-up's CPU figures: `LeadUpCPULog`),
+/// `facts` once per hang, at detection (the limit may change; the files are walked then).
 package protocol HangContextProbing: AnyObject {
     func facts() -> HangContextFacts
     /// Every counter.
@@ -19,6 +20,9 @@ package protocol HangContextProbing: AnyObject {
     func edge(at microseconds: UInt64) -> HangContextCounters
     /// With each sample: the cgroup's throttled time and the freezer's state only.
     func look(at microseconds: UInt64) -> HangContextCounters
+    /// At a wake while the loop is busy: the thread's CPU and run-queue time and the cgroup's
+    /// throttled time only.
+    func pace(at microseconds: UInt64) -> HangContextCounters
 }
 
 /// What a hang's context reads once, at detection.

@@ -176,12 +176,7 @@ final class LinuxHangContextProbe: HangContextProbing {
     }
 
     func look(at microseconds: UInt64) -> HangContextCounters {
-        var counters = HangContextCounters(microseconds: microseconds)
-        // (Before kernel 6.6 there is no cpu.stat.local: the limiting level's cpu.stat has the time.)
-        let timeFile = opened.throttleTime >= 0 ? opened.throttleTime : opened.throttlePeriods
-        if let time = read(timeFile, CgroupCPU.parseThrottling(bytes:)) {
-            counters.throttling = CgroupCPU.Throttling(throttledNanoseconds: time.throttledNanoseconds)
-        }
+        var counters = HangContextCounters(microseconds: microseconds, throttling: throttledTime())
         if let state = read(opened.freezerState, CgroupFreezer.parseV1State(bytes:)) {
             counters.freezing = state.isFreezing
         }
@@ -189,5 +184,16 @@ final class LinuxHangContextProbe: HangContextProbing {
             counters.freezing = (counters.freezing ?? false) || frozen
         }
         return counters
+    }
+
+    func pace(at microseconds: UInt64) -> HangContextCounters {
+        HangContextCounters(microseconds: microseconds, schedule: files?.readSchedStat(), throttling: throttledTime())
+    }
+
+    /// The cgroup's throttled time so far. (Before kernel 6.6 there is no cpu.stat.local: the
+    /// limiting level's cpu.stat has the time.)
+    private func throttledTime() -> CgroupCPU.Throttling? {
+        let timeFile = opened.throttleTime >= 0 ? opened.throttleTime : opened.throttlePeriods
+        return read(timeFile, CgroupCPU.parseThrottling(bytes:)).map { CgroupCPU.Throttling(throttledNanoseconds: $0.throttledNanoseconds) }
     }
 }

@@ -17,6 +17,9 @@ struct LeadUpRecord: Sendable, Equatable {
     var onsetBeganIteration: Bool
     /// The near misses the watchdog sampled in the window before the onset, oldest first.
     var nearMisses: [NearMissLog.Entry] = []
+    /// The loop thread's CPU figures of each bucket (the watchdog's readings: `LeadUpCPULog`), the
+    /// last counted up to the onset; empty where none were read.
+    var cpu: [LeadUpCPULog.Figures?] = []
 
     /// Reads `recorder` for a hang whose piece began at `onset` (its latch word) with `activity`.
     static func read(_ recorder: UnsafeLeadUpRecorder, onset: ActivitySnapshot) -> LeadUpRecord {
@@ -32,30 +35,75 @@ struct LeadUpRecord: Sendable, Equatable {
         ReportBuilder.round(Double(units) * 1.024 / 1000)
     }
 
+    /// The spans of `buckets` on `CLOCK_MONOTONIC` (µs), the last ending at `endUnits`: what
+    /// `LeadUpCPULog.figures(of:)` covers.
+    static func spans(of buckets: [UnsafeLeadUpRecorder.Bucket], endingAt endUnits: UInt64) -> [(start: UInt64, end: UInt64)] {
+        func microseconds(_ units: UInt64) -> UInt64 { units << 10 / 1000 }
+        return buckets.enumerated().map { offset, bucket in
+            let start = bucket.epoch * UnsafeLeadUpRecorder.bucketUnits
+            let end = offset == buckets.count - 1 ? max(start, endUnits) : start + UnsafeLeadUpRecorder.bucketUnits
+            return (microseconds(start), microseconds(end))
+        }
+    }
+
     /// The report's `before`.
     var leadUp: HangReport.LeadUp {
         // The window up to the onset, as the heartbeat reads one up to now (the piece that hung
         // is the onset's, not before it).
         // Rounded as written, so that the reading says what `busyRatio` (and `show`'s line) says.
         let ratio = ReportBuilder.ratio(RecorderBusyWindow(buckets: buckets, nowUnits: onsetUnits, openPieceStartUnits: nil).ratio)
-        return Self.window(buckets, drawn: buckets, ratio: ratio, reading: reading(ratio: ratio))
+        var leadUp = Self.window(buckets, drawn: buckets, ratio: ratio, reading: reading(ratio: ratio), cpu: cpu)
+        if ratio >= 0.1, let summary = leadUp.cpu { leadUp.reading += Self.cpuPhrase(summary, busy: leadUp.buckets) }
+        return leadUp
     }
 
     /// A window in `before`'s shape: `buckets` as read (their torn count), drawn as `drawn` (the
-    /// same, or with a piece in progress added: `RecentWindow`), with its ratio and reading.
+    /// same, or with a piece in progress added: `RecentWindow`), with its ratio and reading, and
+    /// each bucket's CPU figures where `cpu` has them.
     static func window(
-        _ buckets: [UnsafeLeadUpRecorder.Bucket], drawn: [UnsafeLeadUpRecorder.Bucket], ratio: Double, reading: String
+        _ buckets: [UnsafeLeadUpRecorder.Bucket], drawn: [UnsafeLeadUpRecorder.Bucket], ratio: Double, reading: String,
+        cpu: [LeadUpCPULog.Figures?] = []
     ) -> HangReport.LeadUp {
-        HangReport.LeadUp(
+        let figures = cpu.count == drawn.count ? cpu : []
+        var leadUp = HangReport.LeadUp(
             // Nominally: a bucket is 97,656 units of 1024 ns, 2.6 ppm short of 100 ms.
             windowMs: Double(buckets.count * 100), bucketMs: 100,
-            buckets: drawn.map {
+            buckets: drawn.enumerated().map { offset, bucket in
                 HangReport.LeadUp.Bucket(
-                    busyMs: milliseconds(units: $0.busyUnits), stretches: Int($0.stretches), iterations: Int($0.iterations),
-                    longestMs: milliseconds(units: $0.longestUnits))
+                    busyMs: milliseconds(units: bucket.busyUnits), stretches: Int(bucket.stretches), iterations: Int(bucket.iterations),
+                    longestMs: milliseconds(units: bucket.longestUnits), cpu: figures.isEmpty ? nil : figures[offset].map(Self.cpu))
             },
             busyRatio: ratio, reading: reading,
             tornBuckets: buckets.contains(where: \.torn) ? buckets.filter(\.torn).count : nil)
+        let read = figures.compactMap { $0 }
+        if let first = read.first { leadUp.cpu = Self.cpu(read.dropFirst().reduce(first, +)) }
+        return leadUp
+    }
+
+    static func cpu(_ figures: LeadUpCPULog.Figures) -> HangReport.LeadUp.CPU {
+        func ms(_ nanoseconds: UInt64) -> Double { ReportBuilder.round(Double(nanoseconds) / 1e6) }
+        return HangReport.LeadUp.CPU(
+            coveredMs: ms(figures.coveredNanoseconds), onCpuMs: ms(figures.onCPUNanoseconds), runQueueMs: ms(figures.runQueueNanoseconds),
+            throttledMs: figures.throttledNanoseconds.map(ms))
+    }
+
+    /// How the reading of a busy window ends when its thread waited for a CPU or its cgroup was
+    /// throttled: `, 39 % of it waiting for a CPU (its cgroup throttled 1210 ms)`. "It" is the busy
+    /// time of the buckets the readings cover; a wait under 10 % of it and throttling under 10 ms
+    /// go unsaid, as does a window with under 100 ms covered.
+    static func cpuPhrase(_ cpu: HangReport.LeadUp.CPU, busy buckets: [HangReport.LeadUp.Bucket]) -> String {
+        guard cpu.coveredMs >= 100 else { return "" }
+        let busy = buckets.filter { $0.cpu != nil }.reduce(0) { $0 + $1.busyMs }
+        let waiting = busy > 0 ? min(1, cpu.runQueueMs / busy) : 0
+        let throttled = cpu.throttledMs.map { Int($0.rounded()) } ?? 0
+        let wait = waiting >= 0.1 ? "\(Int((waiting * 100).rounded())) % of it waiting for a CPU" : nil
+        let limit = throttled >= 10 ? "its cgroup throttled \(throttled) ms" : nil
+        switch (wait, limit) {
+        case let (wait?, limit?): return ", \(wait) (\(limit))"
+        case let (wait?, nil): return ", " + wait
+        case let (nil, limit?): return ", " + limit
+        case (nil, nil): return ""
+        }
     }
 
     /// `busy 92 % for 4.8 s before onset`: the run of buckets at least half busy that ends at the

@@ -20,6 +20,10 @@ extension HangReport {
         /// Schema 1.8: the function most near misses were in (their stacks' first frame of the
         /// service's own code), as `reading` names it. Absent without near misses with stacks.
         public var nearMissesIn: String?
+        /// The loop thread's CPU figures over the window (the sum of the buckets'), from the
+        /// watchdog's readings while the loop was busy (additive within 1.8). Absent where none
+        /// was read (no `schedstat`, the recorder off).
+        public var cpu: CPU?
 
         public init(
             windowMs: Double, bucketMs: Double, buckets: [Bucket], busyRatio: Double, reading: String, tornBuckets: Int? = nil,
@@ -54,6 +58,32 @@ extension HangReport {
             }
         }
 
+        /// What the loop's thread did with the CPU over part of the window, from the `schedstat`
+        /// and the cgroup's `cpu.stat` the watchdog read at its wakes while the loop was busy
+        /// (about one per half threshold), each difference between two readings at most 1 s apart
+        /// spread evenly over the time between them. Time between readings further apart (the
+        /// watchdog parked: the loop was idle) is not covered.
+        public struct CPU: Codable, Sendable, Equatable {
+            /// The part of the bucket (or window) the readings cover.
+            public var coveredMs: Double
+            /// The thread on a CPU.
+            public var onCpuMs: Double
+            /// The thread runnable but waiting for a CPU (throttled time included: a throttled
+            /// thread waits on its run queue).
+            public var runQueueMs: Double
+            /// The thread's CPU cgroup's throttled time (summed over the CPUs it was throttled
+            /// on; every thread of the cgroup, the monitor's own included). Absent without a
+            /// limit on the thread's cgroup path (nothing can throttle it) or its counter.
+            public var throttledMs: Double?
+
+            public init(coveredMs: Double, onCpuMs: Double, runQueueMs: Double, throttledMs: Double?) {
+                self.coveredMs = coveredMs
+                self.onCpuMs = onCpuMs
+                self.runQueueMs = runQueueMs
+                self.throttledMs = throttledMs
+            }
+        }
+
         /// One bucket of the window.
         public struct Bucket: Codable, Sendable, Equatable {
             /// Time the loop was busy in the bucket.
@@ -65,12 +95,16 @@ extension HangReport {
             /// The longest busy piece (between two observed activities: what the threshold is
             /// compared with) that ended in it.
             public var longestMs: Double
+            /// The loop thread's CPU figures in the bucket (additive within 1.8); absent where the
+            /// watchdog's readings do not cover it (the loop idle).
+            public var cpu: CPU?
 
-            public init(busyMs: Double, stretches: Int, iterations: Int, longestMs: Double) {
+            public init(busyMs: Double, stretches: Int, iterations: Int, longestMs: Double, cpu: CPU? = nil) {
                 self.busyMs = busyMs
                 self.stretches = stretches
                 self.iterations = iterations
                 self.longestMs = longestMs
+                self.cpu = cpu
             }
         }
     }
