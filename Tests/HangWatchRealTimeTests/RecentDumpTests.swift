@@ -67,6 +67,13 @@ import Testing
         let longest = try #require(loopSource.longestMs)
         #expect(longest >= 15 && longest < 200, "\(longest)")
         #expect(window.buckets.reduce(0) { $0 + $1.iterations } >= 50, "\(window.buckets)")
+        // The watchdog read the thread at each busy edge (every 40 ms or so, kept 100 ms apart):
+        // the window is covered up to its last reading, the thread on a CPU about the share the
+        // firings took (they spin).
+        let cpu = try #require(window.cpu, "\(window.reading)")
+        print("recent window CPU: \(cpu)")
+        #expect(cpu.coveredMs >= 3_500 && cpu.coveredMs <= 5_000, "\(cpu)")
+        #expect(cpu.onCpuMs / cpu.coveredMs > 0.25 && cpu.onCpuMs / cpu.coveredMs < 0.8, "\(cpu), expected about \(expected)")
         #expect(directory.reports().isEmpty, "no hang: \(directory.listing())")
     }
 

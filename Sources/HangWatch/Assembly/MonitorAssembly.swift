@@ -113,7 +113,7 @@ final class MonitorAssembly: Sendable {
         world.runtime.dumps.add(
             WatchedSource(
                 id: ObjectIdentifier(self), monitor: owner.id, kind: source.kind, service: configuration.serviceName, latch: latch,
-                threadSlot: threadSlot, control: owner.control))
+                threadSlot: threadSlot, control: owner.control, cpuReadings: hangLane.cpuReadings))
         let lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
         self.lanes.withLock { $0 = lanes }
         for lane in lanes { watchdog.add(lane) }

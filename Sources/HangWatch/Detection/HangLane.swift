@@ -56,9 +56,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// The near misses sampled so far, for the lead-up of the next hang (only while the source
     /// keeps a flight recorder: `HangDetector.looksForNearMisses`).
     private var nearMisses = NearMissLog()
-    /// The loop thread's CPU readings while it was busy, for the lead-up of the next hang (only
-    /// while the source keeps a flight recorder).
-    private var cpuLog: LeadUpCPULog?
+    /// The loop thread's CPU readings while it was busy, for the lead-up of the next hang and the
+    /// watch's recent windows (only while the source keeps a flight recorder).
+    let cpuReadings: LeadUpCPUReadings?
     /// The last step found the loop busy: the next that finds it idle reads the stretch's end.
     private var sawBusy = false
     /// The deadline of the last `.until`, to tell how late the watchdog woke for it.
@@ -104,7 +104,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         self.images = images
         self.statistics = statistics
         self.logger = logger
-        cpuLog = latch.leadUp.map { LeadUpCPULog(buckets: $0.buckets) }
+        cpuReadings = latch.leadUp.map { LeadUpCPUReadings(buckets: $0.buckets) }
     }
 
     private func detector() -> HangDetector {
@@ -314,7 +314,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             leadUp.nearMisses = nearMisses.before(
                 onset: snapshot.microseconds, word: snapshot.word, windowMicroseconds: UInt64(leadUp.buckets.count) * 100_000)
             notePace(environment)
-            if let cpuLog { leadUp.cpu = cpuLog.figures(of: LeadUpRecord.spans(of: leadUp.buckets, endingAt: leadUp.onsetUnits)) }
+            if let cpuReadings { leadUp.cpu = cpuReadings.log.figures(of: LeadUpRecord.spans(of: leadUp.buckets, endingAt: leadUp.onsetUnits)) }
             return leadUp
         }
         nearMisses.forget(word: snapshot.word)
@@ -440,8 +440,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     /// A wake while the loop is busy, or the look that found a stretch ended: the thread's CPU
     /// readings for the lead-up (`edge`: the busy edge's counters, just read).
     private func notePace(_ environment: any WatchdogEnvironment, edge: HangContextCounters? = nil) {
-        guard cpuLog != nil, let probe = contextProbe(environment), let tid = self.probe?.thread.tid else { return }
-        cpuLog?.note(edge ?? probe.pace(at: environment.now()), tid: tid)
+        guard let cpuReadings, let probe = contextProbe(environment), let tid = self.probe?.thread.tid else { return }
+        cpuReadings.log.note(edge ?? probe.pace(at: environment.now()), tid: tid)
     }
 
     /// At detection: the facts (the limit, the freezer's cgroup, the pressure's source) and the

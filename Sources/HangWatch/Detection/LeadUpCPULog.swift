@@ -121,3 +121,13 @@ struct LeadUpCPULog: Sendable {
         return result
     }
 }
+
+/// A lane's `LeadUpCPULog`, shared with its watch's recent-window dumps (`WatchedSource`): both
+/// use it on the watchdog's thread only (the lane writes and reads it, the dump reads it).
+final class LeadUpCPUReadings: @unchecked Sendable {
+    var log: LeadUpCPULog
+
+    init(buckets: Int) {
+        log = LeadUpCPULog(buckets: buckets)
+    }
+}

@@ -17,6 +17,9 @@ struct RecentWindow: Equatable, Sendable {
     var nowUnits: UInt64
     /// When the piece in progress began, when the loop is busy; nil: idle.
     var openPieceStartUnits: UInt64?
+    /// The watched thread's CPU figures of each bucket, up to the watchdog's last reading while
+    /// the loop was busy (`LeadUpCPULog`); empty where none were read.
+    var cpu: [LeadUpCPULog.Figures?] = []
 
     /// Reads `recorder` and `latch` (the loop's last activity) at `nowMicroseconds`
     /// (`CLOCK_MONOTONIC`): on the watchdog's thread; nothing is written to either.
@@ -56,7 +59,7 @@ struct RecentWindow: Equatable, Sendable {
     /// carries (rounded to a thousandth), so that it and what the CLI draws from it agree.
     var window: HangReport.LeadUp {
         let ratio = ReportBuilder.ratio(busy.ratio)
-        return LeadUpRecord.window(buckets, drawn: bucketsWithOpenPiece, ratio: ratio, reading: reading(ratio: ratio))
+        return LeadUpRecord.window(buckets, drawn: bucketsWithOpenPiece, ratio: ratio, reading: reading(ratio: ratio), cpu: cpu)
     }
 
     /// `busy 52 % in the last 5 s`, or `idle in the last 5 s (busy 3 %)` under 10 %.

@@ -15,6 +15,8 @@ struct WatchedSource: Sendable {
     var latch: ActivityLatch
     var threadSlot: ThreadSlot
     var control: WatchdogControl
+    /// The watchdog's CPU readings of the watched thread while the loop was busy (with a recorder).
+    var cpuReadings: LeadUpCPUReadings? = nil
 
     /// Why a watch keeps no recorder.
     static let onlyRunLoops = "only run loops keep a flight recorder"
@@ -31,7 +33,8 @@ struct WatchedSource: Sendable {
             line.noRecorder = kind == .runLoop ? Self.recorderOff : Self.onlyRunLoops
             return line
         }
-        let read = RecentWindow.read(recorder, latch: latch, nowMicroseconds: nowMicroseconds)
+        var read = RecentWindow.read(recorder, latch: latch, nowMicroseconds: nowMicroseconds)
+        if let cpuReadings { read.cpu = cpuReadings.log.figures(of: LeadUpRecord.spans(of: read.buckets, endingAt: read.nowUnits)) }
         line.window = read.window
         line.longestMs = LeadUpRecord.milliseconds(units: read.busy.longestUnits)
         line.busyNowMs = read.busyNowUnits.map { LeadUpRecord.milliseconds(units: $0) }

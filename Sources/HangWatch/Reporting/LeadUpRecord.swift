@@ -52,14 +52,13 @@ struct LeadUpRecord: Sendable, Equatable {
         // is the onset's, not before it).
         // Rounded as written, so that the reading says what `busyRatio` (and `show`'s line) says.
         let ratio = ReportBuilder.ratio(RecorderBusyWindow(buckets: buckets, nowUnits: onsetUnits, openPieceStartUnits: nil).ratio)
-        var leadUp = Self.window(buckets, drawn: buckets, ratio: ratio, reading: reading(ratio: ratio), cpu: cpu)
-        if ratio >= 0.1, let summary = leadUp.cpu { leadUp.reading += Self.cpuPhrase(summary, busy: leadUp.buckets) }
-        return leadUp
+        return Self.window(buckets, drawn: buckets, ratio: ratio, reading: reading(ratio: ratio), cpu: cpu)
     }
 
     /// A window in `before`'s shape: `buckets` as read (their torn count), drawn as `drawn` (the
     /// same, or with a piece in progress added: `RecentWindow`), with its ratio and reading, and
-    /// each bucket's CPU figures where `cpu` has them.
+    /// each bucket's CPU figures where `cpu` has them (a busy window's reading then ends with
+    /// what they say: `cpuPhrase`).
     static func window(
         _ buckets: [UnsafeLeadUpRecorder.Bucket], drawn: [UnsafeLeadUpRecorder.Bucket], ratio: Double, reading: String,
         cpu: [LeadUpCPULog.Figures?] = []
@@ -76,7 +75,11 @@ struct LeadUpRecord: Sendable, Equatable {
             busyRatio: ratio, reading: reading,
             tornBuckets: buckets.contains(where: \.torn) ? buckets.filter(\.torn).count : nil)
         let read = figures.compactMap { $0 }
-        if let first = read.first { leadUp.cpu = Self.cpu(read.dropFirst().reduce(first, +)) }
+        if let first = read.first {
+            let summary = Self.cpu(read.dropFirst().reduce(first, +))
+            leadUp.cpu = summary
+            if ratio >= 0.1 { leadUp.reading += cpuPhrase(summary, busy: leadUp.buckets) }
+        }
         return leadUp
     }
 
