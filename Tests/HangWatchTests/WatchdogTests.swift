@@ -529,6 +529,38 @@ import Testing
         #expect(!paces.contains { ($0 > 2_340 && $0 < 3_600) || $0 > 4_310 }, "\(paces)")
     }
 
+    /// A hang's samples carry the thread's scheduler counters: they go on the CPU readings, so the
+    /// next hang's lead-up covers a hang longer than the readings' 1 s gap too.
+    @Test func aHangsSamplesCoverItInTheNextHangsLeadUp() throws {
+        let h = WatchdogHarness()
+        let probe = ScriptedContextProbe()
+        probe.counters = {
+            HangContextCounters(
+                microseconds: $0, schedule: .init(onCPUNanoseconds: $0 * 500, runQueueNanoseconds: $0 * 250),
+                throttling: CgroupCPU.Throttling(throttledNanoseconds: $0 * 100))
+        }
+        h.environment.probe = probe
+        h.sampler.next = { now, _ in
+            var sample = ScriptedSampler.computing()
+            sample.onCPUNanoseconds = now * 500
+            sample.runQueueNanoseconds = now * 250
+            return sample
+        }
+        h.busy(from: 200, for: 1_800)
+        h.busy(from: 2_600, for: 700)
+        h.clock.at(h.t(5_000)) {}
+        h.run()
+        try #require(h.hangs.count == 2)
+        let before = try #require(h.hangs[1].recording.leadUp).leadUp
+        let cpu = try #require(before.cpu)
+        // From the first hang's edge at 200 ms to the second's at 2,600: the first hang by its
+        // samples (50 ms apart, kept 100 ms apart), the 600 ms idle after it by the readings at
+        // its end and at the next edge (under 1 s apart). Without the samples only those 600 ms.
+        #expect(cpu.coveredMs > 2_350 && cpu.coveredMs <= 2_401, "\(cpu)")
+        #expect(abs(cpu.onCpuMs - cpu.coveredMs / 2) <= 1 && abs(cpu.runQueueMs - cpu.coveredMs / 4) <= 1, "\(cpu)")
+        #expect(abs((cpu.throttledMs ?? 0) - cpu.coveredMs / 10) <= 1, "\(cpu)")
+    }
+
     /// A stretch whose first look the watchdog missed (it woke only at a deadline of the stretch
     /// before): its counters start at detection, and a stop before detection is added to them as
     /// the part before their start.

@@ -522,8 +522,19 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
             statistics.captureFailures.add(1, ordering: .relaxed)
         }
+        var look: HangContextCounters?
         if let probe = recording.context.facts == nil ? nil : probe?.probe {
-            recording.context.note(look: probe.look(at: sample.microseconds), sample: sample)
+            look = probe.look(at: sample.microseconds)
+            recording.context.note(look: look!, sample: sample)
+        }
+        // The sample's own scheduler counters (and the look's throttling) go on the CPU readings:
+        // the next hang's lead-up covers this one too, however long it lasted.
+        if let cpuReadings, let thread, let onCPU = sample.onCPUNanoseconds, let queued = sample.runQueueNanoseconds {
+            cpuReadings.log.note(
+                HangContextCounters(
+                    microseconds: sample.microseconds, schedule: ProcTask.SchedStat(onCPUNanoseconds: onCPU, runQueueNanoseconds: queued),
+                    throttling: look?.throttling),
+                tid: thread.tid)
         }
         if let thread, let waits, sample.failure == nil, sample.blockedKey != nil,
             let observation = waits.inspect(tid: thread.tid, sample: sample, signalAllowed: !recording.process.debuggerAttached)

@@ -20,6 +20,7 @@ extension ReportDetail {
                 continue
             }
             lines.append("  " + Self.leadUpLine(window))
+            if let wait = Self.leadUpWaitLine(window) { lines.append("  " + wait) }
             lines.append("  " + Self.recentReading(source, window: window))
             if let lag = source.lag { lines.append("  " + Self.lagLine(lag)) }
         }

@@ -93,6 +93,7 @@ package struct ReportDetail {
         if let queued = report.queuedTasks { field("queued", Self.queuedLine(queued, report: report)) }
         if let before = report.before {
             field("lead-up", Self.leadUpLine(before))
+            if let wait = Self.leadUpWaitLine(before) { field("", wait) }
             field("", before.reading + " (a block per \(Text.duration(Double(Self.leadUpGroup(before)) * before.bucketMs)))")
             if let misses = before.nearMisses, !misses.isEmpty {
                 field("near miss", Self.nearMissLine(misses))
@@ -224,6 +225,30 @@ package struct ReportDetail {
         let seconds = before.windowMs / 1000
         let window = seconds == seconds.rounded() ? String(Int(seconds)) : String(printf: "%.1f", seconds)
         return "\(window) s: \(leadUpBlocks(before))  busy \(Int((before.busyRatio * 100).rounded())) %"
+    }
+
+    /// `cpu: ··▁▁▆▆▆▆  on a CPU 587ms, waiting 1.4s (throttled 1.3s)`: under the lead-up line,
+    /// block for block, the share of each bucket (or group) the loop's thread waited for a CPU
+    /// (of the part the watchdog's readings cover), `·` where they cover none (the loop idle), then
+    /// the window's totals; nil without CPU figures.
+    package static func leadUpWaitLine(_ before: HangReport.LeadUp) -> String? {
+        guard let cpu = before.cpu, cpu.coveredMs > 0, before.bucketMs > 0 else { return nil }
+        let levels = Array("▁▂▃▄▅▆▇█")
+        let group = (before.buckets.count + 49) / 50
+        let blocks = String(
+            stride(from: 0, to: before.buckets.count, by: group).map { start -> Character in
+                let read = before.buckets[start..<min(start + group, before.buckets.count)].compactMap(\.cpu)
+                let covered = read.reduce(0) { $0 + $1.coveredMs }
+                guard covered > 0 else { return "·" }
+                let share = read.reduce(0) { $0 + $1.runQueueMs } / covered
+                return levels[min(levels.count - 1, max(0, Int(share * Double(levels.count))))]
+            })
+        // Aligned under the lead-up line's blocks: its `5 s: ` label, as wide.
+        let label = leadUpLine(before).prefix { $0 != ":" }
+        var line = "cpu" + String(repeating: " ", count: max(0, label.count - 3)) + ": " + blocks
+        line += "  on a CPU \(Text.duration(cpu.onCpuMs)), waiting \(Text.duration(cpu.runQueueMs))"
+        if let throttled = cpu.throttledMs, throttled >= 10 { line += " (throttled \(Text.duration(throttled)))" }
+        return line
     }
 
     /// `mixed: 132 iterations without sleeping …`: the report's `kind` and why.

@@ -277,6 +277,25 @@ import Testing
         #expect(ReportDetail.leadUpLine(before) == "0.8 s: ▁▁▃▅▆███  busy 58 %")
     }
 
+    /// Under the blocks, block for block, the share of each bucket the thread waited for a CPU,
+    /// `·` where nothing was read; no line without CPU figures.
+    @Test func theWaitLineDrawsEachBucketsWaitUnderItsBlock() {
+        var before = Self.before([0, 50, 100, 100, 100, 100, 100, 90], ratio: 0.8, reading: "busy 80 % for 0.6 s before onset")
+        #expect(ReportDetail.leadUpWaitLine(before) == nil)
+        let waits: [Double?] = [nil, 0, 10, 40, 70, 70, 99, 50]
+        for (index, wait) in waits.enumerated() {
+            before.buckets[index].cpu = wait.map { HangReport.LeadUp.CPU(coveredMs: 100, onCpuMs: 100 - $0, runQueueMs: $0, throttledMs: $0) }
+        }
+        before.cpu = HangReport.LeadUp.CPU(coveredMs: 700, onCpuMs: 361, runQueueMs: 339, throttledMs: 339)
+        let line = ReportDetail.leadUpWaitLine(before)
+        #expect(line == "cpu  : ·▁▁▄▆▆█▅  on a CPU 361ms, waiting 339ms (throttled 339ms)", "\(line ?? "nil")")
+        // Block for block under the lead-up line.
+        let lead = ReportDetail.leadUpLine(before)
+        #expect(line?.firstIndex(of: ":").map { line!.distance(from: line!.startIndex, to: $0) } == lead.firstIndex(of: ":").map { lead.distance(from: lead.startIndex, to: $0) })
+        before.cpu?.throttledMs = nil
+        #expect(ReportDetail.leadUpWaitLine(before)?.hasSuffix("on a CPU 361ms, waiting 339ms") == true)
+    }
+
     @Test func aWindowOfMoreThanFiftyBucketsIsGroupedToFit() {
         // 100 buckets: two a block, 50 blocks; the last ten buckets busy.
         let before = Self.before(Array(repeating: 0, count: 90) + Array(repeating: 100, count: 10), ratio: 0.1, reading: "")
