@@ -533,11 +533,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
             statistics.captureFailures.add(1, ordering: .relaxed)
         }
-        var look: HangContextCounters?
-        if let probe = recording.context.facts == nil ? nil : probe?.probe {
-            look = probe.look(at: sample.microseconds)
-            recording.context.note(look: look!, sample: sample)
-        }
+        let look = (recording.context.facts == nil ? nil : probe?.probe).map { $0.look(at: sample.microseconds) }
+        if let look { recording.context.note(look: look, sample: sample) }
         // The sample's own scheduler counters (and the look's throttling) go on the CPU readings:
         // the next hang's lead-up covers this one too, however long it lasted.
         if let cpuReadings, let thread, let onCPU = sample.onCPUNanoseconds, let queued = sample.runQueueNanoseconds {
