@@ -150,6 +150,12 @@ public final class HangMonitor: Sendable {
 
     private func start(queue: DispatchQueue, kind: ActivitySourceKind) throws {
         try startPinging(kind: kind) { block in queue.async(execute: block) }
+        if kind == .dispatchMain {
+            // One job on the main actor, where the pool taught nothing yet: where the Swift
+            // runtime's current-task word lies from a thread pointer, so that a main-queue hang's
+            // samples say which task each ran (`QueueHangKind`).
+            Task { @MainActor in UnsafePoolThreadAttachments.shared.learnTaskWordOffsetOnCurrentThread() }
+        }
     }
 
     /// Starts watching anything that runs closures in order on one thread at a time by pinging it

@@ -72,7 +72,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 func parseOptions() -> Options {
     var options = Options()
     var arguments = CommandLine.arguments.dropFirst()
-    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|queued|labels|idle|lifecycle|limits|pageout|saturate --reports DIR ...") }
+    guard let scenario = arguments.popFirst() else { fail("usage: hangwatch-faults loop|spin|write-reports|pool|queued|labels|idle|lifecycle|limits|pageout|saturate|mainactor --reports DIR ...") }
     options.scenario = scenario
     while let name = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
@@ -85,8 +85,8 @@ func parseOptions() -> Options {
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
         case "--mode":
-            guard ["block", "hold", "healthy", "yield", "idle", "rest", "pool", "main", "unmonitored", "no-pool", "wall", "cpu"].contains(value) else {
-                fail("--mode takes block, hold, healthy, yield, idle, rest (pool), pool, main (queued), unmonitored, no-pool (idle) or wall, cpu (limits)")
+            guard ["block", "hold", "healthy", "yield", "idle", "rest", "pool", "main", "unmonitored", "no-pool", "wall", "cpu", "one", "many"].contains(value) else {
+                fail("--mode takes block, hold, healthy, yield, idle, rest (pool), pool, main (queued), unmonitored, no-pool (idle), wall, cpu (limits) or one, many (mainactor)")
             }
             options.mode = value
         case "--source": options.source = value
@@ -241,5 +241,6 @@ case "idle": runIdle(options)
 case "limits": runLimits(options)
 case "pageout": runPageout(options)
 case "saturate": runSaturate(options)
+case "mainactor": runMainActor(options)
 default: fail("unknown scenario \(options.scenario)")
 }

@@ -482,6 +482,18 @@ import Testing
         #expect(!probe.reads.contains { h.ms($0.microseconds) > 1104 })
     }
 
+    /// A probe whose thread was on a CPU half of the time, waited a quarter, and whose cgroup was
+    /// throttled a tenth, since the clock's 0.
+    static func sharesOfTheTime() -> ScriptedContextProbe {
+        let probe = ScriptedContextProbe()
+        probe.counters = {
+            HangContextCounters(
+                microseconds: $0, schedule: .init(onCPUNanoseconds: $0 * 500, runQueueNanoseconds: $0 * 250),
+                throttling: CgroupCPU.Throttling(throttledNanoseconds: $0 * 100))
+        }
+        return probe
+    }
+
     /// The lead-up's CPU figures: the thread's `schedstat` and the cgroup's throttled time read at
     /// the wakes the watchdog makes anyway while the loop is busy (each piece's half-way look and
     /// its deadline, the look that finds the stretch ended), none while it sleeps. Scripted as
@@ -489,12 +501,7 @@ import Testing
     /// spread between readings come back as those shares of the time they cover.
     @Test func theLeadUpsCPUFiguresComeFromTheWakesWhileTheLoopWasBusy() throws {
         let h = WatchdogHarness()
-        let probe = ScriptedContextProbe()
-        probe.counters = {
-            HangContextCounters(
-                microseconds: $0, schedule: .init(onCPUNanoseconds: $0 * 500, runQueueNanoseconds: $0 * 250),
-                throttling: CgroupCPU.Throttling(throttledNanoseconds: $0 * 100))
-        }
+        let probe = Self.sharesOfTheTime()
         h.environment.probe = probe
         // Ten pieces of 200 ms (past half the threshold), 20 ms asleep between them; idle a second;
         // then a hang.
@@ -533,12 +540,7 @@ import Testing
     /// next hang's lead-up covers a hang longer than the readings' 1 s gap too.
     @Test func aHangsSamplesCoverItInTheNextHangsLeadUp() throws {
         let h = WatchdogHarness()
-        let probe = ScriptedContextProbe()
-        probe.counters = {
-            HangContextCounters(
-                microseconds: $0, schedule: .init(onCPUNanoseconds: $0 * 500, runQueueNanoseconds: $0 * 250),
-                throttling: CgroupCPU.Throttling(throttledNanoseconds: $0 * 100))
-        }
+        let probe = Self.sharesOfTheTime()
         h.environment.probe = probe
         h.sampler.next = { now, _ in
             var sample = ScriptedSampler.computing()

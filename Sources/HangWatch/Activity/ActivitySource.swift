@@ -39,9 +39,14 @@ protocol ActivitySource: AnyObject, Sendable {
     /// Given before `start`, for a source whose work moves between threads (sources on one thread
     /// ignore it): points the capture at another thread that ran `attach` before, or at none.
     func useCaptureSelector(_ selector: CaptureSelector)
+    func taskWord(of tid: Int32) -> UInt?
 }
 
 extension ActivitySource {
+    /// The address of thread `tid`'s current-task word (the Swift runtime's thread-local word:
+    /// `UnsafeCurrentTaskSlot`), where the source knows the thread and the word's place: a hang's
+    /// samples then say which task each ran (`QueueHangKind`). Nil by default.
+    func taskWord(of tid: Int32) -> UInt? { nil }
     func useCaptureSelector(_ selector: CaptureSelector) {}
     var timerLane: (any WatchdogLane)? { nil }
 }

@@ -499,12 +499,23 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     ) {
         var sample: StackSample
         if let thread {
+            // Where the source knows the thread's current-task word: the task it ran before and after.
+            let taskWord = source.taskWord(of: thread.tid)
+            let taskBefore = taskWord.flatMap(UnsafeCurrentTaskSlot.taskID(slot:))
             sample = sampler.sample(
                 thread, previous: recording.samples.last, signalAllowed: !recording.process.debuggerAttached)
             // A stack that stopped in code no known image holds (a library still being loaded):
             // learn the image without the loader's lock and take the stack again.
             if sample.truncated, !sample.frames.isEmpty, images?.learnDuringHang(addresses: sample.frames) == true {
                 sample = sampler.sample(thread, previous: nil, signalAllowed: !recording.process.debuggerAttached)
+            }
+            if let taskWord {
+                let taskAfter = UnsafeCurrentTaskSlot.taskID(slot: taskWord)
+                if let taskBefore, taskBefore != 0, taskAfter == taskBefore { sample.taskID = taskBefore }
+                var tasks = recording.tasks ?? SampledTasks()
+                tasks.note(taskBefore, at: sample.microseconds)
+                tasks.note(taskAfter, at: sample.microseconds)
+                recording.tasks = tasks
             }
         } else {
             sample = StackSample(
@@ -522,11 +533,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         if sample.failure != nil && sample.frames.isEmpty && sample.failure != .endedDuringCapture {
             statistics.captureFailures.add(1, ordering: .relaxed)
         }
-        var look: HangContextCounters?
-        if let probe = recording.context.facts == nil ? nil : probe?.probe {
-            look = probe.look(at: sample.microseconds)
-            recording.context.note(look: look!, sample: sample)
-        }
+        let look = (recording.context.facts == nil ? nil : probe?.probe).map { $0.look(at: sample.microseconds) }
+        if let look { recording.context.note(look: look, sample: sample) }
         // The sample's own scheduler counters (and the look's throttling) go on the CPU readings:
         // the next hang's lead-up covers this one too, however long it lasted.
         if let cpuReadings, let thread, let onCPU = sample.onCPUNanoseconds, let queued = sample.runQueueNanoseconds {

@@ -55,6 +55,9 @@ struct HangRecording: Sendable {
     /// The report's `kind` when the source proves it without a recorder (a pool job: one task
     /// held the thread at every look, `HeldJobTracker`).
     var kind: HangReport.Kind?
+    /// The tasks the samples found running on the thread, where the source knows its current-task
+    /// word (a main-queue hang: `QueueHangKind`).
+    var tasks: SampledTasks?
 
     init(
         id: String, startMicroseconds: UInt64, detectedMicroseconds: UInt64, activity: UInt8, mode: String?,

@@ -90,6 +90,7 @@ struct ReportBuilder: Sendable {
             report.nameNearMisses()
         }
         if report.kind == nil { report.kind = recording.kind }
+        if report.kind == nil, source == .dispatchMain { report.kind = QueueHangKind.decide(recording.tasks, samples: recording.samples.count, thresholdMicroseconds: recording.thresholdMicroseconds) }
         let labels = HangLabels.bounded(recording.labels ?? [])
         report.labels = labels.labels
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil

@@ -50,14 +50,22 @@ import Testing
         #expect(percent >= 30 && percent <= 75, "\(drawn)")
         // Most blocks are neither idle nor full: the load is spread over the window.
         #expect(blocks.filter { $0 != "▁" && $0 != "█" }.count >= 35, "\(drawn)")
-        let reading = lines[loop + 2]
+        // `  cpu: ▁▁▁…··  on a CPU 2.4s, waiting 25ms`: the thread's wait for a CPU, block for
+        // block under the window (the watchdog read it at its wakes while the loop was busy); the
+        // jobs spin, so most of the half-busy window's time was on a CPU.
+        let cpu = lines[loop + 2]
+        print("dump --recent cpu line measured: \(cpu)")
+        #expect(cpu.hasPrefix("  cpu: ") && cpu.dropFirst("  cpu: ".count).prefix { "▁▂▃▄▅▆▇█·".contains($0) }.count == 50, "\(cpu)")
+        let onCPU = cpu.components(separatedBy: "on a CPU ").last?.prefix { $0 != "," } ?? ""
+        #expect(onCPU.hasSuffix("s") && !onCPU.hasSuffix("ms"), "at least a second on a CPU: \(cpu)")
+        let reading = lines[loop + 3]
         #expect(reading.hasPrefix("  busy \(percent) % in the last 5 s (a block per 100ms); longest piece "), "\(reading)")
         let longest = reading.components(separatedBy: "longest piece ").last?.prefix { $0.isNumber }
         #expect(Int(longest ?? "").map { $0 >= 15 && $0 < 250 } == true, "\(reading)")
         // The lag since the recorder began: the 20 ms jobs (16 to 24 ms on the coarse clock) put
         // 99 % of the pieces at most 25 ms.
-        print("dump --recent lag line measured: \(lines[loop + 3])")
-        #expect(lines[loop + 3].hasPrefix("  lag since the recorder began: ") && lines[loop + 3].contains("; 99 % at most 25ms,"), "\(lines[loop + 3])")
+        print("dump --recent lag line measured: \(lines[loop + 4])")
+        #expect(lines[loop + 4].hasPrefix("  lag since the recorder began: ") && lines[loop + 4].contains("; 99 % at most 25ms,"), "\(lines[loop + 4])")
         for watch in ["dispatch-queue ", "concurrency-pool, threshold 250ms"] {
             let header = try #require(lines.firstIndex { $0.hasPrefix(watch) }, "\(watch) missing: \(text.output)")
             #expect(lines[header + 1] == "  no window: only run loops keep a flight recorder", "\(lines[header + 1])")

@@ -67,6 +67,16 @@ final class UnsafePoolThreadAttachments: Sendable {
         }
     }
 
+    /// Learns where the current-task word lies from the thread pointer on the calling thread, in
+    /// a job of a task (the main actor's probe, `HangMonitor.startWatchingMainQueue`), where no
+    /// pool thread taught it yet. Once.
+    func learnTaskWordOffsetOnCurrentThread() {
+        guard taskWordOffset.load(ordering: .relaxed) == 0, let slot = UnsafeCurrentTaskSlot.locateOnCurrentThread() else { return }
+        let pointer = UInt(pthread_self())
+        guard slot != pointer else { return }
+        taskWordOffset.store(slot &- pointer, ordering: .relaxed)
+    }
+
     /// Whether other threads' current-task words can be found (`taskSlot(threadPointer:)`).
     var findsTaskSlots: Bool { taskWordOffset.load(ordering: .relaxed) != 0 }
 

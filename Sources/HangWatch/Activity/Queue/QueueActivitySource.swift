@@ -170,6 +170,12 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         }
     }
 
+    /// A worker that ran a ping or was found by its descriptor: its thread pointer and where the
+    /// current-task word lies from it (learnt on a pool thread, or by the main actor's probe).
+    func taskWord(of tid: Int32) -> UInt? {
+        workers.threadPointer(tid: tid).flatMap { UnsafePoolThreadAttachments.shared.taskSlot(threadPointer: $0) }
+    }
+
     func useCaptureSelector(_ selector: CaptureSelector) {
         capture = selector
     }

@@ -16,10 +16,12 @@ import Glibc
 /// them. So libdispatch may hand the queue to any worker, old or new: it is looked at, dated and
 /// captured like one that ran a ping.
 final class QueueWorkers: Sendable {
-    /// A worker and the address of its current-queue word.
+    /// A worker, the address of its current-queue word, and its thread pointer (its glibc
+    /// descriptor: where its other thread-local words are found from, 0 where not known).
     struct Slot: Equatable, Sendable {
         let tid: Int32
         let slot: UInt
+        var pointer: UInt = 0
     }
 
     /// Where the queue's work runs now, as the workers' words say.
@@ -66,7 +68,7 @@ final class QueueWorkers: Sendable {
         guard let located = UnsafeCurrentQueueSlot.locateOnCurrentThread() else { return nil }
         queueIdentity.store(located.queue, ordering: .relaxed)
         learnWordOffset(slot: located.slot)
-        add([Slot(tid: tid, slot: located.slot)])
+        add([Slot(tid: tid, slot: located.slot, pointer: UInt(pthread_self()))])
         return (located.slot, true)
     }
 
@@ -112,7 +114,7 @@ final class QueueWorkers: Sendable {
             guard let thread = UnsafeThreadDescriptor.thread(mappingEnd: mapping.end), !known.contains(thread.tid),
                 Self.isWorker(named: ProcTask(tid: thread.tid).name())
             else { continue }
-            found.append(Slot(tid: thread.tid, slot: thread.pointer &+ offset))
+            found.append(Slot(tid: thread.tid, slot: thread.pointer &+ offset, pointer: thread.pointer))
         }
         if !found.isEmpty { add(found) }
         return !found.isEmpty
@@ -123,6 +125,11 @@ final class QueueWorkers: Sendable {
     static func isWorker(named name: String?) -> Bool {
         guard let name else { return false }
         return name.hasSuffix("qos.overcommit") || name.hasSuffix("-qos")
+    }
+
+    /// The thread pointer of worker `tid`, when it is one and its pointer is known.
+    func threadPointer(tid: Int32) -> UInt? {
+        slots.withLock { $0.first { $0.tid == tid } }.flatMap { $0.pointer == 0 ? nil : $0.pointer }
     }
 
     func draining() -> Draining {

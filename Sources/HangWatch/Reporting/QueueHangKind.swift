@@ -1,0 +1,65 @@
+import HangWatchReport
+
+/// The tasks a hang's samples found running on the thread that drains a queue: its current-task
+/// word (`ActivitySource.taskWord(of:)`) read before and after each sample. Bounded: a set of the
+/// ids seen, which grows only with the samples taken.
+struct SampledTasks: Sendable, Equatable {
+    /// Reads made, and those that found no task running (or could not read the word).
+    var reads = 0
+    var empty = 0
+    var distinct: Set<UInt64> = []
+    /// The first and the last read that found a task (`CLOCK_MONOTONIC` µs, the sample's time).
+    var firstMicroseconds: UInt64?
+    var lastMicroseconds: UInt64?
+
+    mutating func note(_ task: UInt64?, at microseconds: UInt64) {
+        reads += 1
+        guard let task, task != 0 else {
+            empty += 1
+            return
+        }
+        distinct.insert(task)
+        if firstMicroseconds == nil { firstMicroseconds = microseconds }
+        lastMicroseconds = microseconds
+    }
+}
+
+/// The kind of a main-queue hang, from the tasks its samples found running. The queue's pings say
+/// only that the queue did not reach them; the samples of the thread draining it say which task
+/// ran then (`SampledTasks`).
+///
+/// A task's id is never reused, and between the ping's enqueueing and its run a task runs at most
+/// one job enqueued before the ping: the next one it enqueues waits behind the ping, whose answer
+/// ends the hang. Every sample comes after the ping was enqueued, so reads that found the same
+/// task found the same job.
+///
+/// - Every read (of two samples or more) found one and the same task, the first and the last at
+///   least a threshold apart: one job held the queue past the threshold, `oneJob`.
+/// - Two or more tasks: at least that many jobs ran while the queue was held, so one job did not
+///   hold it all. Whether each was shorter than the threshold (`backlog`) the reads cannot prove:
+///   the job running at detection may have begun a threshold earlier, unseen. `unknown`, with the
+///   count.
+/// - Otherwise `unknown`, saying what the reads saw; nil when none found a task (dispatch blocks
+///   carry no identity a read can see, or the word is not known): no `kind`.
+enum QueueHangKind {
+    static func decide(_ tasks: SampledTasks?, samples: Int, thresholdMicroseconds: UInt64) -> HangReport.Kind? {
+        guard let tasks, let first = tasks.distinct.first, let from = tasks.firstMicroseconds, let to = tasks.lastMicroseconds else { return nil }
+        if tasks.distinct.count >= 2 {
+            return HangReport.Kind(
+                name: .unknown,
+                reason: "\(tasks.distinct.count) tasks ran at \(samples) samples: at least \(tasks.distinct.count) jobs held the queue; whether each was shorter than the threshold the samples cannot tell")
+        }
+        let span = ReportBuilder.milliseconds(Int64(to &- from))
+        if tasks.empty == 0, tasks.reads >= 4, to &- from >= thresholdMicroseconds {
+            return HangReport.Kind(
+                name: .oneJob, reason: "the same task (id \(first)) at every sample, \(RunLoopHangKind.format(span)) ms apart: one job past the threshold")
+        }
+        if tasks.empty == 0 {
+            return HangReport.Kind(
+                name: .unknown,
+                reason: "the same task (id \(first)) at every sample, \(RunLoopHangKind.format(span)) ms apart: not proven past the threshold by itself")
+        }
+        return HangReport.Kind(
+            name: .unknown, reason: "task \(first) at \(tasks.reads - tasks.empty) of \(tasks.reads) reads; the others found no task running")
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import HangWatchReport
+import HangWatchTestSupport
+import Testing
+
+/// A main-queue hang's `kind` end to end, in a child process (`hangwatch-faults mainactor`, in
+/// `dispatchMain()`): the samples of the thread draining the main queue say which task each ran,
+/// through the Swift runtime's current-task word of that thread (`QueueHangKind`).
+@Suite(.serialized) struct MainQueueKindTests {
+    struct ChildRun: Decodable {
+        var reportsWritten: Int
+        var ran: Int
+    }
+
+    /// The child's run and its reports, longest first.
+    func run(mode: String, directory: ReportDirectory) throws -> (ChildRun, [HangReport]) {
+        let result = try ExecutableRun.run(
+            BuiltExecutable.path("hangwatch-faults"), ["mainactor", "--reports", directory.path, "--mode", mode, "--count", "2000"], timeout: 60)
+        try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
+        let child = try JSONDecoder().decode(ChildRun.self, from: Data(try #require(result.lines.last).utf8))
+        let reports = directory.reports().sorted { $0.durationMs > $1.durationMs }
+        try #require(!reports.isEmpty, "no report")
+        return (child, reports)
+    }
+
+    /// One task computing 800 ms on the main actor: every sample found that task, over more than
+    /// the threshold: `oneJob`.
+    @Test func oneMainActorJobPastTheThresholdIsOneJob() throws {
+        let (child, reports) = try run(mode: "one", directory: ReportDirectory())
+        try #require(child.ran == 1)
+        try #require(reports.count == 1, "\(reports.map { "\($0.id): \($0.durationMs) ms" })")
+        let report = reports[0]
+        #expect(report.source == "dispatch-main")
+        #expect(report.heaviestStackContains("holdMainActor"), "\(report.heaviestSymbols)")
+        let kind = try #require(report.kind, "no kind: \(report.samples.count) samples")
+        #expect(kind.name == "oneJob", "\(kind)")
+        #expect(kind.reason.hasPrefix("the same task (id "), "\(kind.reason)")
+        print("main actor, one job: \(report.durationMs) ms, \(report.samples.count) samples, \(kind.name): \(kind.reason)")
+    }
+
+    /// 2,000 tasks of 0.5 ms each on the main actor at once (queued in one block, so the queue is
+    /// held about a second in one hang): the reads around the samples found many tasks, so no one
+    /// job held the queue; it says how many (at most two per sample), and never `oneJob`.
+    /// Measured: 22 to 26 tasks at 15 to 17 samples in one hang of about a second; one run of 6
+    /// gave two hangs.
+    @Test func aBacklogOfShortMainActorJobsIsNeverOneJob() throws {
+        let (child, reports) = try run(mode: "many", directory: ReportDirectory())
+        try #require(child.ran == 2_000, "\(child.ran) of 2,000 jobs ran")
+        // A ping the looks sent while the jobs were being queued may land among them: its answer
+        // ends the hang, and the rest of the backlog is a second one. Neither is one job.
+        #expect(reports.count <= 2 && reports.allSatisfy { $0.kind?.name != "oneJob" }, "\(reports.map { "\($0.durationMs) ms: \($0.kind?.reason ?? "no kind")" })")
+        let report = reports[0]
+        #expect(report.source == "dispatch-main")
+        let kind = try #require(report.kind, "no kind: \(report.samples.count) samples")
+        #expect(kind.name == "unknown", "\(kind)")
+        let tasks = try #require(Int(kind.reason.prefix { $0.isNumber }), "\(kind.reason)")
+        #expect(tasks >= 3 && tasks <= 2 * report.samples.count, "\(kind.reason)")
+        #expect(kind.reason.contains("tasks ran at \(report.samples.count) samples"), "\(kind.reason)")
+        print("main actor, 2,000 jobs: \(report.durationMs) ms, \(report.samples.count) samples, \(kind.name): \(kind.reason)")
+    }
+}
