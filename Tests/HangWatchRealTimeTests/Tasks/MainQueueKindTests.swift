@@ -41,7 +41,7 @@ import Testing
     /// 2,000 tasks of 0.5 ms each on the main actor at once (queued in one block, so the queue is
     /// held about a second in one hang): the reads around the samples found many tasks, so no one
     /// job held the queue; it says how many (at most two per sample), and never `oneJob`.
-    /// Measured: 22 to 26 tasks at 15 to 17 samples in one hang of about a second; one run of 6
+    /// Measured: 22 to 28 tasks at 14 to 17 samples in one hang of about a second; one run of 7
     /// gave two hangs.
     @Test func aBacklogOfShortMainActorJobsIsNeverOneJob() throws {
         let (child, reports) = try run(mode: "many", directory: ReportDirectory())
