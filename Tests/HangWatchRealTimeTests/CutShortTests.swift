@@ -190,9 +190,12 @@ import Testing
         let waited = Double((after?.runQueueNanoseconds ?? 0) &- (before?.runQueueNanoseconds ?? 0)) / 5e8
         let guarded = cutShortWhileLooking(.stayedOnCPU, seconds: 0.5)
         #expect(guarded.cut <= 2, "\(guarded.cut) sleeps cut short with the guard (look alone: \(lookAlone.cut))")
-        // The handler saw every one it cut short.
-        #expect(lookAlone.flagged == lookAlone.cut)
-        #expect(guarded.flagged == guarded.cut)
+        // The handler saw every one it cut short. It may see one twice: a second signal that
+        // comes right after the first handler returns, before the sleeper runs an instruction,
+        // finds the same context (the result register -EINTR, past the system call). A clean-clone
+        // run read 118 flagged for 117 cut (2026-12-07); the other runs, the same count.
+        #expect(lookAlone.cut <= lookAlone.flagged && lookAlone.flagged - lookAlone.cut <= 2, "\(lookAlone)")
+        #expect(guarded.cut <= guarded.flagged && guarded.flagged - guarded.cut <= 2, "\(guarded)")
         // And the monitors' statistics count them (process-wide: at least these).
         #expect(ProcessRuntime.process.threads.callsCutShort.load(ordering: .relaxed) - countedBefore >= lookAlone.cut + guarded.cut)
         // The benchmark measured about 200 a second for the look alone; generous bounds here.
