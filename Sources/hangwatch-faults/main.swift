@@ -39,6 +39,10 @@ import Logging
 //       a run loop busy N ms of every 20 (default 19) for S seconds, in pieces of 1 to 50 ms under
 //       the 200 ms threshold, its heartbeat every second; 2 ms of 20 until PATH exists
 //       (SaturationScenario.swift).
+//   hangwatch-faults mainactor --reports DIR --mode one|many|saturated [--count N] [--ms M]
+//                              [--source run-loop|main-queue]
+//       main-actor jobs holding RunLoop.main or the main queue: one long one, a backlog of short
+//       ones, or near misses then a hang (MainActorScenario.swift).
 //
 // Exit codes: 0 done, 2 bad arguments, 3 the monitor could not start.
 
@@ -85,8 +89,8 @@ func parseOptions() -> Options {
         case "--count": options.count = Int(value) ?? -1
         case "--gap-ms": options.gapMilliseconds = Int(value) ?? -1
         case "--mode":
-            guard ["block", "hold", "healthy", "yield", "idle", "rest", "pool", "main", "unmonitored", "no-pool", "wall", "cpu", "one", "many"].contains(value) else {
-                fail("--mode takes block, hold, healthy, yield, idle, rest (pool), pool, main (queued), unmonitored, no-pool (idle), wall, cpu (limits) or one, many (mainactor)")
+            guard ["block", "hold", "healthy", "yield", "idle", "rest", "pool", "main", "unmonitored", "no-pool", "wall", "cpu", "one", "many", "saturated"].contains(value) else {
+                fail("--mode takes block, hold, healthy, yield, idle, rest (pool), pool, main (queued), unmonitored, no-pool (idle), wall, cpu (limits) or one, many, saturated (mainactor)")
             }
             options.mode = value
         case "--source": options.source = value

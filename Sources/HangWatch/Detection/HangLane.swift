@@ -61,6 +61,10 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
     let cpuReadings: LeadUpCPUReadings?
     /// The last step found the loop busy: the next that finds it idle reads the stretch's end.
     private var sawBusy = false
+    /// The tasks the wakes found running while the piece of this latch word was busy (where the
+    /// source knows its thread's current-task word): a hang of that piece starts its reads with
+    /// them, so they date its job from before the threshold (`RunLoopHangKind.fromTasks`).
+    private var busyTasks: (word: UInt64, tasks: SampledTasks)?
     /// The deadline of the last `.until`, to tell how late the watchdog woke for it.
     private var deadline: UInt64?
     /// While watching a busy stretch: its threshold's deadline, which a wait for its near miss
@@ -214,6 +218,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
                 return park(snapshot, environment)
             case .waitUntil(let deadline):
                 notePace(environment, edge: noteBusyEdge(snapshot, environment))
+                noteBusyTask(snapshot, environment)
                 sawBusy = true
                 let start = max(snapshot.microseconds, countFrom)
                 thresholdDeadline = start + control.thresholdMicroseconds.load(ordering: .relaxed) + settings.clockResolutionMicroseconds
@@ -318,6 +323,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             return leadUp
         }
         nearMisses.forget(word: snapshot.word)
+        if let busyTasks, busyTasks.word == snapshot.word { recording.tasks = busyTasks.tasks }
+        busyTasks = nil
         noteContextAtDetection(&recording, snapshot: snapshot, stopSuspected: stopSuspected, environment)
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])
         takeSample(&recording, thread: thread, whyNoThread: whyNoThread, hang: snapshot, environment)
@@ -437,6 +444,19 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         return counters
     }
 
+    /// A wake while the loop is busy: the task its thread runs, where the source knows the
+    /// thread's current-task word (`busyTasks`; a few reads a piece, one per wake), read before
+    /// the look that confirms the piece still runs.
+    private func noteBusyTask(_ snapshot: ActivitySnapshot, _ environment: any WatchdogEnvironment) {
+        guard let thread = threadSlot.capture.thread, let word = source.taskWord(of: thread.tid) else { return }
+        // A read that found no task dates nothing (a job seen later began after it): not kept.
+        guard let task = UnsafeCurrentTaskSlot.taskID(slot: word), task != 0, latch.snapshot() == snapshot else { return }
+        var tasks = SampledTasks()
+        if let busyTasks, busyTasks.word == snapshot.word { tasks = busyTasks.tasks }
+        tasks.note(task, at: environment.now())
+        busyTasks = (snapshot.word, tasks)
+    }
+
     /// A wake while the loop is busy, or the look that found a stretch ended: the thread's CPU
     /// readings for the lead-up (`edge`: the busy edge's counters, just read).
     private func notePace(_ environment: any WatchdogEnvironment, edge: HangContextCounters? = nil) {
@@ -498,6 +518,7 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
         _ environment: any WatchdogEnvironment
     ) {
         var sample: StackSample
+        var taskReads: (before: UInt64?, after: UInt64?)?
         if let thread {
             // Where the source knows the thread's current-task word: the task it ran before and after.
             let taskWord = source.taskWord(of: thread.tid)
@@ -512,16 +533,21 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             if let taskWord {
                 let taskAfter = UnsafeCurrentTaskSlot.taskID(slot: taskWord)
                 if let taskBefore, taskBefore != 0, taskAfter == taskBefore { sample.taskID = taskBefore }
-                var tasks = recording.tasks ?? SampledTasks()
-                tasks.note(taskBefore, at: sample.microseconds)
-                tasks.note(taskAfter, at: sample.microseconds)
-                recording.tasks = tasks
+                taskReads = (taskBefore, taskAfter)
             }
         } else {
             sample = StackSample(
                 microseconds: environment.now(), frames: [], method: nil, truncated: false, failure: whyNoThread)
         }
-        if latch.snapshot() != hang, !sample.frames.isEmpty {
+        let movedOn = latch.snapshot() != hang
+        // The reads count only while the hang lasted: after it, the thread may run the next job.
+        if let taskReads, !movedOn {
+            var tasks = recording.tasks ?? SampledTasks()
+            tasks.note(taskReads.before, at: sample.microseconds)
+            tasks.note(taskReads.after, at: sample.microseconds)
+            recording.tasks = tasks
+        }
+        if movedOn, !sample.frames.isEmpty {
             // What the thread was doing then is after the hang: none of it is the hang's. A sample
             // after the first is left out (the hang is over; the next step ends it); the first is
             // kept without its stack, so that the report says what happened.

@@ -203,6 +203,37 @@ enum RunLoopHangKind {
         )
     }
 
+    /// The kind `piece` (from the stretch before the piece, `decide`) with what the hang's samples
+    /// found on the loop's thread (`SampledTasks`: its current-task word read around each sample).
+    /// A main loop runs main-actor jobs when it drains the main queue, and a drain runs only the
+    /// jobs queued when it began (libdispatch takes a snapshot of the queue): a job the drain's
+    /// own jobs enqueue, the same task's next job among them, waits for the next turn, which
+    /// passes an observed busy activity and so ends the piece. One hang is one piece, so reads
+    /// that found the same task found the same job:
+    /// - every read (four or more; the watchdog's wakes while the piece was busy, before its
+    ///   threshold, read it too) found one task, the first and the last a threshold apart: one job
+    ///   held the loop past the threshold, `oneJob`, unless the stretch before was a backlog
+    ///   (`mixed` stays);
+    /// - two or more tasks: `unknown` as `piece` says, with how many ran (a lower bound on the
+    ///   jobs; whether each was short the reads cannot prove);
+    /// - otherwise `piece` as it was (a block, a timer, a source: no task to read).
+    static func fromTasks(_ tasks: SampledTasks?, samples: Int, thresholdMicroseconds: UInt64, piece: HangReport.Kind) -> HangReport.Kind {
+        guard piece.name != HangReport.Kind.Name.mixed.rawValue, let tasks, let first = tasks.distinct.first, let from = tasks.firstMicroseconds,
+            let to = tasks.lastMicroseconds
+        else { return piece }
+        var kind = piece
+        if tasks.distinct.count >= 2 {
+            kind.reason += "; \(tasks.distinct.count) tasks ran at \(samples) samples: at least \(tasks.distinct.count) jobs in the piece"
+        } else if tasks.empty == 0, tasks.reads >= 4, to &- from >= thresholdMicroseconds {
+            kind.name = HangReport.Kind.Name.oneJob.rawValue
+            kind.reason =
+                "the same task (id \(first)) at every read, \(format(ReportBuilder.milliseconds(Int64(to &- from)))) ms apart, in one turn of the loop: one job past the threshold"
+        } else if tasks.empty == 0 {
+            kind.reason += "; the same task (id \(first)) at every read, \(format(ReportBuilder.milliseconds(Int64(to &- from)))) ms apart: not proven past the threshold by itself"
+        }
+        return kind
+    }
+
     static func format(_ milliseconds: Double) -> String {
         milliseconds == milliseconds.rounded() ? String(Int(milliseconds)) : String(milliseconds)
     }

@@ -86,7 +86,9 @@ struct ReportBuilder: Sendable {
         if let leadUp = recording.leadUp {
             report.before = leadUp.leadUp
             report.before?.nearMisses = nearMisses.flatMap { $0.isEmpty ? nil : $0 }
-            report.kind = leadUp.kind(thresholdMicroseconds: recording.thresholdMicroseconds)
+            report.kind = RunLoopHangKind.fromTasks(
+                recording.tasks, samples: recording.samples.count, thresholdMicroseconds: recording.thresholdMicroseconds,
+                piece: leadUp.kind(thresholdMicroseconds: recording.thresholdMicroseconds))
             report.nameNearMisses()
         }
         if report.kind == nil { report.kind = recording.kind }

@@ -3,9 +3,10 @@ import HangWatchReport
 import HangWatchTestSupport
 import Testing
 
-/// A main-queue hang's `kind` end to end, in a child process (`hangwatch-faults mainactor`, in
-/// `dispatchMain()`): the samples of the thread draining the main queue say which task each ran,
-/// through the Swift runtime's current-task word of that thread (`QueueHangKind`).
+/// A main-actor hang's `kind` end to end, in a child process (`hangwatch-faults mainactor`): the
+/// samples of the thread draining the main queue say which task each ran, through the Swift
+/// runtime's current-task word of that thread: in `dispatchMain()`, the main queue watched
+/// (`QueueHangKind`), and on `RunLoop.main`, the loop watched (`RunLoopHangKind.fromTasks`).
 @Suite(.serialized) struct MainQueueKindTests {
     struct ChildRun: Decodable {
         var reportsWritten: Int
@@ -13,9 +14,10 @@ import Testing
     }
 
     /// The child's run and its reports, longest first.
-    func run(mode: String, directory: ReportDirectory) throws -> (ChildRun, [HangReport]) {
+    func run(mode: String, source: String = "main-queue", directory: ReportDirectory) throws -> (ChildRun, [HangReport]) {
         let result = try ExecutableRun.run(
-            BuiltExecutable.path("hangwatch-faults"), ["mainactor", "--reports", directory.path, "--mode", mode, "--count", "2000"], timeout: 60)
+            BuiltExecutable.path("hangwatch-faults"),
+            ["mainactor", "--reports", directory.path, "--mode", mode, "--count", "2000", "--source", source], timeout: 60)
         try #require(result.status == 0 && !result.timedOut, "\(result.errors)")
         let child = try JSONDecoder().decode(ChildRun.self, from: Data(try #require(result.lines.last).utf8))
         let reports = directory.reports().sorted { $0.durationMs > $1.durationMs }
@@ -57,5 +59,37 @@ import Testing
         #expect(tasks >= 3 && tasks <= 2 * report.samples.count, "\(kind.reason)")
         #expect(kind.reason.contains("tasks ran at \(report.samples.count) samples"), "\(kind.reason)")
         print("main actor, 2,000 jobs: \(report.durationMs) ms, \(report.samples.count) samples, \(kind.name): \(kind.reason)")
+    }
+
+    /// The same 800 ms main-actor job on `RunLoop.main` (which drains the main queue), the loop
+    /// watched: every sample found that task in one turn of the loop: `oneJob`, and the lead-up
+    /// (the loop idle before) under 5 % busy.
+    @Test func oneMainActorJobOnTheMainRunLoopIsOneJob() throws {
+        let (child, reports) = try run(mode: "one", source: "run-loop", directory: ReportDirectory())
+        try #require(child.ran == 1)
+        try #require(reports.count == 1, "\(reports.map { "\($0.id): \($0.durationMs) ms" })")
+        let report = reports[0]
+        #expect(report.source == "runloop")
+        #expect(report.heaviestStackContains("holdMainActor"), "\(report.heaviestSymbols)")
+        let kind = try #require(report.kind, "no kind: \(report.samples.count) samples")
+        #expect(kind.name == "oneJob", "\(kind)")
+        #expect(kind.reason.contains("in one turn of the loop"), "\(kind.reason)")
+        let before = try #require(report.before, "no lead-up")
+        #expect(before.busyRatio < 0.05, "\(before.reading)")
+        print("run loop, one main-actor job: \(report.durationMs) ms, \(report.samples.count) samples, busy before \(before.busyRatio), \(kind.name): \(kind.reason)")
+    }
+
+    /// 2,000 main-actor jobs of 0.5 ms queued at once on `RunLoop.main`: one drain runs them all in
+    /// one piece; the reads found many tasks, so never `oneJob`; the reason says how many.
+    @Test func aBacklogOfShortMainActorJobsOnTheMainRunLoopIsNeverOneJob() throws {
+        let (child, reports) = try run(mode: "many", source: "run-loop", directory: ReportDirectory())
+        try #require(child.ran == 2_000, "\(child.ran) of 2,000 jobs ran")
+        #expect(reports.allSatisfy { $0.kind?.name != "oneJob" }, "\(reports.map { "\($0.durationMs) ms: \($0.kind?.reason ?? "no kind")" })")
+        let report = reports[0]
+        #expect(report.source == "runloop")
+        let kind = try #require(report.kind, "no kind: \(report.samples.count) samples")
+        #expect(kind.name == "unknown", "\(kind)")
+        #expect(kind.reason.contains("tasks ran at \(report.samples.count) samples"), "\(kind.reason)")
+        print("run loop, 2,000 main-actor jobs: \(report.durationMs) ms, \(report.samples.count) samples, \(kind.name): \(kind.reason)")
     }
 }

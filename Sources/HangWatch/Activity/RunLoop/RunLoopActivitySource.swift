@@ -17,6 +17,10 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
     private let target: RunLoop
     private let additionalModes: [String]
     private let observedActivities: UInt8
+    /// Whether every turn of the loop passes an observed busy activity before it drains the main
+    /// queue (`beforeTimers` or `beforeSources` busy): then one hang, one piece, holds at most one
+    /// drain, and a task runs at most one job in it (`taskWord(of:)`, `RunLoopHangKind.fromTasks`).
+    private let turnsAreObserved: Bool
     /// The process's loops reached before from another thread (`ProcessRuntime.runLoops`).
     private let knownLoops: ReachedRunLoops
     private let state = Mutex<State>(State())
@@ -29,6 +33,8 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
         var early: CFRunLoopObserver?
         var late: CFRunLoopObserver?
         var invalidated = false
+        /// The loop's thread as its attach step found it: its tid and thread pointer.
+        var thread: (tid: Int32, pointer: UInt)?
     }
 
     init(runLoop: RunLoop, busyActivities: Set<HangMonitor.Activity>, additionalModes: [String], knownLoops: ReachedRunLoops) {
@@ -36,6 +42,7 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
         self.knownLoops = knownLoops
         self.additionalModes = additionalModes
         // The detector needs the busy activities, the sleep edge and the wake edge.
+        turnsAreObserved = busyActivities.contains(.beforeSources) || busyActivities.contains(.beforeTimers)
         self.observedActivities =
             HangMonitor.Activity.mask(busyActivities) | HangMonitor.Activity.beforeWaiting.rawValue
             | HangMonitor.Activity.afterWaiting.rawValue
@@ -45,8 +52,18 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
     /// the main loop, or for a loop reached before (each then attaches on its next turn, woken now);
     /// the first time for another thread's loop, from that thread (a timer due now, added from here,
     /// also wakes the loop if it sleeps; `RunLoop.perform` would wait for its next wake).
-    func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
+    func start(edges latch: ActivityLatch, attach step: @escaping @Sendable () -> Void) {
         state.withLock { $0.latch = latch }
+        let attach: @Sendable () -> Void = { [weak self] in
+            self?.noteLoopThread()
+            step()
+        }
+        if Self.isMain(target) {
+            // One job on the main actor (which a main loop runs when it drains the main queue):
+            // where the Swift runtime's current-task word lies from a thread pointer, so that a
+            // hang's samples say which task each ran (`RunLoopHangKind.fromTasks`).
+            Task { @MainActor in UnsafePoolThreadAttachments.shared.learnTaskWordOffsetOnCurrentThread() }
+        }
         if Self.isCurrent(target) {
             bindCurrentLoop()
             install(additionalModes: additionalModes)
@@ -87,6 +104,20 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
     }
 
     var edges: ActivityEdges { .exact }
+
+    /// The loop thread's current-task word (the main loop runs main-actor jobs when it drains the
+    /// main queue), once its attach step ran and the word's place is known; nil where a turn may
+    /// pass unobserved (`turnsAreObserved`).
+    func taskWord(of tid: Int32) -> UInt? {
+        guard turnsAreObserved, let thread = state.withLock({ $0.thread }), thread.tid == tid else { return nil }
+        return UnsafePoolThreadAttachments.shared.taskSlot(threadPointer: thread.pointer)
+    }
+
+    /// Notes the calling thread (the loop's, in its attach step) for `taskWord(of:)`.
+    private func noteLoopThread() {
+        let thread = (tid: UnsafeCaptureBridge.currentThreadID(), pointer: UInt(pthread_self()))
+        state.withLock { $0.thread = thread }
+    }
 
     func stop() {
         invalidate()
