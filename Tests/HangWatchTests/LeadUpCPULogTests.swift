@@ -88,32 +88,3 @@ struct LeadUpCPULogTests {
         #expect(LeadUpRecord.cpuPhrase(short, busy: busy) == "")
     }
 }
-
-/// A main-queue hang's kind from the tasks the reads around its samples found (`QueueHangKind`).
-struct QueueHangKindTests {
-    static func sightings(_ reads: [(UInt64?, UInt64)]) -> SampledTasks {
-        var tasks = SampledTasks()
-        for (task, milliseconds) in reads { tasks.note(task, at: milliseconds * 1000) }
-        return tasks
-    }
-
-    @Test func oneTaskAtEveryReadOverAThresholdIsOneJob() throws {
-        let tasks = Self.sightings([(7, 200), (7, 200), (7, 250), (7, 250), (7, 450), (7, 450)])
-        let kind = try #require(QueueHangKind.decide(tasks, samples: 3, thresholdMicroseconds: 200_000))
-        #expect(kind.name == "oneJob" && kind.reason == "the same task (id 7) at every sample, 250 ms apart: one job past the threshold")
-        // Under a threshold apart: the job may have begun just before the first sample.
-        let short = Self.sightings([(7, 200), (7, 200), (7, 250), (7, 250)])
-        #expect(QueueHangKind.decide(short, samples: 2, thresholdMicroseconds: 200_000)?.name == "unknown")
-        // One read found no task: not every sample ran it.
-        let gap = Self.sightings([(7, 200), (nil, 200), (7, 450), (7, 450)])
-        #expect(QueueHangKind.decide(gap, samples: 2, thresholdMicroseconds: 200_000)?.reason == "task 7 at 3 of 4 reads; the others found no task running")
-    }
-
-    @Test func severalTasksAreCountedAndNoReadFindingATaskGivesNoKind() throws {
-        let tasks = Self.sightings([(7, 200), (8, 200), (8, 250), (9, 250), (0, 300), (9, 300)])
-        let kind = try #require(QueueHangKind.decide(tasks, samples: 3, thresholdMicroseconds: 200_000))
-        #expect(kind.name == "unknown" && kind.reason.hasPrefix("3 tasks ran at 3 samples: at least 3 jobs held the queue"))
-        #expect(QueueHangKind.decide(Self.sightings([(nil, 200), (0, 250)]), samples: 1, thresholdMicroseconds: 200_000) == nil)
-        #expect(QueueHangKind.decide(nil, samples: 3, thresholdMicroseconds: 200_000) == nil)
-    }
-}

@@ -40,6 +40,9 @@ protocol ActivitySource: AnyObject, Sendable {
     /// ignore it): points the capture at another thread that ran `attach` before, or at none.
     func useCaptureSelector(_ selector: CaptureSelector)
     func taskWord(of tid: Int32) -> UInt?
+    /// The tasks the source's own looks found running on its working thread since the stall now
+    /// declared began to count (a queue: since the ping still out was sent), for the hang's reads.
+    func tasksAtLooks() -> SampledTasks?
 }
 
 extension ActivitySource {
@@ -47,6 +50,7 @@ extension ActivitySource {
     /// `UnsafeCurrentTaskSlot`), where the source knows the thread and the word's place: a hang's
     /// samples then say which task each ran (`QueueHangKind`). Nil by default.
     func taskWord(of tid: Int32) -> UInt? { nil }
+    func tasksAtLooks() -> SampledTasks? { nil }
     func useCaptureSelector(_ selector: CaptureSelector) {}
     var timerLane: (any WatchdogLane)? { nil }
 }

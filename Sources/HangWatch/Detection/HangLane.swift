@@ -323,7 +323,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             return leadUp
         }
         nearMisses.forget(word: snapshot.word)
-        if let busyTasks, busyTasks.word == snapshot.word { recording.tasks = busyTasks.tasks }
+        // The reads before the threshold: the source's own looks' and the wakes' in this piece.
+        recording.tasks = source.tasksAtLooks()
+        if let busyTasks, busyTasks.word == snapshot.word { recording.tasks = recording.tasks?.adding(busyTasks.tasks) ?? busyTasks.tasks }
         busyTasks = nil
         noteContextAtDetection(&recording, snapshot: snapshot, stopSuspected: stopSuspected, environment)
         logger.debug("hang detected", metadata: ["hangwatch.id": "\(id)"])

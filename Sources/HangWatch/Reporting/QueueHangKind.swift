@@ -22,6 +22,14 @@ struct SampledTasks: Sendable, Equatable {
         if firstMicroseconds == nil { firstMicroseconds = microseconds }
         lastMicroseconds = microseconds
     }
+
+    /// These reads and `other`'s, as one set of reads.
+    func adding(_ other: SampledTasks) -> SampledTasks {
+        var sum = SampledTasks(reads: reads + other.reads, empty: empty + other.empty, distinct: distinct.union(other.distinct))
+        sum.firstMicroseconds = [firstMicroseconds, other.firstMicroseconds].compactMap { $0 }.min()
+        sum.lastMicroseconds = [lastMicroseconds, other.lastMicroseconds].compactMap { $0 }.max()
+        return sum
+    }
 }
 
 /// The kind of a main-queue hang, from the tasks its samples found running. The queue's pings say
@@ -30,8 +38,9 @@ struct SampledTasks: Sendable, Equatable {
 ///
 /// A task's id is never reused, and between the ping's enqueueing and its run a task runs at most
 /// one job enqueued before the ping: the next one it enqueues waits behind the ping, whose answer
-/// ends the hang. Every sample comes after the ping was enqueued, so reads that found the same
-/// task found the same job.
+/// ends the hang. Every sample comes after the ping was enqueued, and so do the reads the
+/// source's looks made while it was out (`ActivitySource.tasksAtLooks`: they date the job from
+/// before the threshold), so reads that found the same task found the same job.
 ///
 /// - Every read (of two samples or more) found one and the same task, the first and the last at
 ///   least a threshold apart: one job held the queue past the threshold, `oneJob`.
@@ -52,12 +61,12 @@ enum QueueHangKind {
         let span = ReportBuilder.milliseconds(Int64(to &- from))
         if tasks.empty == 0, tasks.reads >= 4, to &- from >= thresholdMicroseconds {
             return HangReport.Kind(
-                name: .oneJob, reason: "the same task (id \(first)) at every sample, \(RunLoopHangKind.format(span)) ms apart: one job past the threshold")
+                name: .oneJob, reason: "the same task (id \(first)) at every read, \(RunLoopHangKind.format(span)) ms apart: one job past the threshold")
         }
         if tasks.empty == 0 {
             return HangReport.Kind(
                 name: .unknown,
-                reason: "the same task (id \(first)) at every sample, \(RunLoopHangKind.format(span)) ms apart: not proven past the threshold by itself")
+                reason: "the same task (id \(first)) at every read, \(RunLoopHangKind.format(span)) ms apart: not proven past the threshold by itself")
         }
         return HangReport.Kind(
             name: .unknown, reason: "task \(first) at \(tasks.reads - tasks.empty) of \(tasks.reads) reads; the others found no task running")

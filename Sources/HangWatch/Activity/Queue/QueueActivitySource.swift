@@ -43,6 +43,9 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
         static let eagerBurst = 40
         /// What the last look saw.
         var lastObservation = QueueEdges.Observation.unknown
+        /// The tasks the looks after the last ping was sent found the draining thread running,
+        /// until its answer (`tasksAtLooks`; kept only while a ping is out).
+        var lookTasks: SampledTasks?
     }
     private let state: Mutex<State>
     private let stopped = Atomic<Bool>(false)
@@ -134,12 +137,17 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             if found, unexplained { state.edges.workersFound() }
             let observation = state.looker?.look(at: now, words: workers.all, queue: workers.queue) ?? .unknown
             state.lastObservation = observation
+            if state.lookTasks != nil, case .working = observation { noteTaskAtLook(&state) }
             let eager = state.eagerPings > 0 && state.looker != nil
             let actions = state.edges.look(at: now, observation, thresholdNanoseconds: threshold, eager: eager)
             perform(actions)
             let ping = actions.contains(.ping)
             if ping, eager { state.eagerPings -= 1 }
-            if ping { state.looker?.pingSent(at: now) }
+            if ping {
+                state.looker?.pingSent(at: now)
+                // Read from the next look on: after the ping is enqueued (below).
+                state.lookTasks = SampledTasks()
+            }
             return (ping ? now : nil, state.edges.nextLook(after: now, thresholdNanoseconds: threshold))
         }
         if let ping { sendPing(enqueuedAt: ping) }
@@ -165,6 +173,7 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
             state.withLock { state in
                 if noted?.firstSeen == true { state.eagerPings = max(state.eagerPings, State.eagerBurst / 4) }
                 state.looker?.pingAnswered(by: tid, enqueuedAt: enqueuedAt, at: now, answeredAt: answeredAt)
+                state.lookTasks = nil
                 perform(state.edges.pingAnswered(at: now), answeredAt: answeredAt)
             }
         }
@@ -178,6 +187,22 @@ final class QueueActivitySource: ActivitySource, @unchecked Sendable {
 
     func useCaptureSelector(_ selector: CaptureSelector) {
         capture = selector
+    }
+
+    /// The tasks the looks found the draining thread running since the ping still out was sent.
+    /// A main-actor job enqueued after the ping waits behind it, so a task read on the draining
+    /// thread after the ping was enqueued, while it is still out, runs a job enqueued before it:
+    /// the same job the hang's samples find that task in, if they find it (`QueueHangKind`).
+    func tasksAtLooks() -> SampledTasks? {
+        state.withLock { $0.lookTasks.flatMap { $0.reads > 0 ? $0 : nil } }
+    }
+
+    /// A look that found the queue's thread working with a ping out: the task the thread it found
+    /// runs (one that found none dates nothing, and is not kept).
+    private func noteTaskAtLook(_ state: inout State) {
+        guard let tid = state.looker?.runningThread, let word = taskWord(of: tid), let task = UnsafeCurrentTaskSlot.taskID(slot: word), task != 0
+        else { return }
+        state.lookTasks?.note(task, at: UnsafeClock.monotonicNanoseconds() / 1000)
     }
 
     /// Carries out the latch's part of `actions` (under the state's lock: its writes stay in order).

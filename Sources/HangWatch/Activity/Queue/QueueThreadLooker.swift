@@ -18,6 +18,13 @@ protocol QueueThreadLooking: AnyObject {
     /// The ping enqueued at `enqueuedAt` ran on thread `tid` at `now` (coarse ns; `answeredAt`: the
     /// same moment on `CLOCK_MONOTONIC`). Called on that thread, inside the ping.
     func pingAnswered(by tid: Int32, enqueuedAt: UInt64, at now: UInt64, answeredAt: UInt64)
+    /// The thread the last look found running the queue (or that ran the last ping); nil when
+    /// none is known.
+    var runningThread: Int32? { get }
+}
+
+extension QueueThreadLooking {
+    var runningThread: Int32? { nil }
 }
 
 /// The real looker. The draining thread is the one that ran the last ping. Its idle wait is learnt,
@@ -63,6 +70,8 @@ final class LinuxQueueThreadLooker: QueueThreadLooking {
     }
 
     var knowsIdleWait: Bool { idleWait != nil }
+
+    var runningThread: Int32? { drainingThread ?? files?.tid }
 
     func look(at now: UInt64, words: [QueueActivitySource.DrainSlot], queue: UInt?) -> QueueEdges.Observation {
         if let queue, !words.isEmpty { return lookAtWorkers(words, queue: queue, now: now) }
