@@ -98,7 +98,7 @@ import Testing
         #expect(window.reading.hasPrefix("idle in the last 5 s"), "\(window.reading)")
         #expect((loopSource.busyNowMs ?? 0) < 50, "\(String(describing: loopSource.busyNowMs))")
         let queueSource = try #require(sources.first { $0.source == "dispatch-queue" }, "the queue's watch is listed: \(sources)")
-        #expect(queueSource.window == nil && queueSource.noRecorder == "only run loops keep a flight recorder", "\(queueSource)")
+        #expect(queueSource.window == nil && queueSource.noRecorder == "only run loops and event loops keep a flight recorder", "\(queueSource)")
         #expect(sources.firstIndex { $0.source == "runloop" }! < sources.firstIndex { $0.source == "dispatch-queue" }!, "in the order they began")
     }
 }

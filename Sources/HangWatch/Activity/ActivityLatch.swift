@@ -32,23 +32,28 @@ final class ActivityLatch: @unchecked Sendable {
 
     /// `wake`: the watchdog's semaphore (latches of one watchdog share it); by default its own.
     /// `leadUpBuckets`: buckets of the flight recorder (`UnsafeLeadUpRecorder`) to keep; 0: none.
+    /// `leadUpWrittenBySource`: the source writes the recorder from its own edges (an event loop's
+    /// `EventLoopLeadUp`), not the latch's records (which such a source makes only for a hang).
     init(
         busyActivities: Set<HangMonitor.Activity>, loopHistogram: Bool = false, leadUpBuckets: Int = 0,
-        wake: WatchdogWake = WatchdogWake()
+        leadUpWrittenBySource: Bool = false, wake: WatchdogWake = WatchdogWake()
     ) {
         storage = .allocate(capacity: 1)
         storage.initialize(to: UnsafeLatchStorage(idleMask: ~HangMonitor.Activity.mask(busyActivities), wake: wake))
+        let recorder = leadUpBuckets > 0 ? UnsafeLeadUpRecorder.allocate(buckets: leadUpBuckets) : nil
+        sourceLeadUp = leadUpWrittenBySource ? recorder : nil
+        if !leadUpWrittenBySource { storage.pointee.leadUp = recorder }
         storage.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
         if loopHistogram {
             storage.pointee.loopHistogram = UnsafeLoopHistogram.allocate()
         }
-        if leadUpBuckets > 0 {
-            storage.pointee.leadUp = UnsafeLeadUpRecorder.allocate(buckets: leadUpBuckets)
-        }
     }
 
     /// The flight recorder, if kept (the watchdog reads it when a hang begins).
-    var leadUp: UnsafeLeadUpRecorder? { storage.pointee.leadUp }
+    var leadUp: UnsafeLeadUpRecorder? { storage.pointee.leadUp ?? sourceLeadUp }
+
+    /// The flight recorder its source writes (`leadUpWrittenBySource`); nil otherwise.
+    let sourceLeadUp: UnsafeLeadUpRecorder?
 
     /// The loop-busy histogram, if kept (the watchdog copies it into the heartbeat).
     var loopHistogram: UnsafeLoopHistogram? { storage.pointee.loopHistogram }
@@ -56,6 +61,7 @@ final class ActivityLatch: @unchecked Sendable {
     deinit {
         storage.pointee.loopHistogram?.deallocate()
         storage.pointee.leadUp?.deallocate()
+        sourceLeadUp?.deallocate()
         storage.deinitialize(count: 1)
         storage.deallocate()
     }

@@ -43,6 +43,10 @@ protocol ActivitySource: AnyObject, Sendable {
     /// The tasks the source's own looks found running on its working thread since the stall now
     /// declared began to count (a queue: since the ping still out was sent), for the hang's reads.
     func tasksAtLooks() -> SampledTasks?
+    /// Whether the flight recorder (kept by the latch) holds the `windowUnits` before `onsetUnits`
+    /// (the latch's units): a source that writes it only part of the time (an event loop, while
+    /// its edges are exact) says no when the window reaches before that.
+    func leadUpCovers(windowUnits: UInt64, before onsetUnits: UInt64) -> Bool
 }
 
 extension ActivitySource {
@@ -51,6 +55,7 @@ extension ActivitySource {
     /// samples then say which task each ran (`QueueHangKind`). Nil by default.
     func taskWord(of tid: Int32) -> UInt? { nil }
     func tasksAtLooks() -> SampledTasks? { nil }
+    func leadUpCovers(windowUnits: UInt64, before onsetUnits: UInt64) -> Bool { true }
     func useCaptureSelector(_ selector: CaptureSelector) {}
     var timerLane: (any WatchdogLane)? { nil }
 }

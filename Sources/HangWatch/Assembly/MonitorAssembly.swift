@@ -71,7 +71,8 @@ final class MonitorAssembly: Sendable {
         latch = ActivityLatch(
             busyActivities: configuration.busyActivities,
             loopHistogram: configuration.loopHistogram && configuration.heartbeatInterval != .zero,
-            leadUpBuckets: source.kind == .runLoop ? configuration.leadUpBuckets : 0, wake: runtime.watchdog.wake)
+            leadUpBuckets: source.kind == .runLoop || source.kind == .nioEventLoop ? configuration.leadUpBuckets : 0,
+            leadUpWrittenBySource: source.kind == .nioEventLoop, wake: runtime.watchdog.wake)
         threadSlot = ThreadSlot()
         images = runtime.images(logger: owner.logger)
         builder = Self.reportBuilder(configuration, world: world, signal: signal, kind: source.kind)
@@ -113,7 +114,8 @@ final class MonitorAssembly: Sendable {
         world.runtime.dumps.add(
             WatchedSource(
                 id: ObjectIdentifier(self), monitor: owner.id, kind: source.kind, service: configuration.serviceName, latch: latch,
-                threadSlot: threadSlot, control: owner.control, cpuReadings: hangLane.cpuReadings))
+                threadSlot: threadSlot, control: owner.control, cpuReadings: hangLane.cpuReadings,
+                covers: { [source] in source.leadUpCovers(windowUnits: $0, before: $1) }))
         let lanes: [any WatchdogLane] = [hangLane] + (source.timerLane.map { [$0] } ?? [])
         self.lanes.withLock { $0 = lanes }
         for lane in lanes { watchdog.add(lane) }

@@ -293,7 +293,8 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
 
     /// What this lane gives its directory's heartbeat.
     func heartbeatMember(owner: ObjectIdentifier) -> HeartbeatLane.Member {
-        HeartbeatLane.Member(owner: owner, seen: seen, latch: latch, control: control, statistics: statistics)
+        HeartbeatLane.Member(
+            owner: owner, seen: seen, latch: latch, control: control, statistics: statistics, pagesLeadUp: source.kind == .runLoop)
     }
 
     private func startRecording(
@@ -314,7 +315,9 @@ final class HangLane: WatchdogLane, @unchecked Sendable {
             sampleIntervalMicroseconds: settings.sampleIntervalMicroseconds)
         recording.edges = source.edges
         // First: the loop is still in the piece that hung, so the recorder holds only what led up to it.
-        recording.leadUp = latch.leadUp.map { recorder in
+        recording.leadUp = latch.leadUp.flatMap { recorder -> LeadUpRecord? in
+            guard source.leadUpCovers(windowUnits: UInt64(recorder.buckets) * UnsafeLeadUpRecorder.bucketUnits, before: snapshot.word >> 8)
+            else { return nil }
             var leadUp = LeadUpRecord.read(recorder, onset: snapshot)
             leadUp.nearMisses = nearMisses.before(
                 onset: snapshot.microseconds, word: snapshot.word, windowMicroseconds: UInt64(leadUp.buckets.count) * 100_000)

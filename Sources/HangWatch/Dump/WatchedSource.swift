@@ -17,10 +17,13 @@ struct WatchedSource: Sendable {
     var control: WatchdogControl
     /// The watchdog's CPU readings of the watched thread while the loop was busy (with a recorder).
     var cpuReadings: LeadUpCPUReadings? = nil
+    /// Whether the recorder holds the window (units) before a moment (`ActivitySource.leadUpCovers`).
+    var covers: @Sendable (_ windowUnits: UInt64, _ beforeUnits: UInt64) -> Bool = { _, _ in true }
 
     /// Why a watch keeps no recorder.
-    static let onlyRunLoops = "only run loops keep a flight recorder"
+    static let onlyRunLoops = "only run loops and event loops keep a flight recorder"
     static let recorderOff = "its flight recorder is off (leadUpWindow 0)"
+    static let notCovering = "its flight recorder does not cover the window yet (an event loop's edges were not exact for all of it)"
 
     /// Its line of the answer at `nowMicroseconds` (`CLOCK_MONOTONIC`), `pid` the process's (the
     /// main thread's tid).
@@ -30,7 +33,11 @@ struct WatchedSource: Sendable {
             source: kind.rawValue, service: service, thread: thread,
             thresholdMs: ReportBuilder.milliseconds(Int64(control.thresholdMicroseconds.load(ordering: .relaxed))))
         guard let recorder = latch.leadUp else {
-            line.noRecorder = kind == .runLoop ? Self.recorderOff : Self.onlyRunLoops
+            line.noRecorder = kind == .runLoop || kind == .nioEventLoop ? Self.recorderOff : Self.onlyRunLoops
+            return line
+        }
+        guard covers(UInt64(recorder.buckets) * UnsafeLeadUpRecorder.bucketUnits, nowMicroseconds * 1000 >> 10) else {
+            line.noRecorder = Self.notCovering
             return line
         }
         var read = RecentWindow.read(recorder, latch: latch, nowMicroseconds: nowMicroseconds)
@@ -38,7 +45,9 @@ struct WatchedSource: Sendable {
         line.window = read.window
         line.longestMs = LeadUpRecord.milliseconds(units: read.busy.longestUnits)
         line.busyNowMs = read.busyNowUnits.map { LeadUpRecord.milliseconds(units: $0) }
-        line.lag = HangReport.Recent.Lag(recorder.lag.read())
+        // (An event loop's pieces run between the boundaries its edges learnt, not iterations:
+        // no lag, as its heartbeat publishes none.)
+        line.lag = kind == .runLoop ? HangReport.Recent.Lag(recorder.lag.read()) : nil
         return line
     }
 }

@@ -46,6 +46,13 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
         var latch: ActivityLatch
         var control: WatchdogControl
         var statistics: MonitorStatistics
+        /// Whether its flight recorder's lag and busy ratio go on the page, whose readers label
+        /// them `source="runloop"`: a run loop's (an event loop's pieces run between the
+        /// boundaries its edges learnt, not iterations: `EventLoopLeadUp`).
+        var pagesLeadUp = true
+
+        /// The flight recorder the page counts (`pagesLeadUp`).
+        var pagedLeadUp: UnsafeLeadUpRecorder? { pagesLeadUp ? latch.leadUp : nil }
     }
 
     private struct Members {
@@ -122,7 +129,7 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
         members.withLock { members in
             members.current.append(member)
             members.loop.joined(member.latch.loopHistogram)
-            members.lag.joined(member.latch.leadUp?.lag)
+            members.lag.joined(member.pagedLeadUp?.lag)
         }
         member.seen.publish(to: self)
     }
@@ -136,7 +143,7 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
             members.departedHangs += UInt64(member.statistics.hangsDetected.load(ordering: .relaxed))
             members.departedSuppressed += UInt64(member.statistics.hangsSuppressed.load(ordering: .relaxed))
             members.loop.left(member.latch.loopHistogram)
-            members.lag.left(member.latch.leadUp?.lag)
+            members.lag.left(member.pagedLeadUp?.lag)
         }
     }
 
@@ -168,7 +175,7 @@ final class HeartbeatLane: WatchdogLane, @unchecked Sendable {
                 suppressed += UInt64(member.statistics.hangsSuppressed.load(ordering: .relaxed))
                 threshold = min(threshold, member.control.thresholdMicroseconds.load(ordering: .relaxed))
                 members.loop.add(member.latch.loopHistogram)
-                if let recorder = member.latch.leadUp {
+                if let recorder = member.pagedLeadUp {
                     members.lag.add(recorder.lag)
                     let window = RecorderBusyWindow.read(recorder, latch: member.latch, nowMicroseconds: now)
                     if busiest.map({ window.ratio > $0.ratio }) ?? true { busiest = window }

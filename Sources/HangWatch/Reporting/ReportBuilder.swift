@@ -86,13 +86,9 @@ struct ReportBuilder: Sendable {
         if let leadUp = recording.leadUp {
             report.before = leadUp.leadUp
             report.before?.nearMisses = nearMisses.flatMap { $0.isEmpty ? nil : $0 }
-            report.kind = RunLoopHangKind.fromTasks(
-                recording.tasks, samples: recording.samples.count, thresholdMicroseconds: recording.thresholdMicroseconds,
-                piece: leadUp.kind(thresholdMicroseconds: recording.thresholdMicroseconds))
             report.nameNearMisses()
         }
-        if report.kind == nil { report.kind = recording.kind }
-        if report.kind == nil, source == .dispatchMain { report.kind = QueueHangKind.decide(recording.tasks, samples: recording.samples.count, thresholdMicroseconds: recording.thresholdMicroseconds) }
+        report.kind = kind(of: recording)
         let labels = HangLabels.bounded(recording.labels ?? [])
         report.labels = labels.labels
         report.labelsOmitted = labels.omitted > 0 ? labels.omitted : nil
@@ -100,6 +96,20 @@ struct ReportBuilder: Sendable {
         report.serviceVersion = serviceVersion
         report.resource = resource
         return report
+    }
+
+    /// What held the loop, as far as the source proves it: a run loop's from its lead-up and the
+    /// tasks its reads found (an event loop's recorder counts no iterations: its lead-up proves
+    /// no kind), a pool job's as its watch found it, the main queue's from its reads.
+    func kind(of recording: HangRecording) -> HangReport.Kind? {
+        let threshold = recording.thresholdMicroseconds
+        if source == .runLoop, let leadUp = recording.leadUp {
+            return RunLoopHangKind.fromTasks(
+                recording.tasks, samples: recording.samples.count, thresholdMicroseconds: threshold, piece: leadUp.kind(thresholdMicroseconds: threshold))
+        }
+        if let kind = recording.kind { return kind }
+        guard source == .dispatchMain else { return nil }
+        return QueueHangKind.decide(recording.tasks, samples: recording.samples.count, thresholdMicroseconds: threshold)
     }
 
     /// The lead-up's near misses, their stacks added to `table`: each from the onset (the hang's

@@ -34,7 +34,7 @@ extension HangReport {
             /// How long the loop has been in the piece in progress: busy now. Absent when it is
             /// idle, and without a recorder.
             public var busyNowMs: Double?
-            /// Why there is no window: `only run loops keep a flight recorder`, `its flight
+            /// Why there is no window: `only run loops and event loops keep a flight recorder`, `its flight
             /// recorder is off (leadUpWindow 0)`. Absent when there is one.
             public var noRecorder: String?
             /// Every busy piece the recorder counted since it began, by length: what the heartbeat

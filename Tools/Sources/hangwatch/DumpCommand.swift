@@ -54,7 +54,7 @@ struct DumpCommand: ParsableCommand {
             needed: for each watch of the process, its run loop's last seconds (5 s by default) \
             in 100 ms blocks, ▁ idle to █ busy, as `hangwatch show` draws a hang's lead-up, with \
             the busy ratio up to now (the piece in progress counted), the longest piece and \
-            whether it is busy now; a watch without a recorder (only run loops keep one) says so. \
+            whether it is busy now; a watch without a recorder (only run loops and event loops keep one) says so. \
             --json keeps every bucket. A monitor that predates it answers with a thread dump: the \
             command says so and exits 1.
 

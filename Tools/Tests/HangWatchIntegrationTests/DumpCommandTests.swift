@@ -70,7 +70,7 @@ import Testing
         #expect(lines[loop + 4].hasPrefix("  lag since the recorder began: ") && lines[loop + 4].contains("; 99 % at most 25ms,"), "\(lines[loop + 4])")
         for watch in ["dispatch-queue ", "concurrency-pool, threshold 250ms"] {
             let header = try #require(lines.firstIndex { $0.hasPrefix(watch) }, "\(watch) missing: \(text.output)")
-            #expect(lines[header + 1] == "  no window: only run loops keep a flight recorder", "\(lines[header + 1])")
+            #expect(lines[header + 1] == "  no window: only run loops and event loops keep a flight recorder", "\(lines[header + 1])")
         }
 
         let json = try ExecutableRun.run(Self.cli, ["dump", "--recent", String(pid), "--dir", directory.path, "--json"], timeout: 30)

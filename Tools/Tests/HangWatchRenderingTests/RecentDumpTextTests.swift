@@ -35,9 +35,9 @@ import Testing
             busyNowMs: 8)
         let queue = HangReport.Recent.Source(
             source: "dispatch-queue", service: "billing", thread: HangReport.ThreadInfo(tid: 57, name: "queue-worker", isMain: false),
-            thresholdMs: 250, noRecorder: "only run loops keep a flight recorder")
+            thresholdMs: 250, noRecorder: "only run loops and event loops keep a flight recorder")
         let pool = HangReport.Recent.Source(
-            source: "concurrency-pool", service: "ledger", thread: nil, thresholdMs: 500, noRecorder: "only run loops keep a flight recorder")
+            source: "concurrency-pool", service: "ledger", thread: nil, thresholdMs: 500, noRecorder: "only run loops and event loops keep a flight recorder")
         let lines = Self.render(Self.answer([loop, queue, pool]))
         #expect(
             lines == [
@@ -49,10 +49,10 @@ import Testing
                 "  busy 38 % in the last 0.8 s (a block per 100ms); longest piece 24ms; busy now for 8ms",
                 "",
                 "dispatch-queue \"queue-worker\" tid 57, threshold 250ms",
-                "  no window: only run loops keep a flight recorder",
+                "  no window: only run loops and event loops keep a flight recorder",
                 "",
                 "concurrency-pool, threshold 500ms, service ledger",
-                "  no window: only run loops keep a flight recorder",
+                "  no window: only run loops and event loops keep a flight recorder",
             ], "\(lines.joined(separator: "\n"))")
     }
 

@@ -97,6 +97,7 @@ extension EventLoopActivitySource {
             if let files, let epoll = Self.epollWaitedOn(files), let registration = epollWatch.register(loopEpoll: epoll),
                 Self.epollWaitedOn(files) == epoll, fallback.isQuiet
             {
+                exactSinceUnits.store(max(coarseNow() >> 10, 1), ordering: .relaxed)
                 exactEdges.store(true, ordering: .releasing)
                 registrationKeyWord.store(registration.key, ordering: .releasing)
                 var watched = Watched(registration: registration, epoll: epoll, files: files, ranAt: nil, waiting: .look)
@@ -186,7 +187,7 @@ extension EventLoopActivitySource {
         if !inWait, let state, !Self.inSyscall(state), let schedule = files.readSchedStat() {
             watched.ranAt = (now, schedule.runnableNanoseconds, schedule.timeslices)
         }
-        let pings = decisions.withLock { edges -> Bool in
+        let pings = decideEdges(at: now, finishedAt: iterationEnd, sleptSince: inWait && progressed ? iterationEnd : nil) { edges -> Bool in
             let actions = edges.look(
                 at: now, waiting: isWaiting, thresholdNanoseconds: threshold, blockedSince: blocked,
                 lastIterationEnd: iterationEnd, inWaitAfterIteration: inWait && progressed)
@@ -212,7 +213,7 @@ extension EventLoopActivitySource {
     /// The loop was seen to wake at `coarse` (its epoll instance, or out of its wait right after a
     /// look): a stretch that begins then has an exact start.
     func loopWoke(at coarse: UInt64) {
-        if decisions.withLock({ $0.loopWoke(at: coarse) }) { startFoundByLook.store(false, ordering: .relaxed) }
+        if decideEdges(at: coarse, { $0.loopWoke(at: coarse) }) { startFoundByLook.store(false, ordering: .relaxed) }
     }
 
     /// A look at the idle loop, whose wake comes through its epoll instance, nested in the
@@ -245,7 +246,7 @@ extension EventLoopActivitySource {
             let onCPU = ranOnce && state.map(Self.inSyscall) == false
             let woke = onCPU ? latest : wait.seenWaiting &+ (latest &- wait.seenWaiting) / 2
             startFoundByLook.store(true, ordering: .relaxed)
-            _ = decisions.withLock { $0.loopWoke(at: woke) }
+            _ = decideEdges(at: woke) { $0.loopWoke(at: woke) }
             return true  // (busy already: the caller's `loopWoke` changes nothing)
         }
         wait.seenWaiting = now

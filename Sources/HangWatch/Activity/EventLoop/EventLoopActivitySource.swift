@@ -51,6 +51,12 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
     let registrationKeyWord = Atomic<UInt64>(0)
     /// Which mode the watcher is in (tests and reports of the source's state).
     let exactEdges = Atomic<Bool>(false)
+    /// Since when the edges are exact (the latch's units, 1024 ns; 0: not yet): the flight
+    /// recorder, written only then, covers its window from there (`leadUpCovers`).
+    let exactSinceUnits = Atomic<UInt64>(0)
+    /// The flight recorder the edges write (`EventLoopLeadUp`), when the monitor keeps one; set by
+    /// `start`.
+    private(set) var leadUp: EventLoopLeadUp?
 
     /// The busy stretch now began at a wake found by looking: its start is sampled, not exact
     /// (reports say `edges: sampled`). A wake through the epoll instance or an answer clears it.
@@ -95,6 +101,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
 
     func start(edges latch: ActivityLatch, attach: @escaping @Sendable () -> Void) {
         self.latch = latch
+        leadUp = latch.sourceLeadUp.map(EventLoopLeadUp.init(recorder:))
         fallback.connect(edges: latch) { [self] in
             loopThread.withLock { $0 = UnsafeCaptureBridge.currentThreadID() }
             attach()
@@ -146,6 +153,30 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
         watcherDeadline = nil
     }
 
+    /// Runs `body` on the edges under their lock, and writes what the change of phase it made
+    /// tells the flight recorder, while the edges are exact (`EventLoopLeadUp.pieces`: `now`,
+    /// `finishedAt` and `sleptSince` as there).
+    func decideEdges<Result>(
+        at now: UInt64, finishedAt: UInt64? = nil, sleptSince: UInt64? = nil, _ body: (inout EventLoopEdges) -> Result
+    ) -> Result {
+        decisions.withLock { edges in
+            let before = edges.phase
+            let result = body(&edges)
+            if let leadUp, exactEdges.load(ordering: .relaxed) {
+                leadUp.record(EventLoopLeadUp.pieces(from: before, to: edges.phase, at: now, finishedAt: finishedAt, sleptSince: sleptSince))
+            }
+            return result
+        }
+    }
+
+    /// Whether the flight recorder covers the `windowUnits` before `onsetUnits` (the edges were
+    /// exact from before it began, and still are): a window it does not cover would read idle
+    /// where nothing was recorded.
+    func leadUpCovers(windowUnits: UInt64, before onsetUnits: UInt64) -> Bool {
+        let since = exactSinceUnits.load(ordering: .relaxed)
+        return since != 0 && exactEdges.load(ordering: .relaxed) && since &+ windowUnits <= onsetUnits
+    }
+
     /// Carries out the latch's part of `actions` (under the edges' lock: its writes stay in order).
     /// `answeredAt`: the fine time of the ping's answer whose actions these are (a declared hang
     /// ends then, not at the coarse clock's last tick).
@@ -168,7 +199,7 @@ final class EventLoopActivitySource: ActivitySource, @unchecked Sendable {
             // answer is under load: the earliest start of a block after it (the coarse clock's
             // last tick is up to 4 ms earlier, and would date such a block that much early).
             let answeredAt = UnsafeClock.monotonicNanoseconds()
-            let actions = decisions.withLock { edges in
+            let actions = decideEdges(at: answeredAt) { edges in
                 let actions = edges.pingAnswered(at: answeredAt)
                 perform(actions, answeredAt: answeredAt)
                 return actions
