@@ -25,7 +25,7 @@ struct QueueHangKindTests {
     @Test func severalTasksAreCountedAndNoReadFindingATaskGivesNoKind() throws {
         let tasks = Self.sightings([(7, 200), (8, 200), (8, 250), (9, 250), (0, 300), (9, 300)])
         let kind = try #require(QueueHangKind.decide(tasks, samples: 3, thresholdMicroseconds: 200_000))
-        #expect(kind.name == "unknown" && kind.reason.hasPrefix("3 tasks ran at 3 samples: at least 3 jobs held the queue"))
+        #expect(kind.name == "unknown" && kind.reason.hasPrefix("3 tasks ran at 3 samples (6 reads): at least 3 jobs held the queue"))
         #expect(QueueHangKind.decide(Self.sightings([(nil, 200), (0, 250)]), samples: 1, thresholdMicroseconds: 200_000) == nil)
         #expect(QueueHangKind.decide(nil, samples: 3, thresholdMicroseconds: 200_000) == nil)
     }
@@ -62,7 +62,7 @@ struct RunLoopTaskKindTests {
     @Test func severalTasksOrNoneOrABacklogBeforeKeepThePiecesKind() {
         let many = QueueHangKindTests.sightings([(7, 205), (8, 205), (9, 255), (9, 255)])
         let counted = RunLoopHangKind.fromTasks(many, samples: 2, thresholdMicroseconds: 200_000, piece: Self.piece)
-        #expect(counted.name == "unknown" && counted.reason.hasSuffix("; 3 tasks ran at 2 samples: at least 3 jobs in the piece"))
+        #expect(counted.name == "unknown" && counted.reason.hasSuffix("; 3 tasks ran at 2 samples (4 reads): at least 3 jobs in the piece"))
         // A read that found no task: a block or a timer may have run then.
         let gap = QueueHangKindTests.sightings([(7, 100), (nil, 205), (7, 355), (7, 355), (7, 400)])
         #expect(RunLoopHangKind.fromTasks(gap, samples: 3, thresholdMicroseconds: 200_000, piece: Self.piece) == Self.piece)

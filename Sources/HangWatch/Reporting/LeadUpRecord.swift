@@ -223,7 +223,7 @@ enum RunLoopHangKind {
         else { return piece }
         var kind = piece
         if tasks.distinct.count >= 2 {
-            kind.reason += "; \(tasks.distinct.count) tasks ran at \(samples) samples: at least \(tasks.distinct.count) jobs in the piece"
+            kind.reason += "; \(tasks.distinct.count) tasks ran at \(samples) samples (\(tasks.reads) reads): at least \(tasks.distinct.count) jobs in the piece"
         } else if tasks.empty == 0, tasks.reads >= 4, to &- from >= thresholdMicroseconds {
             kind.name = HangReport.Kind.Name.oneJob.rawValue
             kind.reason =

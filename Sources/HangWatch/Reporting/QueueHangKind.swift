@@ -56,7 +56,7 @@ enum QueueHangKind {
         if tasks.distinct.count >= 2 {
             return HangReport.Kind(
                 name: .unknown,
-                reason: "\(tasks.distinct.count) tasks ran at \(samples) samples: at least \(tasks.distinct.count) jobs held the queue; whether each was shorter than the threshold the samples cannot tell")
+                reason: "\(tasks.distinct.count) tasks ran at \(samples) samples (\(tasks.reads) reads): at least \(tasks.distinct.count) jobs held the queue; whether each was shorter than the threshold the samples cannot tell")
         }
         let span = ReportBuilder.milliseconds(Int64(to &- from))
         if tasks.empty == 0, tasks.reads >= 4, to &- from >= thresholdMicroseconds {
