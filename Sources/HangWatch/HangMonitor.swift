@@ -154,7 +154,7 @@ public final class HangMonitor: Sendable {
             // One job on the main actor, where the pool taught nothing yet: where the Swift
             // runtime's current-task word lies from a thread pointer, so that a main-queue hang's
             // samples say which task each ran (`QueueHangKind`).
-            Task { @MainActor in UnsafePoolThreadAttachments.shared.learnTaskWordOffsetOnCurrentThread() }
+            UnsafePoolThreadAttachments.shared.learnTaskWordOffsetOnTheMainActor()
         }
     }
 

@@ -218,18 +218,19 @@ enum RunLoopHangKind {
     ///   jobs; whether each was short the reads cannot prove);
     /// - otherwise `piece` as it was (a block, a timer, a source: no task to read).
     static func fromTasks(_ tasks: SampledTasks?, samples: Int, thresholdMicroseconds: UInt64, piece: HangReport.Kind) -> HangReport.Kind {
-        guard piece.name != HangReport.Kind.Name.mixed.rawValue, let tasks, let first = tasks.distinct.first, let from = tasks.firstMicroseconds,
-            let to = tasks.lastMicroseconds
+        guard piece.name != HangReport.Kind.Name.mixed.rawValue, let tasks, let finding = tasks.finding(thresholdMicroseconds: thresholdMicroseconds)
         else { return piece }
         var kind = piece
-        if tasks.distinct.count >= 2 {
-            kind.reason += "; \(tasks.distinct.count) tasks ran at \(samples) samples (\(tasks.reads) reads): at least \(tasks.distinct.count) jobs in the piece"
-        } else if tasks.empty == 0, tasks.reads >= 4, to &- from >= thresholdMicroseconds {
+        switch finding {
+        case .several(let count):
+            kind.reason += "; \(count) tasks ran at \(samples) samples (\(tasks.reads) reads): at least \(count) jobs in the piece"
+        case .same(let task, let span, true):
             kind.name = HangReport.Kind.Name.oneJob.rawValue
-            kind.reason =
-                "the same task (id \(first)) at every read, \(format(ReportBuilder.milliseconds(Int64(to &- from)))) ms apart, in one turn of the loop: one job past the threshold"
-        } else if tasks.empty == 0 {
-            kind.reason += "; the same task (id \(first)) at every read, \(format(ReportBuilder.milliseconds(Int64(to &- from)))) ms apart: not proven past the threshold by itself"
+            kind.reason = "\(SampledTasks.sameTask(task, span: span)), in one turn of the loop: one job past the threshold"
+        case .same(let task, let span, false):
+            kind.reason += "; \(SampledTasks.sameTask(task, span: span)): not proven past the threshold by itself"
+        case .partly:
+            break
         }
         return kind
     }

@@ -23,6 +23,30 @@ struct SampledTasks: Sendable, Equatable {
         lastMicroseconds = microseconds
     }
 
+    /// What the reads found: the rule a run loop's kind and the main queue's share (each says it
+    /// in its own words: `RunLoopHangKind.fromTasks`, `QueueHangKind`). Nil when none found a task.
+    enum Finding: Equatable {
+        /// Two tasks or more: at least that many jobs.
+        case several(count: Int)
+        /// The same task at every read, the first and the last `span` µs apart; `pastThreshold`:
+        /// four reads or more, a threshold apart or more (one job past the threshold).
+        case same(task: UInt64, span: UInt64, pastThreshold: Bool)
+        /// One task, at `found` of the reads; the others found none.
+        case partly(task: UInt64, found: Int)
+    }
+
+    func finding(thresholdMicroseconds: UInt64) -> Finding? {
+        guard let task = distinct.first, let from = firstMicroseconds, let to = lastMicroseconds else { return nil }
+        if distinct.count >= 2 { return .several(count: distinct.count) }
+        guard empty == 0 else { return .partly(task: task, found: reads - empty) }
+        return .same(task: task, span: to &- from, pastThreshold: reads >= 4 && to &- from >= thresholdMicroseconds)
+    }
+
+    /// `the same task (id 7) at every read, 250 ms apart`.
+    static func sameTask(_ task: UInt64, span: UInt64) -> String {
+        "the same task (id \(task)) at every read, \(RunLoopHangKind.format(ReportBuilder.milliseconds(Int64(span)))) ms apart"
+    }
+
     /// These reads and `other`'s, as one set of reads.
     func adding(_ other: SampledTasks) -> SampledTasks {
         var sum = SampledTasks(reads: reads + other.reads, empty: empty + other.empty, distinct: distinct.union(other.distinct))
@@ -52,23 +76,18 @@ struct SampledTasks: Sendable, Equatable {
 ///   carry no identity a read can see, or the word is not known): no `kind`.
 enum QueueHangKind {
     static func decide(_ tasks: SampledTasks?, samples: Int, thresholdMicroseconds: UInt64) -> HangReport.Kind? {
-        guard let tasks, let first = tasks.distinct.first, let from = tasks.firstMicroseconds, let to = tasks.lastMicroseconds else { return nil }
-        if tasks.distinct.count >= 2 {
+        guard let tasks, let finding = tasks.finding(thresholdMicroseconds: thresholdMicroseconds) else { return nil }
+        switch finding {
+        case .several(let count):
             return HangReport.Kind(
                 name: .unknown,
-                reason: "\(tasks.distinct.count) tasks ran at \(samples) samples (\(tasks.reads) reads): at least \(tasks.distinct.count) jobs held the queue; whether each was shorter than the threshold the samples cannot tell")
+                reason: "\(count) tasks ran at \(samples) samples (\(tasks.reads) reads): at least \(count) jobs held the queue; whether each was shorter than the threshold the samples cannot tell")
+        case .same(let task, let span, true):
+            return HangReport.Kind(name: .oneJob, reason: "\(SampledTasks.sameTask(task, span: span)): one job past the threshold")
+        case .same(let task, let span, false):
+            return HangReport.Kind(name: .unknown, reason: "\(SampledTasks.sameTask(task, span: span)): not proven past the threshold by itself")
+        case .partly(let task, let found):
+            return HangReport.Kind(name: .unknown, reason: "task \(task) at \(found) of \(tasks.reads) reads; the others found no task running")
         }
-        let span = ReportBuilder.milliseconds(Int64(to &- from))
-        if tasks.empty == 0, tasks.reads >= 4, to &- from >= thresholdMicroseconds {
-            return HangReport.Kind(
-                name: .oneJob, reason: "the same task (id \(first)) at every read, \(RunLoopHangKind.format(span)) ms apart: one job past the threshold")
-        }
-        if tasks.empty == 0 {
-            return HangReport.Kind(
-                name: .unknown,
-                reason: "the same task (id \(first)) at every read, \(RunLoopHangKind.format(span)) ms apart: not proven past the threshold by itself")
-        }
-        return HangReport.Kind(
-            name: .unknown, reason: "task \(first) at \(tasks.reads - tasks.empty) of \(tasks.reads) reads; the others found no task running")
     }
 }

@@ -77,6 +77,14 @@ final class UnsafePoolThreadAttachments: Sendable {
         taskWordOffset.store(slot &- pointer, ordering: .relaxed)
     }
 
+    /// Runs `learnTaskWordOffsetOnCurrentThread()` in one job on the main actor, unless the place
+    /// is known already: for a watch of the main queue or the main run loop, whose hangs' reads
+    /// need it where no pool thread taught it.
+    func learnTaskWordOffsetOnTheMainActor() {
+        guard !findsTaskSlots else { return }
+        Task { @MainActor in self.learnTaskWordOffsetOnCurrentThread() }
+    }
+
     /// Whether other threads' current-task words can be found (`taskSlot(threadPointer:)`).
     var findsTaskSlots: Bool { taskWordOffset.load(ordering: .relaxed) != 0 }
 

@@ -58,12 +58,9 @@ final class RunLoopActivitySource: ActivitySource, @unchecked Sendable {
             self?.noteLoopThread()
             step()
         }
-        if Self.isMain(target) {
-            // One job on the main actor (which a main loop runs when it drains the main queue):
-            // where the Swift runtime's current-task word lies from a thread pointer, so that a
-            // hang's samples say which task each ran (`RunLoopHangKind.fromTasks`).
-            Task { @MainActor in UnsafePoolThreadAttachments.shared.learnTaskWordOffsetOnCurrentThread() }
-        }
+        // (A main loop runs main-actor jobs when it drains the main queue: a hang's reads say
+        // which task each found, `RunLoopHangKind.fromTasks`.)
+        if Self.isMain(target) { UnsafePoolThreadAttachments.shared.learnTaskWordOffsetOnTheMainActor() }
         if Self.isCurrent(target) {
             bindCurrentLoop()
             install(additionalModes: additionalModes)
